@@ -1,0 +1,100 @@
+// The compute seam. A Backend owns memory and runs every kernel family the model needs; layers
+// call it with backend pointers and never see BLAS, OpenMP or CUDA. The CPU backend is the
+// reference every other backend is tested against.
+//
+// Conventions:
+//  * Matrices are row-major. Activations/deltas are [rows = batch][cols = units].
+//  * Fully connected weights are W[in][out] (DSSTNE's layout), biases [out].
+//  * Losses return the SUM over the batch of per-example errors (example weights applied).
+//  * output_delta writes d(error_b)/dz for each example b (not divided by the batch size);
+//    the model scales weight gradients by 1/batch.
+//  * Optimizers minimise: w -= alpha * (g + lambda*w + lambda1*sign(w)) for SGD, and so on.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "backend/kernel_params.h"
+
+namespace nn {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+
+  // ---- memory -------------------------------------------------------------------------------
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void release(void* ptr) noexcept = 0;
+  virtual void upload(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void download(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual void synchronize() = 0;
+
+  // ---- elementwise / reductions --------------------------------------------------------------
+  virtual void fill(float* x, size_t n, float value) = 0;
+  virtual void axpy(size_t n, float a, const float* x, float* y) = 0;  // y += a*x
+  virtual void scale(float* x, size_t n, float a) = 0;                 // x *= a
+  virtual double sum_squares(const float* x, size_t n) = 0;
+  virtual double sum_abs(const float* x, size_t n) = 0;
+
+  // ---- dense linear algebra ------------------------------------------------------------------
+  // C[m][n] = alpha * op(A)[m][k] * op(B)[k][n] + beta * C, row-major with leading dimensions.
+  virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                    int lda, const float* b, int ldb, float beta, float* c, int ldc) = 0;
+  // z[r][c] = bias[c] (accumulate=false) or z[r][c] += bias[c].
+  virtual void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
+                              bool accumulate) = 0;
+  // out[c] = beta*out[c] + alpha * sum_r x[r][c].
+  virtual void column_sums(const float* x, uint32_t rows, uint32_t cols, float alpha, float beta,
+                           float* out) = 0;
+
+  // ---- sparse inputs (never densified) -------------------------------------------------------
+  // z[r][o] += sum_{entries e of row r} v_e * w_r * W[index_e][o]   (W is [x.cols][n_out])
+  virtual void sparse_matmul(const SparseView& x, const float* w, uint32_t n_out, float* z) = 0;
+  // g[index_e][o] += alpha * v_e * w_r * delta[r][o]   (g is [x.cols][n_out])
+  virtual void sparse_weight_gradient(const SparseView& x, const float* delta, uint32_t n_out,
+                                      float alpha, float* g) = 0;
+
+  // ---- activations ---------------------------------------------------------------------------
+  // In place: x = f(x). SoftMax normalises each row.
+  virtual void activate(const ActivationParams& p, float* x, uint32_t rows, uint32_t cols) = 0;
+  // In place: delta *= f'(z) expressed through the activation a = f(z).
+  virtual void activation_backward(const ActivationParams& p, const float* a, float* delta,
+                                   uint32_t rows, uint32_t cols) = 0;
+
+  // ---- losses -------------------------------------------------------------------------------
+  virtual double loss(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
+                      uint32_t cols) = 0;
+  virtual void output_delta(const LossParams& p, const float* a, const TargetView& t,
+                            uint32_t rows, uint32_t cols, float* delta) = 0;
+
+  // ---- regularisation noise -------------------------------------------------------------------
+  // Inverted dropout with a counter-based mask: element i is dropped when
+  // uniform_at(seed, stream, i) < p; dropped => 0, kept => x / (1 - p). The backward variant
+  // applies the identical mask to a delta.
+  virtual void dropout(float* x, size_t n, float p, uint64_t seed, uint64_t stream) = 0;
+  virtual void dropout_backward(float* delta, size_t n, float p, uint64_t seed,
+                                uint64_t stream) = 0;
+
+  // ---- optimizers ----------------------------------------------------------------------------
+  // One update of n parameters from gradient g (true gradient of the mean loss).
+  // state0/state1 hold optimizer_state_count(p.kind) arrays of n floats (may be null if unused).
+  virtual void optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
+                              float* state1, size_t n) = 0;
+
+  // ---- prediction ----------------------------------------------------------------------------
+  // Per row, the k largest values (descending; ties by lower index) and their column indices.
+  // Columns with index >= valid_cols are ignored. Entries past the row's count get index
+  // UINT32_MAX and value -inf.
+  virtual void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols,
+                     uint32_t k, float* values, uint32_t* indices) = 0;
+};
+
+// Creates a backend by name: "cpu", "cuda", or "auto" (cuda when a GPU is usable, else cpu).
+// `threads` = 0 uses every core. Throws ConfigError for an unknown or unavailable backend.
+std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0);
+
+}  // namespace nn

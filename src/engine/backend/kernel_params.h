@@ -1,0 +1,70 @@
+// Plain parameter blocks passed to backend kernels. Pointers are backend (device) pointers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "config/enums.h"
+
+namespace nn {
+
+struct ActivationParams {
+  Activation kind = Activation::Sigmoid;
+  float slope = 0.01f;        // LeakyRectifiedLinear
+  float alpha = 1.0f;         // ExponentialLinear / ScaledExponentialLinear
+  float lambda = 1.050701f;   // ScaledExponentialLinear
+};
+
+// A CSR minibatch in backend memory. value == nullptr => every stored entry is 1.
+// row_weight == nullptr => every example weight is 1.
+struct SparseView {
+  uint32_t rows = 0, cols = 0;
+  const uint32_t* row_ptr = nullptr;  // rows + 1
+  const uint32_t* index = nullptr;
+  const float* value = nullptr;
+  const float* row_weight = nullptr;
+  uint64_t nnz = 0;
+};
+
+// Targets of an output layer: dense [rows][cols] or sparse with implicit zeros.
+struct TargetView {
+  bool sparse = false;
+  const float* dense = nullptr;
+  SparseView sp;
+  bool ignore_zero = false;            // SparseIgnoreZero: only stored entries count
+  const float* row_weight = nullptr;   // per-example weights (dense targets); nullptr => 1
+};
+
+struct LossParams {
+  ErrorFunction function = ErrorFunction::CrossEntropy;
+  ActivationParams activation;
+  float smce_one_target = 0.9f, smce_zero_target = 0.1f;
+  float smce_one_scale = 1.0f, smce_zero_scale = 1.0f;
+  float delta_boost_one = 1.0f, delta_boost_zero = 1.0f;
+};
+
+struct OptimizerParams {
+  OptimizerKind kind = OptimizerKind::SGD;
+  float alpha = 0.1f;     // learning rate for this step
+  float lambda = 0.0f;    // L2 coefficient (0 for biases)
+  float lambda1 = 0.0f;   // L1 coefficient (0 for biases)
+  float mu = 0.9f;        // momentum / decay / Adam beta1
+  float mu1 = 0.999f;     // Adam beta2
+  uint64_t step = 1;      // 1-based update count (Adam bias correction)
+};
+
+// Number of per-parameter state arrays an optimizer keeps (0, 1 or 2).
+inline int optimizer_state_count(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::SGD: return 0;
+    case OptimizerKind::Momentum:
+    case OptimizerKind::Nesterov:
+    case OptimizerKind::AdaGrad:
+    case OptimizerKind::RMSProp: return 1;
+    case OptimizerKind::AdaDelta:
+    case OptimizerKind::Adam: return 2;
+  }
+  return 0;
+}
+
+}  // namespace nn

@@ -1,0 +1,88 @@
+// Enumerations shared by configs, network files and kernels. Numeric values are DSSTNE's codes
+// (dsstne-reference.md §2), because they are stored in network .nc files.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace nn {
+
+enum class LayerKind : uint32_t { Input = 0, Hidden = 1, Output = 2, Target = 3 };
+enum class LayerType : uint32_t { FullyConnected = 0, Convolutional = 1, Pooling = 2 };
+
+enum class Activation : uint32_t {
+  Sigmoid = 0,
+  Tanh = 1,
+  RectifiedLinear = 2,
+  Linear = 3,
+  ParametricRectifiedLinear = 4,
+  SoftPlus = 5,
+  SoftSign = 6,
+  SoftMax = 7,
+  ReluMax = 8,
+  LinearMax = 9,
+  ExponentialLinear = 10,
+  LeakyRectifiedLinear = 11,
+  ScaledExponentialLinear = 12,
+};
+
+enum class ErrorFunction : uint32_t {
+  L1 = 0,
+  L2 = 1,
+  CrossEntropy = 2,
+  ScaledMarginalCrossEntropy = 3,
+  DataScaledMarginalCrossEntropy = 4,
+  Hinge = 5,
+  L2Hinge = 6,
+};
+
+enum class WeightInit : uint32_t {
+  Xavier = 0,
+  CaffeXavier = 1,
+  Gaussian = 2,
+  Uniform = 3,
+  UnitBall = 4,
+  Constant = 5,
+  SELU = 6,
+};
+
+enum class PoolingFunction : uint32_t {
+  None = 0,
+  Max = 1,
+  Average = 2,
+  LRN = 3,
+  Maxout = 4,
+  DotProduct = 5,
+  Cosine = 6,
+  Stochastic = 7,
+  LCN = 8,
+  GlobalTemporal = 9,
+};
+
+enum class NetworkKind : uint32_t { FeedForward = 0, AutoEncoder = 1 };
+
+// Optimizer codes follow DSSTNE's TrainingMode order.
+enum class OptimizerKind : uint32_t {
+  SGD = 0,
+  Momentum = 1,
+  AdaGrad = 2,
+  Nesterov = 3,
+  RMSProp = 4,
+  AdaDelta = 5,
+  Adam = 6,
+};
+
+enum class Command : uint32_t { Train = 0, Predict = 1, Validate = 2 };
+
+// Canonical names (as DSSTNE spells them) for messages and for writing configs back.
+const char* to_string(LayerKind v);
+const char* to_string(LayerType v);
+const char* to_string(Activation v);
+const char* to_string(ErrorFunction v);
+const char* to_string(WeightInit v);
+const char* to_string(PoolingFunction v);
+const char* to_string(OptimizerKind v);
+const char* to_string(Command v);
+
+}  // namespace nn

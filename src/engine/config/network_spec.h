@@ -1,0 +1,84 @@
+// Plain, validated description of a network, produced from DSSTNE's JSON layer definition
+// language by parse_network_json() and consumed by the model builder. No JSON types leak out.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "config/enums.h"
+
+namespace nn {
+
+struct SharedWeightSpec {
+  std::string source_input_layer;
+  std::string source_output_layer;
+  std::string input_layer;
+  bool transposed = false;
+};
+
+struct LayerSpec {
+  std::string name;
+  LayerKind kind = LayerKind::Hidden;
+  LayerType type = LayerType::FullyConnected;
+  PoolingFunction pooling = PoolingFunction::None;
+  std::string dataset;            // Input/Output: name of the bound dataset
+  bool n_auto = false;            // "N": "auto": size taken from the dataset named by `dataset`
+  std::array<uint32_t, 4> n{{1, 1, 1, 1}};  // Nx, Ny, Nz, Nw
+  int dimensions = 1;
+  std::vector<std::string> sources;  // empty in the JSON => previous layer (parser fills it in)
+  std::vector<std::string> skips;
+  bool sparse = false;
+  float p_dropout = 0.0f;
+  Activation activation = Activation::Sigmoid;
+  WeightInit weight_init = WeightInit::Xavier;
+  float weight_init_scale = 1.0f;
+  float bias_init = 0.0f;
+  float weight_norm = 0.0f;
+  float delta_norm = 0.0f;
+  std::array<uint32_t, 3> kernel{{1, 1, 1}};
+  int kernel_dimensions = 1;
+  std::array<uint32_t, 3> kernel_stride{{1, 1, 1}};
+  bool batch_normalization = false;
+  float sparseness_penalty_p = 0.0f;     // per-layer override (0 => network value)
+  float sparseness_penalty_beta = 0.0f;  // per-layer override (0 => network value)
+  float relu_slope = 0.0f;   // resolved: per-layer value or network default
+  float elu_alpha = 0.0f;    // resolved
+  float selu_lambda = 0.0f;  // resolved
+  std::vector<SharedWeightSpec> shared_weights;
+
+  uint64_t units() const { return uint64_t(n[0]) * n[1] * n[2] * n[3]; }
+};
+
+struct NetworkSpec {
+  std::string source;  // file the spec came from (for messages); may be empty
+  float version = 0.9f;
+  std::string name;
+  NetworkKind kind = NetworkKind::FeedForward;
+  ErrorFunction error_function = ErrorFunction::CrossEntropy;
+  // LRN (cuDNN-style local response normalisation)
+  float lrn_k = 2.0f, lrn_alpha = 1e-4f, lrn_beta = 0.75f;
+  int lrn_n = 5;
+  int maxout_k = 2;
+  float sparseness_penalty_p = 0.0f, sparseness_penalty_beta = 0.0f;
+  float denoising_p = 0.0f;
+  float delta_boost_one = 1.0f, delta_boost_zero = 1.0f;
+  float smce_one_target = 0.9f, smce_zero_target = 0.1f;
+  float smce_one_scale = 1.0f, smce_zero_scale = 1.0f;
+  bool shuffle_indices = true;
+  float relu_slope = 0.01f;     // deviation from DSSTNE's 1.0 (identity); see docs
+  float elu_alpha = 1.0f;
+  float selu_lambda = 1.050701f;
+  float decay = 0.0f;
+  std::vector<LayerSpec> layers;
+
+  const LayerSpec* find_layer(const std::string& layer_name) const {
+    for (const auto& l : layers)
+      if (l.name == layer_name) return &l;
+    return nullptr;
+  }
+};
+
+}  // namespace nn

@@ -1,0 +1,36 @@
+// Minibatches gathered from datasets in host memory, in the form the backends consume:
+// sparse batches as CSR (row_ptr/index/value) and dense batches as row-major [rows][features].
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "data/dataset.h"
+
+namespace nn {
+
+struct SparseBatch {
+  uint32_t rows = 0;
+  uint32_t cols = 0;
+  std::vector<uint32_t> row_ptr;   // rows + 1 offsets
+  std::vector<uint32_t> index;     // column of each entry
+  std::vector<float> value;        // empty => every entry is 1
+  std::vector<float> row_weight;   // empty => every example weight is 1
+  bool ignore_zero = false;        // SparseIgnoreZero: only stored entries count in losses
+  uint64_t nnz() const { return index.size(); }
+};
+
+// Gathers examples ids[0..count) of a sparse dataset. Duplicate indices inside an example are kept.
+void gather_sparse(const DataSet& ds, const uint32_t* ids, uint32_t count, SparseBatch& out);
+
+// Gathers examples of a dense dataset into out[count][features()] as floats.
+// As an input, uint8 data becomes x/256 - 0.5 and int8 data x/128 (DSSTNE's normalisation);
+// as a target, uint8 becomes x/256 and int8 x/128. Dense Boolean (class id) data becomes one-hot.
+void gather_dense(const DataSet& ds, const uint32_t* ids, uint32_t count, bool as_input,
+                  float* out);
+
+// Per-example weights for a batch (empty when the dataset is not Weighted).
+void gather_weights(const DataSet& ds, const uint32_t* ids, uint32_t count,
+                    std::vector<float>& out);
+
+}  // namespace nn

@@ -1,0 +1,21 @@
+// Reading and writing dataset files in DSSTNE's NetCDF layout (dsstne-reference.md §1.2-1.5).
+// This and the network file code are the only places that include <netcdf>.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+
+namespace nn {
+
+// Loads every dataset in the file (global attribute `datasets`, suffix-N names). Accepts both
+// `dataTypeN` and DSSTNE's engine-written `datatypeN`, 32- or 64-bit start/end arrays.
+// Throws DataError naming the file and variable/attribute on any problem.
+std::vector<DataSet> read_datasets(const std::string& path);
+
+// Writes the datasets (suffix 0..D-1) in the layout the reader expects. The file is written to a
+// temporary name and renamed, so a failure never leaves a partial file at `path`.
+void write_datasets(const std::string& path, const std::vector<DataSet>& sets);
+
+}  // namespace nn

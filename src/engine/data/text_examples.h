@@ -1,0 +1,63 @@
+// DSSTNE's text example format (dsstne-reference.md §5.1) and index files (§5.2):
+//   sample<TAB>feature[,value]:feature[,value]...
+//   label<TAB>index
+#pragma once
+
+#include <cstdint>
+#include <istream>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "data/dataset.h"
+
+namespace nn {
+
+// Label -> index map that also remembers labels in index order.
+class FeatureIndex {
+ public:
+  // Returns the index of `label`, adding it if absent and `allow_new`; returns -1 when absent and
+  // new labels are not allowed.
+  int64_t lookup(const std::string& label, bool allow_new);
+  int64_t find(const std::string& label) const;
+  const std::string& label(uint64_t i) const { return labels_[i]; }
+  uint64_t size() const { return labels_.size(); }
+  bool changed() const { return changed_; }
+  void clear_changed() { changed_ = false; }
+  // Inserts an explicit mapping (used when loading files); throws DataError on duplicates.
+  void insert(const std::string& label, uint64_t idx, const std::string& where);
+
+ private:
+  std::unordered_map<std::string, uint64_t> map_;
+  std::vector<std::string> labels_;  // by index; "" for gaps
+  bool changed_ = false;
+};
+
+// Index files: one "label<TAB>index" per line. Throws DataError("<path>:<line>: ...").
+FeatureIndex load_index(const std::string& path);
+// Written sorted by index, atomically (temporary file + rename).
+void save_index(const std::string& path, const FeatureIndex& index);
+
+enum class ExampleMode { Indicator, Analog };
+
+struct TextExamplesOptions {
+  ExampleMode mode = ExampleMode::Indicator;
+  bool allow_new_features = true;  // false => unknown features are dropped (and counted)
+  bool allow_new_samples = true;
+  uint32_t width_align = 128;      // width rounded up to a multiple of this (1 = none)
+  uint32_t min_width = 0;          // at least this wide (e.g. an existing feature index size)
+};
+
+struct TextExamplesStats {
+  uint64_t lines = 0, samples = 0, entries = 0, dropped_features = 0, skipped_lines = 0;
+};
+
+// Parses examples from files (a directory means all its regular files, sorted) into one sparse
+// dataset named `name`. Examples are ordered by ascending sample index. Malformed values throw
+// DataError("<file>:<line>: ...").
+DataSet read_text_examples(const std::vector<std::string>& paths, const std::string& name,
+                           FeatureIndex& features, FeatureIndex& samples,
+                           const TextExamplesOptions& options, TextExamplesStats* stats = nullptr);
+
+}  // namespace nn

@@ -1,0 +1,67 @@
+// Network .nc files: topology + weights in DSSTNE's attribute layout (dsstne-reference.md §2),
+// so DSSTNE-trained networks load here and ours load in DSSTNE, plus our training state
+// (optimizer moments, epoch, step, RNG state) in extra variables DSSTNE ignores. This is a plain
+// data form; model::Network converts to and from it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/enums.h"
+#include "config/network_spec.h"
+
+namespace nn {
+
+struct WeightArrays {
+  std::string input_layer, output_layer;
+  // DSSTNE's dimensions: FC weights use width = output units, height = input units.
+  uint64_t width = 0, height = 1, length = 1, depth = 1, breadth = 1;
+  bool shared = false, locked = false, transposed = false;
+  std::string source_input_layer, source_output_layer;  // when shared
+  float norm = 0.0f;
+  std::vector<float> weights;  // [input][output] row-major; empty when shared
+  std::vector<float> bias;     // [output units]
+  // Optimizer state (ours): 0..2 arrays shaped like weights, and like bias.
+  std::vector<std::vector<float>> weight_state;
+  std::vector<std::vector<float>> bias_state;
+};
+
+// Per-layer arrays for batch normalisation (DSSTNE's layer<i>_scaleBN etc.).
+struct LayerArrays {
+  std::string layer;
+  std::vector<float> bn_scale, bn_bias, bn_running_mean, bn_running_variance;
+  std::vector<std::vector<float>> bn_scale_state, bn_bias_state;  // optimizer state (ours)
+};
+
+// Where a training run stands; written with checkpoints so a resumed run continues exactly.
+struct TrainingState {
+  bool present = false;       // false for files without it (e.g. written by DSSTNE)
+  uint64_t epoch = 0;         // epochs completed
+  uint64_t step = 0;          // optimizer updates done (Adam's t)
+  uint64_t rng_state = 0;     // host RNG (shuffles) after the last completed epoch
+  uint64_t seed = 0;          // run seed (dropout/denoising streams derive from it)
+  OptimizerKind optimizer = OptimizerKind::SGD;
+  float alpha = 0.0f;         // current learning rate (after schedule)
+  float lambda = 0.0f, lambda1 = 0.0f, mu = 0.0f, mu1 = 0.0f;
+  uint32_t minibatch = 0;
+  float smoothed_error = 0.0f;  // divergence guard state
+};
+
+struct NetworkFile {
+  NetworkSpec spec;  // every layer fully resolved (no "auto" sizes)
+  std::vector<WeightArrays> weights;  // creation order: per layer, one per source
+  std::vector<LayerArrays> layers;    // only layers with extra arrays
+  TrainingState training;
+  std::string checkpoint_name = "checkpoint";
+  int checkpoint_interval = 0;
+};
+
+// Writes atomically: a temporary file beside `path`, then rename. Throws IoError/DataError.
+void write_network_file(const std::string& path, const NetworkFile& net);
+
+// Reads a network file written by us or by DSSTNE. Throws DataError naming the file and the
+// missing/invalid attribute or variable.
+NetworkFile read_network_file(const std::string& path);
+
+}  // namespace nn
