@@ -70,6 +70,12 @@ class Backend {
                       uint32_t cols) = 0;
   virtual void output_delta(const LossParams& p, const float* a, const TargetView& t,
                             uint32_t rows, uint32_t cols, float* delta) = 0;
+  // Both in one pass over the activations (the training hot path); returns the summed error.
+  virtual double loss_and_delta(const LossParams& p, const float* a, const TargetView& t,
+                                uint32_t rows, uint32_t cols, float* delta) {
+    output_delta(p, a, t, rows, cols, delta);
+    return loss(p, a, t, rows, cols);
+  }
 
   // ---- regularisation noise -------------------------------------------------------------------
   // Inverted dropout with a counter-based mask: element i is dropped when

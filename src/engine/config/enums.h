@@ -82,6 +82,7 @@ const char* to_string(Activation v);
 const char* to_string(ErrorFunction v);
 const char* to_string(WeightInit v);
 const char* to_string(PoolingFunction v);
+const char* to_string(NetworkKind v);
 const char* to_string(OptimizerKind v);
 const char* to_string(Command v);
 

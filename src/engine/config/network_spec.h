@@ -81,4 +81,14 @@ struct NetworkSpec {
   }
 };
 
+// Field-by-field equality (floats compared exactly), e.g. for checking that
+// parse_network_json(network_spec_to_json(s)) == s. NetworkSpec's `source` is not compared: it
+// says where a spec came from, not what it describes.
+bool operator==(const SharedWeightSpec& a, const SharedWeightSpec& b);
+bool operator==(const LayerSpec& a, const LayerSpec& b);
+bool operator==(const NetworkSpec& a, const NetworkSpec& b);
+inline bool operator!=(const SharedWeightSpec& a, const SharedWeightSpec& b) { return !(a == b); }
+inline bool operator!=(const LayerSpec& a, const LayerSpec& b) { return !(a == b); }
+inline bool operator!=(const NetworkSpec& a, const NetworkSpec& b) { return !(a == b); }
+
 }  // namespace nn

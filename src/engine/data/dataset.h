@@ -68,6 +68,9 @@ struct DataSet {
   // Throws DataError("<where>: ...") if the arrays are inconsistent: sizes, start <= end,
   // indices < features(), finite values, weights/index sizes. `where` names the source file.
   void validate(const std::string& where) const;
+  // Same checks, naming arrays by their file variables with this suffix (e.g. "sparseIndex0"),
+  // so that problems found after reading a file point at the offending NetCDF variable.
+  void validate(const std::string& where, const std::string& var_suffix) const;
 };
 
 }  // namespace nn

@@ -51,6 +51,9 @@ struct TextExamplesOptions {
 
 struct TextExamplesStats {
   uint64_t lines = 0, samples = 0, entries = 0, dropped_features = 0, skipped_lines = 0;
+  uint64_t dropped_samples = 0;  // unknown samples when allow_new_samples is false
+  uint64_t extra_values = 0;     // tuples with more than one value (first one kept)
+  uint64_t replaced_samples = 0; // lines whose sample appeared before (the later line wins)
 };
 
 // Parses examples from files (a directory means all its regular files, sorted) into one sparse

@@ -1,0 +1,139 @@
+// CpuBackend activations: forward (in place) and backward (delta *= f'(z), written through a).
+//
+// Definitions beyond DSSTNE (which parsed SoftPlus, SoftSign, ReluMax and LinearMax but ran them
+// as Linear):
+//   SoftPlus  a = ln(1 + e^z)           f' = 1 - e^-a
+//   SoftSign  a = z / (1 + |z|)         f' = (1 - |a|)^2
+//   ReluMax   a = max(z, 0)             (as ReLU) DSSTNE never defined it; the name reads as a
+//   LinearMax a = z                     (as Linear) "max over a group of units" (maxout), which
+//             is a pooling operation, not an elementwise function, so we keep the elementwise
+//             part only. Networks that used them in DSSTNE got Linear for both.
+//   SELU      the correct derivative: lambda for a > 0, a + lambda*alpha otherwise.
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/activation_math.h"
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/fast_math.h"
+
+namespace nn {
+namespace {
+
+constexpr size_t kParallelMin = size_t(1) << 14;
+
+template <typename F>
+void map_inplace(int threads, float* x, size_t n, F f) {
+#pragma omp parallel for simd num_threads(threads) schedule(static) if (n >= kParallelMin)
+  for (size_t i = 0; i < n; ++i) x[i] = f(x[i]);
+}
+
+void softmax_rows(int threads, float* x, uint32_t rows, uint32_t cols) {
+  const size_t total = size_t(rows) * cols;
+#pragma omp parallel for num_threads(threads) schedule(static) if (total >= kParallelMin)
+  for (uint32_t r = 0; r < rows; ++r) {
+    float* row = x + size_t(r) * cols;
+    float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+    for (uint32_t c = 0; c < cols; ++c) m = std::max(m, row[c]);
+    double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+    for (uint32_t c = 0; c < cols; ++c) {
+      const float e = fastmath::exp(row[c] - m);
+      row[c] = e;
+      sum += e;
+    }
+    // The largest term is e^0 = 1, so sum >= 1.
+    const float inv = static_cast<float>(1.0 / sum);
+#pragma omp simd
+    for (uint32_t c = 0; c < cols; ++c) row[c] *= inv;
+  }
+}
+
+template <cpu::DerivKind D>
+void backward_elementwise(int threads, const cpu::DerivConsts k, const float* a, float* delta,
+                          size_t n) {
+#pragma omp parallel for simd num_threads(threads) schedule(static) if (n >= kParallelMin)
+  for (size_t i = 0; i < n; ++i) delta[i] *= cpu::fprime<D>(a[i], k);
+}
+
+// delta_z[j] = sum_i delta_a[i] * da_i/dz_j = a_j * (delta_a[j] - sum_i delta_a[i] * a_i).
+void softmax_backward(int threads, const float* a, float* delta, uint32_t rows, uint32_t cols) {
+  const size_t total = size_t(rows) * cols;
+#pragma omp parallel for num_threads(threads) schedule(static) if (total >= kParallelMin)
+  for (uint32_t r = 0; r < rows; ++r) {
+    const float* ar = a + size_t(r) * cols;
+    float* dr = delta + size_t(r) * cols;
+    double dot = 0.0;
+#pragma omp simd reduction(+ : dot)
+    for (uint32_t c = 0; c < cols; ++c) dot += double(dr[c]) * ar[c];
+    const float d = static_cast<float>(dot);
+#pragma omp simd
+    for (uint32_t c = 0; c < cols; ++c) dr[c] = ar[c] * (dr[c] - d);
+  }
+}
+
+}  // namespace
+
+void CpuBackend::activate(const ActivationParams& p, float* x, uint32_t rows, uint32_t cols) {
+  const size_t n = size_t(rows) * cols;
+  const int t = threads_;
+  switch (p.kind) {
+    case Activation::Sigmoid:
+      map_inplace(t, x, n, [](float z) { return fastmath::sigmoid(z); });
+      break;
+    case Activation::Tanh: map_inplace(t, x, n, [](float z) { return fastmath::tanh(z); }); break;
+    case Activation::Linear:
+    case Activation::LinearMax: break;
+    case Activation::RectifiedLinear:
+    case Activation::ReluMax:
+      map_inplace(t, x, n, [](float z) { return z > 0.0f ? z : 0.0f; });
+      break;
+    case Activation::LeakyRectifiedLinear:
+    case Activation::ParametricRectifiedLinear: {
+      const float s = p.slope;
+      map_inplace(t, x, n, [s](float z) { return z > 0.0f ? z : s * z; });
+      break;
+    }
+    case Activation::ExponentialLinear: {
+      const float al = p.alpha;
+      map_inplace(t, x, n, [al](float z) { return z > 0.0f ? z : al * fastmath::expm1(z); });
+      break;
+    }
+    case Activation::ScaledExponentialLinear: {
+      const float al = p.alpha, la = p.lambda;
+      map_inplace(t, x, n,
+                  [al, la](float z) { return la * (z > 0.0f ? z : al * fastmath::expm1(z)); });
+      break;
+    }
+    case Activation::SoftPlus:
+      // ln(1 + e^z) = max(z, 0) + ln(1 + e^-|z|): no overflow for large z.
+      map_inplace(t, x, n, [](float z) {
+        return std::max(z, 0.0f) + fastmath::log1p(fastmath::exp(-std::fabs(z)));
+      });
+      break;
+    case Activation::SoftSign:
+      map_inplace(t, x, n, [](float z) { return z / (1.0f + std::fabs(z)); });
+      break;
+    case Activation::SoftMax: softmax_rows(t, x, rows, cols); break;
+  }
+}
+
+void CpuBackend::activation_backward(const ActivationParams& p, const float* a, float* delta,
+                                     uint32_t rows, uint32_t cols) {
+  using cpu::DerivKind;
+  const size_t n = size_t(rows) * cols;
+  const cpu::DerivConsts k = cpu::deriv_consts(p);
+  const int t = threads_;
+  switch (cpu::deriv_kind(p.kind)) {
+    case DerivKind::Sigmoid: backward_elementwise<DerivKind::Sigmoid>(t, k, a, delta, n); break;
+    case DerivKind::Tanh: backward_elementwise<DerivKind::Tanh>(t, k, a, delta, n); break;
+    case DerivKind::One: break;
+    case DerivKind::Step: backward_elementwise<DerivKind::Step>(t, k, a, delta, n); break;
+    case DerivKind::Elu: backward_elementwise<DerivKind::Elu>(t, k, a, delta, n); break;
+    case DerivKind::SoftPlus: backward_elementwise<DerivKind::SoftPlus>(t, k, a, delta, n); break;
+    case DerivKind::SoftSign: backward_elementwise<DerivKind::SoftSign>(t, k, a, delta, n); break;
+    case DerivKind::SoftMax: softmax_backward(t, a, delta, rows, cols); break;
+  }
+}
+
+}  // namespace nn

@@ -1,0 +1,338 @@
+// CpuBackend losses and output deltas: one pass over the activations computes the summed error
+// and, optionally, dE/dz (per-unit formulas in loss_math.h).
+//
+// Sparse targets are never densified: each row is swept with t = 0 (vectorised), then the
+// stored entries are patched (their t = 0 error is subtracted and the real one added, their
+// delta overwritten). Duplicated indices in a row merge: values add (analog), or t = 1 (Boolean).
+//
+// SoftMax outputs: CrossEntropy uses the closed form delta = w*(a*sum(t) - t), with sparse
+// targets normalised to sum 1 (multinomial); ScaledMarginalCrossEntropy uses the reference's
+// rule (loss_math.h); every other error function applies the softmax Jacobian to dE/da, so the
+// delta is the true gradient. With SparseIgnoreZero only stored units contribute to the error;
+// for SoftMax the delta stays the true gradient of that error (non-stored units move through
+// the normalisation), elsewhere non-stored deltas are 0.
+//
+// Determinism: one error per row (double), rows summed in order; rows are independent, so the
+// result does not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/loss_math.h"
+#include "core/error.h"
+
+namespace nn {
+namespace {
+
+using cpu::DerivKind;
+using cpu::Form;
+using cpu::LossConsts;
+
+constexpr size_t kParallelMin = size_t(1) << 14;
+
+// A row's stored targets, merged by index.
+struct RowTargets {
+  std::vector<std::pair<uint32_t, uint32_t>> keys;  // (index, entry position) for a stable merge
+  std::vector<uint32_t> index;
+  std::vector<float> value;
+};
+
+// Collects row r's targets; returns false (and the offending index in bad_index) when an index
+// is out of range.
+bool gather_targets(const SparseView& sp, uint32_t r, uint32_t cols, bool normalise,
+                    RowTargets& out, uint32_t& bad_index) {
+  const uint32_t lo = sp.row_ptr[r], hi = sp.row_ptr[r + 1];
+  out.keys.clear();
+  out.index.clear();
+  out.value.clear();
+  for (uint32_t e = lo; e < hi; ++e) {
+    if (sp.index[e] >= cols) {
+      bad_index = sp.index[e];
+      return false;
+    }
+    out.keys.emplace_back(sp.index[e], e);
+  }
+  std::sort(out.keys.begin(), out.keys.end());
+  for (size_t i = 0; i < out.keys.size(); ++i) {
+    const uint32_t idx = out.keys[i].first;
+    const float v = sp.value ? sp.value[out.keys[i].second] : 1.0f;
+    if (!out.index.empty() && out.index.back() == idx) {
+      if (sp.value) out.value.back() += v;
+    } else {
+      out.index.push_back(idx);
+      out.value.push_back(v);
+    }
+  }
+  if (normalise) {
+    double sum = 0.0;
+    for (float v : out.value) sum += v;
+    if (sum > 0.0)
+      for (float& v : out.value) v = static_cast<float>(v / sum);
+  }
+  return true;
+}
+
+struct RowInput {
+  const float* a;
+  const float* dense_t;     // dense targets of the row, or nullptr
+  const RowTargets* sp_t;   // merged sparse targets, or nullptr
+  float w;
+  float* d;                 // deltas of the row, or nullptr
+};
+
+struct Options {
+  LossConsts c;
+  bool ignore_zero = false;
+  float boost_zero = 1.0f, boost_one = 1.0f;
+};
+
+// Elementwise activation family D (also SmceSoftMax): error of one row, deltas when kDelta.
+template <Form F, DerivKind D, bool kDelta>
+double elementwise_row(const Options& o, const RowInput& in, uint32_t cols) {
+  const LossConsts c = o.c;
+  const float* a = in.a;
+  float* d = in.d;
+  const float w = in.w;
+  double acc = 0.0;
+  if (in.dense_t) {
+    const float* t = in.dense_t;
+#pragma omp simd reduction(+ : acc)
+    for (uint32_t j = 0; j < cols; ++j) {
+      float e, dz;
+      cpu::unit_delta<F, D>(c, a[j], t[j], w, e, dz);
+      acc += e;
+      if constexpr (kDelta) d[j] = dz;
+    }
+    return acc;
+  }
+  if (!o.ignore_zero) {
+    const float b0 = o.boost_zero;
+#pragma omp simd reduction(+ : acc)
+    for (uint32_t j = 0; j < cols; ++j) {
+      float e, dz;
+      cpu::unit_delta<F, D>(c, a[j], 0.0f, w, e, dz);
+      acc += e;
+      if constexpr (kDelta) d[j] = dz * b0;
+    }
+  } else if constexpr (kDelta) {
+    std::fill(d, d + cols, 0.0f);
+  }
+  const RowTargets& tg = *in.sp_t;
+  for (size_t i = 0; i < tg.index.size(); ++i) {
+    const uint32_t j = tg.index[i];
+    float e, dz;
+    cpu::unit_delta<F, D>(c, a[j], tg.value[i], w, e, dz);
+    acc += e;
+    if (!o.ignore_zero) {
+      float e0, dz0;
+      cpu::unit_delta<F, D>(c, a[j], 0.0f, w, e0, dz0);
+      acc -= e0;
+    }
+    if constexpr (kDelta) d[j] = dz * o.boost_one;
+  }
+  return acc;
+}
+
+// SoftMax + CrossEntropy: e = -w * sum t ln a, delta = w * (a * sum(t) - t).
+template <bool kDelta>
+double softmax_ce_row(const Options& o, const RowInput& in, uint32_t cols) {
+  const float* a = in.a;
+  float* d = in.d;
+  const float w = in.w;
+  double acc = 0.0;
+  if (in.dense_t) {
+    const float* t = in.dense_t;
+    double tsum = 0.0;
+#pragma omp simd reduction(+ : acc, tsum)
+    for (uint32_t j = 0; j < cols; ++j) {
+      const float tj = t[j];
+      acc += tj != 0.0f ? -w * tj * cpu::floor_log(a[j]) : 0.0f;
+      tsum += tj;
+    }
+    if constexpr (kDelta) {
+      const float s = static_cast<float>(tsum);
+#pragma omp simd
+      for (uint32_t j = 0; j < cols; ++j) d[j] = w * (a[j] * s - t[j]);
+    }
+    return acc;
+  }
+  const RowTargets& tg = *in.sp_t;
+  double tsum = 0.0;
+  for (size_t i = 0; i < tg.index.size(); ++i) {
+    acc += -w * tg.value[i] * cpu::floor_log(a[tg.index[i]]);
+    tsum += tg.value[i];
+  }
+  if constexpr (kDelta) {
+    const float s = static_cast<float>(tsum);
+#pragma omp simd
+    for (uint32_t j = 0; j < cols; ++j) d[j] = w * a[j] * s;
+    for (size_t i = 0; i < tg.index.size(); ++i) {
+      const uint32_t j = tg.index[i];
+      d[j] = w * (a[j] * s - tg.value[i]);
+    }
+  }
+  return acc;
+}
+
+// SoftMax + any other error function: g = dE/da per unit, then delta = a * (g - sum(g * a)).
+template <Form F, bool kDelta>
+double softmax_jacobian_row(const Options& o, const RowInput& in, uint32_t cols) {
+  // Computing g through the One family leaves it as dE/da.
+  const double acc = elementwise_row<F, DerivKind::One, kDelta>(o, in, cols);
+  if constexpr (kDelta) {
+    const float* a = in.a;
+    float* d = in.d;
+    double dot = 0.0;
+#pragma omp simd reduction(+ : dot)
+    for (uint32_t j = 0; j < cols; ++j) dot += double(d[j]) * a[j];
+    const float s = static_cast<float>(dot);
+#pragma omp simd
+    for (uint32_t j = 0; j < cols; ++j) d[j] = a[j] * (d[j] - s);
+  }
+  return acc;
+}
+
+using RowFn = double (*)(const Options&, const RowInput&, uint32_t);
+
+template <bool kDelta>
+RowFn elementwise_for(Form f, DerivKind dk) {
+#define NN_FORM_CASE(FORM)                                                                 \
+  case Form::FORM:                                                                         \
+    switch (dk) {                                                                          \
+      case DerivKind::Sigmoid: return &elementwise_row<Form::FORM, DerivKind::Sigmoid, kDelta>; \
+      case DerivKind::Tanh: return &elementwise_row<Form::FORM, DerivKind::Tanh, kDelta>;       \
+      case DerivKind::One: return &elementwise_row<Form::FORM, DerivKind::One, kDelta>;         \
+      case DerivKind::Step: return &elementwise_row<Form::FORM, DerivKind::Step, kDelta>;       \
+      case DerivKind::Elu: return &elementwise_row<Form::FORM, DerivKind::Elu, kDelta>;         \
+      case DerivKind::SoftPlus:                                                            \
+        return &elementwise_row<Form::FORM, DerivKind::SoftPlus, kDelta>;                  \
+      case DerivKind::SoftSign:                                                            \
+        return &elementwise_row<Form::FORM, DerivKind::SoftSign, kDelta>;                  \
+      case DerivKind::SoftMax: break;                                                      \
+    }                                                                                      \
+    break;
+  switch (f) {
+    NN_FORM_CASE(L1)
+    NN_FORM_CASE(L2)
+    NN_FORM_CASE(L2Hinge)
+    NN_FORM_CASE(Hinge)
+    NN_FORM_CASE(CrossEntropy)
+    NN_FORM_CASE(Smce)
+    NN_FORM_CASE(Dsmce)
+    case Form::SmceSoftMax: break;
+  }
+#undef NN_FORM_CASE
+  return nullptr;
+}
+
+template <bool kDelta>
+RowFn softmax_for(Form f) {
+  switch (f) {
+    case Form::CrossEntropy: return &softmax_ce_row<kDelta>;
+    case Form::Smce:
+    case Form::SmceSoftMax: return &elementwise_row<Form::SmceSoftMax, DerivKind::One, kDelta>;
+    case Form::L1: return &softmax_jacobian_row<Form::L1, kDelta>;
+    case Form::L2: return &softmax_jacobian_row<Form::L2, kDelta>;
+    case Form::L2Hinge: return &softmax_jacobian_row<Form::L2Hinge, kDelta>;
+    case Form::Hinge: return &softmax_jacobian_row<Form::Hinge, kDelta>;
+    case Form::Dsmce: return &softmax_jacobian_row<Form::Dsmce, kDelta>;
+  }
+  return nullptr;
+}
+
+Form form_of(ErrorFunction f) {
+  switch (f) {
+    case ErrorFunction::L1: return Form::L1;
+    case ErrorFunction::L2: return Form::L2;
+    case ErrorFunction::L2Hinge: return Form::L2Hinge;
+    case ErrorFunction::Hinge: return Form::Hinge;
+    case ErrorFunction::CrossEntropy: return Form::CrossEntropy;
+    case ErrorFunction::ScaledMarginalCrossEntropy: return Form::Smce;
+    case ErrorFunction::DataScaledMarginalCrossEntropy: return Form::Dsmce;
+  }
+  throw InternalError("cpu loss: unknown ErrorFunction code " + std::to_string(uint32_t(f)));
+}
+
+}  // namespace
+
+double CpuBackend::loss_impl(const LossParams& p, const float* a, const TargetView& t,
+                             uint32_t rows, uint32_t cols, float* delta) {
+  if (rows == 0 || cols == 0) return 0.0;
+  NN_CHECK(t.sparse ? t.sp.row_ptr != nullptr && t.sp.rows >= rows : t.dense != nullptr,
+           "loss: target view does not cover the batch");
+  const Form form = form_of(p.function);
+  const bool softmax = p.activation.kind == Activation::SoftMax;
+  const RowFn fn = delta ? (softmax ? softmax_for<true>(form)
+                                    : elementwise_for<true>(form, cpu::deriv_kind(p.activation.kind)))
+                         : (softmax ? softmax_for<false>(form)
+                                    : elementwise_for<false>(form, cpu::deriv_kind(p.activation.kind)));
+  NN_CHECK(fn != nullptr, "loss: no kernel for this error function and activation");
+
+  Options o;
+  o.c.k = cpu::deriv_consts(p.activation);
+  o.c.one_target = p.smce_one_target;
+  o.c.zero_target = p.smce_zero_target;
+  o.c.one_scale = p.smce_one_scale;
+  o.c.zero_scale = p.smce_zero_scale;
+  o.ignore_zero = t.sparse && t.ignore_zero;
+  if (t.sparse && p.activation.kind == Activation::Sigmoid &&
+      (p.function == ErrorFunction::L2 || p.function == ErrorFunction::CrossEntropy)) {
+    o.boost_zero = p.delta_boost_zero;
+    o.boost_one = p.delta_boost_one;
+  }
+  // Multinomial targets for the SoftMax cross-entropy forms.
+  const bool normalise = softmax && (form == Form::CrossEntropy || form == Form::Smce);
+  const float* weights = t.sparse && t.sp.row_weight ? t.sp.row_weight : t.row_weight;
+
+  std::vector<double> row_error(rows, 0.0);
+  std::vector<int64_t> bad(rows, -1);
+  const size_t total = size_t(rows) * cols;
+#pragma omp parallel num_threads(threads_) if (total >= kParallelMin)
+  {
+    RowTargets scratch;
+#pragma omp for schedule(static)
+    for (uint32_t r = 0; r < rows; ++r) {
+      RowInput in{a + size_t(r) * cols, nullptr, nullptr, weights ? weights[r] : 1.0f,
+                  delta ? delta + size_t(r) * cols : nullptr};
+      if (t.sparse) {
+        uint32_t bad_index = 0;
+        if (!gather_targets(t.sp, r, cols, normalise, scratch, bad_index)) {
+          bad[r] = bad_index;
+          continue;
+        }
+        in.sp_t = &scratch;
+      } else {
+        in.dense_t = t.dense + size_t(r) * cols;
+      }
+      row_error[r] = fn(o, in, cols);
+    }
+  }
+  for (uint32_t r = 0; r < rows; ++r)
+    if (bad[r] >= 0)
+      throw DataError("loss: sparse targets of batch row " + std::to_string(r) + ": index " +
+                      std::to_string(bad[r]) + " is outside the output layer's " +
+                      std::to_string(cols) + " units");
+  double sum = 0.0;
+  for (double e : row_error) sum += e;
+  return sum;
+}
+
+double CpuBackend::loss(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
+                        uint32_t cols) {
+  return loss_impl(p, a, t, rows, cols, nullptr);
+}
+
+void CpuBackend::output_delta(const LossParams& p, const float* a, const TargetView& t,
+                              uint32_t rows, uint32_t cols, float* delta) {
+  loss_impl(p, a, t, rows, cols, delta);
+}
+
+double CpuBackend::loss_and_delta(const LossParams& p, const float* a, const TargetView& t,
+                                  uint32_t rows, uint32_t cols, float* delta) {
+  return loss_impl(p, a, t, rows, cols, delta);
+}
+
+}  // namespace nn

@@ -1,0 +1,79 @@
+// RAII array in a backend's memory (host memory for the CPU backend, device memory for CUDA).
+// Move-only; grows by reallocation (contents are not preserved on growth).
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace nn {
+
+template <typename T>
+class DeviceArray {
+ public:
+  DeviceArray() = default;
+  DeviceArray(Backend& backend, size_t n) { resize(backend, n); }
+  ~DeviceArray() { reset(); }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  DeviceArray(DeviceArray&& o) noexcept { swap(o); }
+  DeviceArray& operator=(DeviceArray&& o) noexcept {
+    if (this != &o) {
+      reset();
+      swap(o);
+    }
+    return *this;
+  }
+
+  // Ensures room for n elements; reallocates (dropping contents) only when capacity is short.
+  void resize(Backend& backend, size_t n) {
+    if (backend_ == &backend && n <= capacity_) {
+      size_ = n;
+      return;
+    }
+    reset();
+    backend_ = &backend;
+    if (n) ptr_ = static_cast<T*>(backend.allocate(n * sizeof(T)));
+    size_ = capacity_ = n;
+  }
+  void reset() noexcept {
+    if (ptr_ && backend_) backend_->release(ptr_);
+    ptr_ = nullptr;
+    size_ = capacity_ = 0;
+  }
+
+  T* data() { return ptr_; }
+  const T* data() const { return ptr_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+  void upload(const T* host, size_t n) {
+    if (n) backend_->upload(ptr_, host, n * sizeof(T));
+  }
+  void upload(const std::vector<T>& host) { upload(host.data(), host.size()); }
+  // Resizes to host.size() and uploads.
+  void assign(Backend& backend, const std::vector<T>& host) {
+    resize(backend, host.size());
+    upload(host);
+  }
+  std::vector<T> to_host() const {
+    std::vector<T> out(size_);
+    if (size_) backend_->download(out.data(), ptr_, size_ * sizeof(T));
+    return out;
+  }
+
+ private:
+  void swap(DeviceArray& o) noexcept {
+    std::swap(backend_, o.backend_);
+    std::swap(ptr_, o.ptr_);
+    std::swap(size_, o.size_);
+    std::swap(capacity_, o.capacity_);
+  }
+  Backend* backend_ = nullptr;
+  T* ptr_ = nullptr;
+  size_t size_ = 0, capacity_ = 0;
+};
+
+}  // namespace nn

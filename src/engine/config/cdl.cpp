@@ -1,0 +1,227 @@
+// Reads CDL command files (dsstne-reference.md §4) into a CdlSpec: case-insensitive keys, DSSTNE's
+// defaults, plus what DSSTNE documented but never parsed (MiniBatch, ShuffleIndices, Lambda1, Mu1,
+// every optimizer, PredictionParameters, Data arrays). Relative paths are resolved against the
+// CDL file's directory.
+#include <cctype>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <set>
+
+#include "config/json_reader.h"
+#include "config/parse.h"
+#include "core/error.h"
+
+namespace nn {
+namespace {
+
+using config_detail::Json;
+using config_detail::JsonReader;
+using config_detail::Member;
+
+constexpr int64_t kMaxInt = INT_MAX;
+constexpr int64_t kMaxU32 = UINT32_MAX;
+
+// True when `format` is a printf format with exactly one floating-point conversion and nothing
+// else that would read an argument; the predict tool hands it one float per score.
+bool valid_score_format(const std::string& format) {
+  int conversions = 0;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] != '%') continue;
+    if (++i < format.size() && format[i] == '%') continue;
+    while (i < format.size() && std::strchr("-+ #0", format[i])) ++i;
+    while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) ++i;
+    if (i < format.size() && format[i] == '.') {
+      ++i;
+      while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) ++i;
+    }
+    if (i >= format.size() || !std::strchr("fFeEgGaA", format[i])) return false;
+    ++conversions;
+  }
+  return conversions == 1;
+}
+
+class CdlParser {
+ public:
+  explicit CdlParser(const std::string& source) : r_(source) {}
+
+  CdlSpec parse(const Json& root) {
+    CdlSpec spec;
+    bool has_network = false, has_command = false, has_data = false;
+    for (const auto& m : r_.members(root, "")) {
+      const std::string& k = m.lower;
+      if (k == "version") {
+        spec.version = r_.get_float(m);
+      } else if (k == "network") {
+        spec.network = non_empty_string(m);
+        has_network = true;
+      } else if (k == "command") {
+        spec.command = r_.get_enum<Command>(m);
+        has_command = true;
+      } else if (k == "data") {
+        spec.data = r_.get_string_list(*m.value, m.path, /*allow_empty=*/false);
+        for (const auto& d : spec.data)
+          if (d.empty()) r_.fail(m.path, "dataset file names must not be empty");
+        has_data = true;
+      } else if (k == "randomseed") {
+        // DSSTNE's CDL document: -1 means "seed from the clock", i.e. let the tool pick.
+        const int64_t seed =
+            r_.get_int(*m.value, m.path, -1, std::numeric_limits<int64_t>::max());
+        if (seed >= 0) spec.random_seed = uint64_t(seed);
+      } else if (k == "trainingparameters") {
+        parse_training(m, spec.training);
+      } else if (k == "predictionparameters") {
+        parse_prediction(m, spec.prediction);
+      } else {
+        r_.unknown_key(m, {"Version", "Network", "Command", "Data", "RandomSeed",
+                           "TrainingParameters", "PredictionParameters"});
+      }
+    }
+    if (!has_network) {
+      r_.fail("Network", "missing; required (the network JSON file to train or validate, or the "
+                         "trained network .nc file to predict with)");
+    }
+    if (!has_command) r_.fail("Command", "missing; required (Train, Predict or Validate)");
+    if (!has_data) r_.fail("Data", "missing; required (a NetCDF dataset file or an array of them)");
+    if (spec.command == Command::Train && !has_epochs_) {
+      r_.fail("TrainingParameters.Epochs",
+              "missing; required when Command is Train (a number of epochs > 0)");
+    }
+    return spec;
+  }
+
+ private:
+  std::string non_empty_string(const Member& m) const {
+    std::string s = r_.get_string(m);
+    if (s.empty()) r_.fail(m.path, "must not be empty");
+    return s;
+  }
+
+  uint32_t positive_u32(const Member& m) const {
+    return uint32_t(r_.get_int(*m.value, m.path, 1, kMaxU32));
+  }
+
+  float float_at_least(const Member& m, float lo, const char* rule) const {
+    const float v = r_.get_float(m);
+    r_.require(v >= lo, m.path, rule, v);
+    return v;
+  }
+
+  float unit_interval(const Member& m) const {
+    const float v = r_.get_float(m);
+    r_.require(v >= 0 && v < 1, m.path, "in [0, 1)", v);
+    return v;
+  }
+
+  void parse_training(const Member& parent, TrainingParameters& t) {
+    for (const auto& m : r_.members(*parent.value, parent.path)) {
+      const std::string& k = m.lower;
+      if (k == "epochs") {
+        t.epochs = int(r_.get_int(*m.value, m.path, 1, kMaxInt));
+        has_epochs_ = true;
+      } else if (k == "minibatch") {
+        t.minibatch = positive_u32(m);
+      } else if (k == "alpha") {
+        t.alpha = float_at_least(m, 0, ">= 0");
+      } else if (k == "lambda") {
+        t.lambda = float_at_least(m, 0, ">= 0");
+      } else if (k == "lambda1") {
+        t.lambda1 = float_at_least(m, 0, ">= 0");
+      } else if (k == "mu") {
+        t.mu = unit_interval(m);
+      } else if (k == "mu1") {
+        t.mu1 = unit_interval(m);
+      } else if (k == "alphainterval") {
+        // DSSTNE reads a number and truncates it to whole epochs.
+        const double v = r_.get_double(*m.value, m.path);
+        r_.require(v >= 0 && v <= kMaxInt, m.path, ">= 0", v);
+        t.alpha_interval = int(v);
+      } else if (k == "alphamultiplier") {
+        t.alpha_multiplier = r_.get_float(m);
+        r_.require(t.alpha_multiplier > 0, m.path, "> 0", t.alpha_multiplier);
+      } else if (k == "optimizer") {
+        t.optimizer = r_.get_enum<OptimizerKind>(m);
+      } else if (k == "checkpointname") {
+        t.checkpoint_name = non_empty_string(m);
+      } else if (k == "checkpointinterval") {
+        t.checkpoint_interval = int(r_.get_int(*m.value, m.path, 0, kMaxInt));
+      } else if (k == "results") {
+        t.results = non_empty_string(m);
+      } else if (k == "shuffleindices") {
+        t.shuffle_indices = r_.get_bool(m);
+      } else {
+        r_.unknown_key(m, {"Epochs", "MiniBatch", "Alpha", "Lambda", "Lambda1", "Mu", "Mu1",
+                           "AlphaInterval", "AlphaMultiplier", "Optimizer", "CheckpointName",
+                           "CheckpointInterval", "Results", "ShuffleIndices"});
+      }
+    }
+  }
+
+  void parse_prediction(const Member& parent, PredictionParameters& p) {
+    std::set<std::string> seen;
+    for (const auto& m : r_.members(*parent.value, parent.path)) {
+      const std::string& k = m.lower;
+      if (k == "minibatch") {
+        p.minibatch = positive_u32(m);
+      } else if (k == "k" || k == "topk") {
+        if (!seen.insert("K").second) r_.fail(m.path, "given twice (K and its alias TopK)");
+        p.k = int(r_.get_int(*m.value, m.path, 1, kMaxInt));
+      } else if (k == "output") {
+        p.output = r_.get_string(m);
+      } else if (k == "filter") {
+        p.filter = r_.get_string(m);
+      } else if (k == "inputindex") {
+        p.input_index = r_.get_string(m);
+      } else if (k == "outputindex") {
+        p.output_index = r_.get_string(m);
+      } else if (k == "sampleindex") {
+        p.sample_index = r_.get_string(m);
+      } else if (k == "layer") {
+        p.layer = r_.get_string(m);
+      } else if (k == "scoreformat") {
+        p.score_format = r_.get_string(m);
+        if (!valid_score_format(p.score_format)) {
+          r_.fail(m.path, "expected a printf format with exactly one floating-point conversion "
+                          "(e.g. \"%.3f\"), got " + Json(p.score_format).dump());
+        }
+      } else if (k == "target") {
+        p.target = r_.get_string(m);
+      } else {
+        r_.unknown_key(m, {"MiniBatch", "K", "TopK", "Output", "Filter", "InputIndex",
+                           "OutputIndex", "SampleIndex", "Layer", "ScoreFormat", "Target"});
+      }
+    }
+  }
+
+  JsonReader r_;
+  bool has_epochs_ = false;
+};
+
+}  // namespace
+
+CdlSpec parse_cdl(const std::string& text, const std::string& source) {
+  using config_detail::resolve_path;
+  const std::string where = source.empty() ? "<CDL>" : source;
+  CdlSpec spec = CdlParser(where).parse(config_detail::parse_json_text(text, where));
+  spec.source = source;
+
+  // Paths in a command file are relative to the file, so a run does not depend on the CWD.
+  const std::string base = config_detail::parent_directory(source);
+  spec.network = resolve_path(base, spec.network);
+  for (auto& d : spec.data) d = resolve_path(base, d);
+  TrainingParameters& t = spec.training;
+  t.results = resolve_path(base, t.results);
+  t.checkpoint_name = resolve_path(base, t.checkpoint_name);
+  PredictionParameters& p = spec.prediction;
+  for (std::string* path :
+       {&p.output, &p.filter, &p.input_index, &p.output_index, &p.sample_index, &p.target})
+    *path = resolve_path(base, *path);
+  return spec;
+}
+
+CdlSpec load_cdl(const std::string& path) {
+  return parse_cdl(config_detail::read_text_file(path, "CDL command file"), path);
+}
+
+}  // namespace nn

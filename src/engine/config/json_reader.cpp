@@ -1,0 +1,303 @@
+// JSON parsing helpers for the config layer: line/column syntax errors, case-insensitive duplicate
+// key detection, typed getters with path-qualified messages, and compact number formatting.
+#include "config/json_reader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "core/error.h"
+
+namespace nn::config_detail {
+
+std::string read_text_file(const std::string& path, const char* what) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (!file) throw IoError(path + ": cannot open " + what + ": " + std::strerror(errno));
+  std::string text;
+  char buffer[1 << 16];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
+  const bool failed = std::ferror(file) != 0;
+  const int err = errno;  // fread sets errno, e.g. EISDIR for a directory
+  std::fclose(file);
+  if (failed) throw IoError(path + ": cannot read " + what + ": " + std::strerror(err));
+  return text;
+}
+
+std::string child_path(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+std::string index_path(const std::string& parent, size_t index) {
+  return parent + "[" + std::to_string(index) + "]";
+}
+
+namespace {
+
+// Where the parser is inside the document, kept while parsing so that a duplicate key can be
+// reported with its path (nlohmann's callback API gives events, not positions).
+struct Frame {
+  bool is_object = false;
+  size_t index = 0;                          // arrays: element being parsed
+  std::string key;                           // objects: member being parsed
+  std::map<std::string, std::string> seen;   // objects: lower-cased key -> key as written
+};
+
+std::string frames_path(const std::vector<Frame>& frames) {
+  std::string path;
+  for (const auto& f : frames) {
+    if (f.is_object) {
+      if (!f.key.empty()) path = child_path(path, f.key);
+    } else {
+      path = index_path(path, f.index);
+    }
+  }
+  return path;
+}
+
+// 1-based line and column of the byte at 0-based offset `pos`.
+std::pair<size_t, size_t> line_column(const std::string& text, size_t pos) {
+  pos = std::min(pos, text.size());
+  size_t line = 1, line_start = 0;
+  for (size_t i = 0; i < pos; ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      line_start = i + 1;
+    }
+  }
+  return {line, pos - line_start + 1};
+}
+
+// nlohmann's message minus its "[json.exception.parse_error.101] parse error at ...: " prefix.
+std::string syntax_detail(const std::string& what) {
+  const size_t at = what.find("parse error");
+  if (at == std::string::npos) return what;
+  const size_t colon = what.find(": ", at);
+  return colon == std::string::npos ? what : what.substr(colon + 2);
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+Json parse_json_text(const std::string& text, const std::string& source) {
+  std::vector<Frame> frames;
+  using Event = Json::parse_event_t;
+  const Json::parser_callback_t on_event = [&](int /*depth*/, Event event, Json& parsed) {
+    const auto element_done = [&] {
+      if (!frames.empty() && !frames.back().is_object) ++frames.back().index;
+    };
+    switch (event) {
+      case Event::object_start:
+        frames.push_back(Frame{true, 0, {}, {}});
+        break;
+      case Event::array_start:
+        frames.push_back(Frame{false, 0, {}, {}});
+        break;
+      case Event::key: {
+        Frame& top = frames.back();
+        top.key = parsed.get<std::string>();
+        auto [it, inserted] = top.seen.emplace(to_lower(top.key), top.key);
+        if (!inserted) {
+          throw ConfigError(source + ": " + frames_path(frames) + ": key given twice (as \"" +
+                            it->second + "\" and \"" + top.key +
+                            "\"; keys are case-insensitive)");
+        }
+        break;
+      }
+      case Event::object_end:
+      case Event::array_end:
+        frames.pop_back();
+        element_done();
+        break;
+      case Event::value:
+        element_done();
+        break;
+    }
+    return true;
+  };
+  try {
+    return Json::parse(text, on_event, /*allow_exceptions=*/true, /*ignore_comments=*/true);
+  } catch (const nlohmann::json::parse_error& e) {
+    const auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
+    throw ConfigError(source + ": line " + std::to_string(line) + ", column " +
+                      std::to_string(column) + ": invalid JSON: " + syntax_detail(e.what()));
+  }
+}
+
+std::string parent_directory(const std::string& path) {
+  return std::filesystem::path(path).parent_path().string();
+}
+
+std::string resolve_path(const std::string& base, const std::string& path) {
+  if (path.empty() || path == "-" || base.empty()) return path;
+  const std::filesystem::path p(path);
+  if (p.is_absolute()) return path;
+  return (std::filesystem::path(base) / p).string();
+}
+
+JsonReader::JsonReader(std::string source) : source_(std::move(source)) {}
+
+void JsonReader::fail(const std::string& path, const std::string& problem) const {
+  throw ConfigError(source_ + ": " + (path.empty() ? std::string("(top level)") : path) + ": " +
+                    problem);
+}
+
+std::vector<Member> JsonReader::members(const Json& value, const std::string& path) const {
+  if (!value.is_object()) wrong_type(value, path, "an object");
+  std::vector<Member> out;
+  for (auto it = value.begin(); it != value.end(); ++it)
+    out.push_back(Member{it.key(), to_lower(it.key()), &it.value(), child_path(path, it.key())});
+  return out;
+}
+
+void JsonReader::unknown_key(const Member& m, const std::vector<std::string>& valid) const {
+  std::string list, suggestion;
+  size_t best = std::numeric_limits<size_t>::max();
+  for (const auto& name : valid) {
+    list += (list.empty() ? "" : ", ") + name;
+    const size_t d = edit_distance(m.lower, to_lower(name));
+    if (d < best && d <= 2 && d < name.size()) {
+      best = d;
+      suggestion = name;
+    }
+  }
+  std::string problem = "unknown key; expected one of " + list;
+  if (!suggestion.empty()) problem += " (did you mean " + suggestion + "?)";
+  fail(m.path, problem);
+}
+
+void JsonReader::wrong_type(const Json& value, const std::string& path,
+                            const std::string& expected) const {
+  fail(path, "expected " + expected + ", got " + describe(value));
+}
+
+bool JsonReader::get_bool(const Json& value, const std::string& path) const {
+  if (value.is_boolean()) return value.get<bool>();
+  // jsoncpp's asBool() took numbers, and DSSTNE configs in the wild use 0/1.
+  if (value.is_number_integer()) {
+    const auto v = value.get<int64_t>();
+    if (v == 0 || v == 1) return v == 1;
+  }
+  wrong_type(value, path, "true or false");
+}
+
+double JsonReader::get_double(const Json& value, const std::string& path) const {
+  if (!value.is_number()) wrong_type(value, path, "a number");
+  return value.get<double>();
+}
+
+float JsonReader::get_float(const Json& value, const std::string& path) const {
+  const double d = get_double(value, path);
+  if (!(std::fabs(d) <= std::numeric_limits<float>::max()))
+    fail(path, "number out of the range of a 32-bit float, got " + describe(value));
+  return static_cast<float>(d);
+}
+
+int64_t JsonReader::get_int(const Json& value, const std::string& path, int64_t lo,
+                            int64_t hi) const {
+  const std::string range = hi == std::numeric_limits<int64_t>::max()
+                                ? ">= " + std::to_string(lo)
+                                : "between " + std::to_string(lo) + " and " + std::to_string(hi);
+  int64_t v = 0;
+  if (value.is_number_unsigned()) {
+    const auto u = value.get<uint64_t>();
+    if (u > static_cast<uint64_t>(hi)) fail(path, "must be " + range + ", got " + describe(value));
+    v = static_cast<int64_t>(u);
+  } else if (value.is_number_integer()) {
+    v = value.get<int64_t>();
+  } else if (value.is_number_float()) {
+    const double d = value.get<double>();
+    if (d != std::floor(d)) wrong_type(value, path, "an integer");
+    if (d < -9.2e18 || d > 9.2e18) fail(path, "must be " + range + ", got " + describe(value));
+    v = static_cast<int64_t>(d);
+  } else {
+    wrong_type(value, path, "an integer");
+  }
+  if (v < lo || v > hi) fail(path, "must be " + range + ", got " + describe(value));
+  return v;
+}
+
+std::string JsonReader::get_string(const Json& value, const std::string& path) const {
+  if (!value.is_string()) wrong_type(value, path, "a string");
+  return value.get<std::string>();
+}
+
+std::vector<std::string> JsonReader::get_string_list(const Json& value, const std::string& path,
+                                                     bool allow_empty) const {
+  const char* expected =
+      allow_empty ? "a string or an array of strings" : "a string or a non-empty array of strings";
+  if (value.is_string()) return {value.get<std::string>()};
+  if (!value.is_array() || (!allow_empty && value.empty())) wrong_type(value, path, expected);
+  std::vector<std::string> out;
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (!value[i].is_string()) wrong_type(value[i], index_path(path, i), "a string");
+    out.push_back(value[i].get<std::string>());
+  }
+  return out;
+}
+
+void JsonReader::require(bool ok, const std::string& path, const std::string& rule,
+                         double got) const {
+  if (!ok) fail(path, "must be " + rule + ", got " + format_number(got));
+}
+
+std::string JsonReader::describe(const Json& value) {
+  switch (value.type()) {
+    case Json::value_t::object: return "an object";
+    case Json::value_t::array: return "an array";
+    case Json::value_t::null: return "null";
+    case Json::value_t::number_float: return format_number(value.get<double>());
+    case Json::value_t::string: {
+      std::string text = value.get<std::string>();
+      if (text.size() > 60) text = text.substr(0, 57) + "...";
+      return Json(text).dump(-1, ' ', false, Json::error_handler_t::replace);
+    }
+    default: return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  }
+}
+
+std::string format_number(double value) {
+  if (!std::isfinite(value)) return std::isnan(value) ? "nan" : (value > 0 ? "inf" : "-inf");
+  const float as_float = static_cast<float>(value);
+  if (static_cast<double>(as_float) == value) value = shortest_double(as_float);
+  char text[40];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
+    if (std::strtod(text, nullptr) == value) break;
+  }
+  return text;
+}
+
+double shortest_double(float value) {
+  if (!std::isfinite(value)) return value;
+  char text[32];
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, static_cast<double>(value));
+    const double candidate = std::strtod(text, nullptr);
+    // Checked through double (not strtof) because that is how the parser will read it back.
+    if (static_cast<float>(candidate) == value) return candidate;
+  }
+  return value;
+}
+
+}  // namespace nn::config_detail

@@ -1,0 +1,118 @@
+// Minibatch assembly from host datasets. Runs once per minibatch on the training path, so the
+// output vectors are reused (clear + insert keeps their capacity) and nothing is allocated per
+// entry. Datasets are assumed validated (DataSet::validate); only example ids are checked here.
+#include "data/batch.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "core/error.h"
+
+namespace nn {
+
+namespace {
+
+void check_ids(const DataSet& ds, const uint32_t* ids, uint32_t count, const char* fn) {
+  for (uint32_t i = 0; i < count; ++i)
+    if (ids[i] >= ds.examples)
+      throw DataError(std::string(fn) + ": dataset \"" + ds.name + "\": example id " +
+                      std::to_string(ids[i]) + " at batch position " + std::to_string(i) +
+                      " is out of range; the dataset has " + std::to_string(ds.examples) +
+                      " examples");
+}
+
+}  // namespace
+
+void gather_sparse(const DataSet& ds, const uint32_t* ids, uint32_t count, SparseBatch& out) {
+  if (!ds.is_sparse())
+    throw DataError("gather_sparse: dataset \"" + ds.name + "\" is dense, not Sparse");
+  check_ids(ds, ids, count, "gather_sparse");
+  if (ds.features() > std::numeric_limits<uint32_t>::max())
+    throw DataError("gather_sparse: dataset \"" + ds.name + "\": " +
+                    std::to_string(ds.features()) + " features do not fit a 32-bit column index");
+
+  out.rows = count;
+  out.cols = static_cast<uint32_t>(ds.features());
+  out.ignore_zero = ds.sparse_ignore_zero();
+  out.row_ptr.resize(size_t(count) + 1);
+
+  // First pass: row offsets, so the entry arrays are sized once.
+  uint64_t total = 0;
+  out.row_ptr[0] = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint64_t r = ds.row(ids[i]);
+    total += ds.sparse_end[r] - ds.sparse_start[r];
+    if (total > std::numeric_limits<uint32_t>::max())
+      throw DataError("gather_sparse: dataset \"" + ds.name +
+                      "\": batch has more than 2^32-1 entries; use a smaller batch");
+    out.row_ptr[i + 1] = static_cast<uint32_t>(total);
+  }
+
+  const bool values = !ds.is_boolean();
+  out.index.resize(total);
+  if (values)
+    out.value.resize(total);
+  else
+    out.value.clear();
+  uint32_t* idx = out.index.data();
+  float* val = out.value.data();
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint64_t r = ds.row(ids[i]);
+    const uint64_t s = ds.sparse_start[r], n = ds.sparse_end[r] - s;
+    const uint32_t at = out.row_ptr[i];
+    std::memcpy(idx + at, ds.sparse_index.data() + s, n * sizeof(uint32_t));
+    if (values) std::memcpy(val + at, ds.sparse_value.data() + s, n * sizeof(float));
+  }
+  gather_weights(ds, ids, count, out.row_weight);
+}
+
+void gather_dense(const DataSet& ds, const uint32_t* ids, uint32_t count, bool as_input,
+                  float* out) {
+  if (ds.is_sparse())
+    throw DataError("gather_dense: dataset \"" + ds.name + "\" is Sparse, not dense");
+  check_ids(ds, ids, count, "gather_dense");
+  const uint64_t f = ds.features();
+
+  if (ds.is_boolean()) {
+    // Compressed one-hot: one class id per row (validated to be in range).
+    std::fill(out, out + uint64_t(count) * f, 0.0f);
+    for (uint32_t i = 0; i < count; ++i)
+      out[uint64_t(i) * f + static_cast<uint64_t>(ds.dense[ds.row(ids[i])])] = 1.0f;
+    return;
+  }
+
+  // DSSTNE's normalisation of 8-bit data: y = x * scale + shift.
+  float scale = 1.0f, shift = 0.0f;
+  if (ds.type == DataType::UChar || ds.type == DataType::RGB8) {
+    scale = 1.0f / 256.0f;
+    shift = as_input ? -0.5f : 0.0f;
+  } else if (ds.type == DataType::Char) {
+    scale = 1.0f / 128.0f;
+  }
+  const bool identity = scale == 1.0f && shift == 0.0f;
+  for (uint32_t i = 0; i < count; ++i) {
+    const float* src = ds.dense.data() + ds.row(ids[i]) * f;
+    float* dst = out + uint64_t(i) * f;
+    if (identity) {
+      std::memcpy(dst, src, f * sizeof(float));
+    } else {
+      for (uint64_t k = 0; k < f; ++k) dst[k] = src[k] * scale + shift;
+    }
+  }
+}
+
+void gather_weights(const DataSet& ds, const uint32_t* ids, uint32_t count,
+                    std::vector<float>& out) {
+  if (!ds.is_weighted()) {
+    out.clear();
+    return;
+  }
+  check_ids(ds, ids, count, "gather_weights");
+  out.resize(count);
+  // Weights belong to examples, not to the unique rows an Indexed dataset shares.
+  for (uint32_t i = 0; i < count; ++i) out[i] = ds.example_weight[ids[i]];
+}
+
+}  // namespace nn

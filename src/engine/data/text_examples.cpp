@@ -1,0 +1,247 @@
+// Parser for DSSTNE's text examples (dsstne-reference.md §5.1), producing one sparse dataset.
+// Built for tens of millions of entries: files are read in large blocks, lines are split with
+// string_view, numbers parsed with from_chars, and all entries go into one flat arena (a repeated
+// sample just points at its newer range) instead of one vector per sample.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.h"
+#include "data/text_examples.h"
+
+namespace nn {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Expands directories into their regular files, sorted by path (DSSTNE reads them as one stream).
+std::vector<std::string> input_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    const fs::file_status st = fs::status(p, ec);
+    if (ec || !fs::exists(st)) throw DataError(p + ": input not found");
+    if (!fs::is_directory(st)) {
+      files.push_back(p);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (fs::directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_regular_file()) found.push_back(it->path().string());
+    if (ec) throw DataError(p + ": cannot list directory: " + ec.message());
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+std::string_view trim_blanks(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+class Parser {
+ public:
+  Parser(FeatureIndex& features, FeatureIndex& samples, const TextExamplesOptions& options,
+         TextExamplesStats& stats)
+      : features_(features), samples_(samples), options_(options), stats_(stats) {}
+
+  void parse_file(const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) throw DataError(path + ": cannot open: " + std::strerror(errno));
+    try {
+      stream(f, path);
+    } catch (...) {
+      std::fclose(f);
+      throw;
+    }
+    std::fclose(f);
+  }
+
+  DataSet build(const std::string& name) const;
+
+ private:
+  struct Range {
+    uint64_t begin = 0, end = 0;
+    bool present = false;
+  };
+
+  // Reads blocks and hands complete lines to parse_line; a partial last line is carried over.
+  void stream(std::FILE* f, const std::string& path) {
+    std::vector<char> buf(size_t(8) << 20);
+    size_t have = 0;
+    uint64_t line_no = 0;
+    for (;;) {
+      if (have == buf.size()) buf.resize(buf.size() * 2);  // a line longer than the buffer
+      const size_t got = std::fread(buf.data() + have, 1, buf.size() - have, f);
+      if (got == 0 && std::ferror(f)) throw DataError(path + ": read error");
+      const bool eof = got == 0;
+      have += got;
+      std::string_view block(buf.data(), have);
+      size_t pos = 0;
+      for (;;) {
+        const size_t nl = block.find('\n', pos);
+        if (nl == std::string_view::npos) break;
+        parse_line(block.substr(pos, nl - pos), path, ++line_no);
+        pos = nl + 1;
+      }
+      if (eof) {
+        if (pos < have) parse_line(block.substr(pos), path, ++line_no);
+        return;
+      }
+      std::memmove(buf.data(), buf.data() + pos, have - pos);
+      have -= pos;
+    }
+  }
+
+  [[noreturn]] static void fail(const std::string& path, uint64_t line_no,
+                                const std::string& problem) {
+    throw DataError(path + ":" + std::to_string(line_no) + ": " + problem);
+  }
+
+  void parse_line(std::string_view line, const std::string& path, uint64_t line_no) {
+    ++stats_.lines;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) return;
+    const size_t tab = line.find('\t');
+    if (tab == std::string_view::npos) {
+      ++stats_.skipped_lines;
+      return;
+    }
+    const std::string_view sample = line.substr(0, tab), tuples = line.substr(tab + 1);
+    if (sample.empty()) fail(path, line_no, "empty sample name before the TAB");
+    if (tuples.find('\t') != std::string_view::npos)
+      fail(path, line_no, "more than one TAB; expected sample<TAB>feature[,value]:...");
+    key_.assign(sample.data(), sample.size());
+    const int64_t s = samples_.lookup(key_, options_.allow_new_samples);
+    if (s < 0) {
+      ++stats_.dropped_samples;
+      return;
+    }
+
+    const uint64_t begin = feature_.size();
+    size_t pos = 0;
+    while (pos <= tuples.size()) {
+      size_t colon = tuples.find(':', pos);
+      if (colon == std::string_view::npos) colon = tuples.size();
+      add_tuple(tuples.substr(pos, colon - pos), path, line_no);
+      pos = colon + 1;
+    }
+
+    if (uint64_t(s) >= ranges_.size()) ranges_.resize(std::max<uint64_t>(s + 1, samples_.size()));
+    Range& r = ranges_[s];
+    if (r.present) ++stats_.replaced_samples;
+    r = Range{begin, feature_.size(), true};
+  }
+
+  void add_tuple(std::string_view tuple, const std::string& path, uint64_t line_no) {
+    const size_t comma = tuple.find(',');
+    const std::string_view name = tuple.substr(0, comma);
+    if (name.empty()) return;  // "a::b", trailing ':' or ",5": nothing to index
+    float value = 0.0f;
+    if (comma != std::string_view::npos) {
+      std::string_view text = tuple.substr(comma + 1);
+      const size_t extra = text.find(',');
+      if (extra != std::string_view::npos) {
+        ++stats_.extra_values;  // DSSTNE keeps the first value
+        text = text.substr(0, extra);
+      }
+      value = parse_value(text, tuple, path, line_no);
+    }
+    key_.assign(name.data(), name.size());
+    const int64_t f = features_.lookup(key_, options_.allow_new_features);
+    if (f < 0) {
+      ++stats_.dropped_features;
+      return;
+    }
+    if (f > int64_t(UINT32_MAX) - 1)
+      fail(path, line_no, "more than 2^32-1 features; feature ids must fit 32 bits");
+    feature_.push_back(static_cast<uint32_t>(f));
+    if (options_.mode == ExampleMode::Analog) value_.push_back(value);
+  }
+
+  static float parse_value(std::string_view text, std::string_view tuple, const std::string& path,
+                           uint64_t line_no) {
+    std::string_view t = trim_blanks(text);
+    if (!t.empty() && t.front() == '+') t.remove_prefix(1);  // accepted by DSSTNE's stof
+    float v = 0;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (t.empty() || ec != std::errc() || end != t.data() + t.size() || !std::isfinite(v))
+      fail(path, line_no,
+           "feature \"" + std::string(tuple) + "\": value \"" + std::string(text) +
+               "\" is not a finite number");
+    return v;
+  }
+
+  FeatureIndex& features_;
+  FeatureIndex& samples_;
+  const TextExamplesOptions& options_;
+  TextExamplesStats& stats_;
+  std::string key_;                // reused lookup key: no allocation per token
+  std::vector<uint32_t> feature_;  // arena of feature ids for all lines
+  std::vector<float> value_;       // arena of values (analog mode only)
+  std::vector<Range> ranges_;      // by sample index
+};
+
+DataSet Parser::build(const std::string& name) const {
+  DataSet ds;
+  ds.name = name;
+  const bool indicator = options_.mode == ExampleMode::Indicator;
+  ds.type = indicator ? DataType::UInt : DataType::Float;
+  ds.attributes = attr::Sparse | (indicator ? attr::Boolean : 0);
+  ds.kind = DataKind::Numeric;
+  ds.dimensions = 1;
+  const uint64_t align = std::max<uint32_t>(options_.width_align, 1);
+  const uint64_t n = std::max<uint64_t>(features_.size(), 1);
+  const uint64_t width = std::max<uint64_t>((n + align - 1) / align * align, options_.min_width);
+  if (width > UINT32_MAX)
+    throw DataError("dataset \"" + name + "\": width " + std::to_string(width) +
+                    " does not fit 32 bits");
+  ds.width = static_cast<uint32_t>(width);
+
+  // Examples in ascending sample index order (DSSTNE iterates a std::map keyed by index).
+  uint64_t examples = 0, entries = 0;
+  for (const Range& r : ranges_)
+    if (r.present) ++examples, entries += r.end - r.begin;
+  ds.examples = ds.unique_examples = examples;
+  ds.sparse_start.reserve(examples);
+  ds.sparse_end.reserve(examples);
+  ds.sparse_index.reserve(entries);
+  if (!indicator) ds.sparse_value.reserve(entries);
+  for (const Range& r : ranges_) {
+    if (!r.present) continue;
+    ds.sparse_start.push_back(ds.sparse_index.size());
+    ds.sparse_index.insert(ds.sparse_index.end(), feature_.begin() + r.begin,
+                           feature_.begin() + r.end);
+    if (!indicator)
+      ds.sparse_value.insert(ds.sparse_value.end(), value_.begin() + r.begin,
+                             value_.begin() + r.end);
+    ds.sparse_end.push_back(ds.sparse_index.size());
+  }
+  stats_.samples = examples;
+  stats_.entries = entries;
+  return ds;
+}
+
+}  // namespace
+
+DataSet read_text_examples(const std::vector<std::string>& paths, const std::string& name,
+                           FeatureIndex& features, FeatureIndex& samples,
+                           const TextExamplesOptions& options, TextExamplesStats* stats) {
+  TextExamplesStats local;
+  TextExamplesStats& st = stats ? *stats : local;
+  st = TextExamplesStats{};
+  Parser parser(features, samples, options, st);
+  for (const std::string& file : input_files(paths)) parser.parse_file(file);
+  return parser.build(name);
+}
+
+}  // namespace nn

@@ -1,0 +1,34 @@
+// Input layer: holds the current minibatch of its dataset, dense ([rows][units] floats) or
+// sparse (CSR, never densified). Dense inputs may use dropout (pDropout) in training; sparse
+// inputs get denoising/dropout while the batch is assembled on the host.
+#pragma once
+
+#include "data/batch.h"
+#include "layers/layer.h"
+
+namespace nn {
+
+class InputLayer : public Layer {
+ public:
+  InputLayer(const LayerSpec& spec, uint32_t index, bool sparse);
+
+  void allocate(Backend& backend, uint32_t max_rows) override;
+  bool has_sparse_output() const override { return sparse_; }
+  const SparseView& sparse_output() const override { return view_; }
+  bool needs_delta() const override { return false; }
+
+  // Copies a host batch into backend memory.
+  void load_dense(Backend& backend, const float* host, uint32_t rows);
+  void load_sparse(Backend& backend, const SparseBatch& batch);
+
+  void forward(const LayerContext& ctx) override;
+  void backward(const LayerContext&) override {}
+
+ private:
+  bool sparse_;
+  DeviceArray<uint32_t> row_ptr_, index_;
+  DeviceArray<float> value_, row_weight_;
+  SparseView view_;
+};
+
+}  // namespace nn

@@ -1,0 +1,74 @@
+// Base of all layers. A layer owns its activation and delta buffers (in backend memory), knows
+// its sources, and implements forward and backward through the Backend only. The Network wires
+// layers together and runs them in topological order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/device_array.h"
+#include "config/network_spec.h"
+#include "layers/parameter.h"
+
+namespace nn {
+
+// What a layer needs to know about the current step.
+struct LayerContext {
+  Backend& backend;
+  uint32_t rows;      // examples in this minibatch (the last one may be short)
+  bool training;      // dropout and denoising only in training
+  uint64_t seed;      // run seed
+  uint64_t step;      // update counter; varies the dropout masks from batch to batch
+};
+
+ActivationParams activation_params(const LayerSpec& spec);
+
+class Layer {
+ public:
+  Layer(const LayerSpec& spec, uint32_t index);
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  const LayerSpec& spec() const { return spec_; }
+  const std::string& name() const { return spec_.name; }
+  LayerKind kind() const { return spec_.kind; }
+  uint32_t index() const { return index_; }
+  uint32_t units() const { return static_cast<uint32_t>(spec_.units()); }
+
+  void add_source(Layer* l) { sources_.push_back(l); }
+  void add_skip(Layer* l) { skips_.push_back(l); }
+  const std::vector<Layer*>& sources() const { return sources_; }
+  const std::vector<Layer*>& skips() const { return skips_; }
+
+  // Allocates buffers for up to max_rows examples per batch.
+  virtual void allocate(Backend& backend, uint32_t max_rows);
+
+  // The layer's output as seen by consumers: dense activations [rows][units], or (sparse input
+  // layers only) a CSR view.
+  virtual bool has_sparse_output() const { return false; }
+  virtual const SparseView& sparse_output() const;
+  const float* activations() const { return a_.data(); }
+  float* activations() { return a_.data(); }
+
+  // dE/da accumulated by consumers during backward (dE/dz for output layers, written by the
+  // loss). Null for layers that need no gradient (inputs).
+  float* delta() { return delta_.data(); }
+  virtual bool needs_delta() const { return true; }
+
+  virtual void forward(const LayerContext& ctx) = 0;
+  virtual void backward(const LayerContext& ctx) = 0;
+  virtual std::vector<Parameter*> parameters() { return {}; }
+
+ protected:
+  LayerSpec spec_;
+  uint32_t index_;
+  std::vector<Layer*> sources_, skips_;
+  DeviceArray<float> a_;            // activations (after dropout in training)
+  DeviceArray<float> pre_dropout_;  // activations before dropout (only when pDropout > 0)
+  DeviceArray<float> delta_;
+};
+
+}  // namespace nn

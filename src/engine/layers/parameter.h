@@ -1,0 +1,21 @@
+// A trainable array (weights or biases) with its gradient and optimizer state, in backend memory.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backend/device_array.h"
+
+namespace nn {
+
+struct Parameter {
+  std::string name;              // e.g. "Hidden1<-Input0:weights" (for messages)
+  DeviceArray<float> value;
+  DeviceArray<float> grad;       // gradient of the batch-mean loss
+  std::vector<DeviceArray<float>> state;  // optimizer state (0..2 arrays)
+  bool regularize = true;        // weights get L1/L2 decay; biases do not
+  bool locked = false;           // never updated
+  size_t size() const { return value.size(); }
+};
+
+}  // namespace nn

@@ -1,0 +1,59 @@
+// Host-side minibatch assembly.
+#include "model/batch_loader.h"
+
+#include "core/random.h"
+
+namespace nn {
+
+BatchLoader::BatchLoader(const BoundData& data, std::vector<DenoiseSetting> denoise,
+                         uint64_t seed)
+    : data_(data), denoise_(std::move(denoise)), seed_(seed) {
+  denoise_.resize(data_.inputs.size());
+}
+
+void BatchLoader::assemble(const uint32_t* ids, uint32_t count, uint64_t step, bool training,
+                           HostBatch& out) const {
+  const size_t slots = data_.inputs.size() + data_.outputs.size();
+  out.rows = count;
+  out.sparse.resize(slots);
+  out.dense.resize(slots);
+  out.weights.resize(slots);
+  for (size_t i = 0; i < slots; ++i) {
+    const bool is_input = i < data_.inputs.size();
+    const DataSet& ds =
+        *(is_input ? data_.inputs[i] : data_.outputs[i - data_.inputs.size()]).dataset;
+    if (ds.is_sparse()) {
+      gather_sparse(ds, ids, count, out.sparse[i]);
+      if (is_input && training && denoise_[i].p > 0.0f) denoise(out.sparse[i], denoise_[i], step);
+    } else {
+      out.dense[i].resize(size_t(count) * ds.features());
+      gather_dense(ds, ids, count, is_input, out.dense[i].data());
+      gather_weights(ds, ids, count, out.weights[i]);
+    }
+  }
+}
+
+// Drops each stored entry with probability p and scales survivors by 1/(1-p), so the expected
+// input is unchanged (DSSTNE's denoising, dsstne-reference.md §6.3).
+void BatchLoader::denoise(SparseBatch& b, const DenoiseSetting& d, uint64_t step) const {
+  const float keep_scale = 1.0f / (1.0f - d.p);
+  const uint64_t stream = step * 4096 + d.layer_index;
+  std::vector<uint32_t> row_ptr(b.rows + 1, 0);
+  std::vector<uint32_t> index;
+  std::vector<float> value;
+  index.reserve(b.index.size());
+  value.reserve(b.index.size());
+  for (uint32_t r = 0; r < b.rows; ++r) {
+    for (uint32_t e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e) {
+      if (uniform_at(seed_, stream, e) < d.p) continue;
+      index.push_back(b.index[e]);
+      value.push_back((b.value.empty() ? 1.0f : b.value[e]) * keep_scale);
+    }
+    row_ptr[r + 1] = static_cast<uint32_t>(index.size());
+  }
+  b.row_ptr.swap(row_ptr);
+  b.index.swap(index);
+  b.value.swap(value);
+}
+
+}  // namespace nn

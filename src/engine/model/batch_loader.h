@@ -1,0 +1,44 @@
+// Assembles minibatches on the host from bound datasets (inputs and targets), including sparse
+// input denoising. Pure host work with no shared mutable state, so the trainer can assemble the
+// next batch on another thread while the current one trains.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "data/batch.h"
+#include "model/binding.h"
+
+namespace nn {
+
+struct HostBatch {
+  uint32_t rows = 0;
+  // One slot per input, then per output binding (BoundData order).
+  std::vector<SparseBatch> sparse;
+  std::vector<std::vector<float>> dense;
+  std::vector<std::vector<float>> weights;  // dense targets' example weights (may be empty)
+};
+
+struct DenoiseSetting {
+  float p = 0.0f;            // drop probability for stored entries (0 = off)
+  uint32_t layer_index = 0;  // part of the random stream
+};
+
+class BatchLoader {
+ public:
+  // `denoise` has one entry per input binding.
+  BatchLoader(const BoundData& data, std::vector<DenoiseSetting> denoise, uint64_t seed);
+
+  // Gathers examples ids[0..count). `step` selects the denoising masks; `training` enables them.
+  void assemble(const uint32_t* ids, uint32_t count, uint64_t step, bool training,
+                HostBatch& out) const;
+  const BoundData& data() const { return data_; }
+
+ private:
+  void denoise(SparseBatch& b, const DenoiseSetting& d, uint64_t step) const;
+  BoundData data_;
+  std::vector<DenoiseSetting> denoise_;
+  uint64_t seed_;
+};
+
+}  // namespace nn

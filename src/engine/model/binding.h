@@ -1,0 +1,36 @@
+// Binding datasets to a network's input and output layers by name (each layer's DataSet key),
+// and resolving "N": "auto" sizes from the bound datasets (dsstne-reference.md §1.6).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/network_spec.h"
+#include "data/dataset.h"
+
+namespace nn {
+
+struct LayerData {
+  std::string layer;
+  const DataSet* dataset = nullptr;
+};
+
+struct BoundData {
+  std::vector<LayerData> inputs, outputs;
+  uint64_t examples = 0;
+  // Input layer name -> fed by a sparse dataset.
+  std::map<std::string, bool> sparse_inputs() const;
+};
+
+// Replaces "auto" sizes with the named dataset's width/height/length. Throws ConfigError naming
+// the layer and the datasets that are available.
+void resolve_auto_sizes(NetworkSpec& spec, const std::vector<DataSet>& sets);
+
+// Finds each input (and, when `need_outputs`, output) layer's dataset. Checks sizes and that all
+// bound datasets have the same number of examples. `files` describes where the datasets came
+// from, for messages.
+BoundData bind_datasets(const NetworkSpec& spec, const std::vector<DataSet>& sets,
+                        bool need_outputs, const std::string& files);
+
+}  // namespace nn

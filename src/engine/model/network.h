@@ -1,0 +1,60 @@
+// A network: layers built from a NetworkSpec, wired by sources/skips, run in topological order.
+// Holds topology and parameters only; training state lives in Trainer/Optimizer, batches in
+// BatchLoader. Converts to and from the NetworkFile form for .nc files and checkpoints.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "config/network_spec.h"
+#include "layers/fully_connected_layer.h"
+#include "layers/input_layer.h"
+#include "model/io/network_file.h"
+
+namespace nn {
+
+class Network {
+ public:
+  // Builds layers and allocates parameters (uninitialised: call initialize() or load_arrays()).
+  // `sparse_inputs` names the input layers fed by sparse datasets. Throws ConfigError for
+  // unsupported layer types, cycles, or size mismatches (naming the layer).
+  Network(Backend& backend, NetworkSpec spec, const std::map<std::string, bool>& sparse_inputs);
+
+  // Random initialisation per each layer's WeightInit (deterministic for `seed`).
+  void initialize(uint64_t seed);
+  // Copies weights/biases (and optimizer state, if any) from a network file.
+  void load_arrays(const NetworkFile& file);
+  // Topology, weights and optimizer state in file form (training state left for the caller).
+  NetworkFile to_file() const;
+
+  // Allocates activation/delta buffers for minibatches of up to `rows` examples.
+  void set_max_batch(uint32_t rows);
+  uint32_t max_batch() const { return max_batch_; }
+
+  void forward(const LayerContext& ctx);
+  // Zeroes hidden deltas, then runs backward in reverse order. Output layers' deltas must
+  // already hold dE/dz.
+  void backward(const LayerContext& ctx);
+
+  const NetworkSpec& spec() const { return spec_; }
+  Backend& backend() { return backend_; }
+  Layer* find(const std::string& name);
+  Layer& layer(const std::string& name);  // throws ConfigError when absent
+  const std::vector<Layer*>& order() const { return order_; }  // topological
+  std::vector<InputLayer*> inputs();
+  std::vector<Layer*> outputs();
+  std::vector<Parameter*> parameters();
+  size_t parameter_count() const;
+
+ private:
+  Backend& backend_;
+  NetworkSpec spec_;
+  std::vector<std::unique_ptr<Layer>> layers_;  // declaration order
+  std::vector<Layer*> order_;                   // forward order
+  uint32_t max_batch_ = 0;
+};
+
+}  // namespace nn

@@ -1,0 +1,62 @@
+// Forward-only evaluation for serving: runs a trained network over a dataset in minibatches and
+// hands each batch's scores for one layer to the caller, plus host-side top-K selection with
+// per-example exclusion filters and ranking metrics (precision, recall, NDCG at 1..K).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/batch_loader.h"
+#include "model/network.h"
+
+namespace nn {
+
+class Predictor {
+ public:
+  Predictor(Network& net, const BoundData& inputs, uint32_t minibatch);
+
+  // Calls `consume(first_example, rows, scores)` for each batch, where scores is
+  // [rows][layer units] on the host. Examples are visited in dataset order.
+  void run(const std::string& layer,
+           const std::function<void(uint64_t first, uint32_t rows, const float* scores)>& consume);
+
+ private:
+  Network& net_;
+  BoundData data_;
+  uint32_t minibatch_;
+  BatchLoader loader_;
+};
+
+struct TopK {
+  std::vector<uint32_t> index;  // rows * k, UINT32_MAX when a row has fewer candidates
+  std::vector<float> score;
+};
+
+// Per row, the k best columns among [0, valid_cols) in descending score order (ties: lower
+// index first), skipping columns listed in `exclude` for that row (may be null). Parallel.
+// exclude(row) returns a sorted list of columns to skip.
+void top_k_rows(const float* scores, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
+                const std::function<const std::vector<uint32_t>*(uint32_t row)>& exclude,
+                TopK& out);
+
+// Accumulates DSSTNE-style ranking metrics at cut-offs 1..K (dsstne-reference.md §5.6):
+// precision@j, recall@j (hits / min(j, |truth|)), NDCG@j. Examples with no truth are skipped.
+class RankingMetrics {
+ public:
+  explicit RankingMetrics(uint32_t k) : k_(k), precision_(k), recall_(k), ndcg_(k) {}
+  void add(const uint32_t* ranked, uint32_t count, const std::vector<uint32_t>& truth_sorted);
+  uint32_t k() const { return k_; }
+  uint64_t examples() const { return examples_; }
+  double precision(uint32_t j) const { return examples_ ? precision_[j - 1] / examples_ : 0; }
+  double recall(uint32_t j) const { return examples_ ? recall_[j - 1] / examples_ : 0; }
+  double ndcg(uint32_t j) const { return examples_ ? ndcg_[j - 1] / examples_ : 0; }
+
+ private:
+  uint32_t k_;
+  uint64_t examples_ = 0;
+  std::vector<double> precision_, recall_, ndcg_;
+};
+
+}  // namespace nn

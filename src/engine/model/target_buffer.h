@@ -1,0 +1,23 @@
+// Targets of one output layer for the current minibatch, in backend memory.
+#pragma once
+
+#include "backend/device_array.h"
+#include "data/batch.h"
+
+namespace nn {
+
+class TargetBuffer {
+ public:
+  // Uploads a sparse or dense host batch and returns the view for the loss kernels.
+  const TargetView& load_sparse(Backend& backend, const SparseBatch& batch);
+  const TargetView& load_dense(Backend& backend, const std::vector<float>& values, uint32_t cols,
+                               const std::vector<float>& weights);
+  const TargetView& view() const { return view_; }
+
+ private:
+  DeviceArray<uint32_t> row_ptr_, index_;
+  DeviceArray<float> value_, row_weight_, dense_;
+  TargetView view_;
+};
+
+}  // namespace nn

@@ -1,0 +1,230 @@
+// Training loop implementation.
+#include "model/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <future>
+#include <numeric>
+
+#include "core/error.h"
+#include "losses/loss_setup.h"
+#include "model/io/network_file.h"
+
+namespace nn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+template <typename... Args>
+std::string format(const char* fmt, Args... args) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
+}
+
+std::vector<DenoiseSetting> denoise_settings(const Network& net, const BoundData& data) {
+  std::vector<DenoiseSetting> out;
+  const NetworkSpec& spec = net.spec();
+  for (const auto& in : data.inputs) {
+    const LayerSpec* l = spec.find_layer(in.layer);
+    DenoiseSetting d;
+    d.layer_index = static_cast<uint32_t>(l - spec.layers.data());
+    if (in.dataset->is_sparse()) {
+      // Network-wide Denoising applies to inputs marked Sparse in the JSON (as in DSSTNE);
+      // pDropout on a sparse input layer means the same thing and takes precedence.
+      if (spec.denoising_p > 0.0f && l->sparse) d.p = spec.denoising_p;
+      if (l->p_dropout > 0.0f) d.p = l->p_dropout;
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace
+
+Trainer::Trainer(Network& net, const BoundData& data, TrainOptions options, LogSink log,
+                 Communicator* comm)
+    : net_(net),
+      data_(data),
+      options_(options),
+      log_(log ? log : null_log()),
+      comm_(comm ? comm : &local_comm_),
+      optimizer_(net.backend(), options.optimizer),
+      loader_(data, denoise_settings(net, data), options.seed),
+      shuffle_rng_(mix64(options.seed ^ 0x5348554646ull)) {
+  if (options_.minibatch == 0) throw ConfigError("minibatch must be positive");
+  if (data_.outputs.empty()) throw ConfigError("training needs datasets bound to output layers");
+  for (const auto& out : data_.outputs) {
+    losses_.push_back(loss_params(net_.spec(), net_.layer(out.layer).spec(), out.dataset));
+    targets_.push_back(std::make_unique<TargetBuffer>());
+  }
+  const uint32_t max_rows =
+      static_cast<uint32_t>(std::min<uint64_t>(options_.minibatch, data_.examples));
+  net_.set_max_batch(max_rows);
+  for (Parameter* p : net_.parameters()) optimizer_.prepare(*p);
+}
+
+void Trainer::restore(const TrainingState& state) {
+  if (!state.present) return;
+  epoch_ = state.epoch;
+  step_ = state.step;
+  shuffle_rng_.set_state(state.rng_state);
+}
+
+std::string Trainer::checkpoint_path(uint64_t epoch) const {
+  return options_.checkpoint_name + std::to_string(epoch) + ".nc";
+}
+
+NetworkFile Trainer::snapshot() const {
+  NetworkFile f = net_.to_file();
+  TrainingState& t = f.training;
+  t.present = true;
+  t.epoch = epoch_;
+  t.step = step_;
+  t.rng_state = shuffle_rng_.state();
+  t.seed = options_.seed;
+  t.optimizer = options_.optimizer.kind;
+  t.alpha = optimizer_.learning_rate(epoch_, step_);
+  t.lambda = options_.optimizer.lambda;
+  t.lambda1 = options_.optimizer.lambda1;
+  t.mu = options_.optimizer.mu;
+  t.mu1 = options_.optimizer.mu1;
+  t.minibatch = options_.minibatch;
+  f.checkpoint_name = options_.checkpoint_name;
+  f.checkpoint_interval = options_.checkpoint_interval;
+  return f;
+}
+
+std::vector<EpochReport> Trainer::run() {
+  std::vector<EpochReport> reports;
+  log_("training: " + std::to_string(data_.examples) + " examples, minibatch " +
+       std::to_string(options_.minibatch) + ", " + std::to_string(net_.parameter_count()) +
+       " parameters, " + describe(options_.optimizer) + ", backend " + net_.backend().name());
+  if (epoch_ > 0)
+    log_("resuming after epoch " + std::to_string(epoch_) + " (" + std::to_string(step_) +
+         " updates done)");
+  while (epoch_ < options_.epochs) {
+    reports.push_back(run_epoch());
+    if (!options_.checkpoint_name.empty() && options_.checkpoint_interval > 0 &&
+        epoch_ % uint64_t(options_.checkpoint_interval) == 0 && comm_->rank() == 0) {
+      const std::string path = checkpoint_path(epoch_);
+      write_network_file(path, snapshot());
+      log_("checkpoint: " + path);
+      if (on_checkpoint) on_checkpoint(path);
+    }
+  }
+  return reports;
+}
+
+EpochReport Trainer::run_epoch() {
+  const auto start = Clock::now();
+  const uint64_t n = data_.examples;
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  if (options_.shuffle)
+    for (uint64_t i = n - 1; i > 0; --i) std::swap(order[i], order[shuffle_rng_.below(i + 1)]);
+
+  const uint32_t batch = options_.minibatch;
+  const uint64_t batches = (n + batch - 1) / batch;
+  const float alpha_epoch = optimizer_.learning_rate(epoch_, 0);
+  (void)alpha_epoch;
+  double total = 0.0;
+  auto last_progress = start;
+
+  auto assemble = [&](uint64_t b, uint64_t step) {
+    HostBatch hb;
+    const uint64_t pos = b * batch;
+    const uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(batch, n - pos));
+    loader_.assemble(order.data() + pos, count, step, true, hb);
+    return hb;
+  };
+  // Double buffering: batch b+1 is assembled while batch b trains.
+  std::future<HostBatch> next = std::async(std::launch::async, assemble, 0, step_ + 1);
+  for (uint64_t b = 0; b < batches; ++b) {
+    HostBatch current = next.get();
+    if (b + 1 < batches) next = std::async(std::launch::async, assemble, b + 1, step_ + 2);
+    const float alpha = optimizer_.learning_rate(epoch_, step_);
+    const double err = train_batch(current, alpha);
+    if (!std::isfinite(err))
+      throw DivergenceError("training diverged: loss is " + std::string(std::isnan(err) ? "NaN" : "infinite") +
+                            " at epoch " + std::to_string(epoch_ + 1) + ", batch " +
+                            std::to_string(b + 1) + " of " + std::to_string(batches) +
+                            "; try a smaller Alpha. The last checkpoint written is intact.");
+    total += err;
+    if (options_.progress_seconds > 0 &&
+        std::chrono::duration<double>(Clock::now() - last_progress).count() >=
+            options_.progress_seconds) {
+      last_progress = Clock::now();
+      log_(format("epoch %.0f: batch %.0f/%.0f (%.0f%%), loss so far %.6f, %.1f s", double(epoch_ + 1),
+                  double(b + 1), double(batches), 100.0 * double(b + 1) / double(batches),
+                  total / double(std::min<uint64_t>(n, (b + 1) * batch)), seconds_since(start)));
+    }
+  }
+  ++epoch_;
+  EpochReport r;
+  r.epoch = epoch_;
+  r.data_loss = total / double(n);
+  r.reg_loss = regularization_loss();
+  r.loss = r.data_loss + r.reg_loss;
+  r.seconds = seconds_since(start);
+  r.examples_per_second = double(n) / std::max(r.seconds, 1e-9);
+  log_(format("epoch %.0f/%.0f: loss %.6f (data %.6f + regularisation %.6f), %.0f examples/s, %.2f s",
+              double(r.epoch), double(options_.epochs), r.loss, r.data_loss, r.reg_loss,
+              r.examples_per_second, r.seconds));
+  return r;
+}
+
+double Trainer::train_batch(const HostBatch& hb, float alpha) {
+  Backend& be = net_.backend();
+  const size_t n_in = data_.inputs.size();
+  for (size_t i = 0; i < n_in; ++i) {
+    auto* layer = static_cast<InputLayer*>(&net_.layer(data_.inputs[i].layer));
+    if (data_.inputs[i].dataset->is_sparse())
+      layer->load_sparse(be, hb.sparse[i]);
+    else
+      layer->load_dense(be, hb.dense[i].data(), hb.rows);
+  }
+  ++step_;
+  LayerContext ctx{be, hb.rows, true, options_.seed, step_};
+  net_.forward(ctx);
+  double err = 0.0;
+  for (size_t o = 0; o < data_.outputs.size(); ++o) {
+    const size_t slot = n_in + o;
+    Layer& out = net_.layer(data_.outputs[o].layer);
+    const TargetView& tv =
+        data_.outputs[o].dataset->is_sparse()
+            ? targets_[o]->load_sparse(be, hb.sparse[slot])
+            : targets_[o]->load_dense(be, hb.dense[slot], out.units(), hb.weights[slot]);
+    err += be.loss_and_delta(losses_[o], out.activations(), tv, hb.rows, out.units(), out.delta());
+  }
+  comm_->all_reduce_sum(&err, 1);
+  if (!std::isfinite(err)) return err;
+  net_.backward(ctx);
+  for (Parameter* p : net_.parameters()) {
+    if (comm_->size() > 1) {
+      comm_->all_reduce_sum(p->grad.data(), p->size());
+      be.scale(p->grad.data(), p->size(), 1.0f / float(comm_->size()));
+    }
+    optimizer_.update(*p, step_, alpha);
+  }
+  return err;
+}
+
+double Trainer::regularization_loss() {
+  const auto& o = options_.optimizer;
+  if (o.lambda == 0.0f && o.lambda1 == 0.0f) return 0.0;
+  double r = 0.0;
+  for (Parameter* p : net_.parameters()) {
+    if (!p->regularize) continue;
+    if (o.lambda != 0.0f) r += 0.5 * o.lambda * net_.backend().sum_squares(p->value.data(), p->size());
+    if (o.lambda1 != 0.0f) r += o.lambda1 * net_.backend().sum_abs(p->value.data(), p->size());
+  }
+  return r;
+}
+
+}  // namespace nn

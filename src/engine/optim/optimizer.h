@@ -1,0 +1,46 @@
+// Optimizer: hyper-parameters, learning-rate schedule and per-parameter state management. The
+// update arithmetic of every kind (SGD, Momentum, Nesterov, AdaGrad, AdaDelta, RMSProp, Adam) is
+// a backend kernel, so all backends share one definition of each rule.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "backend/backend.h"
+#include "layers/parameter.h"
+
+namespace nn {
+
+struct OptimizerSettings {
+  OptimizerKind kind = OptimizerKind::SGD;
+  float alpha = 0.1f;            // learning rate
+  float lambda = 0.0f;           // L2 weight decay
+  float lambda1 = 0.0f;          // L1 weight decay
+  float mu = 0.9f;               // momentum / decay / Adam beta1
+  float mu1 = 0.999f;            // Adam beta2
+  float decay = 0.0f;            // per-update decay: alpha / (1 + decay * step)
+  int alpha_interval = 0;        // epochs between alpha *= alpha_multiplier (0 = never)
+  float alpha_multiplier = 1.0f;
+};
+
+// One line describing the settings, e.g. "RMSProp alpha=0.001 mu=0.9 lambda=0".
+std::string describe(const OptimizerSettings& s);
+
+class Optimizer {
+ public:
+  Optimizer(Backend& backend, OptimizerSettings settings);
+  const OptimizerSettings& settings() const { return settings_; }
+
+  // Makes sure `p` has zeroed state of the right shape (keeps state loaded from a checkpoint).
+  void prepare(Parameter& p);
+  // Learning rate for an update in `epoch` (0-based) after `step` previous updates.
+  float learning_rate(uint64_t epoch, uint64_t step) const;
+  // Applies one update (step is 1-based) with learning rate alpha.
+  void update(Parameter& p, uint64_t step, float alpha);
+
+ private:
+  Backend& backend_;
+  OptimizerSettings settings_;
+};
+
+}  // namespace nn

@@ -1,0 +1,53 @@
+// Command-line helpers shared by the tools: DSSTNE-style single-dash long flags (-alpha 0.1)
+// rewritten for CLI11, CLI11 parse-error mapping, and a stderr/stdout log sink.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "common/tool_main.h"
+#include "core/log.h"
+
+namespace nn::tool {
+
+// Returns argv with every token "-name" (name in `long_names`) rewritten as "--name".
+inline std::vector<std::string> rewrite_single_dash(int argc, char** argv,
+                                                    std::initializer_list<const char*> long_names) {
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    for (const char* n : long_names)
+      if (a == std::string("-") + n) a = std::string("--") + n;
+    out.push_back(a);
+  }
+  return out;
+}
+
+// Parses, turning --help into exit status 0 (returns true: caller should return `status`) and
+// any other parse problem into UsageError.
+inline bool parse_or_exit(CLI::App& app, std::vector<std::string> args, int& status) {
+  try {
+    std::vector<std::string> rev(args.rbegin(), args.rend() - 1);  // CLI11 wants reversed, no argv[0]
+    app.parse(rev);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {
+      status = app.exit(e);
+      return true;
+    }
+    throw UsageError(e.what());
+  }
+  return false;
+}
+
+// Log sink printing each line to `stream` (flushes so pipes see progress).
+inline LogSink stream_log(std::FILE* stream, const std::string& prefix = "") {
+  return [stream, prefix](const std::string& line) {
+    std::fprintf(stream, "%s%s\n", prefix.c_str(), line.c_str());
+    std::fflush(stream);
+  };
+}
+
+}  // namespace nn::tool

@@ -1,0 +1,112 @@
+// nn-generate: text examples (sample<TAB>feature[,value]:...) -> NetCDF dataset plus feature and
+// sample index files. Accepts DSSTNE generateNetCDF's flags (dsstne-reference.md §5.3).
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "common/cli_support.h"
+#include "common/tool_main.h"
+#include "core/error.h"
+#include "data/netcdf_dataset.h"
+#include "data/text_examples.h"
+
+const char* const nn::tool::kToolName = "nn-generate";
+
+namespace {
+
+struct Options {
+  std::string dataset, input, output, features, samples, type = "indicator";
+  bool create_features = false, merge_features = false;
+  uint32_t align = 128;
+};
+
+bool file_exists(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+
+void define_flags(CLI::App& app, Options& o) {
+  app.add_option("-d,--dataset", o.dataset, "dataset name stored in the file (name0)")
+      ->required();
+  app.add_option("-i,--input", o.input, "input text file, or a directory of them")->required();
+  app.add_option("-o,--output", o.output, "output NetCDF file (replaced)")->required();
+  app.add_option("-f,--features", o.features, "feature index file (label<TAB>index)")
+      ->required();
+  app.add_option("-s,--samples", o.samples,
+                 "sample index file; loaded if it exists, else created")
+      ->required();
+  auto* create = app.add_flag("-c,--create-features", o.create_features,
+                              "build a new feature index from this input (overwrites -f)");
+  auto* merge = app.add_flag("-m,--merge-features", o.merge_features,
+                             "load the feature index and add the new features to it");
+  create->excludes(merge);
+  app.add_option("-t,--type", o.type, "indicator (Boolean, default) or analog (float values)")
+      ->check(CLI::IsMember({"indicator", "analog"}));
+  app.add_option("--align", o.align, "round the width up to a multiple of N (default 128)")
+      ->check(CLI::Range(1u, 1u << 30));
+}
+
+std::string summary(const Options& o, const nn::DataSet& ds, const nn::TextExamplesStats& st,
+                    uint64_t features, uint64_t new_features, double seconds) {
+  std::string s = "wrote " + o.output + ": dataset \"" + ds.name + "\" (" + o.type + "), " +
+                  std::to_string(st.samples) + " samples, " + std::to_string(features) +
+                  " features (" + std::to_string(new_features) + " new), " +
+                  std::to_string(st.entries) + " non-zeros, width " + std::to_string(ds.width);
+  if (st.dropped_features)
+    s += ", " + std::to_string(st.dropped_features) + " unknown features dropped";
+  if (st.skipped_lines)
+    s += ", " + std::to_string(st.skipped_lines) + " lines without a TAB skipped";
+  if (st.replaced_samples)
+    s += ", " + std::to_string(st.replaced_samples) + " repeated samples replaced";
+  if (st.extra_values)
+    s += ", " + std::to_string(st.extra_values) + " extra values ignored";
+  char secs[32];
+  std::snprintf(secs, sizeof secs, ", %.2f s", seconds);
+  return s + secs;
+}
+
+}  // namespace
+
+int nn::tool::run(int argc, char** argv) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CLI::App app{"Convert text examples (sample<TAB>feature[,value]:...) into a NetCDF dataset.",
+               kToolName};
+  Options o;
+  define_flags(app, o);
+  int status = 0;
+  if (parse_or_exit(app, std::vector<std::string>(argv, argv + argc), status)) return status;
+
+  // Feature index: new (-c), extended (-m) or fixed (default: unknown features are dropped).
+  FeatureIndex features;
+  if (!o.create_features) {
+    if (!file_exists(o.features))
+      throw DataError(o.features + ": feature index not found (use -c to create one)");
+    features = load_index(o.features);
+  }
+  FeatureIndex samples;
+  if (file_exists(o.samples)) samples = load_index(o.samples);
+  const uint64_t old_features = features.size();
+
+  TextExamplesOptions opt;
+  opt.mode = o.type == "analog" ? ExampleMode::Analog : ExampleMode::Indicator;
+  opt.allow_new_features = o.create_features || o.merge_features;
+  opt.width_align = o.align;
+  TextExamplesStats stats;
+  DataSet ds = read_text_examples({o.input}, o.dataset, features, samples, opt, &stats);
+  if (ds.examples == 0)
+    throw DataError(o.input + ": no examples found (expected lines \"sample<TAB>features\")");
+
+  write_datasets(o.output, {ds});
+  // Index files only change when new labels were added, as generateNetCDF does.
+  if (features.changed()) save_index(o.features, features);
+  if (samples.changed()) save_index(o.samples, samples);
+
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "%s: %s\n", kToolName,
+               summary(o, ds, stats, features.size(), features.size() - old_features, seconds)
+                   .c_str());
+  return 0;
+}

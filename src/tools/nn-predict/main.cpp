@@ -1,0 +1,90 @@
+// nn-predict: scores examples with a trained network and prints the top-K outputs per example
+// (DSSTNE's recommendation format), from a CDL file (nn-predict predict.cdl) or from DSSTNE
+// predict's flags (nn-predict -n net.nc -r examples.txt -i in.idx -o out.idx -f filter -k 10).
+#include <string>
+
+#include "common/cli_support.h"
+#include "config/parse.h"
+#include "nn-predict/predict_job.h"
+
+const char* const nn::tool::kToolName = "nn-predict";
+
+namespace nn::tool {
+
+int run(int argc, char** argv) {
+  CLI::App app{
+      "Score examples with a trained network; print the top K outputs per example as\n"
+      "  sample<TAB>label,score:label,score:...:\n"
+      "  nn-predict predict.cdl             run a CDL command file (Command: Predict)\n"
+      "  nn-predict -n net.nc -r examples.txt -i input.idx -o output.idx [-f filter] [-k 10]\n"
+      "                                     DSSTNE predict's flags",
+      "nn-predict"};
+  PredictJob job;
+  std::string cdl;
+  bool quiet = false;
+  std::string type = "indicator";
+  app.add_option("cdl", cdl, "CDL command file (JSON) with Command Predict")->check(CLI::ExistingFile);
+  app.add_option("-n,--network", job.network, "trained network file (.nc)")->check(CLI::ExistingFile);
+  app.add_option("-r,--examples", job.text_input, "examples to score, text format")
+      ->check(CLI::ExistingFile);
+  app.add_option("-t,--type", type, "text examples are 'indicator' (default) or 'analog'");
+  app.add_option("--data", job.data_files, "NetCDF dataset file(s) to score instead of -r");
+  app.add_option("-d,--dataset", job.dataset_base, "input dataset is <name>_input (DSSTNE); optional");
+  app.add_option("-i,--input-index", job.input_index, "input feature index (label<TAB>index)")
+      ->check(CLI::ExistingFile);
+  app.add_option("-o,--output-index", job.output_index, "output feature index: labels for results")
+      ->check(CLI::ExistingFile);
+  app.add_option("--sample-index", job.sample_index, "sample index: names for --data examples")
+      ->check(CLI::ExistingFile);
+  app.add_option("-f,--filter", job.filter, "items to exclude per sample (text format)")
+      ->check(CLI::ExistingPath);
+  app.add_flag("--filter-multiply", job.filter_multiply,
+               "multiply scores by the filter values instead of excluding (DSSTNE behaviour)");
+  app.add_option("-s,--output", job.output, "recommendations file (default: standard output)");
+  app.add_option("-k,--top", job.k, "results per example (default 10)");
+  app.add_option("-b,--batch", job.minibatch, "minibatch size (default 1024)");
+  app.add_option("-l,--layer", job.layer, "layer to score (default: the output layer)");
+  app.add_option("-p,--score-format", job.score_format, "printf format for scores (default %.3f)");
+  app.add_option("--target", job.target, "NetCDF dataset of held-out items: print precision, "
+                 "recall and NDCG at 1..K")->check(CLI::ExistingFile);
+  app.add_option("--backend", job.backend, "cpu, cuda or auto (default auto)");
+  app.add_option("--threads", job.threads, "CPU threads (default: all cores)");
+  app.add_flag("-q,--quiet", quiet, "print errors only");
+  int status = 0;
+  if (parse_or_exit(app, rewrite_single_dash(argc, argv, {}), status)) return status;
+
+  if (!cdl.empty()) {
+    if (!job.network.empty() || !job.text_input.empty())
+      throw UsageError("give either a CDL file or -n/-r, not both");
+    const CdlSpec spec = load_cdl(cdl);
+    if (spec.command != Command::Predict)
+      throw UsageError(cdl + ": Command is " + to_string(spec.command) +
+                       "; nn-predict runs Predict (use nn-train for Train)");
+    const PredictionParameters& p = spec.prediction;
+    job.network = spec.network;
+    job.data_files = spec.data;
+    job.k = static_cast<uint32_t>(p.k);
+    job.minibatch = p.minibatch;
+    if (job.output == "-" || job.output.empty()) job.output = p.output.empty() ? "-" : p.output;
+    if (job.filter.empty()) job.filter = p.filter;
+    if (job.output_index.empty()) job.output_index = p.output_index;
+    if (job.sample_index.empty()) job.sample_index = p.sample_index;
+    if (job.input_index.empty()) job.input_index = p.input_index;
+    if (job.layer.empty()) job.layer = p.layer;
+    if (job.target.empty()) job.target = p.target;
+    job.score_format = p.score_format;
+  } else {
+    if (job.network.empty()) throw UsageError("need a CDL file or -n network.nc");
+    if (job.text_input.empty() && job.data_files.empty())
+      throw UsageError("need examples to score: -r examples.txt or --data file.nc");
+  }
+  if (type != "indicator" && type != "analog")
+    throw UsageError("-t: expected 'indicator' or 'analog', got '" + type + "'");
+  job.text_analog = type == "analog";
+  if (job.k == 0) throw UsageError("-k: must be positive");
+  if (job.minibatch == 0) throw UsageError("-b: must be positive");
+  const bool to_stdout = job.output.empty() || job.output == "-";
+  return run_predict_job(job, quiet ? null_log() : stream_log(stderr, to_stdout ? "nn-predict: " : ""));
+}
+
+}  // namespace nn::tool

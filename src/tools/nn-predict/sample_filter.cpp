@@ -1,0 +1,78 @@
+// Filter file parsing.
+#include "nn-predict/sample_filter.h"
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace nn::tool {
+
+std::unordered_map<uint64_t, FilterRow> load_sample_filter(const std::string& path,
+                                                           const FeatureIndex& samples,
+                                                           const FeatureIndex& items,
+                                                           uint64_t* skipped) {
+  std::ifstream in(path);
+  if (!in) throw IoError(path + ": cannot open filter file");
+  std::unordered_map<uint64_t, FilterRow> rows;
+  std::string line;
+  uint64_t line_no = 0, skip = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const size_t tab = line.find('\t');
+    if (tab == std::string::npos)
+      throw DataError(path + ":" + std::to_string(line_no) + ": expected sample<TAB>items");
+    const int64_t sample = samples.find(line.substr(0, tab));
+    if (sample < 0) {
+      ++skip;
+      continue;
+    }
+    FilterRow& row = rows[uint64_t(sample)];
+    size_t pos = tab + 1;
+    while (pos <= line.size()) {
+      size_t end = line.find(':', pos);
+      if (end == std::string::npos) end = line.size();
+      std::string_view tok(line.data() + pos, end - pos);
+      pos = end + 1;
+      if (tok.empty()) continue;
+      const size_t comma = tok.find(',');
+      const std::string label(tok.substr(0, comma));
+      float value = 0.0f;
+      if (comma != std::string_view::npos) {
+        std::string_view v = tok.substr(comma + 1);
+        const size_t comma2 = v.find(',');
+        if (comma2 != std::string_view::npos) v = v.substr(0, comma2);
+        auto r = std::from_chars(v.data(), v.data() + v.size(), value);
+        if (r.ec != std::errc())
+          throw DataError(path + ":" + std::to_string(line_no) + ": bad value '" + std::string(v) +
+                          "' for item '" + label + "'");
+      }
+      const int64_t item = items.find(label);
+      if (item < 0) {
+        ++skip;
+        continue;
+      }
+      row.items.push_back(uint32_t(item));
+      row.values.push_back(value);
+    }
+  }
+  for (auto& [sample, row] : rows) {
+    std::vector<size_t> order(row.items.size());
+    std::iota(order.begin(), order.end(), size_t(0));
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return row.items[a] < row.items[b]; });
+    FilterRow sorted;
+    for (size_t i : order) {
+      sorted.items.push_back(row.items[i]);
+      sorted.values.push_back(row.values[i]);
+    }
+    row = std::move(sorted);
+  }
+  if (skipped) *skipped = skip;
+  return rows;
+}
+
+}  // namespace nn::tool

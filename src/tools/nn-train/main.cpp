@@ -1,0 +1,122 @@
+// nn-train: trains a network from a CDL command file (nn-train train.cdl) or from DSSTNE
+// train's flags (nn-train -c config.json -i in.nc -o out.nc -n net.nc -b 256 -e 10 ...).
+#include <string>
+
+#include "common/cli_support.h"
+#include "config/parse.h"
+#include "core/error.h"
+#include "nn-train/train_job.h"
+
+const char* const nn::tool::kToolName = "nn-train";
+
+namespace nn::tool {
+namespace {
+
+OptimizerKind parse_optimizer(const std::string& name) {
+  static const OptimizerKind all[] = {OptimizerKind::SGD,      OptimizerKind::Momentum,
+                                      OptimizerKind::Nesterov, OptimizerKind::AdaGrad,
+                                      OptimizerKind::AdaDelta, OptimizerKind::RMSProp,
+                                      OptimizerKind::Adam};
+  std::string lower, choices;
+  for (char c : name) lower += char(std::tolower(static_cast<unsigned char>(c)));
+  for (OptimizerKind k : all) {
+    std::string n = to_string(k);
+    choices += (choices.empty() ? "" : ", ") + n;
+    for (auto& c : n) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (n == lower) return k;
+  }
+  throw UsageError("--optimizer: unknown '" + name + "'; expected one of " + choices);
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{
+      "Train a neural network.\n"
+      "  nn-train train.cdl                 run a CDL command file (Command: Train)\n"
+      "  nn-train -c net.json -i in.nc -o out.nc -n net.nc [-b 1024] [-e 40] ...\n"
+      "                                     DSSTNE train's flags",
+      "nn-train"};
+  std::string cdl, config, input, output, network;
+  uint32_t batch = 1024, epochs = 40;
+  float alpha = 0.025f, lambda = 0.0001f, lambda1 = 0.0f, mu = 0.5f, mu1 = 0.0f;
+  std::string optimizer = "SGD", backend = "auto";
+  uint64_t seed = 12134;
+  int threads = 0, checkpoint_interval = -1;
+  std::string checkpoint_name;
+  bool resume = false, quiet = false;
+  app.add_option("cdl", cdl, "CDL command file (JSON) with Command Train")->check(CLI::ExistingFile);
+  app.add_option("-c,--config", config, "JSON network description")->check(CLI::ExistingFile);
+  app.add_option("-i,--input", input, "NetCDF file with the input dataset(s)")->check(CLI::ExistingFile);
+  app.add_option("-o,--output", output, "NetCDF file with the output (target) dataset(s)")
+      ->check(CLI::ExistingFile);
+  app.add_option("-n,--network", network, "network file to write when training ends");
+  app.add_option("-b,--batch", batch, "minibatch size (default 1024)");
+  app.add_option("-e,--epochs", epochs, "epochs (default 40)");
+  app.add_option("--alpha", alpha, "learning rate (default 0.025)");
+  app.add_option("--lambda", lambda, "L2 weight decay (default 0.0001)");
+  app.add_option("--lambda1", lambda1, "L1 weight decay (default 0)");
+  app.add_option("--mu", mu, "momentum / RMSProp decay / Adam beta1 (default 0.5)");
+  app.add_option("--mu1", mu1, "Adam beta2 (default 0 => 0.999)");
+  app.add_option("--optimizer", optimizer,
+                 "SGD, Momentum, Nesterov, AdaGrad, AdaDelta, RMSProp or Adam (default SGD)");
+  app.add_option("--seed", seed, "random seed (default 12134; a CDL RandomSeed wins)");
+  app.add_option("--checkpoint-name", checkpoint_name,
+                 "checkpoint prefix: files are <prefix><epoch>.nc (default: the -n value)");
+  app.add_option("--checkpoint-interval", checkpoint_interval,
+                 "epochs between checkpoints, 0 = none (default 10 with flags)");
+  app.add_flag("--resume", resume, "continue from the newest checkpoint if there is one");
+  app.add_option("--backend", backend, "cpu, cuda or auto (default auto)");
+  app.add_option("--threads", threads, "CPU threads (default: all cores)");
+  app.add_flag("-q,--quiet", quiet, "print errors only");
+  int status = 0;
+  if (parse_or_exit(app, rewrite_single_dash(argc, argv, {"alpha", "lambda", "lambda1", "mu", "mu1"}),
+                    status))
+    return status;
+
+  TrainJob job;
+  job.backend = backend;
+  job.threads = threads;
+  job.resume = resume;
+  if (!cdl.empty()) {
+    if (!config.empty() || !input.empty() || !output.empty() || !network.empty())
+      throw UsageError("give either a CDL file or -c/-i/-o/-n, not both");
+    const CdlSpec spec = load_cdl(cdl);
+    if (spec.command != Command::Train)
+      throw UsageError(cdl + ": Command is " + to_string(spec.command) +
+                       "; nn-train runs Train (use nn-predict for Predict)");
+    const TrainingParameters& t = spec.training;
+    job.network_json = spec.network;
+    job.data_files = spec.data;
+    job.results = t.results;
+    job.shuffle = t.shuffle_indices;
+    TrainOptions& o = job.options;
+    o.epochs = static_cast<uint32_t>(t.epochs);
+    o.minibatch = t.minibatch;
+    o.seed = spec.random_seed.value_or(seed);
+    o.optimizer = {t.optimizer, t.alpha, t.lambda, t.lambda1, t.mu, t.mu1, 0.0f, t.alpha_interval,
+                   t.alpha_multiplier};
+    o.checkpoint_name = checkpoint_name.empty() ? t.checkpoint_name : checkpoint_name;
+    o.checkpoint_interval = checkpoint_interval >= 0 ? checkpoint_interval : t.checkpoint_interval;
+  } else {
+    if (config.empty() || input.empty() || output.empty() || network.empty())
+      throw UsageError("need a CDL file, or all of -c, -i, -o and -n");
+    if (batch == 0) throw UsageError("-b: the minibatch must be positive");
+    if (epochs == 0) throw UsageError("-e: epochs must be positive");
+    job.network_json = config;
+    job.data_files = {input};
+    if (output != input) job.data_files.push_back(output);
+    job.results = network;
+    TrainOptions& o = job.options;
+    o.epochs = epochs;
+    o.minibatch = batch;
+    o.seed = seed;
+    o.optimizer = {parse_optimizer(optimizer), alpha, lambda, lambda1, mu,
+                   mu1 > 0.0f ? mu1 : 0.999f, 0.0f, 0, 1.0f};
+    o.checkpoint_name = checkpoint_name.empty() ? network : checkpoint_name;
+    o.checkpoint_interval = checkpoint_interval >= 0 ? checkpoint_interval : 10;
+  }
+  return run_train_job(job, quiet ? null_log() : stream_log(stdout));
+}
+
+}  // namespace nn::tool

@@ -1,0 +1,31 @@
+// A training run as the tool sees it, whether it came from a CDL file or from DSSTNE-style
+// flags, and the function that carries it out.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/log.h"
+#include "model/trainer.h"
+
+namespace nn::tool {
+
+struct TrainJob {
+  std::string network_json;
+  std::vector<std::string> data_files;
+  TrainOptions options;
+  std::optional<bool> shuffle;  // overrides the network's ShuffleIndices
+  std::string results;          // final network file
+  bool resume = false;          // continue from the newest checkpoint, if any
+  std::string backend = "auto";
+  int threads = 0;
+};
+
+// Loads data and network, trains, writes the result atomically. Returns 0.
+int run_train_job(const TrainJob& job, const LogSink& log);
+
+// Newest "<checkpoint_name><epoch>.nc" on disk, or "" when there is none.
+std::string newest_checkpoint(const std::string& checkpoint_name, uint64_t* epoch = nullptr);
+
+}  // namespace nn::tool
