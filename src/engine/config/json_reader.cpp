@@ -208,7 +208,9 @@ double JsonReader::get_double(const Json& value, const std::string& path) const 
 
 float JsonReader::get_float(const Json& value, const std::string& path) const {
   const double d = get_double(value, path);
-  if (!(std::fabs(d) <= std::numeric_limits<float>::max()))
+  // Values up to 2^128 - 2^103 still round to FLT_MAX (e.g. FLT_MAX written with 8 digits).
+  static const double kFloatLimit = std::ldexp(1.0, 128) - std::ldexp(1.0, 103);
+  if (!(std::fabs(d) < kFloatLimit))
     fail(path, "number out of the range of a 32-bit float, got " + describe(value));
   return static_cast<float>(d);
 }

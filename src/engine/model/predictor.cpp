@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "model/step.h"
 
 namespace nn {
 
@@ -34,13 +35,7 @@ void Predictor::run(
     const uint32_t rows = static_cast<uint32_t>(std::min<uint64_t>(minibatch_, n - first));
     std::iota(ids.begin(), ids.begin() + rows, static_cast<uint32_t>(first));
     loader_.assemble(ids.data(), rows, 0, false, hb);
-    for (size_t i = 0; i < data_.inputs.size(); ++i) {
-      auto* in = static_cast<InputLayer*>(&net_.layer(data_.inputs[i].layer));
-      if (data_.inputs[i].dataset->is_sparse())
-        in->load_sparse(be, hb.sparse[i]);
-      else
-        in->load_dense(be, hb.dense[i].data(), rows);
-    }
+    load_inputs(net_, data_, hb);
     LayerContext ctx{be, rows, false, 0, 0};
     net_.forward(ctx);
     scores.resize(size_t(rows) * layer.units());

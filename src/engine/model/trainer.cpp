@@ -8,7 +8,6 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "losses/loss_setup.h"
 #include "model/io/network_file.h"
 
 namespace nn {
@@ -56,13 +55,10 @@ Trainer::Trainer(Network& net, const BoundData& data, TrainOptions options, LogS
       comm_(comm ? comm : &local_comm_),
       optimizer_(net.backend(), options.optimizer),
       loader_(data, denoise_settings(net, data), options.seed),
+      losses_(net, data),
       shuffle_rng_(mix64(options.seed ^ 0x5348554646ull)) {
   if (options_.minibatch == 0) throw ConfigError("minibatch must be positive");
   if (data_.outputs.empty()) throw ConfigError("training needs datasets bound to output layers");
-  for (const auto& out : data_.outputs) {
-    losses_.push_back(loss_params(net_.spec(), net_.layer(out.layer).spec(), out.dataset));
-    targets_.push_back(std::make_unique<TargetBuffer>());
-  }
   const uint32_t max_rows =
       static_cast<uint32_t>(std::min<uint64_t>(options_.minibatch, data_.examples));
   net_.set_max_batch(max_rows);
@@ -181,27 +177,11 @@ EpochReport Trainer::run_epoch() {
 
 double Trainer::train_batch(const HostBatch& hb, float alpha) {
   Backend& be = net_.backend();
-  const size_t n_in = data_.inputs.size();
-  for (size_t i = 0; i < n_in; ++i) {
-    auto* layer = static_cast<InputLayer*>(&net_.layer(data_.inputs[i].layer));
-    if (data_.inputs[i].dataset->is_sparse())
-      layer->load_sparse(be, hb.sparse[i]);
-    else
-      layer->load_dense(be, hb.dense[i].data(), hb.rows);
-  }
+  load_inputs(net_, data_, hb);
   ++step_;
   LayerContext ctx{be, hb.rows, true, options_.seed, step_};
   net_.forward(ctx);
-  double err = 0.0;
-  for (size_t o = 0; o < data_.outputs.size(); ++o) {
-    const size_t slot = n_in + o;
-    Layer& out = net_.layer(data_.outputs[o].layer);
-    const TargetView& tv =
-        data_.outputs[o].dataset->is_sparse()
-            ? targets_[o]->load_sparse(be, hb.sparse[slot])
-            : targets_[o]->load_dense(be, hb.dense[slot], out.units(), hb.weights[slot]);
-    err += be.loss_and_delta(losses_[o], out.activations(), tv, hb.rows, out.units(), out.delta());
-  }
+  double err = losses_.evaluate(hb, /*write_deltas=*/true);
   comm_->all_reduce_sum(&err, 1);
   if (!std::isfinite(err)) return err;
   net_.backward(ctx);

@@ -14,7 +14,7 @@
 #include "dist/communicator.h"
 #include "model/batch_loader.h"
 #include "model/network.h"
-#include "model/target_buffer.h"
+#include "model/step.h"
 #include "optim/optimizer.h"
 
 namespace nn {
@@ -72,8 +72,7 @@ class Trainer {
   Communicator* comm_;
   Optimizer optimizer_;
   BatchLoader loader_;
-  std::vector<LossParams> losses_;
-  std::vector<std::unique_ptr<TargetBuffer>> targets_;
+  OutputLosses losses_;
   uint64_t epoch_ = 0, step_ = 0;
   Rng shuffle_rng_;
 };

@@ -22,9 +22,15 @@ namespace {
 constexpr size_t kParallelMin = size_t(1) << 14;
 
 template <typename F>
-void map_inplace(int threads, float* x, size_t n, F f) {
-#pragma omp parallel for simd num_threads(threads) schedule(static) if (n >= kParallelMin)
-  for (size_t i = 0; i < n; ++i) x[i] = f(x[i]);
+void map_inplace(int threads, float* x, size_t n, const F f) {
+#pragma omp parallel num_threads(threads) if (n >= kParallelMin)
+  {
+    // A thread-local copy of the functor: its captured constants then provably do not alias
+    // x, which GCC needs to vectorise.
+    const F local = f;
+#pragma omp for simd schedule(static)
+    for (size_t i = 0; i < n; ++i) x[i] = local(x[i]);
+  }
 }
 
 void softmax_rows(int threads, float* x, uint32_t rows, uint32_t cols) {

@@ -5,6 +5,8 @@
 // partitioning, so results do not depend on the thread count. The gradient is partitioned by
 // output column (rows of the batch share input indices, so partitioning by batch row would
 // race); when there are too few columns to share, by ranges of input index instead.
+#include <omp.h>
+
 #include <algorithm>
 #include <string>
 

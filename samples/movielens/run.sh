@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# MovieLens end to end: ratings CSV -> text examples -> NetCDF datasets -> trained autoencoder ->
+# top-10 unseen movies per user in DSSTNE's recs format (<output-dir>/recs).
+# Usage: samples/movielens/run.sh [ratings.csv] [output-dir]
+#   ratings.csv  MovieLens userId,movieId,rating,timestamp (default: the bundled ml-latest-small)
+#   output-dir   where everything is written (default: samples/movielens/work)
+# NN_TOOLS overrides the directory holding nn-generate/nn-train/nn-predict (default: build/src/tools,
+# built by scripts/setup.sh when missing).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+ratings=$(realpath "${1:-$here/ratings.csv}")
+out=${2:-$here/work}
+tools=${NN_TOOLS:-$root/build/src/tools}
+if [ ! -x "$tools/nn-train" ] || [ ! -x "$tools/nn-predict" ] || [ ! -x "$tools/nn-generate" ]; then
+  bash "$root/scripts/setup.sh"
+fi
+mkdir -p "$out"
+out=$(realpath "$out")
+cd "$out"
+echo "== converting $ratings"
+python3 "$here/convert_ratings.py" --mode indicator -o ratings.txt "$ratings"
+echo "== generating datasets"
+rm -f features.idx samples.idx
+"$tools/nn-generate" -d input -i ratings.txt -o input.nc -f features.idx -s samples.idx -c
+"$tools/nn-generate" -d output -i ratings.txt -o output.nc -f features.idx -s samples.idx
+cp "$here/config.json" "$here/train.cdl" "$here/predict.cdl" .
+echo "== training"
+rm -f checkpoint*.nc network.nc
+"$tools/nn-train" train.cdl
+echo "== recommending (top 10 unseen movies per user)"
+"$tools/nn-predict" predict.cdl
+echo "== $(wc -l < recs) users written to $out/recs; the first three:"
+movies="$(dirname "$ratings")/movies.csv"
+[ -f "$movies" ] || movies="$here/movies.csv"
+python3 - "$movies" <<'PY'
+import csv, sys
+titles = {}
+try:
+    with open(sys.argv[1], newline="", encoding="utf-8") as f:
+        for row in csv.reader(f):
+            if row and row[0].isdigit():
+                titles[row[0]] = row[1]
+except OSError:
+    pass
+with open("recs") as f:
+    for line, _ in zip(f, range(3)):
+        user, rest = line.rstrip("\n").split("\t")
+        print(f"user {user}:")
+        for item in filter(None, rest.split(":")):
+            movie, score = item.split(",")
+            print(f"  {score}  {titles.get(movie, 'movie ' + movie)}")
+PY

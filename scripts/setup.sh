@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One-step set-up on Debian: installs the packages the build needs (if missing) and builds
+# everything (Release) into build/. Safe to re-run; a re-run only rebuilds what changed.
+#   NN_BUILD_DIR   build directory (default: build)
+#   NN_CUDA=OFF    build without the CUDA backend even when nvcc is present
+#   NN_SKIP_APT=1  do not touch packages
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake g++ make pkg-config libopenmpi-dev openmpi-bin libnetcdf-c++4-dev libnetcdf-dev
+          netcdf-bin nlohmann-json3-dev libcli11-dev libopenblas-dev libgtest-dev python3)
+if [ "${NN_SKIP_APT:-0}" != 1 ]; then
+  missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+build=${NN_BUILD_DIR:-build}
+cuda_flag=()
+[ -n "${NN_CUDA:-}" ] && cuda_flag=(-DNN_ENABLE_CUDA="${NN_CUDA}")
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_flag[@]}" >/dev/null
+cmake --build "$build" -j"$(nproc)"
+echo "setup: built into $build/ (tools in $build/src/tools)"

@@ -1,0 +1,161 @@
+// gather_sparse / gather_dense / gather_weights: CSR assembly, Indexed indirection, example
+// weights, DSSTNE's 8-bit normalisation (input x/256-0.5, target x/256), one-hot class ids.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <numeric>
+
+#include "core/error.h"
+#include "data/batch.h"
+#include "data/data_test_util.h"
+
+namespace nn {
+namespace {
+
+using test::make_dense;
+using test::make_sparse;
+
+TEST(GatherSparse, CsrOfSelectedExamplesInBatchOrder) {
+  const DataSet ds = make_sparse("s", 16, {{1, 2}, {}, {15, 3, 3}}, {{0.5f, 1}, {}, {2, 3, 4}});
+  const uint32_t ids[] = {2, 0, 1, 2};
+  SparseBatch b;
+  gather_sparse(ds, ids, 4, b);
+  EXPECT_EQ(b.rows, 4u);
+  EXPECT_EQ(b.cols, 16u);
+  EXPECT_EQ(b.row_ptr, (std::vector<uint32_t>{0, 3, 5, 5, 8}));
+  EXPECT_EQ(b.index, (std::vector<uint32_t>{15, 3, 3, 1, 2, 15, 3, 3}));
+  EXPECT_EQ(b.value, (std::vector<float>{2, 3, 4, 0.5f, 1, 2, 3, 4}));
+  EXPECT_TRUE(b.row_weight.empty());
+  EXPECT_FALSE(b.ignore_zero);
+  EXPECT_EQ(b.nnz(), 8u);
+}
+
+TEST(GatherSparse, BooleanHasNoValuesAndIgnoreZeroFollowsAttribute) {
+  DataSet ds = make_sparse("b", 8, {{1}, {2, 7}});
+  ds.attributes |= attr::SparseIgnoreZero;
+  SparseBatch b;
+  b.value = {9, 9};  // stale content from a previous analog batch must go
+  const uint32_t ids[] = {1};
+  gather_sparse(ds, ids, 1, b);
+  EXPECT_TRUE(b.value.empty());
+  EXPECT_TRUE(b.ignore_zero);
+  EXPECT_EQ(b.index, (std::vector<uint32_t>{2, 7}));
+}
+
+TEST(GatherSparse, IndexedResolvesUniqueRows) {
+  DataSet ds = make_sparse("i", 8, {{1}, {4, 5}});
+  ds.attributes |= attr::Indexed;
+  ds.examples = 3;
+  ds.index = {1, 1, 0};
+  const uint32_t ids[] = {2, 0, 1};
+  SparseBatch b;
+  gather_sparse(ds, ids, 3, b);
+  EXPECT_EQ(b.row_ptr, (std::vector<uint32_t>{0, 1, 3, 5}));
+  EXPECT_EQ(b.index, (std::vector<uint32_t>{1, 4, 5, 4, 5}));
+}
+
+TEST(GatherSparse, WeightedGivesRowWeightsPerExample) {
+  DataSet ds = make_sparse("w", 8, {{1}, {2}}, {{1}, {1}});
+  ds.attributes |= attr::Weighted | attr::Indexed;
+  ds.examples = 3;
+  ds.index = {0, 1, 0};
+  ds.example_weight = {0.5f, 2.0f, 3.0f};  // examples 0 and 2 share a row, not a weight
+  const uint32_t ids[] = {2, 1, 0};
+  SparseBatch b;
+  gather_sparse(ds, ids, 3, b);
+  EXPECT_EQ(b.row_weight, (std::vector<float>{3.0f, 2.0f, 0.5f}));
+  EXPECT_EQ(b.value, (std::vector<float>{1, 1, 1}));  // values are not pre-multiplied
+  std::vector<float> w;
+  gather_weights(ds, ids, 2, w);
+  EXPECT_EQ(w, (std::vector<float>{3.0f, 2.0f}));
+}
+
+TEST(GatherSparse, RejectsBadIdsAndDenseData) {
+  const DataSet ds = make_sparse("s", 8, {{1}});
+  const uint32_t bad[] = {1};
+  SparseBatch b;
+  EXPECT_THROW(gather_sparse(ds, bad, 1, b), DataError);
+  const DataSet dense = make_dense("d", DataType::Float, 2, 1, {1, 2});
+  const uint32_t ok[] = {0};
+  EXPECT_THROW(gather_sparse(dense, ok, 1, b), DataError);
+  std::vector<float> out(2);
+  EXPECT_THROW(gather_dense(ds, ok, 1, true, out.data()), DataError);
+}
+
+TEST(GatherDense, FloatRowsCopiedThroughIndex) {
+  DataSet ds = make_dense("f", DataType::Float, 3, 2, {1, 2, 3, 4, 5, 6});
+  ds.attributes = attr::Indexed;
+  ds.examples = 3;
+  ds.index = {1, 0, 1};
+  const uint32_t ids[] = {1, 2};
+  std::vector<float> out(6, -1);
+  gather_dense(ds, ids, 2, true, out.data());
+  EXPECT_EQ(out, (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  gather_dense(ds, ids, 2, false, out.data());  // float data is never rescaled
+  EXPECT_EQ(out, (std::vector<float>{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(GatherDense, UInt8NormalisedAsInputAndAsTarget) {
+  const DataSet ds = make_dense("u8", DataType::UChar, 4, 1, {0, 64, 128, 255});
+  const uint32_t ids[] = {0};
+  std::vector<float> in(4), target(4);
+  gather_dense(ds, ids, 1, true, in.data());
+  gather_dense(ds, ids, 1, false, target.data());
+  const float raw[] = {0, 64, 128, 255};
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_FLOAT_EQ(in[k], raw[k] / 256.0f - 0.5f) << k;
+    EXPECT_FLOAT_EQ(target[k], raw[k] / 256.0f) << k;
+  }
+  EXPECT_FLOAT_EQ(in[0], -0.5f);
+  EXPECT_FLOAT_EQ(target[2], 0.5f);
+}
+
+TEST(GatherDense, Int8ScaledBy128) {
+  const DataSet ds = make_dense("i8", DataType::Char, 3, 1, {-128, 0, 64});
+  const uint32_t ids[] = {0};
+  std::vector<float> in(3), target(3);
+  gather_dense(ds, ids, 1, true, in.data());
+  gather_dense(ds, ids, 1, false, target.data());
+  EXPECT_EQ(in, (std::vector<float>{-1.0f, 0.0f, 0.5f}));
+  EXPECT_EQ(target, in);
+}
+
+TEST(GatherDense, BooleanClassIdsBecomeOneHot) {
+  DataSet ds = make_dense("labels", DataType::UInt, 4, 3, {3, 0, 1});
+  ds.attributes = attr::Boolean;
+  const uint32_t ids[] = {0, 2, 1};
+  std::vector<float> out(12, 7.0f);
+  gather_dense(ds, ids, 3, false, out.data());
+  EXPECT_EQ(out, (std::vector<float>{0, 0, 0, 1, 0, 1, 0, 0, 1, 0, 0, 0}));
+}
+
+TEST(GatherWeights, EmptyWhenNotWeighted) {
+  const DataSet ds = make_sparse("s", 8, {{1}});
+  std::vector<float> w = {1, 2, 3};
+  const uint32_t ids[] = {0};
+  gather_weights(ds, ids, 1, w);
+  EXPECT_TRUE(w.empty());
+}
+
+TEST(GatherSparse, LargeBatchIsFast) {
+  // ML-20M shape: 256 examples x ~144 entries, many batches; the whole loop must be quick.
+  std::vector<std::vector<uint32_t>> rows(4096);
+  for (size_t i = 0; i < rows.size(); ++i)
+    for (uint32_t k = 0; k < 144; ++k) rows[i].push_back((i * 131 + k * 17) % 27278);
+  const DataSet ds = make_sparse("ml", 27392, rows);
+  std::vector<uint32_t> ids(256);
+  SparseBatch b;
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t total = 0;
+  for (int batch = 0; batch < 2000; ++batch) {
+    for (uint32_t i = 0; i < 256; ++i) ids[i] = (batch * 256 + i * 7) % 4096;
+    gather_sparse(ds, ids.data(), 256, b);
+    total += b.nnz();
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(total, 2000ull * 256 * 144);
+  EXPECT_LT(s, 2.0) << "2000 batches of 256 x 144 took " << s << " s";
+}
+
+}  // namespace
+}  // namespace nn

@@ -1,0 +1,91 @@
+// Helpers for model tests: small in-memory datasets and networks.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "config/parse.h"
+#include "core/random.h"
+#include "data/dataset.h"
+#include "model/binding.h"
+#include "model/network.h"
+
+namespace nn::test {
+
+// Sparse indicator (values empty) or analog dataset from per-example index/value lists.
+inline DataSet sparse_set(const std::string& name, uint32_t width,
+                          const std::vector<std::vector<uint32_t>>& rows,
+                          const std::vector<std::vector<float>>& values = {}) {
+  DataSet ds;
+  ds.name = name;
+  ds.attributes = attr::Sparse | (values.empty() ? attr::Boolean : 0u);
+  ds.type = values.empty() ? DataType::UInt : DataType::Float;
+  ds.width = width;
+  ds.examples = ds.unique_examples = rows.size();
+  for (size_t r = 0; r < rows.size(); ++r) {
+    ds.sparse_start.push_back(ds.sparse_index.size());
+    for (size_t j = 0; j < rows[r].size(); ++j) {
+      ds.sparse_index.push_back(rows[r][j]);
+      if (!values.empty()) ds.sparse_value.push_back(values[r][j]);
+    }
+    ds.sparse_end.push_back(ds.sparse_index.size());
+  }
+  return ds;
+}
+
+inline DataSet dense_set(const std::string& name, uint32_t width, const std::vector<float>& v) {
+  DataSet ds;
+  ds.name = name;
+  ds.type = DataType::Float;
+  ds.width = width;
+  ds.examples = ds.unique_examples = v.size() / width;
+  ds.dense = v;
+  return ds;
+}
+
+// Densified copy of a sparse dataset (same name unless renamed).
+inline DataSet densify(const DataSet& s) {
+  std::vector<float> v(s.examples * s.width, 0.0f);
+  for (uint64_t e = 0; e < s.examples; ++e)
+    for (uint64_t k = s.sparse_start[e]; k < s.sparse_end[e]; ++k)
+      v[e * s.width + s.sparse_index[k]] += s.sparse_value.empty() ? 1.0f : s.sparse_value[k];
+  return dense_set(s.name, s.width, v);
+}
+
+// Random sparse rows: each example gets `per_row` distinct indices below width.
+inline std::vector<std::vector<uint32_t>> random_rows(uint64_t seed, size_t examples,
+                                                      uint32_t width, uint32_t per_row) {
+  Rng rng(seed);
+  std::vector<std::vector<uint32_t>> rows(examples);
+  for (auto& r : rows) {
+    while (r.size() < per_row) {
+      uint32_t c = uint32_t(rng.below(width));
+      bool dup = false;
+      for (uint32_t x : r) dup = dup || x == c;
+      if (!dup) r.push_back(c);
+    }
+  }
+  return rows;
+}
+
+struct Fixture {
+  std::unique_ptr<Backend> backend;
+  std::vector<DataSet> sets;
+  NetworkSpec spec;
+  BoundData bound;
+  std::unique_ptr<Network> net;
+
+  Fixture(const std::string& json, std::vector<DataSet> data, uint64_t seed = 7) {
+    backend = make_backend("cpu", 2);
+    sets = std::move(data);
+    spec = parse_network_json(json, "test.json");
+    resolve_auto_sizes(spec, sets);
+    bound = bind_datasets(spec, sets, true, "test data");
+    net = std::make_unique<Network>(*backend, spec, bound.sparse_inputs());
+    net->initialize(seed);
+  }
+};
+
+}  // namespace nn::test

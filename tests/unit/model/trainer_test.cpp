@@ -1,0 +1,188 @@
+// Trainer behaviour: it learns, checkpoints resume exactly, sparse and dense inputs agree,
+// divergence is reported, and binding errors name what is wrong.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <unistd.h>
+#include <numeric>
+
+#include "core/error.h"
+#include "model/io/network_file.h"
+#include "model/step.h"
+#include "model/trainer.h"
+#include "model_test_util.h"
+
+namespace nn::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kAutoencoder = R"({
+  "Name": "ae", "ErrorFunction": "CrossEntropy", "Denoising": {"p": 0.2},
+  "Layers": [
+    {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},
+    {"Name": "Hidden", "Kind": "Hidden", "N": 16, "Activation": "Sigmoid", "pDropout": 0.1},
+    {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid"}
+  ]})";
+
+// Examples drawn from 4 "tastes": items of one taste co-occur, so an autoencoder can learn them.
+std::vector<std::vector<uint32_t>> taste_rows(size_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<std::vector<uint32_t>> rows(n);
+  for (auto& r : rows) {
+    const uint32_t taste = uint32_t(rng.below(4));
+    for (uint32_t j = 0; j < 8; ++j)
+      if (rng.uniform() < 0.6) r.push_back(taste * 8 + j);
+    if (r.empty()) r.push_back(taste * 8);
+  }
+  return rows;
+}
+
+TrainOptions options(uint32_t epochs) {
+  TrainOptions o;
+  o.epochs = epochs;
+  o.minibatch = 16;
+  o.optimizer.kind = OptimizerKind::Adam;
+  o.optimizer.alpha = 0.01f;
+  o.optimizer.mu = 0.9f;
+  o.optimizer.mu1 = 0.999f;
+  o.optimizer.lambda = 1e-4f;
+  o.seed = 99;
+  o.progress_seconds = 0;
+  return o;
+}
+
+std::vector<std::vector<float>> all_params(Network& net) {
+  std::vector<std::vector<float>> out;
+  for (Parameter* p : net.parameters()) out.push_back(p->value.to_host());
+  return out;
+}
+
+TEST(Trainer, LearnsCoOccurrence) {
+  auto rows = taste_rows(256, 1);
+  Fixture f(kAutoencoder, {sparse_set("input", 32, rows), sparse_set("output", 32, rows)});
+  Trainer t(*f.net, f.bound, options(15), null_log());
+  auto reports = t.run();
+  ASSERT_EQ(reports.size(), 15u);
+  EXPECT_LT(reports.back().data_loss, 0.6 * reports.front().data_loss);
+  for (const auto& r : reports) EXPECT_TRUE(std::isfinite(r.loss));
+}
+
+TEST(Trainer, ResumeFromCheckpointEqualsUninterruptedRun) {
+  const fs::path dir = fs::temp_directory_path() / ("nn_resume_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto rows = taste_rows(100, 2);
+  std::vector<DataSet> data{sparse_set("input", 32, rows), sparse_set("output", 32, rows)};
+
+  Fixture straight(kAutoencoder, data);
+  Trainer a(*straight.net, straight.bound, options(4), null_log());
+  a.run();
+
+  Fixture first(kAutoencoder, data);
+  TrainOptions o = options(2);
+  o.checkpoint_name = (dir / "ck").string();
+  o.checkpoint_interval = 1;
+  Trainer b(*first.net, first.bound, o, null_log());
+  b.run();
+  ASSERT_TRUE(fs::exists(dir / "ck2.nc"));
+
+  NetworkFile ck = read_network_file((dir / "ck2.nc").string());
+  ASSERT_TRUE(ck.training.present);
+  EXPECT_EQ(ck.training.epoch, 2u);
+  Fixture second(kAutoencoder, data, /*seed=*/12345);  // different init: must be overwritten
+  second.net->load_arrays(ck);
+  Trainer c(*second.net, second.bound, options(4), null_log());
+  c.restore(ck.training);
+  c.run();
+  EXPECT_EQ(c.epoch(), 4u);
+  EXPECT_EQ(all_params(*straight.net), all_params(*second.net));
+  fs::remove_all(dir);
+}
+
+TEST(Trainer, SparseAndDenseInputsGiveTheSameResult) {
+  auto rows = taste_rows(64, 3);
+  std::vector<std::vector<float>> values(rows.size());
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (size_t j = 0; j < rows[r].size(); ++j) values[r].push_back(0.5f + 0.25f * float(j % 3));
+  const char* json = R"({"ErrorFunction": "CrossEntropy", "Layers": [
+      {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input"},
+      {"Name": "Hidden", "Kind": "Hidden", "N": 8, "Activation": "Tanh"},
+      {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid"}]})";
+  DataSet sp = sparse_set("input", 32, rows, values);
+  Fixture sparse(json, {sp, sparse_set("output", 32, rows)});
+  Fixture dense(json, {densify(sp), densify(sparse_set("output", 32, rows))});
+  TrainOptions o = options(3);
+  Trainer ts(*sparse.net, sparse.bound, o, null_log());
+  Trainer td(*dense.net, dense.bound, o, null_log());
+  auto rs = ts.run();
+  auto rd = td.run();
+  for (size_t e = 0; e < rs.size(); ++e) EXPECT_NEAR(rs[e].loss, rd[e].loss, 1e-4 * rs[e].loss);
+  auto ps = all_params(*sparse.net), pd = all_params(*dense.net);
+  ASSERT_EQ(ps.size(), pd.size());
+  for (size_t i = 0; i < ps.size(); ++i)
+    for (size_t j = 0; j < ps[i].size(); ++j) EXPECT_NEAR(ps[i][j], pd[i][j], 1e-4f);
+}
+
+TEST(Trainer, DivergenceNamesEpochAndBatch) {
+  auto rows = taste_rows(64, 4);
+  const char* json = R"({"ErrorFunction": "L2", "Layers": [
+      {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input"},
+      {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Linear"}]})";
+  Fixture f(json, {sparse_set("input", 32, rows), sparse_set("output", 32, rows)});
+  TrainOptions o = options(50);
+  o.optimizer.kind = OptimizerKind::SGD;
+  o.optimizer.alpha = 1e6f;
+  Trainer t(*f.net, f.bound, o, null_log());
+  try {
+    t.run();
+    FAIL() << "expected DivergenceError";
+  } catch (const DivergenceError& e) {
+    EXPECT_NE(std::string(e.what()).find("epoch"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("batch"), std::string::npos) << e.what();
+  }
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Binding, MissingDatasetIsNamed) {
+  auto rows = taste_rows(8, 5);
+  std::vector<DataSet> sets{sparse_set("input", 32, rows)};
+  NetworkSpec spec = parse_network_json(kAutoencoder, "ae.json");
+  const std::string msg = error_of([&] { resolve_auto_sizes(spec, sets); });
+  EXPECT_NE(msg.find("ae.json"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'Output'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'output'"), std::string::npos) << msg;
+}
+
+TEST(Binding, WidthLargerThanLayerIsRejected) {
+  auto rows = taste_rows(8, 6);
+  std::vector<DataSet> sets{sparse_set("input", 32, rows), sparse_set("output", 32, rows)};
+  NetworkSpec spec = parse_network_json(kAutoencoder, "ae.json");
+  resolve_auto_sizes(spec, sets);
+  spec.layers[0].n[0] = 16;
+  const std::string msg = error_of([&] { bind_datasets(spec, sets, true, "d.nc"); });
+  EXPECT_NE(msg.find("32 features"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("16 units"), std::string::npos) << msg;
+}
+
+TEST(Binding, ExampleCountMismatchIsRejected) {
+  std::vector<DataSet> sets{sparse_set("input", 32, taste_rows(8, 7)),
+                            sparse_set("output", 32, taste_rows(9, 7))};
+  NetworkSpec spec = parse_network_json(kAutoencoder, "ae.json");
+  resolve_auto_sizes(spec, sets);
+  const std::string msg = error_of([&] { bind_datasets(spec, sets, true, "d.nc"); });
+  EXPECT_NE(msg.find("9 examples"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace nn::test
