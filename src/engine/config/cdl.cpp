@@ -23,25 +23,6 @@ using config_detail::Member;
 constexpr int64_t kMaxInt = INT_MAX;
 constexpr int64_t kMaxU32 = UINT32_MAX;
 
-// True when `format` is a printf format with exactly one floating-point conversion and nothing
-// else that would read an argument; the predict tool hands it one float per score.
-bool valid_score_format(const std::string& format) {
-  int conversions = 0;
-  for (size_t i = 0; i < format.size(); ++i) {
-    if (format[i] != '%') continue;
-    if (++i < format.size() && format[i] == '%') continue;
-    while (i < format.size() && std::strchr("-+ #0", format[i])) ++i;
-    while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) ++i;
-    if (i < format.size() && format[i] == '.') {
-      ++i;
-      while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) ++i;
-    }
-    if (i >= format.size() || !std::strchr("fFeEgGaA", format[i])) return false;
-    ++conversions;
-  }
-  return conversions == 1;
-}
-
 class CdlParser {
  public:
   explicit CdlParser(const std::string& source) : r_(source) {}
@@ -66,8 +47,7 @@ class CdlParser {
         has_data = true;
       } else if (k == "randomseed") {
         // DSSTNE's CDL document: -1 means "seed from the clock", i.e. let the tool pick.
-        const int64_t seed =
-            r_.get_int(*m.value, m.path, -1, std::numeric_limits<int64_t>::max());
+        const int64_t seed = r_.get_int(*m.value, m.path, -1, std::numeric_limits<int64_t>::max());
         if (seed >= 0) spec.random_seed = uint64_t(seed);
       } else if (k == "trainingparameters") {
         parse_training(m, spec.training);
@@ -79,8 +59,9 @@ class CdlParser {
       }
     }
     if (!has_network) {
-      r_.fail("Network", "missing; required (the network JSON file to train or validate, or the "
-                         "trained network .nc file to predict with)");
+      r_.fail("Network",
+              "missing; required (the network JSON file to train or validate, or the "
+              "trained network .nc file to predict with)");
     }
     if (!has_command) r_.fail("Command", "missing; required (Train, Predict or Validate)");
     if (!has_data) r_.fail("Data", "missing; required (a NetCDF dataset file or an array of them)");
@@ -182,8 +163,10 @@ class CdlParser {
       } else if (k == "scoreformat") {
         p.score_format = r_.get_string(m);
         if (!valid_score_format(p.score_format)) {
-          r_.fail(m.path, "expected a printf format with exactly one floating-point conversion "
-                          "(e.g. \"%.3f\"), got " + Json(p.score_format).dump());
+          r_.fail(m.path,
+                  "expected a printf format with exactly one floating-point conversion "
+                  "(e.g. \"%.3f\"), got " +
+                      Json(p.score_format).dump());
         }
       } else if (k == "target") {
         p.target = r_.get_string(m);
@@ -199,6 +182,24 @@ class CdlParser {
 };
 
 }  // namespace
+
+// The predict tool hands the format one float per score, so anything else would read garbage.
+bool valid_score_format(const std::string& format) {
+  int conversions = 0;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format[i] != '%') continue;
+    if (++i < format.size() && format[i] == '%') continue;
+    while (i < format.size() && std::strchr("-+ #0", format[i])) ++i;
+    while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) ++i;
+    if (i < format.size() && format[i] == '.') {
+      ++i;
+      while (i < format.size() && std::isdigit(static_cast<unsigned char>(format[i]))) ++i;
+    }
+    if (i >= format.size() || !std::strchr("fFeEgGaA", format[i])) return false;
+    ++conversions;
+  }
+  return conversions == 1;
+}
 
 CdlSpec parse_cdl(const std::string& text, const std::string& source) {
   using config_detail::resolve_path;

@@ -1,6 +1,6 @@
-// Text names of the config enumerations: parsing from the spellings DSSTNE accepts (case-insensitive,
-// with its aliases such as "relu" or "Cross Entropy") and the list of choices for error messages.
-// The canonical spelling of each value is to_string() from config/enums.h.
+// Text names of the config enumerations: parsing from the spellings DSSTNE accepts
+// (case-insensitive, with its aliases such as "relu" or "Cross Entropy") and the list of choices
+// for error messages. The canonical spelling of each value is to_string() from config/enums.h.
 #pragma once
 
 #include <optional>

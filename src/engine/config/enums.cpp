@@ -8,110 +8,166 @@ namespace nn {
 
 const char* to_string(LayerKind v) {
   switch (v) {
-    case LayerKind::Input: return "Input";
-    case LayerKind::Hidden: return "Hidden";
-    case LayerKind::Output: return "Output";
-    case LayerKind::Target: return "Target";
+    case LayerKind::Input:
+      return "Input";
+    case LayerKind::Hidden:
+      return "Hidden";
+    case LayerKind::Output:
+      return "Output";
+    case LayerKind::Target:
+      return "Target";
   }
   return "?";
 }
 
 const char* to_string(LayerType v) {
   switch (v) {
-    case LayerType::FullyConnected: return "FullyConnected";
-    case LayerType::Convolutional: return "Convolutional";
-    case LayerType::Pooling: return "Pooling";
+    case LayerType::FullyConnected:
+      return "FullyConnected";
+    case LayerType::Convolutional:
+      return "Convolutional";
+    case LayerType::Pooling:
+      return "Pooling";
   }
   return "?";
 }
 
 const char* to_string(Activation v) {
   switch (v) {
-    case Activation::Sigmoid: return "Sigmoid";
-    case Activation::Tanh: return "Tanh";
-    case Activation::RectifiedLinear: return "RectifiedLinear";
-    case Activation::Linear: return "Linear";
-    case Activation::ParametricRectifiedLinear: return "ParametricRectifiedLinear";
-    case Activation::SoftPlus: return "SoftPlus";
-    case Activation::SoftSign: return "SoftSign";
-    case Activation::SoftMax: return "SoftMax";
-    case Activation::ReluMax: return "RELUMax";
-    case Activation::LinearMax: return "LinearMax";
-    case Activation::ExponentialLinear: return "ExponentialLinear";
-    case Activation::LeakyRectifiedLinear: return "LeakyRectifiedLinear";
-    case Activation::ScaledExponentialLinear: return "ScaledExponentialLinear";
+    case Activation::Sigmoid:
+      return "Sigmoid";
+    case Activation::Tanh:
+      return "Tanh";
+    case Activation::RectifiedLinear:
+      return "RectifiedLinear";
+    case Activation::Linear:
+      return "Linear";
+    case Activation::ParametricRectifiedLinear:
+      return "ParametricRectifiedLinear";
+    case Activation::SoftPlus:
+      return "SoftPlus";
+    case Activation::SoftSign:
+      return "SoftSign";
+    case Activation::SoftMax:
+      return "SoftMax";
+    case Activation::ReluMax:
+      return "RELUMax";
+    case Activation::LinearMax:
+      return "LinearMax";
+    case Activation::ExponentialLinear:
+      return "ExponentialLinear";
+    case Activation::LeakyRectifiedLinear:
+      return "LeakyRectifiedLinear";
+    case Activation::ScaledExponentialLinear:
+      return "ScaledExponentialLinear";
   }
   return "?";
 }
 
 const char* to_string(ErrorFunction v) {
   switch (v) {
-    case ErrorFunction::L1: return "L1";
-    case ErrorFunction::L2: return "L2";
-    case ErrorFunction::CrossEntropy: return "CrossEntropy";
-    case ErrorFunction::ScaledMarginalCrossEntropy: return "ScaledMarginalCrossEntropy";
-    case ErrorFunction::DataScaledMarginalCrossEntropy: return "DataScaledMarginalCrossEntropy";
-    case ErrorFunction::Hinge: return "Hinge";
-    case ErrorFunction::L2Hinge: return "L2Hinge";
+    case ErrorFunction::L1:
+      return "L1";
+    case ErrorFunction::L2:
+      return "L2";
+    case ErrorFunction::CrossEntropy:
+      return "CrossEntropy";
+    case ErrorFunction::ScaledMarginalCrossEntropy:
+      return "ScaledMarginalCrossEntropy";
+    case ErrorFunction::DataScaledMarginalCrossEntropy:
+      return "DataScaledMarginalCrossEntropy";
+    case ErrorFunction::Hinge:
+      return "Hinge";
+    case ErrorFunction::L2Hinge:
+      return "L2Hinge";
   }
   return "?";
 }
 
 const char* to_string(WeightInit v) {
   switch (v) {
-    case WeightInit::Xavier: return "Xavier";
-    case WeightInit::CaffeXavier: return "CaffeXavier";
-    case WeightInit::Gaussian: return "Gaussian";
-    case WeightInit::Uniform: return "Uniform";
-    case WeightInit::UnitBall: return "UnitBall";
-    case WeightInit::Constant: return "Constant";
-    case WeightInit::SELU: return "SELU";
+    case WeightInit::Xavier:
+      return "Xavier";
+    case WeightInit::CaffeXavier:
+      return "CaffeXavier";
+    case WeightInit::Gaussian:
+      return "Gaussian";
+    case WeightInit::Uniform:
+      return "Uniform";
+    case WeightInit::UnitBall:
+      return "UnitBall";
+    case WeightInit::Constant:
+      return "Constant";
+    case WeightInit::SELU:
+      return "SELU";
   }
   return "?";
 }
 
 const char* to_string(PoolingFunction v) {
   switch (v) {
-    case PoolingFunction::None: return "None";
-    case PoolingFunction::Max: return "Max";
-    case PoolingFunction::Average: return "Average";
-    case PoolingFunction::LRN: return "LRN";
-    case PoolingFunction::Maxout: return "Maxout";
-    case PoolingFunction::DotProduct: return "DotProduct";
-    case PoolingFunction::Cosine: return "Cosine";
-    case PoolingFunction::Stochastic: return "Stochastic";
-    case PoolingFunction::LCN: return "LCN";
-    case PoolingFunction::GlobalTemporal: return "GlobalTemporal";
+    case PoolingFunction::None:
+      return "None";
+    case PoolingFunction::Max:
+      return "Max";
+    case PoolingFunction::Average:
+      return "Average";
+    case PoolingFunction::LRN:
+      return "LRN";
+    case PoolingFunction::Maxout:
+      return "Maxout";
+    case PoolingFunction::DotProduct:
+      return "DotProduct";
+    case PoolingFunction::Cosine:
+      return "Cosine";
+    case PoolingFunction::Stochastic:
+      return "Stochastic";
+    case PoolingFunction::LCN:
+      return "LCN";
+    case PoolingFunction::GlobalTemporal:
+      return "GlobalTemporal";
   }
   return "?";
 }
 
 const char* to_string(NetworkKind v) {
   switch (v) {
-    case NetworkKind::FeedForward: return "FeedForward";
-    case NetworkKind::AutoEncoder: return "AutoEncoder";
+    case NetworkKind::FeedForward:
+      return "FeedForward";
+    case NetworkKind::AutoEncoder:
+      return "AutoEncoder";
   }
   return "?";
 }
 
 const char* to_string(OptimizerKind v) {
   switch (v) {
-    case OptimizerKind::SGD: return "SGD";
-    case OptimizerKind::Momentum: return "Momentum";
-    case OptimizerKind::AdaGrad: return "AdaGrad";
-    case OptimizerKind::Nesterov: return "Nesterov";
-    case OptimizerKind::RMSProp: return "RMSProp";
-    case OptimizerKind::AdaDelta: return "AdaDelta";
-    case OptimizerKind::Adam: return "Adam";
+    case OptimizerKind::SGD:
+      return "SGD";
+    case OptimizerKind::Momentum:
+      return "Momentum";
+    case OptimizerKind::AdaGrad:
+      return "AdaGrad";
+    case OptimizerKind::Nesterov:
+      return "Nesterov";
+    case OptimizerKind::RMSProp:
+      return "RMSProp";
+    case OptimizerKind::AdaDelta:
+      return "AdaDelta";
+    case OptimizerKind::Adam:
+      return "Adam";
   }
   return "?";
 }
 
 const char* to_string(Command v) {
   switch (v) {
-    case Command::Train: return "Train";
-    case Command::Predict: return "Predict";
-    case Command::Validate: return "Validate";
+    case Command::Train:
+      return "Train";
+    case Command::Predict:
+      return "Predict";
+    case Command::Validate:
+      return "Validate";
   }
   return "?";
 }
@@ -139,8 +195,7 @@ struct Names;
 template <>
 struct Names<LayerKind> {
   static constexpr NameEntry<LayerKind> table[] = {
-      {LayerKind::Input}, {LayerKind::Hidden},
-      {LayerKind::Output}, {LayerKind::Target}};
+      {LayerKind::Input}, {LayerKind::Hidden}, {LayerKind::Output}, {LayerKind::Target}};
 };
 
 template <>
@@ -152,19 +207,18 @@ struct Names<LayerType> {
 // ParametricRectifiedLinear (PRelu) is absent: DSSTNE rejects it.
 template <>
 struct Names<Activation> {
-  static constexpr NameEntry<Activation> table[] = {
-      {Activation::Sigmoid},
-      {Activation::Tanh},
-      {Activation::Linear},
-      {Activation::RectifiedLinear, "ReLU"},
-      {Activation::LeakyRectifiedLinear, "LReLU"},
-      {Activation::ExponentialLinear, "ELU"},
-      {Activation::ScaledExponentialLinear, "SELU"},
-      {Activation::SoftMax},
-      {Activation::SoftPlus},
-      {Activation::SoftSign},
-      {Activation::ReluMax},
-      {Activation::LinearMax}};
+  static constexpr NameEntry<Activation> table[] = {{Activation::Sigmoid},
+                                                    {Activation::Tanh},
+                                                    {Activation::Linear},
+                                                    {Activation::RectifiedLinear, "ReLU"},
+                                                    {Activation::LeakyRectifiedLinear, "LReLU"},
+                                                    {Activation::ExponentialLinear, "ELU"},
+                                                    {Activation::ScaledExponentialLinear, "SELU"},
+                                                    {Activation::SoftMax},
+                                                    {Activation::SoftPlus},
+                                                    {Activation::SoftSign},
+                                                    {Activation::ReluMax},
+                                                    {Activation::LinearMax}};
 };
 
 template <>
@@ -182,8 +236,8 @@ struct Names<ErrorFunction> {
 template <>
 struct Names<WeightInit> {
   static constexpr NameEntry<WeightInit> table[] = {
-      {WeightInit::Xavier},   {WeightInit::CaffeXavier}, {WeightInit::Gaussian},
-      {WeightInit::Uniform},  {WeightInit::UnitBall},    {WeightInit::Constant},
+      {WeightInit::Xavier},  {WeightInit::CaffeXavier}, {WeightInit::Gaussian},
+      {WeightInit::Uniform}, {WeightInit::UnitBall},    {WeightInit::Constant},
       {WeightInit::SELU}};
 };
 
@@ -243,7 +297,7 @@ std::string enum_choices() {
 }
 
 // The enumerations the config layer names; other instantiations would not link.
-#define NN_INSTANTIATE_ENUM_NAMES(E)                                 \
+#define NN_INSTANTIATE_ENUM_NAMES(E)                               \
   template std::optional<E> enum_from_string<E>(std::string_view); \
   template std::string enum_choices<E>();
 NN_INSTANTIATE_ENUM_NAMES(LayerKind)

@@ -44,9 +44,9 @@ namespace {
 // reported with its path (nlohmann's callback API gives events, not positions).
 struct Frame {
   bool is_object = false;
-  size_t index = 0;                          // arrays: element being parsed
-  std::string key;                           // objects: member being parsed
-  std::map<std::string, std::string> seen;   // objects: lower-cased key -> key as written
+  size_t index = 0;                         // arrays: element being parsed
+  std::string key;                          // objects: member being parsed
+  std::map<std::string, std::string> seen;  // objects: lower-cased key -> key as written
 };
 
 std::string frames_path(const std::vector<Frame>& frames) {
@@ -119,8 +119,7 @@ Json parse_json_text(const std::string& text, const std::string& source) {
         auto [it, inserted] = top.seen.emplace(to_lower(top.key), top.key);
         if (!inserted) {
           throw ConfigError(source + ": " + frames_path(frames) + ": key given twice (as \"" +
-                            it->second + "\" and \"" + top.key +
-                            "\"; keys are case-insensitive)");
+                            it->second + "\" and \"" + top.key + "\"; keys are case-insensitive)");
         }
         break;
       }
@@ -265,16 +264,21 @@ void JsonReader::require(bool ok, const std::string& path, const std::string& ru
 
 std::string JsonReader::describe(const Json& value) {
   switch (value.type()) {
-    case Json::value_t::object: return "an object";
-    case Json::value_t::array: return "an array";
-    case Json::value_t::null: return "null";
-    case Json::value_t::number_float: return format_number(value.get<double>());
+    case Json::value_t::object:
+      return "an object";
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::number_float:
+      return format_number(value.get<double>());
     case Json::value_t::string: {
       std::string text = value.get<std::string>();
       if (text.size() > 60) text = text.substr(0, 57) + "...";
       return Json(text).dump(-1, ' ', false, Json::error_handler_t::replace);
     }
-    default: return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+    default:
+      return value.dump(-1, ' ', false, Json::error_handler_t::replace);
   }
 }
 

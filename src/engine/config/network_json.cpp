@@ -33,7 +33,9 @@ constexpr unsigned kTargetBit = 1u << unsigned(LayerKind::Target);
 constexpr unsigned kAnyKind = kInputBit | kHiddenBit | kOutputBit | kTargetBit;
 constexpr unsigned kNotInput = kAnyKind & ~kInputBit;
 
-unsigned kind_bit(LayerKind kind) { return 1u << unsigned(kind); }
+unsigned kind_bit(LayerKind kind) {
+  return 1u << unsigned(kind);
+}
 
 // Which type of layer a key needs, beyond its kind.
 enum class TypeRule { Any, ConvOrPooling, Pooling, NotPooling };
@@ -71,6 +73,15 @@ const LayerKey kLayerKeys[] = {
     {"SparsenessPenalty", nullptr, kHiddenBit, TypeRule::Any},
 };
 
+// Top-level keys, aliases included, as listed in "expected one of" messages.
+// clang-format off
+const std::vector<std::string> kTopLevelKeys = {
+    "Version", "Name", "Kind", "ErrorFunction", "ShuffleIndices", "RELUSlope", "Slope", "ELUAlpha",
+    "SELULambda", "Decay", "LRN", "LocalResponseNormalization", "Maxout", "SparsenessPenalty",
+    "Denoising", "DeltaBoost", "ScaledMarginalCrossEntropy", "DataScaledMarginalCrossEntropy",
+    "WeightsData", "Layers"};
+// clang-format on
+
 const LayerKey* find_layer_key(const std::string& lower) {
   for (const auto& key : kLayerKeys)
     if (to_lower(key.name) == lower || (key.alias && to_lower(key.alias) == lower)) return &key;
@@ -79,20 +90,28 @@ const LayerKey* find_layer_key(const std::string& lower) {
 
 bool type_allows(TypeRule rule, LayerType type) {
   switch (rule) {
-    case TypeRule::Any: return true;
-    case TypeRule::ConvOrPooling: return type != LayerType::FullyConnected;
-    case TypeRule::Pooling: return type == LayerType::Pooling;
-    case TypeRule::NotPooling: return type != LayerType::Pooling;
+    case TypeRule::Any:
+      return true;
+    case TypeRule::ConvOrPooling:
+      return type != LayerType::FullyConnected;
+    case TypeRule::Pooling:
+      return type == LayerType::Pooling;
+    case TypeRule::NotPooling:
+      return type != LayerType::Pooling;
   }
   return true;
 }
 
 const char* type_rule_text(TypeRule rule) {
   switch (rule) {
-    case TypeRule::ConvOrPooling: return "Convolutional and Pooling layers";
-    case TypeRule::Pooling: return "Pooling layers";
-    case TypeRule::NotPooling: return "FullyConnected and Convolutional layers";
-    case TypeRule::Any: break;
+    case TypeRule::ConvOrPooling:
+      return "Convolutional and Pooling layers";
+    case TypeRule::Pooling:
+      return "Pooling layers";
+    case TypeRule::NotPooling:
+      return "FullyConnected and Convolutional layers";
+    case TypeRule::Any:
+      break;
   }
   return "any layer";
 }
@@ -122,9 +141,10 @@ std::string join(const std::vector<std::string>& items) {
 
 // Everything parsed for one layer that the spec itself does not keep.
 struct LayerInfo {
-  std::string path;             // "Layers[2]", or "Layers" when Layers is a single object
+  std::string path;  // "Layers[2]", or "Layers" when Layers is a single object
   bool explicit_source = false;
   std::optional<float> relu_slope, elu_alpha, selu_lambda;
+  std::vector<std::string> shared_paths;  // path of each SharedWeights entry
 };
 
 class NetworkParser {
@@ -146,7 +166,8 @@ class NetworkParser {
       }
       once(seen, canonical, m);
     }
-    if (!layers) r_.fail("Layers", "missing; a network needs at least an Input and an Output layer");
+    if (!layers)
+      r_.fail("Layers", "missing; a network needs at least an Input and an Output layer");
     parse_layers(*layers, spec);
     resolve(spec);
     return spec;
@@ -159,13 +180,7 @@ class NetworkParser {
       r_.fail(m.path, "given twice (" + canonical + " and an alias of it)");
   }
 
-  [[noreturn]] void unknown_top_key(const Member& m) const {
-    r_.unknown_key(m, {"Version", "Name", "Kind", "ErrorFunction", "ShuffleIndices", "RELUSlope",
-                       "Slope", "ELUAlpha", "SELULambda", "Decay", "LRN",
-                       "LocalResponseNormalization", "Maxout", "SparsenessPenalty", "Denoising",
-                       "DeltaBoost", "ScaledMarginalCrossEntropy",
-                       "DataScaledMarginalCrossEntropy", "WeightsData", "Layers"});
-  }
+  [[noreturn]] void unknown_top_key(const Member& m) const { r_.unknown_key(m, kTopLevelKeys); }
 
   // Parses one top-level key other than Layers; returns its canonical name, or nullptr.
   const char* parse_top_key(const Member& m, NetworkSpec& spec) {
@@ -317,8 +332,7 @@ class NetworkParser {
     return out;
   }
 
-  LayerSpec parse_layer(const Json& value, const std::string& path, size_t position,
-                        size_t count) {
+  LayerSpec parse_layer(const Json& value, const std::string& path, size_t position, size_t count) {
     LayerSpec layer;
     LayerInfo info;
     info.path = path;
@@ -340,8 +354,8 @@ class NetworkParser {
       if (!key) r_.unknown_key(m, layer_keys_for(layer.kind, layer.type));
       once(seen, key->name, m);
       if (!(key->kinds & kind_bit(layer.kind))) {
-        r_.fail(m.path, "not valid on " + with_article(to_string(layer.kind)) +
-                            " layer; only on " + kinds_text(key->kinds));
+        r_.fail(m.path, "not valid on " + with_article(to_string(layer.kind)) + " layer; only on " +
+                            kinds_text(key->kinds));
       }
       if (!type_allows(key->type_rule, layer.type)) {
         r_.fail(m.path, std::string("only valid on ") + type_rule_text(key->type_rule) +
@@ -350,6 +364,11 @@ class NetworkParser {
       parse_layer_key(key->name, m, layer, info);
     }
 
+    if (layer.type == LayerType::Pooling && layer.pooling == PoolingFunction::None &&
+        (layer.kind == LayerKind::Hidden || layer.kind == LayerKind::Output)) {
+      r_.fail(path, "a Pooling layer needs a Function; expected one of " +
+                        enum_choices<PoolingFunction>());
+    }
     if (layer.n_auto && layer.dataset.empty()) {
       r_.fail(child_path(path, "N"),
               "\"auto\" takes the size from the layer's DataSet, but the layer has no DataSet");
@@ -358,8 +377,7 @@ class NetworkParser {
     return layer;
   }
 
-  void parse_layer_key(const std::string& key, const Member& m, LayerSpec& layer,
-                       LayerInfo& info) {
+  void parse_layer_key(const std::string& key, const Member& m, LayerSpec& layer, LayerInfo& info) {
     const Json& v = *m.value;
     if (key == "Kind" || key == "Type") return;  // read in the first pass
     if (key == "Name") {
@@ -371,8 +389,7 @@ class NetworkParser {
       layer.sparse = r_.get_bool(m);
     } else if (key == "pDropout") {
       layer.p_dropout = r_.get_float(m);
-      r_.require(layer.p_dropout >= 0 && layer.p_dropout < 1, m.path, "in [0, 1)",
-                 layer.p_dropout);
+      r_.require(layer.p_dropout >= 0 && layer.p_dropout < 1, m.path, "in [0, 1)", layer.p_dropout);
     } else if (key == "DataSet") {
       layer.dataset = r_.get_string(m);
     } else if (key == "Source") {
@@ -403,7 +420,7 @@ class NetworkParser {
     } else if (key == "WeightInit") {
       parse_weight_init(m, layer);
     } else if (key == "SharedWeights") {
-      parse_shared_weights(m, layer);
+      parse_shared_weights(m, layer, info);
     } else if (key == "BatchNormalization") {
       layer.batch_normalization = r_.get_bool(m);
     } else if (key == "SparsenessPenalty") {
@@ -416,9 +433,10 @@ class NetworkParser {
     const char* expected = "an integer, an array of 1-4 integers or \"auto\"";
     if (v.is_string()) {
       if (to_lower(v.get<std::string>()) != "auto") r_.wrong_type(v, m.path, expected);
-      if (layer.kind == LayerKind::Hidden) {
-        r_.fail(m.path, "\"auto\" is not allowed on Hidden layers (only Input and Output layers "
-                        "take their size from a dataset)");
+      if (layer.kind != LayerKind::Input && layer.kind != LayerKind::Output) {
+        r_.fail(m.path, std::string("\"auto\" is not allowed on ") + to_string(layer.kind) +
+                            " layers (only Input and Output layers take their size from a "
+                            "dataset)");
       }
       layer.n_auto = true;
     } else if (v.is_number()) {
@@ -465,7 +483,7 @@ class NetworkParser {
     }
   }
 
-  void parse_shared_weights(const Member& m, LayerSpec& layer) const {
+  void parse_shared_weights(const Member& m, LayerSpec& layer, LayerInfo& info) const {
     const Json& v = *m.value;
     if (!v.is_object() && !v.is_array())
       r_.wrong_type(v, m.path, "an object or an array of objects");
@@ -493,6 +511,7 @@ class NetworkParser {
         if (field->empty()) r_.fail(child_path(path, name), "missing; a layer name is required");
       }
       layer.shared_weights.push_back(shared);
+      info.shared_paths.push_back(path);
     }
   }
 
@@ -543,7 +562,8 @@ class NetworkParser {
       // One score per additional source against source 0 (DSSTNE's rule).
       if (layer.sources.size() < 2) {
         r_.fail(child_path(info.path, "Source"),
-                with_article(to_string(layer.pooling)) + " pooling layer needs at least 2 sources, got " +
+                with_article(to_string(layer.pooling)) +
+                    " pooling layer needs at least 2 sources, got " +
                     std::to_string(layer.sources.size()));
       }
       layer.n = {uint32_t(layer.sources.size() - 1), 1, 1, 1};
@@ -552,9 +572,7 @@ class NetworkParser {
 
     for (size_t s = 0; s < layer.shared_weights.size(); ++s) {
       const SharedWeightSpec& shared = layer.shared_weights[s];
-      const std::string path = child_path(info.path, "SharedWeights") +
-                               (layer.shared_weights.size() > 1 ? "[" + std::to_string(s) + "]"
-                                                                : std::string());
+      const std::string& path = info.shared_paths[s];
       for (const auto* name :
            {&shared.source_input_layer, &shared.source_output_layer, &shared.input_layer}) {
         if (!index.count(*name)) {

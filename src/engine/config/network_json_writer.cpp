@@ -10,7 +10,9 @@ namespace {
 using config_detail::Json;
 using config_detail::shortest_double;
 
-Json number(float value) { return Json(shortest_double(value)); }
+Json number(float value) {
+  return Json(shortest_double(value));
+}
 
 bool is_hidden_or_output(const LayerSpec& l) {
   return l.kind == LayerKind::Hidden || l.kind == LayerKind::Output;
@@ -33,7 +35,9 @@ Json dims(const std::array<uint32_t, N>& values, int count) {
 }
 
 // KernelStride has no dimension count of its own: write as many entries as are not 1.
-int stride_count(const std::array<uint32_t, 3>& s) { return s[2] != 1 ? 3 : s[1] != 1 ? 2 : 1; }
+int stride_count(const std::array<uint32_t, 3>& s) {
+  return s[2] != 1 ? 3 : s[1] != 1 ? 2 : 1;
+}
 
 Json layer_json(const LayerSpec& l, const NetworkSpec& spec) {
   Json j = Json::object();

@@ -1,8 +1,8 @@
 // Equality of network specs, field by field (used by round-trip checks and by callers that compare
 // a network file's description with a JSON one).
-#include <tuple>
-
 #include "config/network_spec.h"
+
+#include <tuple>
 
 namespace nn {
 

@@ -17,6 +17,11 @@ NetworkSpec load_network_json(const std::string& path);
 CdlSpec parse_cdl(const std::string& text, const std::string& source);
 CdlSpec load_cdl(const std::string& path);
 
+// True when `format` is a printf format with exactly one floating-point conversion (%f, %.3e,
+// %g, ...) and no other conversion ("%%" allowed): safe to hand one score to. CDL ScoreFormat
+// values are checked with it; tools taking a format on the command line can use it too.
+bool valid_score_format(const std::string& format);
+
 // Serialises a spec back to JSON text (canonical key names), e.g. to embed in a network file.
 std::string network_spec_to_json(const NetworkSpec& spec);
 

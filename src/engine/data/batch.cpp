@@ -30,8 +30,8 @@ void gather_sparse(const DataSet& ds, const uint32_t* ids, uint32_t count, Spars
     throw DataError("gather_sparse: dataset \"" + ds.name + "\" is dense, not Sparse");
   check_ids(ds, ids, count, "gather_sparse");
   if (ds.features() > std::numeric_limits<uint32_t>::max())
-    throw DataError("gather_sparse: dataset \"" + ds.name + "\": " +
-                    std::to_string(ds.features()) + " features do not fit a 32-bit column index");
+    throw DataError("gather_sparse: dataset \"" + ds.name + "\": " + std::to_string(ds.features()) +
+                    " features do not fit a 32-bit column index");
 
   out.rows = count;
   out.cols = static_cast<uint32_t>(ds.features());

@@ -12,11 +12,11 @@ namespace nn {
 struct SparseBatch {
   uint32_t rows = 0;
   uint32_t cols = 0;
-  std::vector<uint32_t> row_ptr;   // rows + 1 offsets
-  std::vector<uint32_t> index;     // column of each entry
-  std::vector<float> value;        // empty => every entry is 1
-  std::vector<float> row_weight;   // empty => every example weight is 1
-  bool ignore_zero = false;        // SparseIgnoreZero: only stored entries count in losses
+  std::vector<uint32_t> row_ptr;  // rows + 1 offsets
+  std::vector<uint32_t> index;    // column of each entry
+  std::vector<float> value;       // empty => every entry is 1
+  std::vector<float> row_weight;  // empty => every example weight is 1
+  bool ignore_zero = false;       // SparseIgnoreZero: only stored entries count in losses
   uint64_t nnz() const { return index.size(); }
 };
 

@@ -12,16 +12,26 @@ namespace nn {
 
 const char* to_string(DataType t) {
   switch (t) {
-    case DataType::UInt: return "UInt";
-    case DataType::Int: return "Int";
-    case DataType::LLInt: return "LLInt";
-    case DataType::ULLInt: return "ULLInt";
-    case DataType::Float: return "Float";
-    case DataType::Double: return "Double";
-    case DataType::RGB8: return "RGB8";
-    case DataType::RGB16: return "RGB16";
-    case DataType::UChar: return "UChar";
-    case DataType::Char: return "Char";
+    case DataType::UInt:
+      return "UInt";
+    case DataType::Int:
+      return "Int";
+    case DataType::LLInt:
+      return "LLInt";
+    case DataType::ULLInt:
+      return "ULLInt";
+    case DataType::Float:
+      return "Float";
+    case DataType::Double:
+      return "Double";
+    case DataType::RGB8:
+      return "RGB8";
+    case DataType::RGB16:
+      return "RGB16";
+    case DataType::UChar:
+      return "UChar";
+    case DataType::Char:
+      return "Char";
   }
   return "Unknown";
 }
@@ -49,8 +59,8 @@ class Checker {
   }
   void size(const char* var, uint64_t actual, uint64_t expected, const std::string& why) const {
     if (actual != expected)
-      fail(var, "has " + std::to_string(actual) + " entries; expected " +
-                    std::to_string(expected) + " (" + why + ")");
+      fail(var, "has " + std::to_string(actual) + " entries; expected " + std::to_string(expected) +
+                    " (" + why + ")");
   }
   void empty(const char* var, uint64_t actual, const std::string& why) const {
     if (actual != 0)
@@ -157,7 +167,9 @@ void check_dense(const DataSet& ds, const Checker& c) {
 
 }  // namespace
 
-void DataSet::validate(const std::string& where) const { validate(where, ""); }
+void DataSet::validate(const std::string& where) const {
+  validate(where, "");
+}
 
 void DataSet::validate(const std::string& where, const std::string& var_suffix) const {
   const Checker c(where, var_suffix);

@@ -11,8 +11,16 @@ namespace nn {
 
 // DSSTNE dataType codes.
 enum class DataType : uint32_t {
-  UInt = 0, Int = 1, LLInt = 2, ULLInt = 3, Float = 4, Double = 5,
-  RGB8 = 6, RGB16 = 7, UChar = 8, Char = 9,
+  UInt = 0,
+  Int = 1,
+  LLInt = 2,
+  ULLInt = 3,
+  Float = 4,
+  Double = 5,
+  RGB8 = 6,
+  RGB16 = 7,
+  UChar = 8,
+  Char = 9,
 };
 const char* to_string(DataType t);
 

@@ -34,16 +34,26 @@ bool is_numeric_type(nc_type t) {
 // The NetCDF type used for a dataset's values (what DSSTNE would store for its element type).
 nc_type value_type(DataType t) {
   switch (t) {
-    case DataType::UInt: return NC_UINT;
-    case DataType::Int: return NC_INT;
-    case DataType::LLInt: return NC_INT64;
-    case DataType::ULLInt: return NC_UINT64;
-    case DataType::Float: return NC_FLOAT;
-    case DataType::Double: return NC_DOUBLE;
-    case DataType::RGB8: return NC_UBYTE;
-    case DataType::RGB16: return NC_USHORT;
-    case DataType::UChar: return NC_UBYTE;
-    case DataType::Char: return NC_BYTE;
+    case DataType::UInt:
+      return NC_UINT;
+    case DataType::Int:
+      return NC_INT;
+    case DataType::LLInt:
+      return NC_INT64;
+    case DataType::ULLInt:
+      return NC_UINT64;
+    case DataType::Float:
+      return NC_FLOAT;
+    case DataType::Double:
+      return NC_DOUBLE;
+    case DataType::RGB8:
+      return NC_UBYTE;
+    case DataType::RGB16:
+      return NC_USHORT;
+    case DataType::UChar:
+      return NC_UBYTE;
+    case DataType::Char:
+      return NC_BYTE;
   }
   return NC_FLOAT;
 }
@@ -51,15 +61,32 @@ nc_type value_type(DataType t) {
 // Range of an integer NetCDF type as doubles (floats are stored as-is).
 bool integer_range(nc_type t, double& lo, double& hi) {
   switch (t) {
-    case NC_BYTE: lo = -128, hi = 127; return true;
-    case NC_UBYTE: lo = 0, hi = 255; return true;
-    case NC_SHORT: lo = -32768, hi = 32767; return true;
-    case NC_USHORT: lo = 0, hi = 65535; return true;
-    case NC_INT: lo = -2147483648.0, hi = 2147483647.0; return true;
-    case NC_UINT: lo = 0, hi = 4294967295.0; return true;
-    case NC_INT64: lo = -9.2233720368547758e18, hi = 9.2233720368547758e18; return true;
-    case NC_UINT64: lo = 0, hi = 1.8446744073709552e19; return true;
-    default: return false;
+    case NC_BYTE:
+      lo = -128, hi = 127;
+      return true;
+    case NC_UBYTE:
+      lo = 0, hi = 255;
+      return true;
+    case NC_SHORT:
+      lo = -32768, hi = 32767;
+      return true;
+    case NC_USHORT:
+      lo = 0, hi = 65535;
+      return true;
+    case NC_INT:
+      lo = -2147483648.0, hi = 2147483647.0;
+      return true;
+    case NC_UINT:
+      lo = 0, hi = 4294967295.0;
+      return true;
+    case NC_INT64:
+      lo = -9.2233720368547758e18, hi = 9.2233720368547758e18;
+      return true;
+    case NC_UINT64:
+      lo = 0, hi = 1.8446744073709552e19;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -82,8 +109,8 @@ class Reader {
     const int rc = nc_open(path.c_str(), NC_NOWRITE, &nc_);
     if (rc != NC_NOERR) {
       nc_ = -1;
-      throw DataError(path + ": cannot open as NetCDF (not a NetCDF file, or truncated): " +
-                      nc_strerror(rc));
+      throw DataError(
+          path + ": cannot open as NetCDF (not a NetCDF file, or truncated): " + nc_strerror(rc));
     }
   }
   ~Reader() {
@@ -108,8 +135,8 @@ class Reader {
     if (rc == NC_ENOTATT) fail(name, "missing global attribute");
     check(rc, name);
     if (!is_numeric_type(type) || len != 1)
-      fail(name, "expected a single non-negative integer attribute, found " +
-                     std::to_string(len) + " value(s) of NetCDF type " + std::to_string(type));
+      fail(name, "expected a single non-negative integer attribute, found " + std::to_string(len) +
+                     " value(s) of NetCDF type " + std::to_string(type));
     double v = 0;
     check(nc_get_att_double(nc_, NC_GLOBAL, name.c_str(), &v), name);
     if (!(v >= 0 && v == std::floor(v) && v <= 9007199254740992.0))
@@ -171,8 +198,8 @@ class Reader {
       count *= len;
     }
     if (count != expected)
-      fail(name, "has " + std::to_string(count) + " entries; expected " +
-                     std::to_string(expected) + " (" + expected_why + ")");
+      fail(name, "has " + std::to_string(count) + " entries; expected " + std::to_string(expected) +
+                     " (" + expected_why + ")");
     return id;
   }
 
@@ -216,9 +243,9 @@ DataSet read_one(const Reader& r, const std::string& path, uint64_t n) {
   DataSet ds;
   ds.name = r.text_att("name" + sfx);
   // DSSTNE's engine writes `datatypeN` although its reader wants `dataTypeN`; take either.
-  const std::string type_att =
-      r.has_att("dataType" + sfx) || !r.has_att("datatype" + sfx) ? "dataType" + sfx
-                                                                  : "datatype" + sfx;
+  const std::string type_att = r.has_att("dataType" + sfx) || !r.has_att("datatype" + sfx)
+                                   ? "dataType" + sfx
+                                   : "datatype" + sfx;
   const uint64_t type = r.uint_att(type_att);
   if (type > uint64_t(DataType::Char))
     r.fail(type_att, "is " + std::to_string(type) + "; expected a DSSTNE data type code 0..9");
@@ -255,11 +282,11 @@ DataSet read_one(const Reader& r, const std::string& path, uint64_t n) {
     const uint64_t nnz = r.dim("sparseDataDim" + sfx);
     ds.sparse_start = read_offsets(r, "sparseStart" + sfx, ds.unique_examples, rows_why);
     ds.sparse_end = read_offsets(r, "sparseEnd" + sfx, ds.unique_examples, rows_why);
-    ds.sparse_index = r.read<uint32_t>("sparseIndex" + sfx, nnz, "sparseDataDim" + sfx, true,
-                                       nc_get_var_uint);
+    ds.sparse_index =
+        r.read<uint32_t>("sparseIndex" + sfx, nnz, "sparseDataDim" + sfx, true, nc_get_var_uint);
     if (!ds.is_boolean())
-      ds.sparse_value = r.read<float>("sparseData" + sfx, nnz, "sparseDataDim" + sfx, false,
-                                      nc_get_var_float);
+      ds.sparse_value =
+          r.read<float>("sparseData" + sfx, nnz, "sparseDataDim" + sfx, false, nc_get_var_float);
   } else {
     const uint64_t len = r.dim("dataDim" + sfx);
     const uint64_t expected =
@@ -271,11 +298,11 @@ DataSet read_one(const Reader& r, const std::string& path, uint64_t n) {
     ds.dense = r.read<float>("data" + sfx, len, "dataDim" + sfx, false, nc_get_var_float);
   }
   if (ds.is_weighted())
-    ds.example_weight = r.read<float>("dataWeight" + sfx, ds.examples, "examplesDim" + sfx,
-                                      false, nc_get_var_float);
+    ds.example_weight = r.read<float>("dataWeight" + sfx, ds.examples, "examplesDim" + sfx, false,
+                                      nc_get_var_float);
   if (ds.is_indexed())
-    ds.index = r.read<uint32_t>("index" + sfx, ds.examples, "examplesDim" + sfx, true,
-                                nc_get_var_uint);
+    ds.index =
+        r.read<uint32_t>("index" + sfx, ds.examples, "examplesDim" + sfx, true, nc_get_var_uint);
   ds.validate(path, sfx);
   return ds;
 }
@@ -352,8 +379,8 @@ void check_fits(const std::string& path, const std::string& var, const std::vect
     const double x = v[i];
     if (x != std::floor(x) || x < lo || x > hi)
       throw DataError(path + ": " + var + ": entry " + std::to_string(i) + " is " + num(x) +
-                      "; dataType " + to_string(type) + " stores integers in [" + num(lo) +
-                      ", " + num(hi) + "]");
+                      "; dataType " + to_string(type) + " stores integers in [" + num(lo) + ", " +
+                      num(hi) + "]");
   }
 }
 

@@ -2,6 +2,8 @@
 // Built for tens of millions of entries: files are read in large blocks, lines are split with
 // string_view, numbers parsed with from_chars, and all entries go into one flat arena (a repeated
 // sample just points at its newer range) instead of one vector per sample.
+#include "data/text_examples.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -13,7 +15,6 @@
 #include <vector>
 
 #include "core/error.h"
-#include "data/text_examples.h"
 
 namespace nn {
 
@@ -47,6 +48,70 @@ std::string_view trim_blanks(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
 }
+
+// Open-addressing map from label bytes to a FeatureIndex answer (id, or -1 for a dropped
+// label), keys packed in one arena. Feature lookups dominate parsing; the node-based
+// std::unordered_map behind FeatureIndex costs a few cache misses per token, this flat table
+// about one. Answers never change during a parse, so negative ones are cached too.
+class LabelCache {
+ public:
+  LabelCache() : slots_(1 << 12) {}
+
+  static uint32_t hash(std::string_view s) {
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, folded to 32 bits
+    for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+    return uint32_t(h ^ (h >> 32));
+  }
+
+  // Returns true and sets `id` when the label is cached.
+  bool find(std::string_view s, uint32_t h, int64_t& id) const {
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      const Slot& slot = slots_[i];
+      if (slot.len == 0) return false;  // labels are never empty, so 0 marks a free slot
+      if (slot.hash == h && slot.len == s.size() &&
+          std::memcmp(arena_.data() + slot.offset, s.data(), s.size()) == 0) {
+        id = slot.id;
+        return true;
+      }
+    }
+  }
+
+  // Caches the answer when it fits the compact slot (it always does in practice).
+  void insert(std::string_view s, uint32_t h, int64_t id) {
+    if (s.empty() || s.size() > UINT32_MAX || id > INT32_MAX ||
+        arena_.size() + s.size() > UINT32_MAX)
+      return;
+    if (2 * (count_ + 1) > slots_.size()) grow();
+    place(Slot{h, uint32_t(arena_.size()), uint32_t(s.size()), int32_t(id)});
+    arena_.append(s.data(), s.size());
+    ++count_;
+  }
+
+ private:
+  struct Slot {  // 16 bytes, so the table of a ~30k-label index stays in cache
+    uint32_t hash = 0, offset = 0, len = 0;
+    int32_t id = 0;
+  };
+
+  void place(const Slot& slot) {
+    const size_t mask = slots_.size() - 1;
+    size_t i = slot.hash & mask;
+    while (slots_[i].len != 0) i = (i + 1) & mask;
+    slots_[i] = slot;
+  }
+
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    for (const Slot& slot : old)
+      if (slot.len != 0) place(slot);
+  }
+
+  std::vector<Slot> slots_;
+  std::string arena_;
+  size_t count_ = 0;
+};
 
 class Parser {
  public:
@@ -156,8 +221,13 @@ class Parser {
       }
       value = parse_value(text, tuple, path, line_no);
     }
-    key_.assign(name.data(), name.size());
-    const int64_t f = features_.lookup(key_, options_.allow_new_features);
+    const uint32_t h = LabelCache::hash(name);
+    int64_t f;
+    if (!cache_.find(name, h, f)) {
+      key_.assign(name.data(), name.size());
+      f = features_.lookup(key_, options_.allow_new_features);
+      cache_.insert(name, h, f);
+    }
     if (f < 0) {
       ++stats_.dropped_features;
       return;
@@ -186,6 +256,7 @@ class Parser {
   const TextExamplesOptions& options_;
   TextExamplesStats& stats_;
   std::string key_;                // reused lookup key: no allocation per token
+  LabelCache cache_;               // feature label -> id (or -1), in front of features_
   std::vector<uint32_t> feature_;  // arena of feature ids for all lines
   std::vector<float> value_;       // arena of values (analog mode only)
   std::vector<Range> ranges_;      // by sample index

@@ -45,15 +45,15 @@ struct TextExamplesOptions {
   ExampleMode mode = ExampleMode::Indicator;
   bool allow_new_features = true;  // false => unknown features are dropped (and counted)
   bool allow_new_samples = true;
-  uint32_t width_align = 128;      // width rounded up to a multiple of this (1 = none)
-  uint32_t min_width = 0;          // at least this wide (e.g. an existing feature index size)
+  uint32_t width_align = 128;  // width rounded up to a multiple of this (1 = none)
+  uint32_t min_width = 0;      // at least this wide (e.g. an existing feature index size)
 };
 
 struct TextExamplesStats {
   uint64_t lines = 0, samples = 0, entries = 0, dropped_features = 0, skipped_lines = 0;
-  uint64_t dropped_samples = 0;  // unknown samples when allow_new_samples is false
-  uint64_t extra_values = 0;     // tuples with more than one value (first one kept)
-  uint64_t replaced_samples = 0; // lines whose sample appeared before (the later line wins)
+  uint64_t dropped_samples = 0;   // unknown samples when allow_new_samples is false
+  uint64_t extra_values = 0;      // tuples with more than one value (first one kept)
+  uint64_t replaced_samples = 0;  // lines whose sample appeared before (the later line wins)
 };
 
 // Parses examples from files (a directory means all its regular files, sorted) into one sparse

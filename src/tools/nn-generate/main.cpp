@@ -28,14 +28,11 @@ bool file_exists(const std::string& path) {
 }
 
 void define_flags(CLI::App& app, Options& o) {
-  app.add_option("-d,--dataset", o.dataset, "dataset name stored in the file (name0)")
-      ->required();
+  app.add_option("-d,--dataset", o.dataset, "dataset name stored in the file (name0)")->required();
   app.add_option("-i,--input", o.input, "input text file, or a directory of them")->required();
   app.add_option("-o,--output", o.output, "output NetCDF file (replaced)")->required();
-  app.add_option("-f,--features", o.features, "feature index file (label<TAB>index)")
-      ->required();
-  app.add_option("-s,--samples", o.samples,
-                 "sample index file; loaded if it exists, else created")
+  app.add_option("-f,--features", o.features, "feature index file (label<TAB>index)")->required();
+  app.add_option("-s,--samples", o.samples, "sample index file; loaded if it exists, else created")
       ->required();
   auto* create = app.add_flag("-c,--create-features", o.create_features,
                               "build a new feature index from this input (overwrites -f)");
@@ -60,8 +57,7 @@ std::string summary(const Options& o, const nn::DataSet& ds, const nn::TextExamp
     s += ", " + std::to_string(st.skipped_lines) + " lines without a TAB skipped";
   if (st.replaced_samples)
     s += ", " + std::to_string(st.replaced_samples) + " repeated samples replaced";
-  if (st.extra_values)
-    s += ", " + std::to_string(st.extra_values) + " extra values ignored";
+  if (st.extra_values) s += ", " + std::to_string(st.extra_values) + " extra values ignored";
   char secs[32];
   std::snprintf(secs, sizeof secs, ", %.2f s", seconds);
   return s + secs;
@@ -99,14 +95,15 @@ int nn::tool::run(int argc, char** argv) {
     throw DataError(o.input + ": no examples found (expected lines \"sample<TAB>features\")");
 
   write_datasets(o.output, {ds});
-  // Index files only change when new labels were added, as generateNetCDF does.
-  if (features.changed()) save_index(o.features, features);
+  // Index files are rewritten only when labels were added, as generateNetCDF does; -c replaces
+  // the feature index even when this input has no features at all.
+  if (features.changed() || o.create_features) save_index(o.features, features);
   if (samples.changed()) save_index(o.samples, samples);
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::fprintf(stderr, "%s: %s\n", kToolName,
-               summary(o, ds, stats, features.size(), features.size() - old_features, seconds)
-                   .c_str());
+  std::fprintf(
+      stderr, "%s: %s\n", kToolName,
+      summary(o, ds, stats, features.size(), features.size() - old_features, seconds).c_str());
   return 0;
 }

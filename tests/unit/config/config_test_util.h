@@ -2,12 +2,12 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "core/error.h"
 
@@ -28,8 +28,8 @@ std::string error_of(Fn&& fn) {
   return "";
 }
 
-#define EXPECT_CONTAINS(text, part)                                                     \
-  EXPECT_NE(std::string(text).find(part), std::string::npos)                            \
+#define EXPECT_CONTAINS(text, part)                          \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) \
       << "expected to find: " << (part) << "\n                  in: " << (text)
 
 // A scratch directory removed with its contents when the object goes away.

@@ -1,7 +1,8 @@
 // Enumeration names: canonical spellings, DSSTNE's aliases, case-insensitivity, rejected names.
+#include "config/enum_names.h"
+
 #include <gtest/gtest.h>
 
-#include "config/enum_names.h"
 #include "config_test_util.h"
 
 namespace nn {
@@ -64,8 +65,7 @@ TEST(EnumNames, DsstneAliases) {
   EXPECT_EQ(enum_from_string<Activation>("ReLU"), Activation::RectifiedLinear);
   EXPECT_EQ(enum_from_string<Activation>("rectifiedlinear"), Activation::RectifiedLinear);
   EXPECT_EQ(enum_from_string<Activation>("lrelu"), Activation::LeakyRectifiedLinear);
-  EXPECT_EQ(enum_from_string<Activation>("LeakyRectifiedLinear"),
-            Activation::LeakyRectifiedLinear);
+  EXPECT_EQ(enum_from_string<Activation>("LeakyRectifiedLinear"), Activation::LeakyRectifiedLinear);
   EXPECT_EQ(enum_from_string<Activation>("elu"), Activation::ExponentialLinear);
   EXPECT_EQ(enum_from_string<Activation>("exponentiallinear"), Activation::ExponentialLinear);
   EXPECT_EQ(enum_from_string<Activation>("SELU"), Activation::ScaledExponentialLinear);
@@ -73,8 +73,7 @@ TEST(EnumNames, DsstneAliases) {
             Activation::ScaledExponentialLinear);
   EXPECT_EQ(enum_from_string<ErrorFunction>("Cross Entropy"), ErrorFunction::CrossEntropy);
   EXPECT_EQ(enum_from_string<ErrorFunction>("cross entropy"), ErrorFunction::CrossEntropy);
-  EXPECT_EQ(enum_from_string<PoolingFunction>("LocalResponseNormalization"),
-            PoolingFunction::LRN);
+  EXPECT_EQ(enum_from_string<PoolingFunction>("LocalResponseNormalization"), PoolingFunction::LRN);
   EXPECT_EQ(enum_from_string<PoolingFunction>("lrn"), PoolingFunction::LRN);
   EXPECT_EQ(enum_from_string<OptimizerKind>("RMSPROP"), OptimizerKind::RMSProp);
 }

@@ -17,7 +17,8 @@ std::string error_for(const std::string& text) {
 TEST(NetworkJsonErrors, UnknownLayerKeyNamesPathAndValidKeys) {
   const std::string m = error_for(R"({"Layers": [{"N": 2}, {"N": 2},
       {"N": 2, "Activtion": "Tanh"}]})");
-  EXPECT_CONTAINS(m, "net.json: Layers[2].Activtion: unknown key; expected one of Kind, Type, Name");
+  EXPECT_CONTAINS(m,
+                  "net.json: Layers[2].Activtion: unknown key; expected one of Kind, Type, Name");
   EXPECT_CONTAINS(m, "Activation");
   EXPECT_CONTAINS(m, "did you mean Activation?");
   // Output layers take no hidden-only keys, so those are not offered.
@@ -31,18 +32,18 @@ TEST(NetworkJsonErrors, UnknownTopLevelKey) {
 }
 
 TEST(NetworkJsonErrors, UnknownKeysInNestedObjects) {
-  EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, {"N": 2, "WeightInit": {"Sceme": "Xavier"}}]})"),
-                  "net.json: Layers[1].WeightInit.Sceme: unknown key; expected one of Scheme, "
-                  "Scale, Bias (did you mean Scheme?)");
+  EXPECT_CONTAINS(
+      error_for(R"({"Layers": [{"N": 2}, {"N": 2, "WeightInit": {"Sceme": "Xavier"}}]})"),
+      "net.json: Layers[1].WeightInit.Sceme: unknown key; expected one of Scheme, "
+      "Scale, Bias (did you mean Scheme?)");
   EXPECT_CONTAINS(error_for(R"({"LRN": {"size": 3}, "Layers": [{"N": 2}, {"N": 2}]})"),
                   "net.json: LRN.size: unknown key; expected one of k, n, alpha, beta");
   EXPECT_CONTAINS(error_for(R"({"DeltaBoost": {"two": 3}, "Layers": [{"N": 2}, {"N": 2}]})"),
                   "DeltaBoost.two: unknown key; expected one of one, zero");
-  EXPECT_CONTAINS(
-      error_for(R"({"Layers": [{"N": 2}, {"N": 2},
+  EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, {"N": 2},
           {"N": 2, "SharedWeights": [{"InputLayer": "Hidden1", "Transpose": true}]}]})"),
-      "net.json: Layers[2].SharedWeights[0].Transpose: unknown key; expected one of "
-      "SourceInputLayer, SourceOutputLayer, InputLayer, Transposed");
+                  "net.json: Layers[2].SharedWeights[0].Transpose: unknown key; expected one of "
+                  "SourceInputLayer, SourceOutputLayer, InputLayer, Transposed");
   EXPECT_CONTAINS(error_for(R"({"Denoising": {"q": 0.1}, "Layers": [{"N": 2}, {"N": 2}]})"),
                   "Denoising.q: unknown key; expected one of p");
 }
@@ -79,15 +80,17 @@ TEST(NetworkJsonErrors, WrongScalarTypes) {
                   "Layers[1].WeightInit: expected an object, got \"Xavier\"");
   EXPECT_CONTAINS(error_for(R"({"Layers": 5})"),
                   "net.json: Layers: expected a non-empty array of layer objects, got 5");
-  EXPECT_CONTAINS(error_for(R"([1, 2])"), "net.json: (top level): expected an object, got an array");
+  EXPECT_CONTAINS(error_for(R"([1, 2])"),
+                  "net.json: (top level): expected an object, got an array");
   EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, 3]})"),
                   "net.json: Layers[1]: expected an object, got 3");
 }
 
 TEST(NetworkJsonErrors, UnknownEnumValuesListTheChoices) {
   const std::string m = error_for(R"({"Layers": [{"N": 2}, {"N": 2, "Activation": "Relux"}]})");
-  EXPECT_CONTAINS(m, "net.json: Layers[1].Activation: unknown \"Relux\"; expected one of Sigmoid, "
-                     "Tanh, Linear, RectifiedLinear (ReLU), LeakyRectifiedLinear (LReLU)");
+  EXPECT_CONTAINS(m,
+                  "net.json: Layers[1].Activation: unknown \"Relux\"; expected one of Sigmoid, "
+                  "Tanh, Linear, RectifiedLinear (ReLU), LeakyRectifiedLinear (LReLU)");
   EXPECT_CONTAINS(m, "SoftMax");
   EXPECT_CONTAINS(error_for(R"({"ErrorFunction": "MSE", "Layers": [{"N": 2}, {"N": 2}]})"),
                   "ErrorFunction: unknown \"MSE\"; expected one of L1, L2, L2Hinge, Hinge, "
@@ -119,6 +122,13 @@ TEST(NetworkJsonErrors, MissingSourceLayerNamesLayerAndMissingName) {
       "SharedWeights": {"SourceInputLayer": "in", "SourceOutputLayer": "x",
                         "InputLayer": "in"}}]})"),
                   "Layers[1].SharedWeights: layer \"out\" names unknown layer \"x\"");
+}
+
+TEST(NetworkJsonErrors, SharedWeightsArrayEntriesAreNamedByIndex) {
+  EXPECT_CONTAINS(error_for(R"({"Layers": [{"Name": "in", "N": 2}, {"Name": "out", "N": 2,
+      "SharedWeights": [{"SourceInputLayer": "in", "SourceOutputLayer": "x",
+                         "InputLayer": "in"}]}]})"),
+                  "net.json: Layers[1].SharedWeights[0]: layer \"out\" names unknown layer \"x\"");
 }
 
 TEST(NetworkJsonErrors, SharedWeightsMustMatchASourceAndARealWeight) {
@@ -157,9 +167,12 @@ TEST(NetworkJsonErrors, DuplicateKeysIgnoringCase) {
 
 TEST(NetworkJsonErrors, JsonSyntaxErrorReportsLineAndColumn) {
   const std::string m = error_for("{\n  \"Layers\": [\n    {\"N\": 2},\n    {\"N\" 2}\n  ]\n}\n");
-  EXPECT_CONTAINS(m, "net.json: line 4, column 11: invalid JSON: ");
+  // Column 10 is the "2" where the ':' should be.
+  EXPECT_CONTAINS(m, "net.json: line 4, column 10: invalid JSON: ");
+  EXPECT_CONTAINS(m, "expected ':'");
+  // Unexpected end of input: one past the last character.
   EXPECT_CONTAINS(error_for("{\"Layers\": [{\"N\": 2}, {\"N\": 2}]"),
-                  "net.json: line 1, column 31: invalid JSON");
+                  "net.json: line 1, column 32: invalid JSON");
   EXPECT_CONTAINS(error_for(""), "net.json: line 1, column 1: invalid JSON");
 }
 
@@ -180,10 +193,13 @@ TEST(NetworkJsonErrors, AutoNeedsDataSetAndIsNotForHiddenLayers) {
   EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": "auto"}, {"N": 2}]})"),
                   "net.json: Layers[0].N: \"auto\" takes the size from the layer's DataSet, but "
                   "the layer has no DataSet");
-  EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, {"N": "auto", "DataSet": "x"}, {"N": 2}]})"),
-                  "Layers[1].DataSet: not valid on a Hidden layer");
+  EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, {"N": 2, "DataSet": "x"}, {"N": 2}]})"),
+                  "Layers[1].DataSet: not valid on a Hidden layer; only on Input and Output "
+                  "layers");
   EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, {"N": "auto"}, {"N": 2}]})"),
                   "Layers[1].N: \"auto\" is not allowed on Hidden layers");
+  EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, {"N": 2}, {"Kind": "Target", "N": "auto"}]})"),
+                  "Layers[2].N: \"auto\" is not allowed on Target layers");
 }
 
 TEST(NetworkJsonErrors, KeysNotValidForTheLayerKindOrType) {
@@ -228,6 +244,13 @@ TEST(NetworkJsonErrors, StructuralProblems) {
                   "Layers[1].Source: a DotProduct pooling layer needs at least 2 sources, got 1");
 }
 
+TEST(NetworkJsonErrors, PoolingLayerNeedsAFunction) {
+  EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": [4, 4]}, {"Type": "Pooling", "Kernel": 2},
+                               {"N": 2}]})"),
+                  "net.json: Layers[1]: a Pooling layer needs a Function; expected one of Max, "
+                  "Average, LRN (LocalResponseNormalization), Maxout, DotProduct, Cosine");
+}
+
 TEST(NetworkJsonErrors, OutOfRangeValues) {
   EXPECT_CONTAINS(error_for(R"({"Version": 0.6, "Layers": [{"N": 2}, {"N": 2}]})"),
                   "net.json: Version: must be >= 0.7, got 0.6");
@@ -249,13 +272,14 @@ TEST(NetworkJsonErrors, OutOfRangeValues) {
                   "Decay: number out of the range of a 32-bit float, got 1e+300");
 }
 
-TEST(NetworkJsonErrors, EmptySourceNameFallsBackToDefaultMessage) {
+TEST(NetworkJsonErrors, EmptyLayerNameIsRejected) {
   EXPECT_CONTAINS(error_for(R"({"Layers": [{"Name": "", "N": 2}, {"N": 2}]})"),
                   "Layers[0].Name: layer names must not be empty");
 }
 
-TEST(NetworkJsonErrors, EmptySourceUsesPlaceholderName) {
-  EXPECT_CONTAINS(error_of([] { parse_network_json("{}", ""); }), "<network JSON>: Layers: missing");
+TEST(NetworkJsonErrors, UnnamedSourceUsesPlaceholderInMessages) {
+  EXPECT_CONTAINS(error_of([] { parse_network_json("{}", ""); }),
+                  "<network JSON>: Layers: missing");
 }
 
 }  // namespace

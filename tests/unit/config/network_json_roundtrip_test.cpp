@@ -7,7 +7,9 @@
 namespace nn {
 namespace {
 
-NetworkSpec parse(const std::string& text) { return parse_network_json(text, "net.json"); }
+NetworkSpec parse(const std::string& text) {
+  return parse_network_json(text, "net.json");
+}
 
 void expect_round_trip(const NetworkSpec& spec) {
   const std::string text = network_spec_to_json(spec);

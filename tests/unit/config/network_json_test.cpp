@@ -10,7 +10,9 @@
 namespace nn {
 namespace {
 
-NetworkSpec parse(const std::string& text) { return parse_network_json(text, "net.json"); }
+NetworkSpec parse(const std::string& text) {
+  return parse_network_json(text, "net.json");
+}
 
 const char* kMinimal = R"({"Layers": [{"N": 10}, {"N": 5}]})";
 
@@ -207,7 +209,7 @@ TEST(NetworkJson, AliasedKeysAndValues) {
   EXPECT_EQ(s.layers[5].activation, Activation::ScaledExponentialLinear);
 }
 
-TEST(NetworkJson, LayersMayBeASingleObject) {
+TEST(NetworkJson, LayersMayBeASingleObjectButANetworkNeedsAnOutput) {
   // One layer alone is an Input (position 0 wins), so it needs an Output elsewhere: DSSTNE's
   // single-object form is mostly used by hand-written fragments. Here the kinds are explicit.
   const auto message = test::error_of([] { parse(R"({"Layers": {"N": 3}})"); });
@@ -298,8 +300,7 @@ TEST(NetworkJson, SharedWeightsArrayAcrossAutoencoderHalves) {
           {"SourceInputLayer": "in", "SourceOutputLayer": "code", "InputLayer": "code",
            "Transposed": true}]}]})");
   ASSERT_EQ(s.layers[2].shared_weights.size(), 1u);
-  EXPECT_EQ(s.layers[2].shared_weights[0],
-            (SharedWeightSpec{"in", "code", "code", true}));
+  EXPECT_EQ(s.layers[2].shared_weights[0], (SharedWeightSpec{"in", "code", "code", true}));
 }
 
 TEST(NetworkJson, CommentsAndBooleanNumbersAreAccepted) {
@@ -353,7 +354,8 @@ TEST(NetworkJson, DsstneValidateL2LRelu) {
       "ErrorFunction": "L2", "Layers": [
         {"Name": "Input", "Kind": "Input", "N": 2, "DataSet": "input", "Sparse": true},
         {"Name": "Hidden", "Kind": "Hidden", "Source": "Input", "N": 2, "Activation": "LRelu",
-         "Slope": )" + std::to_string(slope) + R"(, "Sparse": true},
+         "Slope": )" + std::to_string(slope) +
+                             R"(, "Sparse": true},
         {"Name": "Output", "Kind": "Output", "Source": "Input", "DataSet": "output", "N": 2,
          "Activation": "Linear", "Sparse": true}]})";
     const NetworkSpec s = parse(text);
@@ -366,7 +368,8 @@ TEST(NetworkJson, DsstneValidateL2LRelu) {
 TEST(NetworkJson, DsstneValidateScaledMarginalCrossEntropy) {
   for (const char* loss : {"ScaledMarginalCrossEntropy", "DataScaledMarginalCrossEntropy"}) {
     const std::string text = std::string(R"({"Version": 0.8, "Kind": "FeedForward",
-      "ShuffleIndices": false, "ErrorFunction": ")") + loss + R"(",
+      "ShuffleIndices": false, "ErrorFunction": ")") +
+                             loss + R"(",
       "ScaledMarginalCrossEntropy": {"oneTarget": 1.0, "zeroTarget": 0.0, "oneScale": 30.0,
                                      "zeroScale": 1.0},
       "Layers": [

@@ -1,12 +1,13 @@
 // gather_sparse / gather_dense / gather_weights: CSR assembly, Indexed indirection, example
 // weights, DSSTNE's 8-bit normalisation (input x/256-0.5, target x/256), one-hot class ids.
+#include "data/batch.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <numeric>
 
 #include "core/error.h"
-#include "data/batch.h"
 #include "data/data_test_util.h"
 
 namespace nn {

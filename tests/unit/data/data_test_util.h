@@ -64,8 +64,8 @@ inline DataSet make_sparse(const std::string& name, uint32_t width,
   return ds;
 }
 
-inline DataSet make_dense(const std::string& name, DataType type, uint32_t width,
-                          uint64_t examples, std::vector<float> data) {
+inline DataSet make_dense(const std::string& name, DataType type, uint32_t width, uint64_t examples,
+                          std::vector<float> data) {
   DataSet ds;
   ds.name = name;
   ds.type = type;

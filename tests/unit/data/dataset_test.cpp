@@ -27,7 +27,9 @@ void expect_invalid(const DataSet& ds, std::initializer_list<std::string> fragme
   }
 }
 
-DataSet good_sparse() { return make_sparse("s", 8, {{0, 3}, {}, {7}}, {{1, 2}, {}, {3}}); }
+DataSet good_sparse() {
+  return make_sparse("s", 8, {{0, 3}, {}, {7}}, {{1, 2}, {}, {3}});
+}
 
 TEST(DataSetNames, TypeNames) {
   EXPECT_STREQ(to_string(DataType::UInt), "UInt");

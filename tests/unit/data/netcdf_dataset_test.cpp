@@ -1,6 +1,8 @@
 // read_datasets / write_datasets: round trips of every dataset flavour, files written by other
 // DSSTNE writers (lower-case datatypeN, 64-bit offsets, classic format, other integer types),
 // and the errors for broken files, which must name the file and the variable.
+#include "data/netcdf_dataset.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 
 #include "core/error.h"
 #include "data/data_test_util.h"
-#include "data/netcdf_dataset.h"
 
 namespace nn {
 namespace {
@@ -63,8 +64,8 @@ TEST(NetcdfRoundTrip, SparseAnalog) {
 
 TEST(NetcdfRoundTrip, DenseFloatTwoDimensional) {
   TempDir dir;
-  DataSet ds = make_dense("img", DataType::Float, 3, 2,
-                          {0.5f, 1, 2, 3, 4, 5, -1, -2, -3, -4, -5, 1e30f});
+  DataSet ds =
+      make_dense("img", DataType::Float, 3, 2, {0.5f, 1, 2, 3, 4, 5, -1, -2, -3, -4, -5, 1e30f});
   ds.dimensions = 2;
   ds.height = 2;
   ds.kind = DataKind::Image;
@@ -197,8 +198,8 @@ class RawWriter {
 
 // A 2-example sparse analog dataset of width 10; `skip` leaves one item out, `bad_index`
 // replaces the last index, `bad_value` the last value.
-void write_handmade(const std::string& path, const std::string& skip = "",
-                    double bad_index = 4, double bad_value = 2.5) {
+void write_handmade(const std::string& path, const std::string& skip = "", double bad_index = 4,
+                    double bad_value = 2.5) {
   RawWriter w(path);
   w.uint_att("datasets", 1).text_att("name0", "hand");
   if (skip != "dataType0") w.uint_att("dataType0", 4);

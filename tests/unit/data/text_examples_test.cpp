@@ -1,6 +1,8 @@
 // read_text_examples (dsstne-reference.md §5.1): tuple syntax, skipped and malformed lines,
 // repeated samples, directory input, example order by sample index, width rules, read-only
 // feature indices, and a throughput check on a synthetic ratings-sized file.
+#include "data/text_examples.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -8,7 +10,6 @@
 
 #include "core/error.h"
 #include "data/data_test_util.h"
-#include "data/text_examples.h"
 
 namespace nn {
 namespace {
@@ -104,7 +105,7 @@ TEST(TextExamples, RepeatedSampleReplacesEarlierLine) {
   EXPECT_EQ(row(p.ds, 0), (std::vector<uint32_t>{3}));
   EXPECT_EQ(row(p.ds, 1), (std::vector<uint32_t>{2}));
   EXPECT_EQ(p.stats.replaced_samples, 1u);
-  EXPECT_EQ(p.ds.nnz(), 2u);  // the replaced entries are not in the dataset
+  EXPECT_EQ(p.ds.nnz(), 2u);         // the replaced entries are not in the dataset
   EXPECT_EQ(p.features.size(), 4u);  // but their features stay in the index
 }
 
@@ -179,10 +180,9 @@ TEST(TextExamples, DirectoryInputReadsRegularFilesSorted) {
   write_file(dir.file("parts/sub/c.txt"), "s3\tc\n");  // not read: not a regular file entry
   FeatureIndex features, samples;
   TextExamplesStats st;
-  const DataSet ds =
-      read_text_examples({dir.file("parts")}, "d", features, samples, {}, &st);
+  const DataSet ds = read_text_examples({dir.file("parts")}, "d", features, samples, {}, &st);
   EXPECT_EQ(ds.examples, 2u);
-  EXPECT_EQ(samples.find("s1"), 0);  // a.txt first
+  EXPECT_EQ(samples.find("s1"), 0);                   // a.txt first
   EXPECT_EQ(row(ds, 0), (std::vector<uint32_t>{2}));  // s1 replaced by b.txt's "z"
   EXPECT_EQ(samples.find("s3"), -1);
 }

@@ -84,7 +84,8 @@ void write_layer(const Writer& w, size_t i, const DsstneLayer& l) {
   w.f32(p + "SELULambda", l.selu_lambda);
   w.u32(p + "attributes", l.attributes);
   w.u32(p + "sources", static_cast<uint32_t>(l.sources.size()));
-  for (size_t j = 0; j < l.sources.size(); ++j) w.text(p + "source" + std::to_string(j), l.sources[j]);
+  for (size_t j = 0; j < l.sources.size(); ++j)
+    w.text(p + "source" + std::to_string(j), l.sources[j]);
   w.u32(p + "skips", static_cast<uint32_t>(l.skips.size()));
   for (size_t j = 0; j < l.skips.size(); ++j) w.text(p + "skip" + std::to_string(j), l.skips[j]);
   w.floats(p + "bnDim", {{p + "scaleBN", &l.bn_scale},

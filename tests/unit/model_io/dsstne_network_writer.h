@@ -47,8 +47,8 @@ struct DsstneWeight {
 struct DsstneNetwork {
   float version = 0.9f;
   std::string name = "dsstne";
-  uint32_t kind = 0;             // FeedForward
-  uint32_t error_function = 2;   // CrossEntropy
+  uint32_t kind = 0;            // FeedForward
+  uint32_t error_function = 2;  // CrossEntropy
   int maxout_k = 2;
   float decay = 0.0f;
   float lrn_k = 2.0f, lrn_alpha = 1e-4f, lrn_beta = 0.75f;

@@ -53,7 +53,7 @@ inline DerivConsts deriv_consts(const ActivationParams& p) {
 
 // f'(z) as a function of a = f(z). SoftMax is not elementwise and is handled by its callers.
 template <DerivKind D>
-inline float fprime(float a, DerivConsts k) {
+NN_FORCE_INLINE float fprime(float a, DerivConsts k) {
   if constexpr (D == DerivKind::Sigmoid) {
     return a * (1.0f - a);
   } else if constexpr (D == DerivKind::Tanh) {

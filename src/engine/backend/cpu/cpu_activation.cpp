@@ -15,6 +15,7 @@
 #include "backend/cpu/activation_math.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/fast_math.h"
+#include "backend/cpu/stream.h"
 
 namespace nn {
 namespace {
@@ -23,14 +24,11 @@ constexpr size_t kParallelMin = size_t(1) << 14;
 
 template <typename F>
 void map_inplace(int threads, float* x, size_t n, const F f) {
-#pragma omp parallel num_threads(threads) if (n >= kParallelMin)
-  {
-    // A thread-local copy of the functor: its captured constants then provably do not alias
-    // x, which GCC needs to vectorise.
-    const F local = f;
-#pragma omp for simd schedule(static)
-    for (size_t i = 0; i < n; ++i) x[i] = local(x[i]);
-  }
+  cpu::for_chunks(threads, n, kParallelMin, [x, f](size_t lo, size_t hi) {
+    cpu::prefetch_ahead<1>(x, lo);
+#pragma omp simd
+    for (size_t i = lo; i < hi; ++i) x[i] = f(x[i]);
+  });
 }
 
 void softmax_rows(int threads, float* x, uint32_t rows, uint32_t cols) {
@@ -58,8 +56,12 @@ void softmax_rows(int threads, float* x, uint32_t rows, uint32_t cols) {
 template <cpu::DerivKind D>
 void backward_elementwise(int threads, const cpu::DerivConsts k, const float* a, float* delta,
                           size_t n) {
-#pragma omp parallel for simd num_threads(threads) schedule(static) if (n >= kParallelMin)
-  for (size_t i = 0; i < n; ++i) delta[i] *= cpu::fprime<D>(a[i], k);
+  cpu::for_chunks(threads, n, kParallelMin, [a, delta, k](size_t lo, size_t hi) {
+    cpu::prefetch_ahead(a, lo);
+    cpu::prefetch_ahead<1>(delta, lo);
+#pragma omp simd
+    for (size_t i = lo; i < hi; ++i) delta[i] *= cpu::fprime<D>(a[i], k);
+  });
 }
 
 // delta_z[j] = sum_i delta_a[i] * da_i/dz_j = a_j * (delta_a[j] - sum_i delta_a[i] * a_i).

@@ -22,6 +22,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/loss_math.h"
+#include "backend/cpu/stream.h"
 #include "core/error.h"
 
 namespace nn {
@@ -97,25 +98,38 @@ double elementwise_row(const Options& o, const RowInput& in, uint32_t cols) {
   float* d = in.d;
   const float w = in.w;
   double acc = 0.0;
+  // Chunked with software prefetch (see stream.h); rows are contiguous, so prefetching past a
+  // row's end warms the next row.
   if (in.dense_t) {
     const float* t = in.dense_t;
+    for (uint32_t b = 0; b < cols; b += cpu::kChunk) {
+      const uint32_t end = std::min<uint32_t>(cols, b + cpu::kChunk);
+      cpu::prefetch_ahead(a, b);
+      cpu::prefetch_ahead(t, b);
+      if constexpr (kDelta) cpu::prefetch_ahead<1>(d, b);
 #pragma omp simd reduction(+ : acc)
-    for (uint32_t j = 0; j < cols; ++j) {
-      float e, dz;
-      cpu::unit_delta<F, D>(c, a[j], t[j], w, e, dz);
-      acc += e;
-      if constexpr (kDelta) d[j] = dz;
+      for (uint32_t j = b; j < end; ++j) {
+        float e, dz;
+        cpu::unit_delta<F, D>(c, a[j], t[j], w, e, dz);
+        acc += e;
+        if constexpr (kDelta) d[j] = dz;
+      }
     }
     return acc;
   }
   if (!o.ignore_zero) {
     const float b0 = o.boost_zero;
+    for (uint32_t b = 0; b < cols; b += cpu::kChunk) {
+      const uint32_t end = std::min<uint32_t>(cols, b + cpu::kChunk);
+      cpu::prefetch_ahead(a, b);
+      if constexpr (kDelta) cpu::prefetch_ahead<1>(d, b);
 #pragma omp simd reduction(+ : acc)
-    for (uint32_t j = 0; j < cols; ++j) {
-      float e, dz;
-      cpu::unit_delta<F, D>(c, a[j], 0.0f, w, e, dz);
-      acc += e;
-      if constexpr (kDelta) d[j] = dz * b0;
+      for (uint32_t j = b; j < end; ++j) {
+        float e, dz;
+        cpu::unit_delta<F, D>(c, a[j], 0.0f, w, e, dz);
+        acc += e;
+        if constexpr (kDelta) d[j] = dz * b0;
+      }
     }
   } else if constexpr (kDelta) {
     std::fill(d, d + cols, 0.0f);

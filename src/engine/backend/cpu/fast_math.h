@@ -10,15 +10,23 @@
 #include <cstdint>
 #include <cstring>
 
+// Forced inlining: these sit inside vectorised loops, and GCC's inliner gives up on them in
+// large translation units (the loss kernels), leaving a scalar call per element.
+#if defined(__GNUC__)
+#define NN_FORCE_INLINE inline __attribute__((always_inline))
+#else
+#define NN_FORCE_INLINE inline
+#endif
+
 namespace nn::fastmath {
 
-inline float bits_to_float(int32_t i) {
+NN_FORCE_INLINE float bits_to_float(int32_t i) {
   float f;
   std::memcpy(&f, &i, sizeof f);
   return f;
 }
 
-inline int32_t float_to_bits(float f) {
+NN_FORCE_INLINE int32_t float_to_bits(float f) {
   int32_t i;
   std::memcpy(&i, &f, sizeof i);
   return i;
@@ -35,7 +43,7 @@ constexpr float kExpMax = 88.0f;
 
 // expm1(r) for |r| <= ln2/2 by its Taylor series to degree 7 (truncation error
 // |r|^8/8! < 6e-9, relative to |r| below 2e-8), evaluated with Horner's rule.
-inline float expm1_reduced(float r) {
+NN_FORCE_INLINE float expm1_reduced(float r) {
   float p = 1.0f / 5040.0f;
   p = p * r + 1.0f / 720.0f;
   p = p * r + 1.0f / 120.0f;
@@ -47,8 +55,11 @@ inline float expm1_reduced(float r) {
 }
 
 // Splits x (already clamped) into n*ln2 + r with integer n and |r| <= ln2/2; returns 2^n.
-inline float reduce(float x, float& r) {
-  float fn = std::floor(x * kLog2e + 0.5f);
+NN_FORCE_INLINE float reduce(float x, float& r) {
+  // Round to nearest by adding and subtracting 1.5 * 2^23 (valid for |v| < 2^22): unlike
+  // std::floor, GCC vectorises this without -fno-trapping-math.
+  constexpr float kRound = 12582912.0f;
+  float fn = (x * kLog2e + kRound) - kRound;
   r = (x - fn * kLn2Hi) - fn * kLn2Lo;
   // Unsigned shift: n + 127 is in [1, 254] for clamped input (negative only for NaN input).
   const uint32_t biased = static_cast<uint32_t>(static_cast<int32_t>(fn) + 127);
@@ -57,7 +68,7 @@ inline float reduce(float x, float& r) {
 
 // e^x. Returns 0 for x < -87 (true values there are below FLT_MIN ~ 1.2e-38) and saturates at
 // e^88 ~ 1.65e38 for larger x, so callers never see inf. NaN propagates.
-inline float exp(float x) {
+NN_FORCE_INLINE float exp(float x) {
   float xc = std::min(std::max(x, kExpMin), kExpMax);
   float r;
   float s = reduce(xc, r);
@@ -67,7 +78,7 @@ inline float exp(float x) {
 
 // e^x - 1, accurate in relative terms also for tiny |x| (where exp(x) - 1 would cancel).
 // Saturates like exp(): -1 below -87, e^88 - 1 above 88.
-inline float expm1(float x) {
+NN_FORCE_INLINE float expm1(float x) {
   float xc = std::min(std::max(x, kExpMin), kExpMax);
   float r;
   float s = reduce(xc, r);
@@ -79,7 +90,7 @@ inline float expm1(float x) {
 // NaN are returned unchanged so that a diverging run still shows NaN/inf in its loss.
 // x = m * 2^e with m in [sqrt(1/2), sqrt(2)); ln m = 2 atanh(s), s = (m-1)/(m+1), |s| < 0.172,
 // summed to s^9 (truncation < 2e-9 relative).
-inline float log(float x) {
+NN_FORCE_INLINE float log(float x) {
   int32_t bits = float_to_bits(x);
   int32_t e = ((bits >> 23) & 0xff) - 127;
   float m = bits_to_float((bits & 0x007fffff) | 0x3f800000);  // [1, 2)
@@ -101,7 +112,7 @@ inline float log(float x) {
 
 // ln(1 + u) for u > -1, accurate for tiny |u|: w = 1 + u is rounded, and ln(w) * u / (w - 1)
 // corrects the rounding to first order (Goldberg's trick); w == 1 means ln(1 + u) ~ u.
-inline float log1p(float u) {
+NN_FORCE_INLINE float log1p(float u) {
   float w = 1.0f + u;
   float d = w - 1.0f;
   float safe_d = d == 0.0f ? 1.0f : d;
@@ -110,11 +121,11 @@ inline float log1p(float u) {
 }
 
 // 1 / (1 + e^-z) without inf/NaN for any finite z.
-inline float sigmoid(float z) { return 1.0f / (1.0f + nn::fastmath::exp(-z)); }
+NN_FORCE_INLINE float sigmoid(float z) { return 1.0f / (1.0f + nn::fastmath::exp(-z)); }
 
 // tanh z = -expm1(-2|z|) / (2 + expm1(-2|z|)) with the sign of z: no cancellation near 0 and
 // exactly +-1 for large |z|.
-inline float tanh(float z) {
+NN_FORCE_INLINE float tanh(float z) {
   float u = nn::fastmath::expm1(-2.0f * std::fabs(z));
   float t = -u / (2.0f + u);
   return std::copysign(t, z);

@@ -12,9 +12,9 @@
 namespace nn {
 
 // Padding {x, y, z} for `layer` within `spec`. Per kernel dimension d (d < kernel_dimensions):
-// (kernel - in + 1) / 2 when the source is smaller than the kernel, kernel / 2 when the stride is 1,
-// otherwise 0. Fully connected layers and DotProduct pooling have no padding. Sources that are not
-// in `spec` are ignored (validation reports them elsewhere).
+// (kernel - in + 1) / 2 when the source is smaller than the kernel, kernel / 2 when the stride is
+// 1, otherwise 0. Fully connected layers and DotProduct pooling have no padding. Sources that are
+// not in `spec` are ignored (validation reports them elsewhere).
 std::array<uint32_t, 3> kernel_padding(const NetworkSpec& spec, const LayerSpec& layer);
 
 }  // namespace nn

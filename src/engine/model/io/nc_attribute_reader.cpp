@@ -21,18 +21,23 @@ enum class NumberClass { Float, Signed, Unsigned, Text, Other };
 NumberClass classify(nc_type type) {
   switch (type) {
     case NC_FLOAT:
-    case NC_DOUBLE: return NumberClass::Float;
+    case NC_DOUBLE:
+      return NumberClass::Float;
     case NC_BYTE:
     case NC_SHORT:
     case NC_INT:
-    case NC_INT64: return NumberClass::Signed;
+    case NC_INT64:
+      return NumberClass::Signed;
     case NC_UBYTE:
     case NC_USHORT:
     case NC_UINT:
-    case NC_UINT64: return NumberClass::Unsigned;
+    case NC_UINT64:
+      return NumberClass::Unsigned;
     case NC_CHAR:
-    case NC_STRING: return NumberClass::Text;
-    default: return NumberClass::Other;
+    case NC_STRING:
+      return NumberClass::Text;
+    default:
+      return NumberClass::Other;
   }
 }
 
@@ -142,8 +147,7 @@ int64_t NcAttributeReader::signed_value(const std::string& name, int64_t min, in
       case NumberClass::Float: {
         double v = 0;
         att.getValues(&v);
-        if (!(v >= static_cast<double>(min) && v <= static_cast<double>(max)) ||
-            v != std::floor(v))
+        if (!(v >= static_cast<double>(min) && v <= static_cast<double>(max)) || v != std::floor(v))
           fail(name, "is " + std::to_string(v) + ", " + range_text(min, max));
         return static_cast<int64_t>(v);
       }

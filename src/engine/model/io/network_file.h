@@ -36,20 +36,20 @@ struct LayerArrays {
 
 // Where a training run stands; written with checkpoints so a resumed run continues exactly.
 struct TrainingState {
-  bool present = false;       // false for files without it (e.g. written by DSSTNE)
-  uint64_t epoch = 0;         // epochs completed
-  uint64_t step = 0;          // optimizer updates done (Adam's t)
-  uint64_t rng_state = 0;     // host RNG (shuffles) after the last completed epoch
-  uint64_t seed = 0;          // run seed (dropout/denoising streams derive from it)
+  bool present = false;    // false for files without it (e.g. written by DSSTNE)
+  uint64_t epoch = 0;      // epochs completed
+  uint64_t step = 0;       // optimizer updates done (Adam's t)
+  uint64_t rng_state = 0;  // host RNG (shuffles) after the last completed epoch
+  uint64_t seed = 0;       // run seed (dropout/denoising streams derive from it)
   OptimizerKind optimizer = OptimizerKind::SGD;
-  float alpha = 0.0f;         // current learning rate (after schedule)
+  float alpha = 0.0f;  // current learning rate (after schedule)
   float lambda = 0.0f, lambda1 = 0.0f, mu = 0.0f, mu1 = 0.0f;
   uint32_t minibatch = 0;
   float smoothed_error = 0.0f;  // divergence guard state
 };
 
 struct NetworkFile {
-  NetworkSpec spec;  // every layer fully resolved (no "auto" sizes)
+  NetworkSpec spec;                   // every layer fully resolved (no "auto" sizes)
   std::vector<WeightArrays> weights;  // creation order: per layer, one per source
   std::vector<LayerArrays> layers;    // only layers with extra arrays
   TrainingState training;
@@ -58,10 +58,20 @@ struct NetworkFile {
 };
 
 // Writes atomically: a temporary file beside `path`, then rename. Throws IoError/DataError.
+// `net` is validated first (DataError naming the attribute/variable it would be stored as, and
+// nothing touched on disk): layer names unique and resolvable, FC weights width = output units and
+// height = input units, array sizes = width*height*length*depth*breadth, bias sizes, shared weights
+// consistent with the output layer's SharedWeights, finite values. A non-shared weight may store
+// both arrays or neither (DSSTNE then initialises it); optimizer state needs the array it follows.
+// Any failure after that leaves no temporary file and the previous file at `path` untouched.
 void write_network_file(const std::string& path, const NetworkFile& net);
 
-// Reads a network file written by us or by DSSTNE. Throws DataError naming the file and the
-// missing/invalid attribute or variable.
+// Reads a network file written by us or by DSSTNE. Throws IoError when the file cannot be opened,
+// DataError naming the file and the missing/invalid attribute or variable otherwise (same checks
+// as the writer). The result has spec.source = path, n_auto = false on every layer, and, for
+// DSSTNE's files: training.present = false, no optimizer state, network-wide relu_slope/elu_alpha/
+// selu_lambda at NetworkSpec's defaults (layers keep their own values), SharedWeights rebuilt from
+// the shared weights. A weight whose arrays are absent comes back with both arrays empty.
 NetworkFile read_network_file(const std::string& path);
 
 }  // namespace nn

@@ -10,7 +10,9 @@
 namespace nn {
 namespace {
 
-std::string quoted(const std::string& s) { return "'" + s + "'"; }
+std::string quoted(const std::string& s) {
+  return "'" + s + "'";
+}
 
 bool checked_product(std::initializer_list<uint64_t> factors, uint64_t& product) {
   product = 1;
@@ -44,8 +46,7 @@ class Validator {
     if (!std::isfinite(v)) fail_att(name, "is " + std::to_string(v) + ", expected a finite number");
   }
   void code(const std::string& name, uint32_t v, uint32_t max) const {
-    if (v > max)
-      fail_att(name, "is " + std::to_string(v) + ", expected 0.." + std::to_string(max));
+    if (v > max) fail_att(name, "is " + std::to_string(v) + ", expected 0.." + std::to_string(max));
   }
   void at_least(const std::string& name, int64_t v, int64_t min) const {
     if (v < min)
@@ -176,8 +177,8 @@ class Validator {
     bool is_source = false;
     for (const auto& s : out.sources) is_source |= (s == in.name);
     if (!is_source)
-      fail_att(key("inputLayer"), "names layer " + quoted(in.name) + ", which is not a source of " +
-                                      quoted(out.name));
+      fail_att(key("inputLayer"),
+               "names layer " + quoted(in.name) + ", which is not a source of " + quoted(out.name));
     finite(key("norm"), w.norm);
 
     const char* dim_keys[] = {"width", "height", "length", "depth", "breadth"};
@@ -192,9 +193,9 @@ class Validator {
     check_sharing(i, w, out);
     if (w.shared) {
       if (!w.weights.empty())
-        fail_var(key("weights"), "is given for a shared weight, expected none (the values belong to " +
-                                     quoted(w.source_input_layer) + " -> " +
-                                     quoted(w.source_output_layer) + ")");
+        fail_var(key("weights"),
+                 "is given for a shared weight, expected none (the values belong to " +
+                     quoted(w.source_input_layer) + " -> " + quoted(w.source_output_layer) + ")");
     } else if (w.weights.empty() != w.bias.empty()) {
       // DSSTNE re-initialises a weight when either array is missing; a half-stored weight is a bug.
       fail_var(key(w.weights.empty() ? "weights" : "bias"),
@@ -242,13 +243,14 @@ class Validator {
     for (const auto& s : out.shared_weights)
       if (s.input_layer == w.input_layer) spec = &s;
     if (!w.shared) {
-      if (w.transposed) fail_att(weight_key(i, "bTransposed"), "is set on a weight that is not shared");
+      if (w.transposed)
+        fail_att(weight_key(i, "bTransposed"), "is set on a weight that is not shared");
       if (!w.source_input_layer.empty() || !w.source_output_layer.empty())
         fail_att(weight_key(i, "sourceInputLayer"), "is set on a weight that is not shared");
       if (spec)
-        fail_att(weight_key(i, "bShared"),
-                 "is 0, but layer " + quoted(out.name) + " declares its weights from " +
-                     quoted(w.input_layer) + " as shared");
+        fail_att(weight_key(i, "bShared"), "is 0, but layer " + quoted(out.name) +
+                                               " declares its weights from " +
+                                               quoted(w.input_layer) + " as shared");
       return;
     }
     existing_layer(weight_key(i, "sourceInputLayer"), w.source_input_layer);
@@ -304,8 +306,8 @@ class Validator {
       for (auto* v : bn) any |= !v->empty();
       if (any) {
         if (!l.batch_normalization)
-          fail_var(key("scaleBN"), "is given, but layer " + quoted(l.name) +
-                                       " has BatchNormalization off");
+          fail_var(key("scaleBN"),
+                   "is given, but layer " + quoted(l.name) + " has BatchNormalization off");
         if (size == 0) fail_var(key("scaleBN"), "is missing while other BN arrays are present");
         for (int k = 1; k < 4; ++k)
           size_is(key(bn_keys[k]), bn[k]->size(), size, "same as " + quoted(key("scaleBN")));

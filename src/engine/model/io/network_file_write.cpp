@@ -9,11 +9,11 @@ namespace {
 
 using netCDF::NcDim;
 using netCDF::NcFile;
-using netCDF::NcVar;
 using netCDF::ncFloat;
 using netCDF::ncInt;
 using netCDF::ncUint;
 using netCDF::ncUint64;
+using netCDF::NcVar;
 
 class LayoutWriter {
  public:
@@ -163,7 +163,8 @@ class LayoutWriter {
     if (l.batch_normalization) attributes |= kLayerBatchNormalization;
     uint32_(key("attributes"), attributes);
     uint32_(key("sources"), l.sources.size());
-    for (size_t j = 0; j < l.sources.size(); ++j) text(key("source" + std::to_string(j)), l.sources[j]);
+    for (size_t j = 0; j < l.sources.size(); ++j)
+      text(key("source" + std::to_string(j)), l.sources[j]);
     uint32_(key("skips"), l.skips.size());
     for (size_t j = 0; j < l.skips.size(); ++j) text(key("skip" + std::to_string(j)), l.skips[j]);
     write_layer_arrays(i, l);

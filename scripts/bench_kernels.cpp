@@ -1,0 +1,196 @@
+// Micro-benchmark of the CPU backend's kernels on MovieLens-20M-shaped data (batch 256, 27,278
+// outputs, hidden 128/1024, ~144 non-zeros per row). Not built by CMake; build it against a
+// build directory's libraries with scripts/bench_kernels.sh. Prints ms per call (median of N).
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "core/random.h"
+
+using namespace nn;
+
+namespace {
+
+double median_ms(int reps, const std::function<void()>& fn) {
+  fn();  // warm-up
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    fn();
+    auto t1 = std::chrono::steady_clock::now();
+    t.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+std::vector<float> random_vec(size_t n, Rng& rng, float lo, float hi) {
+  std::vector<float> v(n);
+  for (auto& x : v) x = float(lo + (hi - lo) * rng.uniform());
+  return v;
+}
+
+struct Csr {
+  std::vector<uint32_t> row_ptr, index;
+  SparseView view(uint32_t cols) const {
+    SparseView v;
+    v.rows = uint32_t(row_ptr.size() - 1);
+    v.cols = cols;
+    v.row_ptr = row_ptr.data();
+    v.index = index.data();
+    v.nnz = index.size();
+    return v;
+  }
+};
+
+Csr random_csr(uint32_t rows, uint32_t cols, uint32_t per_row, Rng& rng) {
+  Csr c;
+  c.row_ptr.push_back(0);
+  for (uint32_t r = 0; r < rows; ++r) {
+    for (uint32_t e = 0; e < per_row; ++e) c.index.push_back(uint32_t(rng.below(cols)));
+    std::sort(c.index.end() - per_row, c.index.end());
+    c.row_ptr.push_back(uint32_t(c.index.size()));
+  }
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 0;
+  const int reps = argc > 2 ? std::atoi(argv[2]) : 10;
+  CpuBackend be(threads);
+  std::printf("cpu backend, %d threads, median of %d\n", be.threads(), reps);
+  const uint32_t batch = 256, items = 27278, nnz = 144;
+  Rng rng(1);
+
+  // Dense linear algebra: the forward product of a 1024-wide hidden layer into the outputs.
+  for (uint32_t hidden : {128u, 1024u}) {
+    auto a = random_vec(size_t(batch) * hidden, rng, -1, 1);
+    auto w = random_vec(size_t(hidden) * items, rng, -0.1f, 0.1f);
+    std::vector<float> c(size_t(batch) * items);
+    double ms = median_ms(reps, [&] {
+      be.gemm(false, false, batch, items, hidden, 1.0f, a.data(), hidden, w.data(), items, 0.0f,
+              c.data(), items);
+    });
+    std::printf("sgemm %ux%ux%u (NN)                 %8.2f ms  %6.1f GFLOP/s\n", batch, hidden,
+                items, ms, 2.0 * batch * hidden * items / ms * 1e-6);
+    std::vector<float> dx(size_t(batch) * hidden);
+    ms = median_ms(reps, [&] {
+      be.gemm(false, true, batch, hidden, items, 1.0f, c.data(), items, w.data(), items, 0.0f,
+              dx.data(), hidden);
+    });
+    std::printf("sgemm delta*W^T %ux%ux%u (NT)       %8.2f ms\n", batch, items, hidden, ms);
+    std::vector<float> gw(size_t(hidden) * items);
+    ms = median_ms(reps, [&] {
+      be.gemm(true, false, hidden, items, batch, 1.0f, a.data(), hidden, c.data(), items, 0.0f,
+              gw.data(), items);
+    });
+    std::printf("sgemm X^T*delta %ux%ux%u (TN)       %8.2f ms\n", hidden, items, batch, ms);
+  }
+
+  // Elementwise kernels over one output batch.
+  auto z = random_vec(size_t(batch) * items, rng, -8, 8);
+  std::vector<float> x(z.size()), d(z.size());
+  ActivationParams ap;
+  for (Activation act : {Activation::Sigmoid, Activation::Tanh, Activation::RectifiedLinear,
+                         Activation::ExponentialLinear, Activation::SoftPlus,
+                         Activation::SoftSign, Activation::SoftMax}) {
+    ap.kind = act;
+    double ms = median_ms(reps, [&] {
+      std::copy(z.begin(), z.end(), x.begin());
+      be.activate(ap, x.data(), batch, items);
+    });
+    double copy_ms = median_ms(reps, [&] { std::copy(z.begin(), z.end(), x.begin()); });
+    std::printf("activate %-24s 256x27278 %8.2f ms\n", to_string(act), ms - copy_ms);
+  }
+  ap.kind = Activation::Sigmoid;
+  std::copy(z.begin(), z.end(), x.begin());
+  be.activate(ap, x.data(), batch, items);
+  std::printf("activation_backward Sigmoid 256x27278 %8.2f ms\n",
+              median_ms(reps, [&] { be.activation_backward(ap, x.data(), d.data(), batch, items); }));
+
+  Csr targets = random_csr(batch, items, nnz, rng);
+  TargetView tv;
+  tv.sparse = true;
+  tv.sp = targets.view(items);
+  LossParams lp;
+  lp.activation.kind = Activation::Sigmoid;
+  for (ErrorFunction f : {ErrorFunction::CrossEntropy, ErrorFunction::L2,
+                          ErrorFunction::ScaledMarginalCrossEntropy}) {
+    lp.function = f;
+    double ms = median_ms(reps, [&] { be.loss_and_delta(lp, x.data(), tv, batch, items, d.data()); });
+    std::printf("loss_and_delta %-26s sparse sigmoid %8.2f ms\n", to_string(f), ms);
+  }
+  {
+    std::vector<float> dense_t(z.size(), 0.0f);
+    TargetView dt;
+    dt.dense = dense_t.data();
+    lp.function = ErrorFunction::CrossEntropy;
+    double ms = median_ms(reps, [&] { be.loss_and_delta(lp, x.data(), dt, batch, items, d.data()); });
+    std::printf("loss_and_delta CrossEntropy dense sigmoid       %8.2f ms\n", ms);
+  }
+
+  // Optimizer over a 27278x1024 weight matrix (~28M parameters).
+  {
+    const size_t n = size_t(items) * 1024;
+    auto w = random_vec(n, rng, -0.1f, 0.1f);
+    auto g = random_vec(n, rng, -0.01f, 0.01f);
+    std::vector<float> s0(n, 0.0f), s1(n, 0.0f);
+    OptimizerParams op;
+    for (OptimizerKind k : {OptimizerKind::SGD, OptimizerKind::Momentum, OptimizerKind::RMSProp,
+                            OptimizerKind::Adam}) {
+      op.kind = k;
+      double ms = median_ms(reps, [&] {
+        be.optimizer_step(op, w.data(), g.data(), s0.data(), s1.data(), n);
+        ++op.step;
+      });
+      std::printf("optimizer %-9s 28M params               %8.2f ms\n", to_string(k), ms);
+    }
+    std::printf("fill 28M                                    %8.2f ms\n",
+                median_ms(reps, [&] { be.fill(g.data(), n, 0.0f); }));
+  }
+
+  // Sparse input layer: 256 rows x 144 non-zeros into 1024 (and 128) hidden units.
+  for (uint32_t hidden : {128u, 1024u}) {
+    Csr in = random_csr(batch, items, nnz, rng);
+    SparseView sv = in.view(items);
+    auto w = random_vec(size_t(items) * hidden, rng, -0.1f, 0.1f);
+    std::vector<float> zh(size_t(batch) * hidden, 0.0f), gw(size_t(items) * hidden, 0.0f);
+    auto delta = random_vec(size_t(batch) * hidden, rng, -1, 1);
+    std::printf("sparse_matmul 256x144 -> %4u                %8.2f ms\n", hidden,
+                median_ms(reps, [&] { be.sparse_matmul(sv, w.data(), hidden, zh.data()); }));
+    std::printf("sparse_weight_gradient 256x144 -> %4u       %8.2f ms\n", hidden,
+                median_ms(reps, [&] {
+                  be.sparse_weight_gradient(sv, delta.data(), hidden, 1.0f / 256, gw.data());
+                }));
+  }
+
+  // OpenMP / OpenBLAS interplay: gemm right after an OpenMP kernel (workers still spinning).
+  {
+    const uint32_t hidden = 1024;
+    auto a = random_vec(size_t(batch) * hidden, rng, -1, 1);
+    auto w = random_vec(size_t(hidden) * items, rng, -0.1f, 0.1f);
+    std::vector<float> c(size_t(batch) * items);
+    auto gemm = [&] {
+      be.gemm(false, false, batch, items, hidden, 1.0f, a.data(), hidden, w.data(), items, 0.0f,
+              c.data(), items);
+    };
+    double alone = median_ms(reps, gemm);
+    double sig = median_ms(reps, [&] { be.activate(ap, c.data(), batch, items); });
+    double both = median_ms(reps, [&] {
+      gemm();
+      be.activate(ap, c.data(), batch, items);
+    });
+    std::printf("interleave: gemm %.2f + sigmoid %.2f = %.2f ms; together %.2f ms\n", alone, sig,
+                alone + sig, both);
+  }
+  return 0;
+}

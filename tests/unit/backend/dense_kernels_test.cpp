@@ -1,0 +1,154 @@
+// CPU backend memory, elementwise, reduction and dense linear-algebra kernels against naive
+// double-precision references.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend_test_util.h"
+#include "core/random.h"
+
+namespace nn {
+namespace {
+
+using test::all_near;
+using test::uniform;
+
+TEST(CpuMemory, AllocationsAre64ByteAlignedAndCopiesRoundTrip) {
+  CpuBackend be(2);
+  for (size_t bytes : {size_t(0), size_t(1), size_t(63), size_t(4096 + 4)}) {
+    void* p = be.allocate(bytes);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << bytes;
+    be.release(p);
+  }
+  be.release(nullptr);  // must be harmless
+  std::vector<float> host = {1, 2, 3, 4, 5}, back(5, 0.0f), other(5, 0.0f);
+  float* a = static_cast<float*>(be.allocate(5 * sizeof(float)));
+  float* b = static_cast<float*>(be.allocate(5 * sizeof(float)));
+  be.upload(a, host.data(), 5 * sizeof(float));
+  be.copy(b, a, 5 * sizeof(float));
+  be.download(back.data(), b, 5 * sizeof(float));
+  be.synchronize();
+  EXPECT_EQ(back, host);
+  be.release(a);
+  be.release(b);
+}
+
+TEST(CpuElementwise, FillAxpyScaleAndReductions) {
+  CpuBackend be(2);
+  Rng rng(3);
+  // Big enough to take the parallel path, odd so the tail is exercised.
+  const size_t n = (size_t(1) << 17) + 7;
+  auto x = uniform(n, rng, -2, 2), y = uniform(n, rng, -1, 1);
+  std::vector<double> want(n);
+  for (size_t i = 0; i < n; ++i) want[i] = double(y[i]) + 0.5 * double(x[i]);
+  be.axpy(n, 0.5f, x.data(), y.data());
+  EXPECT_TRUE(all_near(y, want, 1e-6, 1e-6));
+  for (size_t i = 0; i < n; ++i) want[i] = double(y[i]) * -3.0;
+  be.scale(y.data(), n, -3.0f);
+  EXPECT_TRUE(all_near(y, want, 1e-6, 1e-6));
+
+  double sq = 0.0, ab = 0.0;
+  for (float v : x) {
+    sq += double(v) * v;
+    ab += std::fabs(double(v));
+  }
+  EXPECT_NEAR(be.sum_squares(x.data(), n), sq, 1e-9 * sq);
+  EXPECT_NEAR(be.sum_abs(x.data(), n), ab, 1e-9 * ab);
+  EXPECT_EQ(be.sum_squares(x.data(), 0), 0.0);
+
+  be.fill(x.data(), n, 0.25f);
+  for (size_t i = 0; i < n; i += 997) ASSERT_EQ(x[i], 0.25f);
+  EXPECT_EQ(x[n - 1], 0.25f);
+}
+
+// op(A) is m x k, op(B) is k x n; leading dimensions are padded to catch stride mistakes.
+void check_gemm(bool ta, bool tb, int m, int n, int k, float alpha, float beta) {
+  CpuBackend be(2);
+  Rng rng(uint64_t(m * 131 + n * 7 + k + ta * 2 + tb));
+  const int a_rows = ta ? k : m, a_cols = ta ? m : k;
+  const int b_rows = tb ? n : k, b_cols = tb ? k : n;
+  const int lda = a_cols + 3, ldb = b_cols + 1, ldc = n + 2;
+  auto a = uniform(size_t(a_rows) * lda, rng, -1, 1);
+  auto b = uniform(size_t(b_rows) * ldb, rng, -1, 1);
+  auto c = uniform(size_t(m) * ldc, rng, -1, 1);
+  std::vector<double> want(c.begin(), c.end());
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      double s = 0.0;
+      for (int p = 0; p < k; ++p) {
+        const double av = ta ? a[size_t(p) * lda + i] : a[size_t(i) * lda + p];
+        const double bv = tb ? b[size_t(j) * ldb + p] : b[size_t(p) * ldb + j];
+        s += av * bv;
+      }
+      want[size_t(i) * ldc + j] = alpha * s + beta * double(c[size_t(i) * ldc + j]);
+    }
+  be.gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+  EXPECT_TRUE(all_near(c, want, 1e-5 * k, 1e-5)) << "ta=" << ta << " tb=" << tb;
+}
+
+TEST(CpuGemm, AllTransposeCombinationsMatchReference) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      check_gemm(ta, tb, 17, 23, 31, 1.0f, 0.0f);
+      check_gemm(ta, tb, 5, 64, 9, -0.5f, 1.0f);
+      check_gemm(ta, tb, 1, 1, 1, 2.0f, 0.5f);
+    }
+}
+
+TEST(CpuGemm, ZeroInnerDimensionScalesC) {
+  CpuBackend be(1);
+  std::vector<float> c = {1, 2, 3, 4};
+  be.gemm(false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.5f, c.data(), 2);
+  EXPECT_EQ(c, (std::vector<float>{0.5f, 1, 1.5f, 2}));
+  be.gemm(false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.0f, c.data(), 2);
+  EXPECT_EQ(c, (std::vector<float>{0, 0, 0, 0}));
+}
+
+TEST(CpuBias, BroadcastSetsOrAccumulates) {
+  CpuBackend be(2);
+  const uint32_t rows = 300, cols = 130;  // parallel path
+  Rng rng(5);
+  auto bias = uniform(cols, rng, -1, 1);
+  auto z = uniform(size_t(rows) * cols, rng, -1, 1);
+  auto z0 = z;
+  be.broadcast_bias(z.data(), bias.data(), rows, cols, true);
+  std::vector<double> want(z.size());
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t c = 0; c < cols; ++c)
+      want[size_t(r) * cols + c] = double(z0[size_t(r) * cols + c]) + bias[c];
+  EXPECT_TRUE(all_near(z, want, 1e-6, 1e-6));
+  be.broadcast_bias(z.data(), bias.data(), rows, cols, false);
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t c = 0; c < cols; ++c) ASSERT_EQ(z[size_t(r) * cols + c], bias[c]);
+}
+
+TEST(CpuColumnSums, MatchReferenceWithAlphaBeta) {
+  CpuBackend be(2);
+  Rng rng(6);
+  for (uint32_t cols : {1u, 7u, 513u, 1500u}) {
+    const uint32_t rows = 97;
+    auto x = uniform(size_t(rows) * cols, rng, -1, 1);
+    auto out = uniform(cols, rng, -1, 1);
+    std::vector<double> want(cols);
+    for (uint32_t c = 0; c < cols; ++c) {
+      double s = 0.0;
+      for (uint32_t r = 0; r < rows; ++r) s += x[size_t(r) * cols + c];
+      want[c] = 0.25 * double(out[c]) + (1.0 / rows) * s;
+    }
+    be.column_sums(x.data(), rows, cols, 1.0f / rows, 0.25f, out.data());
+    EXPECT_TRUE(all_near(out, want, 1e-6, 1e-5)) << cols;
+    be.column_sums(x.data(), rows, cols, 2.0f, 0.0f, out.data());
+    for (uint32_t c = 0; c < cols; ++c) {
+      double s = 0.0;
+      for (uint32_t r = 0; r < rows; ++r) s += x[size_t(r) * cols + c];
+      want[c] = 2.0 * s;
+    }
+    EXPECT_TRUE(all_near(out, want, 1e-5, 1e-5)) << cols;
+  }
+}
+
+}  // namespace
+}  // namespace nn
