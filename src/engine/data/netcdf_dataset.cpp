@@ -317,12 +317,13 @@ class Writer {
     created_ = true;
     int old_mode;
     // Every variable is written in full, so prefilling with fill values is wasted work.
-    check(nc_set_fill(nc_, NC_NOFILL, &old_mode), "set_fill");
+    const int rc = nc_set_fill(nc_, NC_NOFILL, &old_mode);
+    if (rc != NC_NOERR) {
+      cleanup();  // the destructor does not run when a constructor throws
+      check(rc, "set_fill");
+    }
   }
-  ~Writer() {
-    if (nc_ >= 0) nc_close(nc_);
-    if (created_) std::remove(tmp_.c_str());
-  }
+  ~Writer() { cleanup(); }
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
@@ -364,6 +365,13 @@ class Writer {
   }
 
  private:
+  void cleanup() {
+    if (nc_ >= 0) nc_close(nc_);
+    nc_ = -1;
+    if (created_) std::remove(tmp_.c_str());
+    created_ = false;
+  }
+
   const std::string& path_;
   std::string tmp_;
   int nc_ = -1;

@@ -77,7 +77,8 @@ TEST_P(SparseKernels, WeightGradientMatchesDenseProduct) {
   }
 }
 
-// n_out 3 and 40 use the input-index partitioning, 200 the output-column one.
+// With 2+ threads: n_out 40 uses the input-index partitioning, 200 the output-column one; 1
+// and 3 are small enough to run serially.
 INSTANTIATE_TEST_SUITE_P(Cases, SparseKernels,
                          ::testing::Values(SparseCase{false, false, 200}, SparseCase{true, true, 200},
                                            SparseCase{true, false, 3}, SparseCase{false, true, 40},

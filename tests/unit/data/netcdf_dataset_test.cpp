@@ -62,6 +62,13 @@ TEST(NetcdfRoundTrip, SparseAnalog) {
   expect_same(round_trip(ds, dir), ds);
 }
 
+TEST(NetcdfRoundTrip, SparseWithoutAnyEntries) {
+  // Every sample without features: a zero-length entry dimension must still read back.
+  TempDir dir;
+  const DataSet ds = make_sparse("empty", 128, {{}, {}});
+  expect_same(round_trip(ds, dir), ds);
+}
+
 TEST(NetcdfRoundTrip, DenseFloatTwoDimensional) {
   TempDir dir;
   DataSet ds =

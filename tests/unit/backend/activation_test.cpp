@@ -1,0 +1,158 @@
+// Activations: forward values against double-precision formulas, activation_backward against
+// central finite differences of activate (SoftMax through its full Jacobian), and large inputs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend_test_util.h"
+#include "core/random.h"
+
+namespace nn {
+namespace {
+
+using test::all_near;
+using test::uniform;
+
+const Activation kAll[] = {Activation::Sigmoid,
+                           Activation::Tanh,
+                           Activation::RectifiedLinear,
+                           Activation::Linear,
+                           Activation::ParametricRectifiedLinear,
+                           Activation::SoftPlus,
+                           Activation::SoftSign,
+                           Activation::SoftMax,
+                           Activation::ReluMax,
+                           Activation::LinearMax,
+                           Activation::ExponentialLinear,
+                           Activation::LeakyRectifiedLinear,
+                           Activation::ScaledExponentialLinear};
+
+ActivationParams params(Activation a) {
+  ActivationParams p;
+  p.kind = a;
+  p.slope = 0.2f;
+  p.alpha = 1.3f;
+  p.lambda = 1.0507f;
+  return p;
+}
+
+// Reference forward pass in double, row by row.
+std::vector<double> reference(const ActivationParams& p, const std::vector<float>& z,
+                              uint32_t rows, uint32_t cols) {
+  std::vector<double> a(z.size());
+  for (uint32_t r = 0; r < rows; ++r) {
+    double mx = -INFINITY, sum = 0.0;
+    for (uint32_t c = 0; c < cols; ++c) mx = std::max(mx, double(z[size_t(r) * cols + c]));
+    for (uint32_t c = 0; c < cols; ++c) sum += std::exp(double(z[size_t(r) * cols + c]) - mx);
+    for (uint32_t c = 0; c < cols; ++c) {
+      const double x = z[size_t(r) * cols + c];
+      double y = 0.0;
+      switch (p.kind) {
+        case Activation::Sigmoid: y = 1.0 / (1.0 + std::exp(-x)); break;
+        case Activation::Tanh: y = std::tanh(x); break;
+        case Activation::Linear:
+        case Activation::LinearMax: y = x; break;
+        case Activation::RectifiedLinear:
+        case Activation::ReluMax: y = x > 0 ? x : 0.0; break;
+        case Activation::LeakyRectifiedLinear:
+        case Activation::ParametricRectifiedLinear: y = x > 0 ? x : p.slope * x; break;
+        case Activation::ExponentialLinear: y = x > 0 ? x : p.alpha * std::expm1(x); break;
+        case Activation::ScaledExponentialLinear:
+          y = p.lambda * (x > 0 ? x : p.alpha * std::expm1(x));
+          break;
+        case Activation::SoftPlus: y = std::log1p(std::exp(x)); break;
+        case Activation::SoftSign: y = x / (1.0 + std::fabs(x)); break;
+        case Activation::SoftMax: y = std::exp(x - mx) / sum; break;
+      }
+      a[size_t(r) * cols + c] = y;
+    }
+  }
+  return a;
+}
+
+class Activations : public ::testing::TestWithParam<Activation> {};
+
+TEST_P(Activations, ForwardMatchesReference) {
+  const ActivationParams p = params(GetParam());
+  CpuBackend be(2);
+  Rng rng(7);
+  const uint32_t rows = 70, cols = 301;  // parallel path and vector tails
+  auto z = uniform(size_t(rows) * cols, rng, -12, 12);
+  const auto want = reference(p, z, rows, cols);
+  be.activate(p, z.data(), rows, cols);
+  EXPECT_TRUE(all_near(z, want, 1e-7, 2e-6)) << to_string(p.kind);
+}
+
+TEST_P(Activations, LargeInputsGiveFiniteOutputsAndDerivatives) {
+  const ActivationParams p = params(GetParam());
+  CpuBackend be(1);
+  std::vector<float> z = {-1e4f, -100.0f, -20.0f, 0.0f, 20.0f, 100.0f, 1e4f, 3e38f};
+  const auto want = reference(p, z, 1, uint32_t(z.size()));
+  be.activate(p, z.data(), 1, uint32_t(z.size()));
+  for (size_t i = 0; i < z.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(z[i])) << to_string(p.kind) << " input " << i;
+    if (std::isfinite(want[i]) && p.kind != Activation::SoftMax)
+      EXPECT_NEAR(z[i], want[i], 1e-6 * std::fabs(want[i]) + 1e-30) << to_string(p.kind) << " " << i;
+  }
+  std::vector<float> d(z.size(), 1.0f);
+  be.activation_backward(p, z.data(), d.data(), 1, uint32_t(z.size()));
+  for (size_t i = 0; i < d.size(); ++i)
+    EXPECT_TRUE(std::isfinite(d[i])) << to_string(p.kind) << " " << i;
+}
+
+// For a random upstream gradient u, activation_backward must give sum_i u_i * da_i/dz_j.
+TEST_P(Activations, BackwardMatchesFiniteDifferences) {
+  const ActivationParams p = params(GetParam());
+  CpuBackend be(1);
+  Rng rng(17);
+  const uint32_t rows = 3, cols = 7;
+  std::vector<float> z = uniform(size_t(rows) * cols, rng, -3, 3);
+  for (auto& v : z)
+    if (std::fabs(v) < 0.05f) v += 0.2f;  // away from the ReLU/leaky kinks at 0
+  auto u = uniform(z.size(), rng, -1, 1);
+  auto a = z;
+  be.activate(p, a.data(), rows, cols);
+  auto delta = u;
+  be.activation_backward(p, a.data(), delta.data(), rows, cols);
+
+  const double h = 1e-3;
+  std::vector<double> fd(z.size());
+  for (size_t j = 0; j < z.size(); ++j) {
+    // The objective sum_i u_i a_i(z) in double; only row j / cols changes.
+    auto objective = [&](float zj) {
+      std::vector<float> zz = z;
+      zz[j] = zj;
+      const auto ad = reference(p, zz, rows, cols);  // double forward for a clean difference
+      double s = 0.0;
+      for (size_t i = 0; i < ad.size(); ++i) s += u[i] * ad[i];
+      return s;
+    };
+    const float zp = static_cast<float>(z[j] + h), zm = static_cast<float>(z[j] - h);
+    fd[j] = (objective(zp) - objective(zm)) / (double(zp) - double(zm));
+  }
+  EXPECT_TRUE(all_near(delta, fd, 2e-5, 2e-3)) << to_string(p.kind);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Activations, ::testing::ValuesIn(kAll),
+                         [](const ::testing::TestParamInfo<Activation>& info) {
+                           return std::string(to_string(info.param));
+                         });
+
+TEST(Activations, SoftMaxRowsSumToOne) {
+  CpuBackend be(2);
+  Rng rng(8);
+  const uint32_t rows = 33, cols = 1000;
+  auto z = uniform(size_t(rows) * cols, rng, -50, 50);
+  be.activate(params(Activation::SoftMax), z.data(), rows, cols);
+  for (uint32_t r = 0; r < rows; ++r) {
+    double s = 0.0;
+    for (uint32_t c = 0; c < cols; ++c) s += z[size_t(r) * cols + c];
+    EXPECT_NEAR(s, 1.0, 1e-5) << r;
+  }
+}
+
+}  // namespace
+}  // namespace nn
