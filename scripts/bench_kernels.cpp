@@ -1,8 +1,18 @@
 // Micro-benchmark of the CPU backend's kernels on MovieLens-20M-shaped data (batch 256, 27,278
 // outputs, hidden 128/1024, ~144 non-zeros per row). Not built by CMake; build it against a
 // build directory's libraries with scripts/bench_kernels.sh. Prints ms per call (median of N).
-#include <omp.h>
-
+//
+// Measured on the 2-core development VM while other builds kept its load average
+// near 4, so only about one core was really available (2 threads ran no faster than 1);
+// 1 thread, ms per call:
+//   sgemm 256x1024x27278 112 (127 GFLOP/s), its NT/TN backward products 111/112;
+//   sgemm 256x128x27278 15.6
+//   sigmoid 256x27278 3.4, softmax 6.6, sigmoid backward 2.3
+//   loss_and_delta CE + sigmoid, sparse targets (144/row) 7.6; L2 2.7; dense CE 11.3
+//   optimizer on 28M parameters: SGD 19, Momentum 25, RMSProp 25, Adam 33 (memory-bound)
+//   sparse_matmul 256 rows x 144 nnz -> 1024: 14.9, -> 128: 1.1
+//   sparse_weight_gradient same shapes: 14.9 and 1.6
+//   top_k k=100 over 256x27278: 18
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -101,8 +111,8 @@ int main(int argc, char** argv) {
   std::vector<float> x(z.size()), d(z.size());
   ActivationParams ap;
   for (Activation act : {Activation::Sigmoid, Activation::Tanh, Activation::RectifiedLinear,
-                         Activation::ExponentialLinear, Activation::SoftPlus,
-                         Activation::SoftSign, Activation::SoftMax}) {
+                         Activation::ExponentialLinear, Activation::SoftPlus, Activation::SoftSign,
+                         Activation::SoftMax}) {
     ap.kind = act;
     double ms = median_ms(reps, [&] {
       std::copy(z.begin(), z.end(), x.begin());
@@ -114,8 +124,9 @@ int main(int argc, char** argv) {
   ap.kind = Activation::Sigmoid;
   std::copy(z.begin(), z.end(), x.begin());
   be.activate(ap, x.data(), batch, items);
-  std::printf("activation_backward Sigmoid 256x27278 %8.2f ms\n",
-              median_ms(reps, [&] { be.activation_backward(ap, x.data(), d.data(), batch, items); }));
+  std::printf("activation_backward Sigmoid 256x27278 %8.2f ms\n", median_ms(reps, [&] {
+                be.activation_backward(ap, x.data(), d.data(), batch, items);
+              }));
 
   Csr targets = random_csr(batch, items, nnz, rng);
   TargetView tv;
@@ -126,7 +137,8 @@ int main(int argc, char** argv) {
   for (ErrorFunction f : {ErrorFunction::CrossEntropy, ErrorFunction::L2,
                           ErrorFunction::ScaledMarginalCrossEntropy}) {
     lp.function = f;
-    double ms = median_ms(reps, [&] { be.loss_and_delta(lp, x.data(), tv, batch, items, d.data()); });
+    double ms =
+        median_ms(reps, [&] { be.loss_and_delta(lp, x.data(), tv, batch, items, d.data()); });
     std::printf("loss_and_delta %-26s sparse sigmoid %8.2f ms\n", to_string(f), ms);
   }
   {
@@ -134,7 +146,8 @@ int main(int argc, char** argv) {
     TargetView dt;
     dt.dense = dense_t.data();
     lp.function = ErrorFunction::CrossEntropy;
-    double ms = median_ms(reps, [&] { be.loss_and_delta(lp, x.data(), dt, batch, items, d.data()); });
+    double ms =
+        median_ms(reps, [&] { be.loss_and_delta(lp, x.data(), dt, batch, items, d.data()); });
     std::printf("loss_and_delta CrossEntropy dense sigmoid       %8.2f ms\n", ms);
   }
 
@@ -156,6 +169,22 @@ int main(int argc, char** argv) {
     }
     std::printf("fill 28M                                    %8.2f ms\n",
                 median_ms(reps, [&] { be.fill(g.data(), n, 0.0f); }));
+  }
+
+  // Hidden-layer odds and ends on a 256 x 1024 batch, and top-K over one output batch.
+  {
+    auto h = random_vec(size_t(batch) * 1024, rng, -1, 1);
+    std::vector<float> bias(1024);
+    std::printf("dropout p=0.2 256x1024                      %8.3f ms\n",
+                median_ms(reps, [&] { be.dropout(h.data(), h.size(), 0.2f, 1, 2); }));
+    std::printf("column_sums 256x1024                        %8.3f ms\n", median_ms(reps, [&] {
+                  be.column_sums(h.data(), batch, 1024, 1.0f, 0.0f, bias.data());
+                }));
+    std::vector<float> tv(size_t(batch) * 100);
+    std::vector<uint32_t> ti(size_t(batch) * 100);
+    std::printf("top_k k=100 256x27278                       %8.2f ms\n", median_ms(reps, [&] {
+                  be.top_k(z.data(), batch, items, items, 100, tv.data(), ti.data());
+                }));
   }
 
   // Sparse input layer: 256 rows x 144 non-zeros into 1024 (and 128) hidden units.

@@ -80,10 +80,14 @@ def ease_scores(x, lam):
 
 
 class AutoEncoder(torch.nn.Module):
-    """Input -> sigmoid hidden layers -> linear output (the loss applies sigmoid or softmax)."""
+    """Input -> hidden layers (sigmoid by default) -> linear output; the loss applies the output
+    sigmoid or softmax."""
 
-    def __init__(self, n_items, hidden):
+    ACTIVATIONS = {"sigmoid": torch.sigmoid, "tanh": torch.tanh, "relu": torch.relu}
+
+    def __init__(self, n_items, hidden, activation="sigmoid"):
         super().__init__()
+        self.activation = self.ACTIVATIONS[activation]
         sizes = [n_items] + list(hidden) + [n_items]
         self.layers = torch.nn.ModuleList(
             torch.nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
@@ -94,7 +98,7 @@ class AutoEncoder(torch.nn.Module):
 
     def forward(self, x):
         for layer in self.layers[:-1]:
-            x = torch.sigmoid(layer(x))
+            x = self.activation(layer(x))
         return self.layers[-1](x)
 
 
@@ -125,7 +129,7 @@ def make_optimizer(model, cfg):
 def train_autoencoder(x, cfg, report_every=None, evaluate=None):
     """Trains on the rows of x; returns (model, history of (epoch, recall) when evaluate given)."""
     torch.manual_seed(cfg["seed"])
-    model = AutoEncoder(x.shape[1], cfg["hidden"])
+    model = AutoEncoder(x.shape[1], cfg["hidden"], cfg["activation"])
     optimizer = make_optimizer(model, cfg)
     history = []
     for epoch in range(1, cfg["epochs"] + 1):
@@ -156,18 +160,19 @@ def ae_scores(model, x):
 
 
 def describe(cfg):
-    hidden = "x".join(str(h) for h in cfg["hidden"])
-    return (f"ae-{cfg['loss']} h={hidden} {cfg['optimizer']} lr={cfg['lr']:g} "
+    hidden = ",".join(str(h) for h in cfg["hidden"])
+    return (f"ae-{cfg['loss']} h={hidden} {cfg['activation']} {cfg['optimizer']} lr={cfg['lr']:g} "
             f"ep={cfg['epochs']} b={cfg['batch']} l2={cfg['weight_decay']:g} "
             f"dn={cfg['denoise']:g}")
 
 
 def parse_hidden(text):
-    """'256' or '600x200' -> [256] or [600, 200]."""
+    """'256' or '600,200' -> [256] or [600, 200] (one size per hidden layer)."""
     try:
-        sizes = [int(part) for part in text.lower().split("x")]
+        sizes = [int(part) for part in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"hidden sizes {text!r}: expected e.g. 256 or 600x200")
+        raise argparse.ArgumentTypeError(
+            f"hidden sizes {text!r}: expected e.g. 256 or 600,200") from None
     if not sizes or min(sizes) < 1:
         raise argparse.ArgumentTypeError(f"hidden sizes {text!r}: sizes must be >= 1")
     return sizes
@@ -215,12 +220,14 @@ def main(argv=None):
     parser.add_argument("-k", "--k", type=int, default=10, help="list length K (default 10)")
     parser.add_argument("--ease-lambda", type=float, default=500.0, help="EASE L2 (default 500)")
     parser.add_argument("--hidden", type=parse_hidden, default=None,
-                        help="hidden sizes, e.g. 256 or 600x200 (default: 512 for ce, 256 for "
+                        help="hidden sizes, e.g. 256 or 600,200 (default: 512 for ce, 256 for "
                         "softmax, the best found by --tune)")
     parser.add_argument("--epochs", type=int, default=None,
                         help="epochs (default: 40 for ce, 40 for softmax)")
     parser.add_argument("--lr", type=float, default=None,
                         help="learning rate (default: 1e-3)")
+    parser.add_argument("--activation", choices=("sigmoid", "tanh", "relu"), default="sigmoid",
+                        help="hidden activation (default sigmoid)")
     parser.add_argument("--optimizer", choices=("adam", "rmsprop", "sgd"), default="adam")
     parser.add_argument("--rms-decay", type=float, default=0.9,
                         help="RMSprop decay (DSSTNE's mu; default 0.9)")
@@ -251,7 +258,7 @@ def main(argv=None):
 
     defaults = {"ce": {"hidden": [512], "epochs": 40, "lr": 1e-3},
                 "softmax": {"hidden": [256], "epochs": 40, "lr": 1e-3}}
-    base = {"optimizer": args.optimizer, "rms_decay": args.rms_decay, "batch": args.batch,
+    base = {"activation": args.activation, "optimizer": args.optimizer, "rms_decay": args.rms_decay, "batch": args.batch,
             "weight_decay": args.weight_decay, "denoise": args.denoise, "seed": args.seed,
             "epochs": args.epochs or 40, "hidden": args.hidden or [256], "lr": args.lr or 1e-3}
     if args.tune:

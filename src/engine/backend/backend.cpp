@@ -28,9 +28,15 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int threads) {
 }
 
 #ifndef NN_HAVE_CUDA
-int cuda_device_count() noexcept { return 0; }
-std::string cuda_device_summary() { return "no CUDA device: this build has no CUDA support"; }
-bool cuda_smoke_test() noexcept { return false; }
+int cuda_device_count() noexcept {
+  return 0;
+}
+std::string cuda_device_summary() {
+  return "no CUDA device: this build has no CUDA support";
+}
+bool cuda_smoke_test() noexcept {
+  return false;
+}
 #endif
 
 }  // namespace nn

@@ -40,8 +40,8 @@ ActivationParams params(Activation a) {
 }
 
 // Reference forward pass in double, row by row.
-std::vector<double> reference(const ActivationParams& p, const std::vector<float>& z,
-                              uint32_t rows, uint32_t cols) {
+std::vector<double> reference(const ActivationParams& p, const std::vector<float>& z, uint32_t rows,
+                              uint32_t cols) {
   std::vector<double> a(z.size());
   for (uint32_t r = 0; r < rows; ++r) {
     double mx = -INFINITY, sum = 0.0;
@@ -51,21 +51,39 @@ std::vector<double> reference(const ActivationParams& p, const std::vector<float
       const double x = z[size_t(r) * cols + c];
       double y = 0.0;
       switch (p.kind) {
-        case Activation::Sigmoid: y = 1.0 / (1.0 + std::exp(-x)); break;
-        case Activation::Tanh: y = std::tanh(x); break;
+        case Activation::Sigmoid:
+          y = 1.0 / (1.0 + std::exp(-x));
+          break;
+        case Activation::Tanh:
+          y = std::tanh(x);
+          break;
         case Activation::Linear:
-        case Activation::LinearMax: y = x; break;
+        case Activation::LinearMax:
+          y = x;
+          break;
         case Activation::RectifiedLinear:
-        case Activation::ReluMax: y = x > 0 ? x : 0.0; break;
+        case Activation::ReluMax:
+          y = x > 0 ? x : 0.0;
+          break;
         case Activation::LeakyRectifiedLinear:
-        case Activation::ParametricRectifiedLinear: y = x > 0 ? x : p.slope * x; break;
-        case Activation::ExponentialLinear: y = x > 0 ? x : p.alpha * std::expm1(x); break;
+        case Activation::ParametricRectifiedLinear:
+          y = x > 0 ? x : p.slope * x;
+          break;
+        case Activation::ExponentialLinear:
+          y = x > 0 ? x : p.alpha * std::expm1(x);
+          break;
         case Activation::ScaledExponentialLinear:
           y = p.lambda * (x > 0 ? x : p.alpha * std::expm1(x));
           break;
-        case Activation::SoftPlus: y = std::log1p(std::exp(x)); break;
-        case Activation::SoftSign: y = x / (1.0 + std::fabs(x)); break;
-        case Activation::SoftMax: y = std::exp(x - mx) / sum; break;
+        case Activation::SoftPlus:
+          y = std::log1p(std::exp(x));
+          break;
+        case Activation::SoftSign:
+          y = x / (1.0 + std::fabs(x));
+          break;
+        case Activation::SoftMax:
+          y = std::exp(x - mx) / sum;
+          break;
       }
       a[size_t(r) * cols + c] = y;
     }
@@ -95,7 +113,8 @@ TEST_P(Activations, LargeInputsGiveFiniteOutputsAndDerivatives) {
   for (size_t i = 0; i < z.size(); ++i) {
     ASSERT_TRUE(std::isfinite(z[i])) << to_string(p.kind) << " input " << i;
     if (std::isfinite(want[i]) && p.kind != Activation::SoftMax)
-      EXPECT_NEAR(z[i], want[i], 1e-6 * std::fabs(want[i]) + 1e-30) << to_string(p.kind) << " " << i;
+      EXPECT_NEAR(z[i], want[i], 1e-6 * std::fabs(want[i]) + 1e-30)
+          << to_string(p.kind) << " " << i;
   }
   std::vector<float> d(z.size(), 1.0f);
   be.activation_backward(p, z.data(), d.data(), 1, uint32_t(z.size()));
@@ -134,6 +153,38 @@ TEST_P(Activations, BackwardMatchesFiniteDifferences) {
     fd[j] = (objective(zp) - objective(zm)) / (double(zp) - double(zm));
   }
   EXPECT_TRUE(all_near(delta, fd, 2e-5, 2e-3)) << to_string(p.kind);
+}
+
+// The same check against the backend's own (float) forward pass: a larger step and tolerance,
+// because a is rounded to float before the difference is taken.
+TEST_P(Activations, BackwardMatchesFiniteDifferencesOfTheBackendForward) {
+  const ActivationParams p = params(GetParam());
+  CpuBackend be(1);
+  Rng rng(27);
+  const uint32_t rows = 2, cols = 6;
+  std::vector<float> z = uniform(size_t(rows) * cols, rng, -3, 3);
+  for (auto& v : z)
+    if (std::fabs(v) < 0.05f) v += 0.2f;
+  auto u = uniform(z.size(), rng, -1, 1);
+  auto a = z;
+  be.activate(p, a.data(), rows, cols);
+  auto delta = u;
+  be.activation_backward(p, a.data(), delta.data(), rows, cols);
+  const float h = 1e-2f;
+  std::vector<double> fd(z.size());
+  for (size_t j = 0; j < z.size(); ++j) {
+    auto objective = [&](float zj) {
+      std::vector<float> zz = z;
+      zz[j] = zj;
+      be.activate(p, zz.data(), rows, cols);
+      double s = 0.0;
+      for (size_t i = 0; i < zz.size(); ++i) s += double(u[i]) * zz[i];
+      return s;
+    };
+    const float zp = z[j] + h, zm = z[j] - h;
+    fd[j] = (objective(zp) - objective(zm)) / (double(zp) - double(zm));
+  }
+  EXPECT_TRUE(all_near(delta, fd, 5e-4, 1e-2)) << to_string(p.kind);
 }
 
 INSTANTIATE_TEST_SUITE_P(All, Activations, ::testing::ValuesIn(kAll),

@@ -99,8 +99,7 @@ inline Csr random_csr(uint32_t rows, uint32_t cols, uint32_t max_per_row, Rng& r
 }
 
 inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
            return std::memcmp(&x, &y, sizeof x) == 0;
          });
 }

@@ -1,11 +1,11 @@
 // Accuracy of the vectorisable exp/expm1/log/log1p/sigmoid/tanh against the C library, and their
 // behaviour at the ends of the float range.
+#include "backend/cpu/fast_math.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
-
-#include "backend/cpu/fast_math.h"
 
 namespace nn {
 namespace {
@@ -58,7 +58,8 @@ TEST(FastMath, LogIsAccurateFromTheLogFloorUp) {
   EXPECT_LT(max_rel_error(f, r, 0.5, 2.0, 100000), 2e-6);  // includes x ~ 1 where ln x ~ 0
   EXPECT_LT(max_rel_error(f, r, 2.0, 1e30, 100000), 1e-6);
   // Near 1 the absolute error is what matters.
-  for (float x : {0.999999f, 1.0f, 1.000001f}) EXPECT_NEAR(fastmath::log(x), std::log(double(x)), 1e-7);
+  for (float x : {0.999999f, 1.0f, 1.000001f})
+    EXPECT_NEAR(fastmath::log(x), std::log(double(x)), 1e-7);
   EXPECT_EQ(fastmath::log(std::numeric_limits<float>::infinity()),
             std::numeric_limits<float>::infinity());
   EXPECT_TRUE(std::isnan(fastmath::log(std::numeric_limits<float>::quiet_NaN())));

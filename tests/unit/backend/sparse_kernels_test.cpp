@@ -38,12 +38,14 @@ TEST_P(SparseKernels, MatmulMatchesDenseProduct) {
     for (uint32_t i = 0; i < cols; ++i) {
       const double v = xd[size_t(r) * cols + i];
       if (v == 0.0) continue;
-      for (uint32_t o = 0; o < sc.n_out; ++o) want[size_t(r) * sc.n_out + o] += v * w[size_t(i) * sc.n_out + o];
+      for (uint32_t o = 0; o < sc.n_out; ++o)
+        want[size_t(r) * sc.n_out + o] += v * w[size_t(i) * sc.n_out + o];
     }
   be.sparse_matmul(x.view(), w.data(), sc.n_out, z.data());
   EXPECT_TRUE(all_near(z, want, 1e-5, 1e-5));
   // The empty row is untouched.
-  for (uint32_t o = 0; o < sc.n_out; ++o) EXPECT_EQ(z[3 * sc.n_out + o], float(want[3 * sc.n_out + o]));
+  for (uint32_t o = 0; o < sc.n_out; ++o)
+    EXPECT_EQ(z[3 * sc.n_out + o], float(want[3 * sc.n_out + o]));
 }
 
 TEST_P(SparseKernels, WeightGradientMatchesDenseProduct) {
@@ -80,9 +82,9 @@ TEST_P(SparseKernels, WeightGradientMatchesDenseProduct) {
 // With 2+ threads: n_out 40 uses the input-index partitioning, 200 the output-column one; 1
 // and 3 are small enough to run serially.
 INSTANTIATE_TEST_SUITE_P(Cases, SparseKernels,
-                         ::testing::Values(SparseCase{false, false, 200}, SparseCase{true, true, 200},
-                                           SparseCase{true, false, 3}, SparseCase{false, true, 40},
-                                           SparseCase{true, true, 1}));
+                         ::testing::Values(SparseCase{false, false, 200},
+                                           SparseCase{true, true, 200}, SparseCase{true, false, 3},
+                                           SparseCase{false, true, 40}, SparseCase{true, true, 1}));
 
 TEST(SparseKernels, OutOfRangeIndexIsReportedWithItsRow) {
   CpuBackend be(1);

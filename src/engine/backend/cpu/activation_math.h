@@ -19,19 +19,27 @@ struct DerivConsts {
 
 inline DerivKind deriv_kind(Activation a) {
   switch (a) {
-    case Activation::Sigmoid: return DerivKind::Sigmoid;
-    case Activation::Tanh: return DerivKind::Tanh;
+    case Activation::Sigmoid:
+      return DerivKind::Sigmoid;
+    case Activation::Tanh:
+      return DerivKind::Tanh;
     case Activation::Linear:
-    case Activation::LinearMax: return DerivKind::One;
+    case Activation::LinearMax:
+      return DerivKind::One;
     case Activation::RectifiedLinear:
     case Activation::ReluMax:
     case Activation::LeakyRectifiedLinear:
-    case Activation::ParametricRectifiedLinear: return DerivKind::Step;
+    case Activation::ParametricRectifiedLinear:
+      return DerivKind::Step;
     case Activation::ExponentialLinear:
-    case Activation::ScaledExponentialLinear: return DerivKind::Elu;
-    case Activation::SoftPlus: return DerivKind::SoftPlus;
-    case Activation::SoftSign: return DerivKind::SoftSign;
-    case Activation::SoftMax: return DerivKind::SoftMax;
+    case Activation::ScaledExponentialLinear:
+      return DerivKind::Elu;
+    case Activation::SoftPlus:
+      return DerivKind::SoftPlus;
+    case Activation::SoftSign:
+      return DerivKind::SoftSign;
+    case Activation::SoftMax:
+      return DerivKind::SoftMax;
   }
   return DerivKind::One;
 }
@@ -40,13 +48,18 @@ inline DerivConsts deriv_consts(const ActivationParams& p) {
   DerivConsts k;
   switch (p.kind) {
     case Activation::LeakyRectifiedLinear:
-    case Activation::ParametricRectifiedLinear: k.lo = p.slope; break;
-    case Activation::ExponentialLinear: k.lo = p.alpha; break;
+    case Activation::ParametricRectifiedLinear:
+      k.lo = p.slope;
+      break;
+    case Activation::ExponentialLinear:
+      k.lo = p.alpha;
+      break;
     case Activation::ScaledExponentialLinear:
       k.hi = p.lambda;
       k.lo = p.lambda * p.alpha;
       break;
-    default: break;
+    default:
+      break;
   }
   return k;
 }

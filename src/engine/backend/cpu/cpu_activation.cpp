@@ -1,14 +1,14 @@
 // CpuBackend activations: forward (in place) and backward (delta *= f'(z), written through a).
 //
 // Definitions beyond DSSTNE (which parsed SoftPlus, SoftSign, ReluMax and LinearMax but ran them
-// as Linear):
-//   SoftPlus  a = ln(1 + e^z)           f' = 1 - e^-a
-//   SoftSign  a = z / (1 + |z|)         f' = (1 - |a|)^2
-//   ReluMax   a = max(z, 0)             (as ReLU) DSSTNE never defined it; the name reads as a
-//   LinearMax a = z                     (as Linear) "max over a group of units" (maxout), which
-//             is a pooling operation, not an elementwise function, so we keep the elementwise
-//             part only. Networks that used them in DSSTNE got Linear for both.
-//   SELU      the correct derivative: lambda for a > 0, a + lambda*alpha otherwise.
+// all as Linear):
+//   SoftPlus   a = ln(1 + e^z),    f' = 1 - e^-a
+//   SoftSign   a = z / (1 + |z|),  f' = (1 - |a|)^2
+//   ReluMax    a = max(z, 0), as ReLU; LinearMax a = z, as Linear. DSSTNE never defined them;
+//              the names read as "max over a group of units" (maxout), which is a pooling step
+//              rather than an elementwise function, so only the elementwise part is kept.
+//   SELU       the true derivative: lambda for a > 0, a + lambda*alpha otherwise.
+// SoftMax normalises each row (max subtracted first); its backward applies the row Jacobian.
 #include <algorithm>
 #include <cmath>
 
@@ -16,6 +16,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/fast_math.h"
 #include "backend/cpu/stream.h"
+#include "backend/cpu/thread_pool.h"
 
 namespace nn {
 namespace {
@@ -23,40 +24,60 @@ namespace {
 constexpr size_t kParallelMin = size_t(1) << 14;
 
 template <typename F>
-void map_inplace(int threads, float* x, size_t n, const F f) {
-  cpu::for_chunks(threads, n, kParallelMin, [x, f](size_t lo, size_t hi) {
+void map_inplace(cpu::ThreadPool& pool, float* x, size_t n, const F f) {
+  cpu::for_chunks(pool, n, kParallelMin, [x, f](size_t lo, size_t hi) {
     cpu::prefetch_ahead<1>(x, lo);
 #pragma omp simd
     for (size_t i = lo; i < hi; ++i) x[i] = f(x[i]);
   });
 }
 
-void softmax_rows(int threads, float* x, uint32_t rows, uint32_t cols) {
-  const size_t total = size_t(rows) * cols;
-#pragma omp parallel for num_threads(threads) schedule(static) if (total >= kParallelMin)
-  for (uint32_t r = 0; r < rows; ++r) {
+// Rows run in parallel ranges; `body(r)` handles one row.
+template <typename F>
+void for_rows(cpu::ThreadPool& pool, uint32_t rows, uint32_t cols, const F& body) {
+  auto range = [&body](size_t lo, size_t hi) {
+    for (size_t r = lo; r < hi; ++r) body(uint32_t(r));
+  };
+  if (size_t(rows) * cols >= kParallelMin)
+    cpu::parallel_ranges(pool, rows, std::max<size_t>(1, cpu::kMinTaskFloats / cols), range);
+  else
+    range(0, rows);
+}
+
+void softmax_rows(cpu::ThreadPool& pool, float* x, uint32_t rows, uint32_t cols) {
+  for_rows(pool, rows, cols, [x, cols](uint32_t r) {
     float* row = x + size_t(r) * cols;
+    // Pass 1 streams the row in from memory; passes 2 and 3 find it in cache.
     float m = -INFINITY;
-#pragma omp simd reduction(max : m)
-    for (uint32_t c = 0; c < cols; ++c) m = std::max(m, row[c]);
+    for (uint32_t b = 0; b < cols; b += cpu::kChunk) {
+      const uint32_t end = std::min<uint32_t>(cols, b + cpu::kChunk);
+      cpu::prefetch_ahead<1>(row, b);
+      m = cpu::max_ignoring_nan(row + b, end - b, m);
+    }
+    // Float sums per chunk, accumulated in double across chunks.
     double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-    for (uint32_t c = 0; c < cols; ++c) {
-      const float e = fastmath::exp(row[c] - m);
-      row[c] = e;
-      sum += e;
+    for (uint32_t b = 0; b < cols; b += cpu::kChunk) {
+      const uint32_t end = std::min<uint32_t>(cols, b + cpu::kChunk);
+      float part = 0.0f;
+#pragma omp simd reduction(+ : part)
+      for (uint32_t c = b; c < end; ++c) {
+        const float e = fastmath::exp(row[c] - m);
+        row[c] = e;
+        part += e;
+      }
+      sum += part;
     }
     // The largest term is e^0 = 1, so sum >= 1.
     const float inv = static_cast<float>(1.0 / sum);
 #pragma omp simd
     for (uint32_t c = 0; c < cols; ++c) row[c] *= inv;
-  }
+  });
 }
 
 template <cpu::DerivKind D>
-void backward_elementwise(int threads, const cpu::DerivConsts k, const float* a, float* delta,
-                          size_t n) {
-  cpu::for_chunks(threads, n, kParallelMin, [a, delta, k](size_t lo, size_t hi) {
+void backward_elementwise(cpu::ThreadPool& pool, const cpu::DerivConsts k, const float* a,
+                          float* delta, size_t n) {
+  cpu::for_chunks(pool, n, kParallelMin, [a, delta, k](size_t lo, size_t hi) {
     cpu::prefetch_ahead(a, lo);
     cpu::prefetch_ahead<1>(delta, lo);
 #pragma omp simd
@@ -65,10 +86,9 @@ void backward_elementwise(int threads, const cpu::DerivConsts k, const float* a,
 }
 
 // delta_z[j] = sum_i delta_a[i] * da_i/dz_j = a_j * (delta_a[j] - sum_i delta_a[i] * a_i).
-void softmax_backward(int threads, const float* a, float* delta, uint32_t rows, uint32_t cols) {
-  const size_t total = size_t(rows) * cols;
-#pragma omp parallel for num_threads(threads) schedule(static) if (total >= kParallelMin)
-  for (uint32_t r = 0; r < rows; ++r) {
+void softmax_backward(cpu::ThreadPool& pool, const float* a, float* delta, uint32_t rows,
+                      uint32_t cols) {
+  for_rows(pool, rows, cols, [a, delta, cols](uint32_t r) {
     const float* ar = a + size_t(r) * cols;
     float* dr = delta + size_t(r) * cols;
     double dot = 0.0;
@@ -77,21 +97,24 @@ void softmax_backward(int threads, const float* a, float* delta, uint32_t rows, 
     const float d = static_cast<float>(dot);
 #pragma omp simd
     for (uint32_t c = 0; c < cols; ++c) dr[c] = ar[c] * (dr[c] - d);
-  }
+  });
 }
 
 }  // namespace
 
 void CpuBackend::activate(const ActivationParams& p, float* x, uint32_t rows, uint32_t cols) {
   const size_t n = size_t(rows) * cols;
-  const int t = threads_;
+  cpu::ThreadPool& t = *pool_;
   switch (p.kind) {
     case Activation::Sigmoid:
       map_inplace(t, x, n, [](float z) { return fastmath::sigmoid(z); });
       break;
-    case Activation::Tanh: map_inplace(t, x, n, [](float z) { return fastmath::tanh(z); }); break;
+    case Activation::Tanh:
+      map_inplace(t, x, n, [](float z) { return fastmath::tanh(z); });
+      break;
     case Activation::Linear:
-    case Activation::LinearMax: break;
+    case Activation::LinearMax:
+      break;
     case Activation::RectifiedLinear:
     case Activation::ReluMax:
       map_inplace(t, x, n, [](float z) { return z > 0.0f ? z : 0.0f; });
@@ -122,7 +145,9 @@ void CpuBackend::activate(const ActivationParams& p, float* x, uint32_t rows, ui
     case Activation::SoftSign:
       map_inplace(t, x, n, [](float z) { return z / (1.0f + std::fabs(z)); });
       break;
-    case Activation::SoftMax: softmax_rows(t, x, rows, cols); break;
+    case Activation::SoftMax:
+      softmax_rows(t, x, rows, cols);
+      break;
   }
 }
 
@@ -131,16 +156,31 @@ void CpuBackend::activation_backward(const ActivationParams& p, const float* a, 
   using cpu::DerivKind;
   const size_t n = size_t(rows) * cols;
   const cpu::DerivConsts k = cpu::deriv_consts(p);
-  const int t = threads_;
+  cpu::ThreadPool& t = *pool_;
   switch (cpu::deriv_kind(p.kind)) {
-    case DerivKind::Sigmoid: backward_elementwise<DerivKind::Sigmoid>(t, k, a, delta, n); break;
-    case DerivKind::Tanh: backward_elementwise<DerivKind::Tanh>(t, k, a, delta, n); break;
-    case DerivKind::One: break;
-    case DerivKind::Step: backward_elementwise<DerivKind::Step>(t, k, a, delta, n); break;
-    case DerivKind::Elu: backward_elementwise<DerivKind::Elu>(t, k, a, delta, n); break;
-    case DerivKind::SoftPlus: backward_elementwise<DerivKind::SoftPlus>(t, k, a, delta, n); break;
-    case DerivKind::SoftSign: backward_elementwise<DerivKind::SoftSign>(t, k, a, delta, n); break;
-    case DerivKind::SoftMax: softmax_backward(t, a, delta, rows, cols); break;
+    case DerivKind::Sigmoid:
+      backward_elementwise<DerivKind::Sigmoid>(t, k, a, delta, n);
+      break;
+    case DerivKind::Tanh:
+      backward_elementwise<DerivKind::Tanh>(t, k, a, delta, n);
+      break;
+    case DerivKind::One:
+      break;
+    case DerivKind::Step:
+      backward_elementwise<DerivKind::Step>(t, k, a, delta, n);
+      break;
+    case DerivKind::Elu:
+      backward_elementwise<DerivKind::Elu>(t, k, a, delta, n);
+      break;
+    case DerivKind::SoftPlus:
+      backward_elementwise<DerivKind::SoftPlus>(t, k, a, delta, n);
+      break;
+    case DerivKind::SoftSign:
+      backward_elementwise<DerivKind::SoftSign>(t, k, a, delta, n);
+      break;
+    case DerivKind::SoftMax:
+      softmax_backward(t, a, delta, rows, cols);
+      break;
   }
 }
 

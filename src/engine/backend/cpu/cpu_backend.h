@@ -1,25 +1,36 @@
-// The CPU backend: OpenBLAS for gemm, OpenMP for everything else. It is the reference every other
-// backend is tested against, so every kernel is deterministic: static partitioning, no atomics,
-// reductions summed in double in a fixed order that does not depend on the thread count.
+// The CPU backend: OpenBLAS for gemm, vectorised loops (fast_math.h) for everything else, one
+// thread pool for both. It is the reference every other backend is tested against, so every
+// kernel is deterministic: fixed work decomposition, no atomics on floats, reductions summed in
+// double in a fixed order, so results do not depend on the thread count (gemm aside, which is
+// OpenBLAS's arithmetic).
 //
 // The kernel families live in separate files: cpu_backend.cpp (memory, BLAS, elementwise,
-// dropout), cpu_activation.cpp, cpu_loss.cpp, cpu_sparse.cpp, cpu_optimizer.cpp, cpu_top_k.cpp.
+// dropout), cpu_activation.cpp, cpu_loss.cpp, cpu_sparse.cpp, cpu_optimizer.cpp, cpu_top_k.cpp;
+// helpers in thread_pool.h, stream.h (chunking, prefetch), fast_math.h, activation_math.h and
+// loss_math.h.
 //
-// Threading: OpenBLAS (pthread build) and OpenMP keep separate thread pools. Both are sized to
-// `threads`, and each kernel uses only one of them at a time. See cpu_backend.cpp for the
-// measured interplay and the GOMP_SPINCOUNT / OMP_WAIT_POLICY advice.
+// Threading: one pool of `threads` threads (thread_pool.h; the calling thread is one of them)
+// runs every parallel kernel, gemm included (OpenBLAS runs single-threaded inside it; see
+// cpu_backend.cpp for why). Kernels keep no mutable state, so several threads may use one
+// backend at once; while the pool is busy with one caller's kernel, another caller's kernel runs
+// on its own thread.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "backend/backend.h"
 
 namespace nn {
+namespace cpu {
+class ThreadPool;
+}
 
 class CpuBackend final : public Backend {
  public:
   // threads = 0 uses every available core.
   explicit CpuBackend(int threads = 0);
+  ~CpuBackend() override;
   std::string name() const override { return "cpu"; }
   int threads() const { return threads_; }
 
@@ -44,12 +55,12 @@ class CpuBackend final : public Backend {
                    float* out) override;
 
   void sparse_matmul(const SparseView& x, const float* w, uint32_t n_out, float* z) override;
-  void sparse_weight_gradient(const SparseView& x, const float* delta, uint32_t n_out,
-                              float alpha, float* g) override;
+  void sparse_weight_gradient(const SparseView& x, const float* delta, uint32_t n_out, float alpha,
+                              float* g) override;
 
   void activate(const ActivationParams& p, float* x, uint32_t rows, uint32_t cols) override;
-  void activation_backward(const ActivationParams& p, const float* a, float* delta,
-                           uint32_t rows, uint32_t cols) override;
+  void activation_backward(const ActivationParams& p, const float* a, float* delta, uint32_t rows,
+                           uint32_t cols) override;
 
   double loss(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
               uint32_t cols) override;
@@ -59,8 +70,7 @@ class CpuBackend final : public Backend {
                         uint32_t cols, float* delta) override;
 
   void dropout(float* x, size_t n, float p, uint64_t seed, uint64_t stream) override;
-  void dropout_backward(float* delta, size_t n, float p, uint64_t seed,
-                        uint64_t stream) override;
+  void dropout_backward(float* delta, size_t n, float p, uint64_t seed, uint64_t stream) override;
 
   void optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
                       float* state1, size_t n) override;
@@ -75,6 +85,7 @@ class CpuBackend final : public Backend {
   void apply_dropout(float* x, size_t n, float p, uint64_t seed, uint64_t stream);
 
   int threads_;
+  std::unique_ptr<cpu::ThreadPool> pool_;
 };
 
 }  // namespace nn

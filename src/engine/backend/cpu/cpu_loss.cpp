@@ -12,6 +12,10 @@
 // for SoftMax the delta stays the true gradient of that error (non-stored units move through
 // the normalisation), elsewhere non-stored deltas are 0.
 //
+// Example weights come from the sparse view's row_weight, else TargetView::row_weight. DeltaBoost
+// (Sigmoid outputs, sparse targets, L2 or CrossEntropy) scales the deltas of non-stored units by
+// delta_boost_zero and of stored ones by delta_boost_one; errors are not boosted.
+//
 // Determinism: one error per row (double), rows summed in order; rows are independent, so the
 // result does not depend on the thread count.
 #include <algorithm>
@@ -23,6 +27,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/loss_math.h"
 #include "backend/cpu/stream.h"
+#include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 
 namespace nn {
@@ -78,10 +83,10 @@ bool gather_targets(const SparseView& sp, uint32_t r, uint32_t cols, bool normal
 
 struct RowInput {
   const float* a;
-  const float* dense_t;     // dense targets of the row, or nullptr
-  const RowTargets* sp_t;   // merged sparse targets, or nullptr
+  const float* dense_t;    // dense targets of the row, or nullptr
+  const RowTargets* sp_t;  // merged sparse targets, or nullptr
   float w;
-  float* d;                 // deltas of the row, or nullptr
+  float* d;  // deltas of the row, or nullptr
 };
 
 struct Options {
@@ -90,6 +95,12 @@ struct Options {
   float boost_zero = 1.0f, boost_one = 1.0f;
 };
 
+double sum_lanes(const double* lanes) {
+  double s = 0.0;
+  for (size_t k = 0; k < cpu::kChunk; ++k) s += lanes[k];
+  return s;
+}
+
 // Elementwise activation family D (also SmceSoftMax): error of one row, deltas when kDelta.
 template <Form F, DerivKind D, bool kDelta>
 double elementwise_row(const Options& o, const RowInput& in, uint32_t cols) {
@@ -97,9 +108,10 @@ double elementwise_row(const Options& o, const RowInput& in, uint32_t cols) {
   const float* a = in.a;
   float* d = in.d;
   const float w = in.w;
-  double acc = 0.0;
   // Chunked with software prefetch (see stream.h); rows are contiguous, so prefetching past a
-  // row's end warms the next row.
+  // row's end warms the next row. Errors go to one double accumulator per position in the chunk
+  // (independent adds, no loop-carried latency chain), summed in order at the end of the row.
+  alignas(64) double lanes[cpu::kChunk] = {};
   if (in.dense_t) {
     const float* t = in.dense_t;
     for (uint32_t b = 0; b < cols; b += cpu::kChunk) {
@@ -107,15 +119,15 @@ double elementwise_row(const Options& o, const RowInput& in, uint32_t cols) {
       cpu::prefetch_ahead(a, b);
       cpu::prefetch_ahead(t, b);
       if constexpr (kDelta) cpu::prefetch_ahead<1>(d, b);
-#pragma omp simd reduction(+ : acc)
+#pragma omp simd
       for (uint32_t j = b; j < end; ++j) {
         float e, dz;
         cpu::unit_delta<F, D>(c, a[j], t[j], w, e, dz);
-        acc += e;
+        lanes[j - b] += e;
         if constexpr (kDelta) d[j] = dz;
       }
     }
-    return acc;
+    return sum_lanes(lanes);
   }
   if (!o.ignore_zero) {
     const float b0 = o.boost_zero;
@@ -123,17 +135,18 @@ double elementwise_row(const Options& o, const RowInput& in, uint32_t cols) {
       const uint32_t end = std::min<uint32_t>(cols, b + cpu::kChunk);
       cpu::prefetch_ahead(a, b);
       if constexpr (kDelta) cpu::prefetch_ahead<1>(d, b);
-#pragma omp simd reduction(+ : acc)
+#pragma omp simd
       for (uint32_t j = b; j < end; ++j) {
         float e, dz;
         cpu::unit_delta<F, D>(c, a[j], 0.0f, w, e, dz);
-        acc += e;
+        lanes[j - b] += e;
         if constexpr (kDelta) d[j] = dz * b0;
       }
     }
   } else if constexpr (kDelta) {
     std::fill(d, d + cols, 0.0f);
   }
+  double acc = sum_lanes(lanes);
   const RowTargets& tg = *in.sp_t;
   for (size_t i = 0; i < tg.index.size(); ++i) {
     const uint32_t j = tg.index[i];
@@ -211,61 +224,90 @@ double softmax_jacobian_row(const Options& o, const RowInput& in, uint32_t cols)
 
 using RowFn = double (*)(const Options&, const RowInput&, uint32_t);
 
+template <Form F, bool kDelta>
+RowFn elementwise_for_deriv(DerivKind dk) {
+  switch (dk) {
+    case DerivKind::Sigmoid:
+      return &elementwise_row<F, DerivKind::Sigmoid, kDelta>;
+    case DerivKind::Tanh:
+      return &elementwise_row<F, DerivKind::Tanh, kDelta>;
+    case DerivKind::One:
+      return &elementwise_row<F, DerivKind::One, kDelta>;
+    case DerivKind::Step:
+      return &elementwise_row<F, DerivKind::Step, kDelta>;
+    case DerivKind::Elu:
+      return &elementwise_row<F, DerivKind::Elu, kDelta>;
+    case DerivKind::SoftPlus:
+      return &elementwise_row<F, DerivKind::SoftPlus, kDelta>;
+    case DerivKind::SoftSign:
+      return &elementwise_row<F, DerivKind::SoftSign, kDelta>;
+    case DerivKind::SoftMax:
+      break;  // not elementwise: softmax_for
+  }
+  return nullptr;
+}
+
 template <bool kDelta>
 RowFn elementwise_for(Form f, DerivKind dk) {
-#define NN_FORM_CASE(FORM)                                                                 \
-  case Form::FORM:                                                                         \
-    switch (dk) {                                                                          \
-      case DerivKind::Sigmoid: return &elementwise_row<Form::FORM, DerivKind::Sigmoid, kDelta>; \
-      case DerivKind::Tanh: return &elementwise_row<Form::FORM, DerivKind::Tanh, kDelta>;       \
-      case DerivKind::One: return &elementwise_row<Form::FORM, DerivKind::One, kDelta>;         \
-      case DerivKind::Step: return &elementwise_row<Form::FORM, DerivKind::Step, kDelta>;       \
-      case DerivKind::Elu: return &elementwise_row<Form::FORM, DerivKind::Elu, kDelta>;         \
-      case DerivKind::SoftPlus:                                                            \
-        return &elementwise_row<Form::FORM, DerivKind::SoftPlus, kDelta>;                  \
-      case DerivKind::SoftSign:                                                            \
-        return &elementwise_row<Form::FORM, DerivKind::SoftSign, kDelta>;                  \
-      case DerivKind::SoftMax: break;                                                      \
-    }                                                                                      \
-    break;
   switch (f) {
-    NN_FORM_CASE(L1)
-    NN_FORM_CASE(L2)
-    NN_FORM_CASE(L2Hinge)
-    NN_FORM_CASE(Hinge)
-    NN_FORM_CASE(CrossEntropy)
-    NN_FORM_CASE(Smce)
-    NN_FORM_CASE(Dsmce)
-    case Form::SmceSoftMax: break;
+    case Form::L1:
+      return elementwise_for_deriv<Form::L1, kDelta>(dk);
+    case Form::L2:
+      return elementwise_for_deriv<Form::L2, kDelta>(dk);
+    case Form::L2Hinge:
+      return elementwise_for_deriv<Form::L2Hinge, kDelta>(dk);
+    case Form::Hinge:
+      return elementwise_for_deriv<Form::Hinge, kDelta>(dk);
+    case Form::CrossEntropy:
+      return elementwise_for_deriv<Form::CrossEntropy, kDelta>(dk);
+    case Form::Smce:
+      return elementwise_for_deriv<Form::Smce, kDelta>(dk);
+    case Form::Dsmce:
+      return elementwise_for_deriv<Form::Dsmce, kDelta>(dk);
+    case Form::SmceSoftMax:
+      break;  // SoftMax only: softmax_for
   }
-#undef NN_FORM_CASE
   return nullptr;
 }
 
 template <bool kDelta>
 RowFn softmax_for(Form f) {
   switch (f) {
-    case Form::CrossEntropy: return &softmax_ce_row<kDelta>;
+    case Form::CrossEntropy:
+      return &softmax_ce_row<kDelta>;
     case Form::Smce:
-    case Form::SmceSoftMax: return &elementwise_row<Form::SmceSoftMax, DerivKind::One, kDelta>;
-    case Form::L1: return &softmax_jacobian_row<Form::L1, kDelta>;
-    case Form::L2: return &softmax_jacobian_row<Form::L2, kDelta>;
-    case Form::L2Hinge: return &softmax_jacobian_row<Form::L2Hinge, kDelta>;
-    case Form::Hinge: return &softmax_jacobian_row<Form::Hinge, kDelta>;
-    case Form::Dsmce: return &softmax_jacobian_row<Form::Dsmce, kDelta>;
+    case Form::SmceSoftMax:
+      return &elementwise_row<Form::SmceSoftMax, DerivKind::One, kDelta>;
+    case Form::L1:
+      return &softmax_jacobian_row<Form::L1, kDelta>;
+    case Form::L2:
+      return &softmax_jacobian_row<Form::L2, kDelta>;
+    case Form::L2Hinge:
+      return &softmax_jacobian_row<Form::L2Hinge, kDelta>;
+    case Form::Hinge:
+      return &softmax_jacobian_row<Form::Hinge, kDelta>;
+    case Form::Dsmce:
+      return &softmax_jacobian_row<Form::Dsmce, kDelta>;
   }
   return nullptr;
 }
 
 Form form_of(ErrorFunction f) {
   switch (f) {
-    case ErrorFunction::L1: return Form::L1;
-    case ErrorFunction::L2: return Form::L2;
-    case ErrorFunction::L2Hinge: return Form::L2Hinge;
-    case ErrorFunction::Hinge: return Form::Hinge;
-    case ErrorFunction::CrossEntropy: return Form::CrossEntropy;
-    case ErrorFunction::ScaledMarginalCrossEntropy: return Form::Smce;
-    case ErrorFunction::DataScaledMarginalCrossEntropy: return Form::Dsmce;
+    case ErrorFunction::L1:
+      return Form::L1;
+    case ErrorFunction::L2:
+      return Form::L2;
+    case ErrorFunction::L2Hinge:
+      return Form::L2Hinge;
+    case ErrorFunction::Hinge:
+      return Form::Hinge;
+    case ErrorFunction::CrossEntropy:
+      return Form::CrossEntropy;
+    case ErrorFunction::ScaledMarginalCrossEntropy:
+      return Form::Smce;
+    case ErrorFunction::DataScaledMarginalCrossEntropy:
+      return Form::Dsmce;
   }
   throw InternalError("cpu loss: unknown ErrorFunction code " + std::to_string(uint32_t(f)));
 }
@@ -279,10 +321,11 @@ double CpuBackend::loss_impl(const LossParams& p, const float* a, const TargetVi
            "loss: target view does not cover the batch");
   const Form form = form_of(p.function);
   const bool softmax = p.activation.kind == Activation::SoftMax;
-  const RowFn fn = delta ? (softmax ? softmax_for<true>(form)
-                                    : elementwise_for<true>(form, cpu::deriv_kind(p.activation.kind)))
-                         : (softmax ? softmax_for<false>(form)
-                                    : elementwise_for<false>(form, cpu::deriv_kind(p.activation.kind)));
+  const RowFn fn =
+      delta ? (softmax ? softmax_for<true>(form)
+                       : elementwise_for<true>(form, cpu::deriv_kind(p.activation.kind)))
+            : (softmax ? softmax_for<false>(form)
+                       : elementwise_for<false>(form, cpu::deriv_kind(p.activation.kind)));
   NN_CHECK(fn != nullptr, "loss: no kernel for this error function and activation");
 
   Options o;
@@ -303,27 +346,28 @@ double CpuBackend::loss_impl(const LossParams& p, const float* a, const TargetVi
 
   std::vector<double> row_error(rows, 0.0);
   std::vector<int64_t> bad(rows, -1);
-  const size_t total = size_t(rows) * cols;
-#pragma omp parallel num_threads(threads_) if (total >= kParallelMin)
-  {
+  auto range = [&](size_t lo, size_t hi) {
     RowTargets scratch;
-#pragma omp for schedule(static)
-    for (uint32_t r = 0; r < rows; ++r) {
-      RowInput in{a + size_t(r) * cols, nullptr, nullptr, weights ? weights[r] : 1.0f,
-                  delta ? delta + size_t(r) * cols : nullptr};
+    for (size_t r = lo; r < hi; ++r) {
+      RowInput in{a + r * cols, nullptr, nullptr, weights ? weights[r] : 1.0f,
+                  delta ? delta + r * cols : nullptr};
       if (t.sparse) {
         uint32_t bad_index = 0;
-        if (!gather_targets(t.sp, r, cols, normalise, scratch, bad_index)) {
+        if (!gather_targets(t.sp, uint32_t(r), cols, normalise, scratch, bad_index)) {
           bad[r] = bad_index;
           continue;
         }
         in.sp_t = &scratch;
       } else {
-        in.dense_t = t.dense + size_t(r) * cols;
+        in.dense_t = t.dense + r * cols;
       }
       row_error[r] = fn(o, in, cols);
     }
-  }
+  };
+  if (size_t(rows) * cols >= kParallelMin)
+    cpu::parallel_ranges(*pool_, rows, std::max<size_t>(1, cpu::kMinTaskFloats / cols), range);
+  else
+    range(0, rows);
   for (uint32_t r = 0; r < rows; ++r)
     if (bad[r] >= 0)
       throw DataError("loss: sparse targets of batch row " + std::to_string(r) + ": index " +

@@ -12,12 +12,14 @@
 //             w -= alpha*(m/(1-mu^t)) / (sqrt(v/(1-mu1^t)) + 1e-8), t = step (first step 1,
 //             correcting DSSTNE's off-by-one)                         (state0 = m, state1 = v)
 // The adaptive rules keep DSSTNE's sqrt(max(1e-9, v)) floor so hyper-parameters tuned for it
-// carry over. Each rule is one memory-bound pass, vectorised and split statically over threads.
+// carry over. Each rule is one memory-bound pass, vectorised and spread over the pool in chunks.
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/stream.h"
+#include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 
 namespace nn {
@@ -36,13 +38,27 @@ struct Reg {
   }
 };
 
-}  // namespace
+// Applies rule(w, g[, s0[, s1]]) to every parameter in chunks spread over the pool, with
+// software prefetch (stream.h). The rule gets element references, not indices: GCC vectorised
+// index-taking lambdas with gathers and scatters.
+template <int kStates, typename Rule>
+void update(cpu::ThreadPool& pool, size_t n, float* w, const float* g, float* s0, float* s1,
+            const Rule& rule) {
+  cpu::for_chunks(pool, n, kParallelMin, [=](size_t lo, size_t hi) {
+    cpu::prefetch_ahead<1>(w, lo);
+    cpu::prefetch_ahead(g, lo);
+    if constexpr (kStates >= 1) cpu::prefetch_ahead<1>(s0, lo);
+    if constexpr (kStates >= 2) cpu::prefetch_ahead<1>(s1, lo);
+#pragma omp simd
+    for (size_t i = lo; i < hi; ++i) {
+      if constexpr (kStates == 0) rule(w[i], g[i]);
+      if constexpr (kStates == 1) rule(w[i], g[i], s0[i]);
+      if constexpr (kStates == 2) rule(w[i], g[i], s0[i], s1[i]);
+    }
+  });
+}
 
-// Each rule is written as its own plain loop over arrays: GCC vectorises those with contiguous
-// loads, where a lambda indexing the arrays led it to gathers and scatters.
-#define NN_OPT_LOOP \
-  _Pragma("omp parallel for simd num_threads(threads_) schedule(static) if (n >= kParallelMin)") \
-  for (size_t i = 0; i < n; ++i)
+}  // namespace
 
 void CpuBackend::optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
                                 float* state1, size_t n) {
@@ -52,69 +68,61 @@ void CpuBackend::optimizer_step(const OptimizerParams& p, float* w, const float*
   NN_CHECK(states < 2 || state1 != nullptr, "optimizer_step: state1 is required");
   const float alpha = p.alpha, mu = p.mu, mu1 = p.mu1;
   const Reg reg{p.lambda, p.lambda1};
+  cpu::ThreadPool& t = *pool_;
   switch (p.kind) {
     case OptimizerKind::SGD:
-      NN_OPT_LOOP { w[i] -= alpha * reg(w[i], g[i]); }
+      update<0>(t, n, w, g, state0, state1,
+                [=](float& wi, float gi) { wi -= alpha * reg(wi, gi); });
       break;
     case OptimizerKind::Momentum:
-      NN_OPT_LOOP {
-        const float v = mu * state0[i] - alpha * reg(w[i], g[i]);
-        state0[i] = v;
-        w[i] += v;
-      }
+      update<1>(t, n, w, g, state0, state1, [=](float& wi, float gi, float& v) {
+        v = mu * v - alpha * reg(wi, gi);
+        wi += v;
+      });
       break;
     case OptimizerKind::Nesterov:
-      NN_OPT_LOOP {
-        const float v_old = state0[i];
-        const float v = mu * v_old - alpha * reg(w[i], g[i]);
-        state0[i] = v;
-        w[i] += v + mu * (v - v_old);
-      }
+      update<1>(t, n, w, g, state0, state1, [=](float& wi, float gi, float& v) {
+        const float v_old = v;
+        v = mu * v_old - alpha * reg(wi, gi);
+        wi += v + mu * (v - v_old);
+      });
       break;
     case OptimizerKind::AdaGrad:
-      NN_OPT_LOOP {
-        const float gi = reg(w[i], g[i]);
-        const float v = state0[i] + gi * gi;
-        state0[i] = v;
-        w[i] -= alpha * gi / std::sqrt(std::max(kAdaFloor, v));
-      }
+      update<1>(t, n, w, g, state0, state1, [=](float& wi, float gi, float& v) {
+        const float gr = reg(wi, gi);
+        v += gr * gr;
+        wi -= alpha * gr / std::sqrt(std::max(kAdaFloor, v));
+      });
       break;
     case OptimizerKind::RMSProp:
-      NN_OPT_LOOP {
-        const float gi = reg(w[i], g[i]);
-        const float v = mu * state0[i] + (1.0f - mu) * gi * gi;
-        state0[i] = v;
-        w[i] -= alpha * gi / std::sqrt(std::max(kAdaFloor, v));
-      }
+      update<1>(t, n, w, g, state0, state1, [=](float& wi, float gi, float& v) {
+        const float gr = reg(wi, gi);
+        v = mu * v + (1.0f - mu) * gr * gr;
+        wi -= alpha * gr / std::sqrt(std::max(kAdaFloor, v));
+      });
       break;
     case OptimizerKind::AdaDelta:
-      NN_OPT_LOOP {
-        const float gi = reg(w[i], g[i]);
-        const float s = mu * state0[i] + (1.0f - mu) * gi * gi;
-        const float u = state1[i];
-        const float d = std::sqrt(std::max(kAdaFloor, u) / std::max(kAdaFloor, s)) * gi;
-        state0[i] = s;
-        state1[i] = mu * u + (1.0f - mu) * d * d;
-        w[i] -= d;
-      }
+      update<2>(t, n, w, g, state0, state1, [=](float& wi, float gi, float& s, float& u) {
+        const float gr = reg(wi, gi);
+        s = mu * s + (1.0f - mu) * gr * gr;
+        const float d = std::sqrt(std::max(kAdaFloor, u) / std::max(kAdaFloor, s)) * gr;
+        u = mu * u + (1.0f - mu) * d * d;
+        wi -= d;
+      });
       break;
     case OptimizerKind::Adam: {
       const double step = double(p.step > 0 ? p.step : 1);
       const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(double(mu), step)));
       const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(double(mu1), step)));
-      NN_OPT_LOOP {
-        const float gi = reg(w[i], g[i]);
-        const float m = mu * state0[i] + (1.0f - mu) * gi;
-        const float v = mu1 * state1[i] + (1.0f - mu1) * gi * gi;
-        state0[i] = m;
-        state1[i] = v;
-        w[i] -= alpha * (m * c1) / (std::sqrt(v * c2) + kAdamEps);
-      }
+      update<2>(t, n, w, g, state0, state1, [=](float& wi, float gi, float& m, float& v) {
+        const float gr = reg(wi, gi);
+        m = mu * m + (1.0f - mu) * gr;
+        v = mu1 * v + (1.0f - mu1) * gr * gr;
+        wi -= alpha * (m * c1) / (std::sqrt(v * c2) + kAdamEps);
+      });
       break;
     }
   }
 }
-
-#undef NN_OPT_LOOP
 
 }  // namespace nn

@@ -5,18 +5,25 @@
 // partitioning, so results do not depend on the thread count. The gradient is partitioned by
 // output column (rows of the batch share input indices, so partitioning by batch row would
 // race); when there are too few columns to share, by ranges of input index instead.
-#include <omp.h>
-
 #include <algorithm>
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 
 namespace nn {
 namespace {
 
 constexpr size_t kParallelMin = size_t(1) << 14;
+// Weight rows are visited in data order, which the hardware prefetcher cannot predict: the row
+// of the entry kPrefetchEntries ahead is prefetched while the current one is processed.
+constexpr uint32_t kPrefetchEntries = 2;
+
+template <int kWrite>
+inline void prefetch_span(const float* p, uint32_t lo, uint32_t hi) {
+  for (uint32_t o = lo; o < hi; o += 16) __builtin_prefetch(p + o, kWrite);
+}
 
 void check_indices(const SparseView& x, const char* kernel) {
   if (x.rows == 0) return;
@@ -25,21 +32,26 @@ void check_indices(const SparseView& x, const char* kernel) {
     if (x.index[e] >= x.cols) {
       const uint32_t r =
           uint32_t(std::upper_bound(x.row_ptr, x.row_ptr + x.rows + 1, e) - x.row_ptr) - 1;
-      throw DataError(std::string(kernel) + ": sparse batch row " + std::to_string(r) +
-                      ": index " + std::to_string(x.index[e]) + " is outside the " +
-                      std::to_string(x.cols) + " inputs");
+      throw DataError(std::string(kernel) + ": sparse batch row " + std::to_string(r) + ": index " +
+                      std::to_string(x.index[e]) + " is outside the " + std::to_string(x.cols) +
+                      " inputs");
     }
   }
 }
 
 // g[idx][lo..hi) += s * delta[r][lo..hi) for every entry of every row, in order, restricted to
 // indices in [idx_lo, idx_hi).
-void gradient_range(const SparseView& x, const float* delta, uint32_t n_out, float alpha,
-                    float* g, uint32_t lo, uint32_t hi, uint32_t idx_lo, uint32_t idx_hi) {
+void gradient_range(const SparseView& x, const float* delta, uint32_t n_out, float alpha, float* g,
+                    uint32_t lo, uint32_t hi, uint32_t idx_lo, uint32_t idx_hi) {
+  const uint32_t nnz = x.row_ptr[x.rows];
   for (uint32_t r = 0; r < x.rows; ++r) {
     const float wr = x.row_weight ? x.row_weight[r] : 1.0f;
     const float* dr = delta + size_t(r) * n_out;
     for (uint32_t e = x.row_ptr[r]; e < x.row_ptr[r + 1]; ++e) {
+      if (e + kPrefetchEntries < nnz) {
+        const uint32_t ahead = x.index[e + kPrefetchEntries];
+        if (ahead >= idx_lo && ahead < idx_hi) prefetch_span<1>(g + size_t(ahead) * n_out, lo, hi);
+      }
       const uint32_t idx = x.index[e];
       if (idx < idx_lo || idx >= idx_hi) continue;
       const float s = alpha * (x.value ? x.value[e] : 1.0f) * wr;
@@ -55,18 +67,26 @@ void gradient_range(const SparseView& x, const float* delta, uint32_t n_out, flo
 void CpuBackend::sparse_matmul(const SparseView& x, const float* w, uint32_t n_out, float* z) {
   if (x.rows == 0 || n_out == 0) return;
   check_indices(x, "sparse_matmul");
-  const size_t work = size_t(x.row_ptr[x.rows]) * n_out;
-#pragma omp parallel for num_threads(threads_) schedule(static) if (work >= kParallelMin)
-  for (uint32_t r = 0; r < x.rows; ++r) {
-    const float wr = x.row_weight ? x.row_weight[r] : 1.0f;
-    float* zr = z + size_t(r) * n_out;
-    for (uint32_t e = x.row_ptr[r]; e < x.row_ptr[r + 1]; ++e) {
-      const float s = (x.value ? x.value[e] : 1.0f) * wr;
-      const float* wrow = w + size_t(x.index[e]) * n_out;
+  auto range = [&](size_t lo, size_t hi) {
+    for (size_t r = lo; r < hi; ++r) {
+      const float wr = x.row_weight ? x.row_weight[r] : 1.0f;
+      float* zr = z + r * n_out;
+      const uint32_t end = x.row_ptr[r + 1];
+      for (uint32_t e = x.row_ptr[r]; e < end; ++e) {
+        if (e + kPrefetchEntries < end)
+          prefetch_span<0>(w + size_t(x.index[e + kPrefetchEntries]) * n_out, 0, n_out);
+        const float s = (x.value ? x.value[e] : 1.0f) * wr;
+        const float* wrow = w + size_t(x.index[e]) * n_out;
 #pragma omp simd
-      for (uint32_t o = 0; o < n_out; ++o) zr[o] += s * wrow[o];
+        for (uint32_t o = 0; o < n_out; ++o) zr[o] += s * wrow[o];
+      }
     }
-  }
+  };
+  const size_t work = size_t(x.row_ptr[x.rows]) * n_out;
+  if (work >= kParallelMin)
+    cpu::parallel_ranges(*pool_, x.rows, 1, range);
+  else
+    range(0, x.rows);
 }
 
 void CpuBackend::sparse_weight_gradient(const SparseView& x, const float* delta, uint32_t n_out,
@@ -74,25 +94,25 @@ void CpuBackend::sparse_weight_gradient(const SparseView& x, const float* delta,
   if (x.rows == 0 || n_out == 0) return;
   check_indices(x, "sparse_weight_gradient");
   const size_t work = size_t(x.row_ptr[x.rows]) * n_out;
-  const int threads = work >= kParallelMin ? threads_ : 1;
-  if (threads == 1) {
+  if (work < kParallelMin || threads_ == 1) {
     gradient_range(x, delta, n_out, alpha, g, 0, n_out, 0, x.cols);
     return;
   }
-  // Column blocks are multiples of 16 floats (one cache line), so threads never share a line.
-  const bool by_column = n_out >= 64u * uint32_t(threads);
-#pragma omp parallel num_threads(threads)
-  {
-    const uint32_t t = uint32_t(omp_get_thread_num()), nt = uint32_t(omp_get_num_threads());
-    if (by_column) {
-      const uint32_t chunk = ((n_out + nt - 1) / nt + 15) / 16 * 16;
-      const uint32_t lo = std::min(n_out, t * chunk), hi = std::min(n_out, lo + chunk);
+  // Column blocks are multiples of 16 floats (one cache line), so tasks never share a line.
+  const uint32_t parts = uint32_t(threads_) * 2;
+  const bool by_column = n_out >= 32u * parts;
+  if (by_column) {
+    const uint32_t chunk = ((n_out + parts - 1) / parts + 15) / 16 * 16;
+    pool_->run(parts, [&](size_t p) {
+      const uint32_t lo = std::min(n_out, uint32_t(p) * chunk), hi = std::min(n_out, lo + chunk);
       if (lo < hi) gradient_range(x, delta, n_out, alpha, g, lo, hi, 0, x.cols);
-    } else {
-      const uint32_t chunk = (x.cols + nt - 1) / nt;
-      const uint32_t lo = std::min(x.cols, t * chunk), hi = std::min(x.cols, lo + chunk);
+    });
+  } else {
+    const uint32_t chunk = (x.cols + parts - 1) / parts;
+    pool_->run(parts, [&](size_t p) {
+      const uint32_t lo = std::min(x.cols, uint32_t(p) * chunk), hi = std::min(x.cols, lo + chunk);
       if (lo < hi) gradient_range(x, delta, n_out, alpha, g, 0, n_out, lo, hi);
-    }
+    });
   }
 }
 

@@ -30,8 +30,12 @@ struct LossConsts {
   float one_scale = 1.0f, zero_scale = 1.0f;
 };
 
-NN_FORCE_INLINE float floor_log(float x) { return fastmath::log(std::max(x, kLogFloor)); }
-NN_FORCE_INLINE float floor_inv(float x) { return 1.0f / std::max(x, kLogFloor); }
+NN_FORCE_INLINE float floor_log(float x) {
+  return fastmath::log(std::max(x, kLogFloor));
+}
+NN_FORCE_INLINE float floor_inv(float x) {
+  return 1.0f / std::max(x, kLogFloor);
+}
 
 // e and g = dE/da for one unit.
 template <Form F>
@@ -89,7 +93,8 @@ NN_FORCE_INLINE void unit_loss(const LossConsts& c, float a, float t, float w, f
 
 // e and delta = dE/dz for one unit of an elementwise activation family D.
 template <Form F, DerivKind D>
-NN_FORCE_INLINE void unit_delta(const LossConsts& c, float a, float t, float w, float& e, float& dz) {
+NN_FORCE_INLINE void unit_delta(const LossConsts& c, float a, float t, float w, float& e,
+                                float& dz) {
   constexpr bool kSigmoid = D == DerivKind::Sigmoid;
   if constexpr (F == Form::SmceSoftMax) {
     // Reference rule on softmax outputs: error -w*oneScale*t*ln a on positive units below

@@ -1,4 +1,4 @@
-// Helpers for the CPU backend's streaming loops: static per-thread ranges and software prefetch.
+// Helpers for the CPU backend's streaming loops: chunked parallel ranges and software prefetch.
 //
 // Why prefetch: on the development VM a vectorised sigmoid over a 28 MB buffer ran at 2.0 ns per
 // element, against 0.45 ns in cache and 0.2 ns for a plain ReLU over the same buffer: the
@@ -7,12 +7,13 @@
 // preceded by prefetches of the chunk kAhead elements further on.
 #pragma once
 
-#include <omp.h>
-
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
+
+#include "backend/cpu/thread_pool.h"
 
 namespace nn::cpu {
 
@@ -29,26 +30,39 @@ inline void prefetch_ahead(const void* p, size_t i, size_t elem_size = sizeof(fl
     __builtin_prefetch(reinterpret_cast<const void*>(base + k), kWrite);
 }
 
-// Part `t` of `parts` contiguous parts of [0, n), boundaries on cache lines (no false sharing).
-inline std::pair<size_t, size_t> static_part(size_t n, int t, int parts) {
-  const size_t lines = (n + kLineFloats - 1) / kLineFloats;
-  const size_t per = (lines + size_t(parts) - 1) / size_t(parts);
-  const size_t lo = std::min(n, size_t(t) * per * kLineFloats);
-  const size_t hi = std::min(n, lo + per * kLineFloats);
-  return {lo, hi};
+// Largest value of x[0, n), ignoring NaN (-inf when there is none). Written with independent
+// lanes because GCC does not vectorise a max reduction under strict IEEE semantics.
+inline float max_ignoring_nan(const float* x, size_t n, float init = -INFINITY) {
+  constexpr size_t kLanes = 16;
+  float lanes[kLanes];
+  for (size_t k = 0; k < kLanes; ++k) lanes[k] = init;
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+#pragma omp simd
+    for (size_t k = 0; k < kLanes; ++k) lanes[k] = x[i + k] > lanes[k] ? x[i + k] : lanes[k];
+  }
+  float m = init;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  for (size_t k = 0; k < kLanes; ++k) m = lanes[k] > m ? lanes[k] : m;
+  return m;
 }
 
-// Runs f(lo, hi) on consecutive chunks of [0, n); threads take static contiguous parts.
-// Parallel only when n >= parallel_min. f is copied per thread, so its captured values cannot
-// alias the arrays it writes (GCC needs that to vectorise).
+// Smallest range of elements worth handing to another thread.
+constexpr size_t kMinTaskFloats = 8192;
+
+// Runs f(lo, hi) on consecutive chunks of [0, n), spread over the pool in contiguous ranges
+// when n >= parallel_min. Each range uses its own copy of f, so f's captured values provably do
+// not alias the arrays it writes (GCC needs that to vectorise).
 template <typename F>
-void for_chunks(int threads, size_t n, size_t parallel_min, const F& f) {
-#pragma omp parallel num_threads(threads) if (n >= parallel_min)
-  {
+void for_chunks(ThreadPool& pool, size_t n, size_t parallel_min, const F& f) {
+  auto body = [&f](size_t lo, size_t hi) {
     const F local = f;
-    const auto [lo, hi] = static_part(n, omp_get_thread_num(), omp_get_num_threads());
     for (size_t b = lo; b < hi; b += kChunk) local(b, std::min(hi, b + kChunk));
-  }
+  };
+  if (n < parallel_min)
+    body(0, n);
+  else
+    parallel_ranges(pool, n, kMinTaskFloats, body, kLineFloats);
 }
 
 }  // namespace nn::cpu

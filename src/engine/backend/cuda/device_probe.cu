@@ -50,8 +50,8 @@ std::string cuda_device_summary() {
     }
     char mem[32];
     std::snprintf(mem, sizeof mem, "%.1f GiB", double(prop.totalGlobalMem) / (1 << 30));
-    out += "\ncuda:" + std::to_string(d) + " " + prop.name + ", sm_" +
-           std::to_string(prop.major) + std::to_string(prop.minor) + ", " + mem + ", " +
+    out += "\ncuda:" + std::to_string(d) + " " + prop.name + ", sm_" + std::to_string(prop.major) +
+           std::to_string(prop.minor) + ", " + mem + ", " +
            std::to_string(prop.multiProcessorCount) + " SMs";
   }
   return out;
@@ -73,7 +73,8 @@ bool cuda_smoke_test() noexcept {
   } catch (...) {
     ok = false;
   }
-  if (ok) ok = cudaMemcpy(host.data(), dev, kN * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess;
+  if (ok)
+    ok = cudaMemcpy(host.data(), dev, kN * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess;
   cudaFree(dev);
   for (unsigned i = 0; ok && i < kN; ++i) ok = host[i] == 3.0f + 0.5f * float(i);
   cudaGetLastError();

@@ -1,0 +1,198 @@
+#!/usr/bin/python3
+"""PyTorch half of the sparse-autoencoder speed benchmark (the engine's half times the same shape).
+
+Shape: MovieLens-20M-like autoencoder: 27,278 items, 144 distinct non-zeros per example drawn
+without replacement from a Zipf-like popularity (p(rank r) ~ 1/(r+1)^s, s = 1), minibatch 256.
+Network: sparse input -> sigmoid hidden layer(s) -> 27,278 sigmoid outputs; loss = sigmoid cross
+entropy summed over all outputs against the same sparse example as target (implicit zeros), averaged
+over the batch; one optimizer step per batch (RMSprop or plain SGD).
+
+What one timed batch contains: building the dense 0/1 target from the example's indices, the sparse
+input product, forward, loss, backward, optimizer step. Generating the random examples is not timed
+(a pool of batches is drawn up front). Input layer variants (--input):
+  sparse  torch.sparse.mm(COO batch [256 x items], W [items x H]); autograd gives the dense weight
+          gradient X^T * delta from the sparse X (default: the fastest measured here)
+  dense   scatter the batch into a dense [256 x items] 0/1 matrix, then an ordinary dense GEMM
+FLOPs per batch (reported, so GFLOP/s compare with the engine): 2*m*n*k per GEMM, forward plus
+backward (weight gradient, and the delta to the layer below except for the input layer); the input
+layer is counted as sparse, 2*nnz*H for its forward product and 2*nnz*H for its weight gradient.
+flops_dense_input gives the count if the input layer is counted as a dense GEMM instead.
+Output: one JSON object per configuration on stdout (ms per batch: median of --batches after
+--warmup batches).
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+ITEMS = 27278
+NNZ = 144
+BATCH = 256
+
+
+def parse_hidden(text):
+    """'128' -> [128]; '1024x3' -> [1024, 1024, 1024] (size x number of layers)."""
+    size, _, count = text.lower().partition("x")
+    try:
+        layers = [int(size)] * (int(count) if count else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--hidden {text!r}: expected SIZE or SIZExLAYERS") from None
+    if not layers or layers[0] < 1:
+        raise argparse.ArgumentTypeError(f"--hidden {text!r}: sizes and counts must be >= 1")
+    return layers
+
+
+def zipf_batches(count, batch, items, nnz, exponent, seed):
+    """count batches of [batch, nnz] distinct item indices each."""
+    gen = torch.Generator().manual_seed(seed)
+    popularity = 1.0 / torch.arange(1, items + 1, dtype=torch.float64) ** exponent
+    # Shuffle which item id is popular so popular ids are not all at the start of the row.
+    popularity = popularity[torch.randperm(items, generator=gen)]
+    probs = popularity.float().expand(batch, items).contiguous()
+    return [torch.multinomial(probs, nnz, replacement=False, generator=gen) for _ in range(count)]
+
+
+class SparseAutoEncoder(torch.nn.Module):
+    """Input weights are stored input-major [items x H] (like the engine) for the sparse product."""
+
+    def __init__(self, items, hidden, input_mode):
+        super().__init__()
+        self.items = items
+        self.input_mode = input_mode
+        bound = (6.0 / (items + hidden[0])) ** 0.5 / 2
+        self.w_in = torch.nn.Parameter(torch.empty(items, hidden[0]).uniform_(-bound, bound))
+        self.b_in = torch.nn.Parameter(torch.zeros(hidden[0]))
+        sizes = hidden + [items]
+        self.layers = torch.nn.ModuleList(
+            torch.nn.Linear(a, b) for a, b in zip(sizes[:-1], sizes[1:]))
+
+    def forward(self, indices, dense_x):
+        if self.input_mode == "sparse":
+            rows = torch.arange(indices.shape[0]).repeat_interleave(indices.shape[1])
+            coo = torch.sparse_coo_tensor(
+                torch.stack([rows, indices.reshape(-1)]),
+                torch.ones(indices.numel()), (indices.shape[0], self.items))
+            z = torch.sparse.mm(coo, self.w_in) + self.b_in
+        else:
+            z = torch.addmm(self.b_in, dense_x, self.w_in)
+        a = torch.sigmoid(z)
+        for layer in self.layers[:-1]:
+            a = torch.sigmoid(layer(a))
+        return self.layers[-1](a)  # logits; the loss applies the sigmoid
+
+
+def flop_counts(batch, items, hidden, nnz):
+    """(sparse-input FLOPs, dense-input FLOPs) per batch, forward + backward."""
+    sizes = hidden + [items]
+    dense_layers = 0
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        dense_layers += 3 * 2 * batch * a * b  # forward, weight gradient, delta to layer below
+    sparse_input = 2 * 2 * batch * nnz * hidden[0]
+    dense_input = 2 * 2 * batch * items * hidden[0]
+    return dense_layers + sparse_input, dense_layers + dense_input
+
+
+def run_config(hidden, optimizer_name, input_mode, args):
+    torch.manual_seed(args.seed)
+    model = SparseAutoEncoder(ITEMS, hidden, input_mode)
+    if optimizer_name == "rmsprop":
+        optimizer = torch.optim.RMSprop(model.parameters(), lr=1e-3, alpha=0.9, eps=1e-8,
+                                        weight_decay=args.weight_decay, foreach=True)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01, weight_decay=args.weight_decay,
+                                    foreach=True)
+    pool = zipf_batches(min(args.pool, args.warmup + args.batches), BATCH, ITEMS, args.nnz,
+                        args.zipf, args.seed)
+    times = []
+    losses = []
+    for step in range(args.warmup + args.batches):
+        indices = pool[step % len(pool)]
+        start = time.perf_counter()
+        target = torch.zeros(BATCH, ITEMS).scatter_(1, indices, 1.0)
+        logits = model(indices, target if input_mode == "dense" else None)
+        loss = (torch.nn.functional.softplus(logits) - logits * target).sum() / BATCH
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())  # .item() also makes sure the step has finished
+        if step >= args.warmup:
+            times.append((time.perf_counter() - start) * 1e3)
+    flops, flops_dense = flop_counts(BATCH, ITEMS, hidden, args.nnz)
+    median = statistics.median(times)
+    return {
+        "bench": "sparse_autoencoder",
+        "framework": f"torch {torch.__version__}",
+        "hidden": f"{hidden[0]}x{len(hidden)}",
+        "optimizer": optimizer_name,
+        "input": input_mode,
+        "items": ITEMS,
+        "batch": BATCH,
+        "nnz_per_example": args.nnz,
+        "threads": torch.get_num_threads(),
+        "warmup": args.warmup,
+        "batches": args.batches,
+        "ms_per_batch": round(median, 2),
+        "ms_min": round(min(times), 2),
+        "ms_max": round(max(times), 2),
+        "flops_per_batch": flops,
+        "gflops": round(flops / median / 1e6, 2),
+        "flops_dense_input": flops_dense,
+        "first_loss": round(losses[0], 3),
+        "last_loss": round(losses[-1], 3),
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="bench_peer_torch.py",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=__doc__)
+    parser.add_argument("--hidden", default="128",
+                        help="comma list of SIZE or SIZExLAYERS, e.g. 128 or 1024x3 or 128,1024x3 "
+                        "(default 128)")
+    parser.add_argument("--optimizer", default="rmsprop",
+                        help="comma list of rmsprop, sgd (default rmsprop)")
+    parser.add_argument("--input", default="sparse",
+                        help="comma list of sparse, dense (default sparse)")
+    parser.add_argument("--batches", type=int, default=20, help="timed batches (default 20)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed batches first (default 3)")
+    parser.add_argument("--nnz", type=int, default=NNZ, help="non-zeros per example (default 144)")
+    parser.add_argument("--zipf", type=float, default=1.0, help="popularity exponent (default 1)")
+    parser.add_argument("--pool", type=int, default=16,
+                        help="distinct random batches drawn up front and cycled (default 16)")
+    parser.add_argument("--weight-decay", type=float, default=0.0,
+                        help="L2 weight decay (default 0)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    parser.add_argument("--seed", type=int, default=12134)
+    args = parser.parse_args(argv)
+
+    try:
+        hidden_list = [parse_hidden(h) for h in args.hidden.split(",") if h]
+    except argparse.ArgumentTypeError as err:
+        parser.error(str(err))
+    optimizers = [o.strip().lower() for o in args.optimizer.split(",") if o.strip()]
+    inputs = [i.strip().lower() for i in args.input.split(",") if i.strip()]
+    for name in optimizers:
+        if name not in ("rmsprop", "sgd"):
+            parser.error(f"--optimizer: unknown {name!r}; expected rmsprop or sgd")
+    for name in inputs:
+        if name not in ("sparse", "dense"):
+            parser.error(f"--input: unknown {name!r}; expected sparse or dense")
+    if args.batches < 1 or args.warmup < 0 or not 0 < args.nnz <= ITEMS:
+        parser.error("--batches must be >= 1, --warmup >= 0, 0 < --nnz <= 27278")
+
+    torch.set_num_threads(args.threads)
+    for hidden in hidden_list:
+        for optimizer_name in optimizers:
+            for input_mode in inputs:
+                result = run_config(hidden, optimizer_name, input_mode, args)
+                print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
