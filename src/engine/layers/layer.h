@@ -10,7 +10,9 @@
 #include "backend/backend.h"
 #include "backend/device_array.h"
 #include "config/network_spec.h"
+#include "core/random.h"
 #include "layers/parameter.h"
+#include "model/io/network_file.h"
 
 namespace nn {
 
@@ -43,6 +45,15 @@ class Layer {
   const std::vector<Layer*>& sources() const { return sources_; }
   const std::vector<Layer*>& skips() const { return skips_; }
 
+  // ---- lifecycle (called by Network) -------------------------------------------------------
+  // Creates parameters once sources and skips are wired. Throws ConfigError naming the layer.
+  virtual void build(Backend& backend) {}
+  // Random initialisation of parameters (deterministic for the generator's state).
+  virtual void initialize(Rng& rng) {}
+  // Appends this layer's weights (DSSTNE order: one per source) and extra arrays to `file`.
+  virtual void save(NetworkFile& file) const {}
+  // Loads this layer's weights from file.weights[cursor...] (advancing cursor) and extra arrays.
+  virtual void load(const NetworkFile& file, size_t& cursor) {}
   // Allocates buffers for up to max_rows examples per batch.
   virtual void allocate(Backend& backend, uint32_t max_rows);
 

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/random.h"
+#include "layers/layer_registry.h"
 
 namespace nn {
 namespace {
@@ -14,39 +15,6 @@ namespace {
 std::string where(const NetworkSpec& spec, const LayerSpec& l) {
   return (spec.source.empty() ? std::string("network") : spec.source) + ": layer '" + l.name +
          "'";
-}
-
-// Host-side initial weights for one connection (dsstne-reference.md §3.5).
-std::vector<float> initial_weights(const LayerSpec& l, size_t n_in, size_t n_out, Rng& rng) {
-  std::vector<float> w(n_in * n_out);
-  const double s = l.weight_init_scale;
-  auto uniform = [&](double lo, double hi) {
-    for (auto& v : w) v = static_cast<float>(lo + (hi - lo) * rng.uniform());
-  };
-  switch (l.weight_init) {
-    case WeightInit::Xavier: {
-      const double a = s * std::sqrt(6.0 / double(n_in + n_out));
-      uniform(-a / 2, a / 2);
-      break;
-    }
-    case WeightInit::CaffeXavier: {
-      const double a = s * std::sqrt(3.0 / double(n_out));
-      uniform(-a, a);
-      break;
-    }
-    case WeightInit::Uniform: uniform(-s, s); break;
-    case WeightInit::UnitBall: uniform(0, s); break;
-    case WeightInit::Gaussian:
-      for (auto& v : w) v = static_cast<float>(s * rng.normal());
-      break;
-    case WeightInit::SELU:
-      for (auto& v : w) v = static_cast<float>(rng.normal() / std::sqrt(double(n_in)));
-      break;
-    case WeightInit::Constant:
-      for (auto& v : w) v = static_cast<float>(s);
-      break;
-  }
-  return w;
 }
 
 }  // namespace
@@ -60,18 +28,9 @@ Network::Network(Backend& backend, NetworkSpec spec,
     if (l.n_auto)
       throw ConfigError(where(spec_, l) + ": size \"auto\" was not resolved against a dataset");
     if (l.units() == 0) throw ConfigError(where(spec_, l) + ": N must be positive");
-    std::unique_ptr<Layer> layer;
-    if (l.kind == LayerKind::Input) {
-      auto it = sparse_inputs.find(l.name);
-      layer = std::make_unique<InputLayer>(l, i, it != sparse_inputs.end() && it->second);
-    } else if (l.type == LayerType::FullyConnected) {
-      layer = std::make_unique<FullyConnectedLayer>(l, i);
-    } else {
-      throw ConfigError(where(spec_, l) + ": Type " + to_string(l.type) +
-                        " is not supported yet (fully connected layers only)");
-    }
-    if (l.kind == LayerKind::Target)
-      throw ConfigError(where(spec_, l) + ": Kind Target is not supported");
+    auto it = sparse_inputs.find(l.name);
+    std::unique_ptr<Layer> layer =
+        create_layer(l, i, it != sparse_inputs.end() && it->second, where(spec_, l));
     by_name[l.name] = layer.get();
     layers_.push_back(std::move(layer));
   }
@@ -84,7 +43,6 @@ Network::Network(Backend& backend, NetworkSpec spec,
       if (it->second == layer.get())
         throw ConfigError(where(spec_, l) + ": a layer cannot be its own Source");
       layer->add_source(it->second);
-      if (auto* fc = dynamic_cast<FullyConnectedLayer*>(layer.get())) fc->connect(backend_, it->second);
     }
     for (const auto& s : l.skips) {
       auto it = by_name.find(s);
@@ -115,86 +73,28 @@ Network::Network(Backend& backend, NetworkSpec spec,
     order_.push_back(x);
   };
   for (auto& layer : layers_) visit(layer.get());
+  for (auto& layer : layers_) layer->build(backend_);
   if (outputs().empty()) throw ConfigError(spec_.source + ": the network has no Output layer");
   if (inputs().empty()) throw ConfigError(spec_.source + ": the network has no Input layer");
 }
 
 void Network::initialize(uint64_t seed) {
   Rng rng(mix64(seed ^ 0x5EEDu));
-  for (auto& layer : layers_) {
-    auto* fc = dynamic_cast<FullyConnectedLayer*>(layer.get());
-    if (!fc) continue;
-    for (auto& c : fc->connections()) {
-      auto w = initial_weights(fc->spec(), c->source->units(), fc->units(), rng);
-      c->weights.value.upload(w);
-      std::vector<float> b(fc->units(), fc->spec().bias_init);
-      c->bias.value.upload(b);
-    }
-  }
+  for (auto& layer : layers_) layer->initialize(rng);
 }
 
 void Network::load_arrays(const NetworkFile& file) {
-  size_t k = 0;
-  for (auto& layer : layers_) {
-    auto* fc = dynamic_cast<FullyConnectedLayer*>(layer.get());
-    if (!fc) continue;
-    for (auto& c : fc->connections()) {
-      if (k >= file.weights.size())
-        throw DataError("network file has " + std::to_string(file.weights.size()) +
-                        " weights; layer '" + fc->name() + "' needs more");
-      const WeightArrays& wa = file.weights[k++];
-      if (wa.input_layer != c->source->name() || wa.output_layer != fc->name())
-        throw DataError("network file weight " + std::to_string(k - 1) + " connects '" +
-                        wa.input_layer + "' -> '" + wa.output_layer + "', expected '" +
-                        c->source->name() + "' -> '" + fc->name() + "'");
-      if (wa.weights.size() != c->weights.size() || wa.bias.size() != c->bias.size())
-        throw DataError("network file weight '" + wa.input_layer + "' -> '" + wa.output_layer +
-                        "': " + std::to_string(wa.weights.size()) + " weights and " +
-                        std::to_string(wa.bias.size()) + " biases, expected " +
-                        std::to_string(c->weights.size()) + " and " +
-                        std::to_string(c->bias.size()));
-      c->weights.value.upload(wa.weights);
-      c->bias.value.upload(wa.bias);
-      c->weights.locked = wa.locked;
-      c->bias.locked = wa.locked;
-      auto load_state = [&](Parameter& p, const std::vector<std::vector<float>>& st) {
-        p.state.clear();
-        for (const auto& s : st) {
-          if (s.size() != p.size())
-            throw DataError("network file: optimizer state of '" + p.name + "' has " +
-                            std::to_string(s.size()) + " values, expected " +
-                            std::to_string(p.size()));
-          p.state.emplace_back(backend_, s.size());
-          p.state.back().upload(s);
-        }
-      };
-      load_state(c->weights, wa.weight_state);
-      load_state(c->bias, wa.bias_state);
-    }
-  }
+  size_t cursor = 0;
+  for (auto& layer : layers_) layer->load(file, cursor);
+  if (cursor != file.weights.size())
+    throw DataError("network file has " + std::to_string(file.weights.size()) +
+                    " weights; the network uses " + std::to_string(cursor));
 }
 
 NetworkFile Network::to_file() const {
   NetworkFile f;
   f.spec = spec_;
-  for (const auto& layer : layers_) {
-    auto* fc = dynamic_cast<const FullyConnectedLayer*>(layer.get());
-    if (!fc) continue;
-    for (const auto& c : fc->connections()) {
-      WeightArrays wa;
-      wa.input_layer = c->source->name();
-      wa.output_layer = fc->name();
-      wa.width = fc->units();
-      wa.height = c->source->units();
-      wa.norm = fc->spec().weight_norm;
-      wa.locked = c->weights.locked;
-      wa.weights = c->weights.value.to_host();
-      wa.bias = c->bias.value.to_host();
-      for (const auto& s : c->weights.state) wa.weight_state.push_back(s.to_host());
-      for (const auto& s : c->bias.state) wa.bias_state.push_back(s.to_host());
-      f.weights.push_back(std::move(wa));
-    }
-  }
+  for (const auto& layer : layers_) layer->save(f);
   return f;
 }
 
