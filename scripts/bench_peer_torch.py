@@ -18,11 +18,14 @@ backward (weight gradient, and the delta to the layer below except for the input
 layer is counted as sparse, 2*nnz*H for its forward product and 2*nnz*H for its weight gradient.
 flops_dense_input gives the count if the input layer is counted as a dense GEMM instead.
 Output: one JSON object per configuration on stdout (ms per batch: median of --batches after
---warmup batches).
+--warmup batches). Timings need quiet cores: on a busy machine OpenMP's spinning waits slow torch
+down several times; OMP_WAIT_POLICY=PASSIVE in the environment softens that (it is recorded in the
+output, as omp_wait_policy) but the engine's half should then run with the same setting.
 """
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -36,11 +39,12 @@ BATCH = 256
 
 def parse_hidden(text):
     """'128' -> [128]; '1024x3' -> [1024, 1024, 1024] (size x number of layers)."""
-    size, _, count = text.lower().partition("x")
+    size, cross, count = text.lower().partition("x")
     try:
-        layers = [int(size)] * (int(count) if count else 1)
+        layers = [int(size)] * (int(count) if cross else 1)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--hidden {text!r}: expected SIZE or SIZExLAYERS") from None
+        raise argparse.ArgumentTypeError(
+            f"--hidden {text!r}: expected SIZE or SIZExLAYERS") from None
     if not layers or layers[0] < 1:
         raise argparse.ArgumentTypeError(f"--hidden {text!r}: sizes and counts must be >= 1")
     return layers
@@ -133,6 +137,7 @@ def run_config(hidden, optimizer_name, input_mode, args):
         "batch": BATCH,
         "nnz_per_example": args.nnz,
         "threads": torch.get_num_threads(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
         "warmup": args.warmup,
         "batches": args.batches,
         "ms_per_batch": round(median, 2),

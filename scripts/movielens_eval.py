@@ -4,7 +4,8 @@ baseline computed in the same run.
 
 Inputs: train.csv and test.csv from samples/movielens/split_ratings.py (userId,movieId,rating,
 timestamp) and any number of recommendation files in nn-predict's format, one line per user:
-`user<TAB>movie,score:movie,score:...:` (best first; the trailing colon and the scores are optional).
+`user<TAB>movie,score:movie,score:...:` (best first; the trailing colon and the scores are
+optional).
 
 The module is also imported by movielens_peer.py so that every method is scored by the same code:
 read_ratings(), read_recs(), popularity_recs(), evaluate(), format_table(), DEFINITIONS.
@@ -63,7 +64,8 @@ def read_ratings(path, min_rating=None):
             except ValueError:
                 if line_no == 1:
                     continue  # header
-                raise InputError(f"{path}:{line_no}: rating {fields[2]!r} is not a number") from None
+                raise InputError(
+                    f"{path}:{line_no}: rating {fields[2]!r} is not a number") from None
             if min_rating is not None and rating < min_rating:
                 continue
             users.setdefault(fields[0], {})[fields[1]] = rating
@@ -225,7 +227,8 @@ def main(argv=None):
             metrics.update(problems)
             rows.append((name, metrics))
             if metrics["seen"]:
-                rows.append((name + " -seen", evaluate(drop_seen(recs, train), train, test, args.k)))
+                rows.append((name + " -seen",
+                             evaluate(drop_seen(recs, train), train, test, args.k)))
             notes.append(f"{name}: {len(recs)} users in file; {metrics['seen']} top-{args.k} "
                          f"recommendations are train items ({metrics['seen_users']} users); "
                          f"{problems['unsorted_lines']} lines not sorted by score; "

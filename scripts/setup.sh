@@ -8,7 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make pkg-config libopenmpi-dev openmpi-bin libnetcdf-c++4-dev libnetcdf-dev
-          netcdf-bin nlohmann-json3-dev libcli11-dev libopenblas-dev libgtest-dev python3)
+          netcdf-bin nlohmann-json3-dev libcli11-dev libopenblas-dev libgtest-dev python3
+          libdnnl-dev zlib1g-dev dataset-fashion-mnist)
 if [ "${NN_SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${packages[@]}"; do

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/conv_params.h"
 #include "backend/kernel_params.h"
 
 namespace nn {
@@ -97,6 +98,81 @@ class Backend {
   // UINT32_MAX and value -inf.
   virtual void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols,
                      uint32_t k, float* values, uint32_t* indices) = 0;
+
+  // ---- layer features: norms, sparseness penalty, batch norm, transposed sparse weights -------
+  // (owner: layer features). Not pure: a backend that lacks one of these throws BackendError
+  // naming the kernel when a network uses the feature (defaults in backend_features.cpp).
+  //
+  // DeltaNorm: every row of x[rows][cols] whose Euclidean length exceeds max_norm is rescaled
+  // to length max_norm; shorter rows are left untouched.
+  virtual void clip_row_norms(float* x, uint32_t rows, uint32_t cols, float max_norm);
+  // WeightNorm: the same for every column of w[rows][cols] (with W[in][out], a column is one
+  // output unit's incoming weights).
+  virtual void clip_column_norms(float* w, uint32_t rows, uint32_t cols, float max_norm);
+  // Sparseness penalty on activations a[rows][cols]: rho_j = mean over rows of a[.][j], clamped
+  // to [1e-6, 1 - 1e-6]. Returns rows * beta * sum_j KL(p || rho_j) (the penalty summed over
+  // the batch, like losses). When delta != nullptr, adds its derivative
+  // beta * (-p / rho_j + (1 - p) / (1 - rho_j)) to delta[r][j] for every row r.
+  virtual double sparseness_penalty(const float* a, uint32_t rows, uint32_t cols, float p,
+                                    float beta, float* delta);
+  // Batch normalisation (layout in BatchNormParams): y = scale * (x - mean) / sqrt(var + eps)
+  // + bias per channel. Training uses the batch mean and (biased) variance, saves the mean and
+  // 1/sqrt(var + eps) for backward and updates the running statistics; y may alias x.
+  virtual void batch_norm_forward_training(const BatchNormParams& p, const float* x, float* y,
+                                           const float* scale, const float* bias,
+                                           float* running_mean, float* running_var,
+                                           float* save_mean, float* save_inv_std);
+  // Inference: the running statistics instead of the batch's; y may alias x.
+  virtual void batch_norm_forward_inference(const BatchNormParams& p, const float* x, float* y,
+                                            const float* scale, const float* bias,
+                                            const float* running_mean, const float* running_var);
+  // Backward of the training forward: dx = dE/dx from dy = dE/dy (dx may alias dy);
+  // dscale = alpha * sum(dy * x_hat), dbias = alpha * sum(dy) per channel (overwritten).
+  virtual void batch_norm_backward(const BatchNormParams& p, const float* x, const float* dy,
+                                   const float* scale, const float* save_mean,
+                                   const float* save_inv_std, float alpha, float* dx, float* dscale,
+                                   float* dbias);
+  // Backward of the inference forward (a fixed affine map per channel): dx = dy * scale /
+  // sqrt(running_var + eps) (dx may alias dy); dscale = alpha * sum(dy * x_hat) with x_hat from
+  // the running statistics, dbias = alpha * sum(dy) (overwritten). For gradient checks in
+  // inference mode and for fine-tuning with frozen statistics.
+  virtual void batch_norm_backward_inference(const BatchNormParams& p, const float* x,
+                                             const float* dy, const float* scale,
+                                             const float* running_mean, const float* running_var,
+                                             float alpha, float* dx, float* dscale, float* dbias);
+  // Sparse inputs through a transposed (shared) weight matrix w[n_out][x.cols]:
+  // z[r][o] += sum_{entries e of row r} v_e * w_r * w[o][index_e].
+  virtual void sparse_matmul_transposed(const SparseView& x, const float* w, uint32_t n_out,
+                                        float* z);
+  // g[o][index_e] += alpha * v_e * w_r * delta[r][o]   (g is [n_out][x.cols]).
+  virtual void sparse_weight_gradient_transposed(const SparseView& x, const float* delta,
+                                                 uint32_t n_out, float alpha, float* g);
+
+  // ---- convolution, pooling, local response normalisation ------------------------------------
+  // (owner: conv). Shapes and layouts in backend/conv_params.h: batches are [rows][channels]
+  // [z][y][x]. Not pure: a backend without them throws BackendError naming the kernel (defaults
+  // in backend_conv.cpp). Backward kernels ADD into dx (a layer's delta sums its consumers).
+  //
+  // y = x (*) w + bias per output channel; accumulate adds to y instead of overwriting it.
+  virtual void conv_forward(const ConvGeometry& g, uint32_t rows, const float* x, const float* w,
+                            const float* bias, bool accumulate, float* y);
+  // dx += the gradient of sum(dy * y) with respect to x.
+  virtual void conv_backward_data(const ConvGeometry& g, uint32_t rows, const float* dy,
+                                  const float* w, float* dx);
+  // dw = alpha * dE/dw and dbias = alpha * (sum of dy per output channel), overwritten.
+  virtual void conv_backward_filter(const ConvGeometry& g, uint32_t rows, const float* x,
+                                    const float* dy, float alpha, float* dw, float* dbias);
+  // Max / Average pooling: y = pool(x) (or y += pool(x)); dx += its gradient (from x alone: Max
+  // routes each window's dy to its first largest input).
+  virtual void pool_forward(const PoolParams& p, uint32_t rows, const float* x, bool accumulate,
+                            float* y);
+  virtual void pool_backward(const PoolParams& p, uint32_t rows, const float* x, const float* dy,
+                             float* dx);
+  // Cross-channel LRN: y = lrn(x) (or y += lrn(x)); dx += its gradient (from x alone).
+  virtual void lrn_forward(const LrnParams& p, uint32_t rows, const float* x, bool accumulate,
+                           float* y);
+  virtual void lrn_backward(const LrnParams& p, uint32_t rows, const float* x, const float* dy,
+                            float* dx);
 };
 
 // Creates a backend by name: "cpu", "cuda", or "auto" (cuda when a GPU is usable, else cpu).

@@ -67,4 +67,19 @@ inline int optimizer_state_count(OptimizerKind k) {
   return 0;
 }
 
+// ---- layer features (normalisation) ---------------------------------------------------------
+// Batch normalisation over activations laid out [rows][channels * spatial]: channel c of example
+// r is the `spatial` contiguous values starting at (r * channels + c) * spatial. Per-activation
+// mode (fully connected layers) is spatial = 1, channels = units; convolutional layers use one
+// channel per feature map. Statistics are taken over rows * spatial values per channel.
+struct BatchNormParams {
+  uint32_t rows = 0;
+  uint32_t channels = 0;
+  uint32_t spatial = 1;
+  float epsilon = 1e-5f;
+  // Running statistics: running = (1 - momentum) * running + momentum * batch value (the
+  // running variance takes the unbiased batch variance).
+  float momentum = 0.1f;
+};
+
 }  // namespace nn

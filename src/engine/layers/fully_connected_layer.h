@@ -1,20 +1,40 @@
 // Fully connected layer: z = sum over sources (x_s W_s + b_s) + sum of skip activations,
-// a = f(z), dropout in training (hidden layers). Sparse sources are multiplied straight from
-// their indices (forward and weight gradient), never densified. One weight matrix W[in][out]
-// and one bias per source, as in DSSTNE.
+// optional batch normalisation of z, a = f(z), dropout in training (hidden layers). Sparse
+// sources are multiplied straight from their indices (forward and weight gradient), never
+// densified. One weight matrix W[in][out] and one bias per source, as in DSSTNE; a connection
+// may instead use another connection's matrix (SharedWeights, optionally transposed).
+//
+// Layer features handled here: SharedWeights, WeightNorm (a max-norm constraint on the
+// parameter, applied by the optimizer), DeltaNorm, the sparseness penalty (Hidden layers marked
+// Sparse) and BatchNormalization (layers/batch_norm.h).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "layers/batch_norm.h"
 #include "layers/layer.h"
 
 namespace nn {
 
 struct Connection {
   Layer* source = nullptr;
-  Parameter weights;  // [source units][units]
+  Parameter weights;  // [source units][units]; empty when the matrix is shared
   Parameter bias;     // [units]
+  // SharedWeights: the matrix is `shared`'s (an unshared connection of some fully connected
+  // layer). Transposed: that matrix is [units][source units] and is used as its transpose.
+  Connection* shared = nullptr;
+  bool transposed = false;
+  std::string shared_input, shared_output;  // the shared weight's layers (for files)
+  // On an unshared connection: how many connections use its matrix (itself included). With
+  // more than one, every use adds its gradient into weights.grad, zeroed before backward.
+  uint32_t users = 1;
+
+  Parameter& matrix() { return shared ? shared->weights : weights; }
+  const Parameter& matrix() const { return shared ? shared->weights : weights; }
+  uint32_t matrix_users() const { return shared ? shared->users : users; }
 };
 
 class FullyConnectedLayer : public Layer {
@@ -28,14 +48,39 @@ class FullyConnectedLayer : public Layer {
   std::vector<std::unique_ptr<Connection>>& connections() { return connections_; }
   const std::vector<std::unique_ptr<Connection>>& connections() const { return connections_; }
 
+  void allocate(Backend& backend, uint32_t max_rows) override;
   void forward(const LayerContext& ctx) override;
   void backward(const LayerContext& ctx) override;
   std::vector<Parameter*> parameters() override;
 
+  // The connection from the layer named `source`, or null.
+  Connection* connection_from(const std::string& source);
+  // Points this layer's SharedWeights connections at the matrices they share. Called by the
+  // Network once every layer is built; `find` looks a layer up by name. Throws ConfigError
+  // (prefixed with `where`) naming the layers when a shared weight is missing, not fully
+  // connected, itself shared, or of the wrong shape.
+  void resolve_shared_weights(const std::function<Layer*(const std::string&)>& find,
+                              const std::string& where);
+  // Zeroes the gradients of matrices used by several connections (they accumulate); the
+  // Network calls this on every layer before a backward pass.
+  void zero_shared_gradients(Backend& backend);
+
+  // Sparseness penalty (effective values: the layer's, else the network's); beta 0 = off.
+  void set_sparseness_penalty(float p, float beta);
+  bool has_sparseness_penalty() const { return penalty_beta_ > 0.0f; }
+  // The penalty on the current activations, summed over the batch like losses (0 when off).
+  double sparseness_penalty(Backend& backend, uint32_t rows) const;
+
+  BatchNorm* batch_norm() { return bn_.get(); }
+
  private:
   Connection& connect(Backend& backend, Layer* source);
+  void load_shared(const WeightArrays& wa, Connection& c);
   std::vector<std::unique_ptr<Connection>> connections_;
   Backend* backend_ = nullptr;
+  std::unique_ptr<BatchNorm> bn_;
+  DeviceArray<float> z_;  // pre-normalisation z when batch normalised (kept for backward)
+  float penalty_p_ = 0.0f, penalty_beta_ = 0.0f;
 };
 
 // Host-side initial weights for a [n_in][n_out] matrix per the layer's WeightInit

@@ -4,8 +4,10 @@
 #include <functional>
 
 #include "core/error.h"
+#include "layers/convolutional_layer.h"
 #include "layers/fully_connected_layer.h"
 #include "layers/input_layer.h"
+#include "layers/pooling_layer.h"
 
 namespace nn {
 namespace {
@@ -23,6 +25,10 @@ const Entry kLayers[] = {
      [](const LayerSpec& s, uint32_t i, bool sp) { return std::make_unique<InputLayer>(s, i, sp); }},
     {LayerKind::Hidden, LayerType::FullyConnected,
      [](const LayerSpec& s, uint32_t i, bool) { return std::make_unique<FullyConnectedLayer>(s, i); }},
+    {LayerKind::Hidden, LayerType::Convolutional,
+     [](const LayerSpec& s, uint32_t i, bool) { return std::make_unique<ConvolutionalLayer>(s, i); }},
+    {LayerKind::Hidden, LayerType::Pooling,
+     [](const LayerSpec& s, uint32_t i, bool) { return std::make_unique<PoolingLayer>(s, i); }},
 };
 
 }  // namespace

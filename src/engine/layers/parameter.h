@@ -1,6 +1,7 @@
 // A trainable array (weights or biases) with its gradient and optimizer state, in backend memory.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,11 @@ struct Parameter {
   std::vector<DeviceArray<float>> state;  // optimizer state (0..2 arrays)
   bool regularize = true;        // weights get L1/L2 decay; biases do not
   bool locked = false;           // never updated
+  // WeightNorm (max-norm constraint, applied by the optimizer after every update): viewing the
+  // values as [norm_rows][size() / norm_rows], every column longer than max_column_norm is
+  // rescaled to that length. 0 = off.
+  float max_column_norm = 0.0f;
+  uint32_t norm_rows = 0;
   size_t size() const { return value.size(); }
 };
 

@@ -55,14 +55,16 @@ BoundData bind_datasets(const NetworkSpec& spec, const std::vector<DataSet>& set
                         files + "; available: " + available(sets));
     const uint64_t units = l.units();
     if (ds->features() > units || (!ds->is_sparse() && ds->features() != units))
-      throw ConfigError(layer_where(spec, l) + ": dataset '" + ds->name + "' has " +
-                        std::to_string(ds->features()) + " features per example but the layer has " +
+      throw ConfigError(layer_where(spec, l) + ": dataset '" + ds->name + "' (" + files +
+                        ") has " + std::to_string(ds->features()) +
+                        " features per example but the layer has " +
                         std::to_string(units) + " units");
     if (bound.examples == 0) {
       bound.examples = ds->examples;
     } else if (ds->examples != bound.examples) {
-      throw ConfigError(layer_where(spec, l) + ": dataset '" + ds->name + "' has " +
-                        std::to_string(ds->examples) + " examples; other bound datasets have " +
+      throw ConfigError(layer_where(spec, l) + ": dataset '" + ds->name + "' (" + files +
+                        ") has " + std::to_string(ds->examples) +
+                        " examples; other bound datasets have " +
                         std::to_string(bound.examples));
     }
     into.push_back({l.name, ds});

@@ -8,6 +8,8 @@
 #include "core/error.h"
 #include "core/random.h"
 #include "layers/layer_registry.h"
+#include "layers/pooling_layer.h"
+#include "model/layer_dimensions.h"
 
 namespace nn {
 namespace {
@@ -22,6 +24,9 @@ std::string where(const NetworkSpec& spec, const LayerSpec& l) {
 Network::Network(Backend& backend, NetworkSpec spec,
                  const std::map<std::string, bool>& sparse_inputs)
     : backend_(backend), spec_(std::move(spec)) {
+  // Convolutional and Pooling layers take their sizes from their sources (DSSTNE's derived
+  // dimensions); a no-op for specs that already carry them.
+  derive_layer_dimensions(spec_);
   std::map<std::string, Layer*> by_name;
   for (uint32_t i = 0; i < spec_.layers.size(); ++i) {
     const LayerSpec& l = spec_.layers[i];
@@ -31,6 +36,8 @@ Network::Network(Backend& backend, NetworkSpec spec,
     auto it = sparse_inputs.find(l.name);
     std::unique_ptr<Layer> layer =
         create_layer(l, i, it != sparse_inputs.end() && it->second, where(spec_, l));
+    if (auto* pool = dynamic_cast<PoolingLayer*>(layer.get()))  // LRN settings are network-wide
+      pool->set_lrn({spec_.lrn_k, spec_.lrn_alpha, spec_.lrn_beta, spec_.lrn_n});
     by_name[l.name] = layer.get();
     layers_.push_back(std::move(layer));
   }
@@ -57,8 +64,6 @@ Network::Network(Backend& backend, NetworkSpec spec,
     }
     if (l.kind != LayerKind::Input && l.sources.empty())
       throw ConfigError(where(spec_, l) + ": has no Source");
-    if (!l.shared_weights.empty())
-      throw ConfigError(where(spec_, l) + ": SharedWeights is not supported yet");
   }
   // Topological order (depth-first over sources and skips), rejecting cycles.
   std::map<Layer*, int> state;  // 0 new, 1 visiting, 2 done
@@ -74,8 +79,42 @@ Network::Network(Backend& backend, NetworkSpec spec,
   };
   for (auto& layer : layers_) visit(layer.get());
   for (auto& layer : layers_) layer->build(backend_);
+  link_layer_features();
   if (outputs().empty()) throw ConfigError(spec_.source + ": the network has no Output layer");
   if (inputs().empty()) throw ConfigError(spec_.source + ": the network has no Input layer");
+}
+
+void Network::link_layer_features() {
+  auto find_layer = [this](const std::string& n) { return find(n); };
+  for (auto& layer : layers_) {
+    const LayerSpec& l = layer->spec();
+    auto* fc = dynamic_cast<FullyConnectedLayer*>(layer.get());
+    if (!fc) {
+      if (!l.shared_weights.empty())
+        throw ConfigError(where(spec_, l) +
+                          ": SharedWeights is supported on fully connected layers only");
+      continue;
+    }
+    // Every layer is built, so the matrices named by SharedWeights exist now.
+    fc->resolve_shared_weights(find_layer, where(spec_, l));
+    // DSSTNE: Hidden layers marked Sparse; the layer's p/beta where set (> 0), else the
+    // network's. On when the resulting beta > 0.
+    if (l.kind == LayerKind::Hidden && l.sparse) {
+      const float beta =
+          l.sparseness_penalty_beta > 0 ? l.sparseness_penalty_beta : spec_.sparseness_penalty_beta;
+      const float p =
+          l.sparseness_penalty_p > 0 ? l.sparseness_penalty_p : spec_.sparseness_penalty_p;
+      fc->set_sparseness_penalty(p, beta);
+    }
+  }
+}
+
+double Network::sparseness_penalty(uint32_t rows) {
+  double total = 0.0;
+  for (auto& layer : layers_)
+    if (auto* fc = dynamic_cast<FullyConnectedLayer*>(layer.get()))
+      total += fc->sparseness_penalty(backend_, rows);
+  return total;
 }
 
 void Network::initialize(uint64_t seed) {
@@ -110,6 +149,9 @@ void Network::forward(const LayerContext& ctx) {
 }
 
 void Network::backward(const LayerContext& ctx) {
+  for (auto& layer : layers_)
+    if (auto* fc = dynamic_cast<FullyConnectedLayer*>(layer.get()))
+      fc->zero_shared_gradients(backend_);
   for (Layer* l : order_)
     if (l->kind() == LayerKind::Hidden && l->needs_delta())
       backend_.fill(l->delta(), size_t(ctx.rows) * l->units(), 0.0f);

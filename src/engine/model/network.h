@@ -35,6 +35,10 @@ class Network {
   uint32_t max_batch() const { return max_batch_; }
 
   void forward(const LayerContext& ctx);
+  // Sum over layers of the sparseness penalty on the current activations (after forward),
+  // summed over the batch like the losses; 0 when no layer has one. Part of the objective that
+  // backward() differentiates.
+  double sparseness_penalty(uint32_t rows);
   // Zeroes hidden deltas, then runs backward in reverse order. Output layers' deltas must
   // already hold dE/dz.
   void backward(const LayerContext& ctx);
@@ -50,6 +54,9 @@ class Network {
   size_t parameter_count() const;
 
  private:
+  // After every layer is built: SharedWeights links and sparseness penalty settings.
+  void link_layer_features();
+
   Backend& backend_;
   NetworkSpec spec_;
   std::vector<std::unique_ptr<Layer>> layers_;  // declaration order

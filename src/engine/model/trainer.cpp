@@ -182,6 +182,9 @@ double Trainer::train_batch(const HostBatch& hb, float alpha) {
   LayerContext ctx{be, hb.rows, true, options_.seed, step_};
   net_.forward(ctx);
   double err = losses_.evaluate(hb, /*write_deltas=*/true);
+  // The sparseness penalty (0 unless a Sparse hidden layer has one) is part of the objective
+  // that backward() differentiates, so it is reported with the data error.
+  err += net_.sparseness_penalty(hb.rows);
   comm_->all_reduce_sum(&err, 1);
   if (!std::isfinite(err)) return err;
   net_.backward(ctx);

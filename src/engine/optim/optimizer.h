@@ -35,7 +35,8 @@ class Optimizer {
   void prepare(Parameter& p);
   // Learning rate for an update in `epoch` (0-based) after `step` previous updates.
   float learning_rate(uint64_t epoch, uint64_t step) const;
-  // Applies one update (step is 1-based) with learning rate alpha.
+  // Applies one update (step is 1-based) with learning rate alpha, then the parameter's
+  // max-norm constraint (WeightNorm), if any.
   void update(Parameter& p, uint64_t step, float alpha);
 
  private:

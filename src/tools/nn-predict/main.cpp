@@ -5,6 +5,8 @@
 
 #include "common/cli_support.h"
 #include "config/parse.h"
+#include "nn-predict/layer_dump.h"
+#include "nn-predict/output_file.h"
 #include "nn-predict/predict_job.h"
 
 const char* const nn::tool::kToolName = "nn-predict";
@@ -23,13 +25,16 @@ int run(int argc, char** argv) {
   std::string cdl;
   bool quiet = false;
   std::string type = "indicator";
-  app.add_option("cdl", cdl, "CDL command file (JSON) with Command Predict")->check(CLI::ExistingFile);
-  app.add_option("-n,--network", job.network, "trained network file (.nc)")->check(CLI::ExistingFile);
+  app.add_option("cdl", cdl, "CDL command file (JSON) with Command Predict")
+      ->check(CLI::ExistingFile);
+  app.add_option("-n,--network", job.network, "trained network file (.nc)")
+      ->check(CLI::ExistingFile);
   app.add_option("-r,--examples", job.text_input, "examples to score, text format")
       ->check(CLI::ExistingFile);
   app.add_option("-t,--type", type, "text examples are 'indicator' (default) or 'analog'");
   app.add_option("--data", job.data_files, "NetCDF dataset file(s) to score instead of -r");
-  app.add_option("-d,--dataset", job.dataset_base, "input dataset is <name>_input (DSSTNE); optional");
+  app.add_option("-d,--dataset", job.dataset_base,
+                 "input dataset is <name>_input (DSSTNE); optional");
   app.add_option("-i,--input-index", job.input_index, "input feature index (label<TAB>index)")
       ->check(CLI::ExistingFile);
   app.add_option("-o,--output-index", job.output_index, "output feature index: labels for results")
@@ -41,12 +46,29 @@ int run(int argc, char** argv) {
   app.add_flag("--filter-multiply", job.filter_multiply,
                "multiply scores by the filter values instead of excluding (DSSTNE behaviour)");
   app.add_option("-s,--output", job.output, "recommendations file (default: standard output)");
-  app.add_option("-k,--top", job.k, "results per example (default 10)");
-  app.add_option("-b,--batch", job.minibatch, "minibatch size (default 1024)");
-  app.add_option("-l,--layer", job.layer, "layer to score (default: the output layer)");
-  app.add_option("-p,--score-format", job.score_format, "printf format for scores (default %.3f)");
-  app.add_option("--target", job.target, "NetCDF dataset of held-out items: print precision, "
-                 "recall and NDCG at 1..K")->check(CLI::ExistingFile);
+  auto* k_opt = app.add_option("-k,--top", job.k,
+                               "results per example (default 100 with flags, as DSSTNE; CDL K "
+                               "defaults to 10); no upper limit");
+  auto* batch_opt = app.add_option("-b,--batch", job.minibatch, "minibatch size (default 1024)");
+  app.add_option("-l,--layer", job.layer, "layer to score, any name (default: the output layer)");
+  auto* score_opt = app.add_option(
+      "-p,--score-format", job.score_format,
+      "printf conversion for scores, with or without % (default %.3f; DSSTNE: 4.3f)");
+  app.add_option("--target", job.target,
+                 "NetCDF dataset of held-out items: print precision, recall and NDCG at 1..K, "
+                 "or, when every example has one item (or with --classify), accuracy and a "
+                 "confusion matrix")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--classify", job.classify,
+               "evaluate as a classifier: the target item with the largest value is the class");
+  app.add_option("--top-classes", job.top_classes,
+                 "also write each example's top K classes to this file (recommendation format)");
+  app.add_option("--dump-layer", job.dump_layer,
+                 "layer whose activations --dump writes (default: the scored layer)");
+  app.add_option("--dump", job.dump,
+                 "write a layer's activations for every example: FILE.nc = NetCDF dataset named "
+                 "after the layer, else text lines sample<TAB>v1,v2,...; recommendations are then "
+                 "written only with -s");
   app.add_option("--backend", job.backend, "cpu, cuda or auto (default auto)");
   app.add_option("--threads", job.threads, "CPU threads (default: all cores)");
   app.add_flag("-q,--quiet", quiet, "print errors only");
@@ -63,8 +85,7 @@ int run(int argc, char** argv) {
     const PredictionParameters& p = spec.prediction;
     job.network = spec.network;
     job.data_files = spec.data;
-    job.k = static_cast<uint32_t>(p.k);
-    job.minibatch = p.minibatch;
+    if (k_opt->count() == 0) job.k = static_cast<uint32_t>(p.k);
     if (job.output == "-" || job.output.empty()) job.output = p.output.empty() ? "-" : p.output;
     if (job.filter.empty()) job.filter = p.filter;
     if (job.output_index.empty()) job.output_index = p.output_index;
@@ -72,8 +93,10 @@ int run(int argc, char** argv) {
     if (job.input_index.empty()) job.input_index = p.input_index;
     if (job.layer.empty()) job.layer = p.layer;
     if (job.target.empty()) job.target = p.target;
-    job.score_format = p.score_format;
+    if (score_opt->count() == 0) job.score_format = p.score_format;
+    if (batch_opt->count() == 0) job.minibatch = p.minibatch;
   } else {
+    if (k_opt->count() == 0) job.k = 100;
     if (job.network.empty()) throw UsageError("need a CDL file or -n network.nc");
     if (job.text_input.empty() && job.data_files.empty())
       throw UsageError("need examples to score: -r examples.txt or --data file.nc");
@@ -82,9 +105,19 @@ int run(int argc, char** argv) {
     throw UsageError("-t: expected 'indicator' or 'analog', got '" + type + "'");
   job.text_analog = type == "analog";
   if (job.k == 0) throw UsageError("-k: must be positive");
+  if (!job.dump_layer.empty() && job.dump.empty())
+    throw UsageError("--dump-layer needs --dump FILE");
+  // With a dump, recommendations are wanted only when an output file is named.
+  if (!job.dump.empty() && is_stdout_path(job.output)) job.write_recs = false;
+  const bool to_stdout =
+      (job.write_recs && is_stdout_path(job.output)) ||
+      (!job.dump.empty() && is_stdout_path(job.dump) && !is_netcdf_path(job.dump));
+  if (job.write_recs && is_stdout_path(job.output) && !job.top_classes.empty() &&
+      is_stdout_path(job.top_classes))
+    throw UsageError("--top-classes -: standard output already carries the recommendations");
   if (job.minibatch == 0) throw UsageError("-b: must be positive");
-  const bool to_stdout = job.output.empty() || job.output == "-";
-  return run_predict_job(job, quiet ? null_log() : stream_log(stderr, to_stdout ? "nn-predict: " : ""));
+  return run_predict_job(job,
+                         quiet ? null_log() : stream_log(stderr, to_stdout ? "nn-predict: " : ""));
 }
 
 }  // namespace nn::tool

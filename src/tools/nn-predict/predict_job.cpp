@@ -1,85 +1,126 @@
-// Executes a PredictJob.
+// Executes a PredictJob: loads the network and the examples, runs the forward pass in
+// minibatches, and writes recommendation lines, reports and layer dumps.
 #include "nn-predict/predict_job.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <limits>
 #include <memory>
-#include <unistd.h>
+#include <optional>
 
 #include "backend/backend.h"
+#include "config/parse.h"
 #include "core/error.h"
 #include "data/netcdf_dataset.h"
 #include "data/text_examples.h"
 #include "model/binding.h"
 #include "model/io/network_file.h"
 #include "model/predictor.h"
+#include "nn-predict/classifier_report.h"
+#include "nn-predict/layer_dump.h"
+#include "nn-predict/output_file.h"
 #include "nn-predict/sample_filter.h"
 
 namespace nn::tool {
 namespace {
 
+constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+
 std::string printf_format(std::string f) {
   if (f.empty()) f = "%.3f";
-  if (f[0] != '%') f = "%" + f;
-  if (f.find('%', 1) != std::string::npos || f.find_first_of("eEfgG") == std::string::npos)
-    throw ConfigError("score format '" + f + "': expected a float conversion like %.3f or 4.3f");
+  if (f[0] != '%') f = "%" + f;  // DSSTNE's -p takes the conversion without '%' (4.3f)
+  if (!valid_score_format(f))
+    throw ConfigError("score format '" + f +
+                      "': expected one floating-point conversion like %.3f or 4.3f");
   return f;
 }
 
-// Output file written to a temporary name and renamed when complete (stdout is streamed).
-class RecsWriter {
- public:
-  explicit RecsWriter(const std::string& path) : path_(path) {
-    if (path_.empty() || path_ == "-") {
-      f_ = stdout;
-      return;
-    }
-    tmp_ = path_ + ".tmp" + std::to_string(::getpid());
-    f_ = std::fopen(tmp_.c_str(), "w");
-    if (!f_) throw IoError(path_ + ": cannot create output file");
-  }
-  ~RecsWriter() {
-    if (f_ && f_ != stdout) {
-      std::fclose(f_);
-      std::remove(tmp_.c_str());
-    }
-  }
-  std::FILE* file() { return f_; }
-  void commit() {
-    if (f_ == stdout) {
-      std::fflush(stdout);
-      return;
-    }
-    const bool ok = std::fflush(f_) == 0 && std::ferror(f_) == 0;
-    std::fclose(f_);
-    f_ = nullptr;
-    if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-      std::remove(tmp_.c_str());
-      throw IoError(path_ + ": cannot write output file");
-    }
-  }
+std::string layer_names(const NetworkSpec& spec) {
+  std::string names;
+  for (const auto& l : spec.layers) names += (names.empty() ? "" : ", ") + l.name;
+  return names;
+}
 
- private:
-  std::string path_, tmp_;
-  std::FILE* f_ = nullptr;
-};
-
-std::string output_layer_name(const NetworkSpec& spec, const std::string& requested) {
-  if (!requested.empty()) return requested;
+// The layer to score: the one requested, else the network's output layer.
+std::string scored_layer(const PredictJob& job, const NetworkSpec& spec) {
+  if (!job.layer.empty()) {
+    if (!spec.find_layer(job.layer))
+      throw ConfigError(job.network + ": layer '" + job.layer +
+                        "' (-l) not found; layers are: " + layer_names(spec));
+    return job.layer;
+  }
   for (const auto& l : spec.layers)
     if (l.kind == LayerKind::Output) return l.name;
-  throw ConfigError("network has no Output layer");
+  throw ConfigError(job.network + ": network has no Output layer; name the layer to score with -l");
+}
+
+// Inputs from text examples (converted in memory with the input feature index).
+DataSet read_text_input(const PredictJob& job, const NetworkSpec& spec, FeatureIndex& samples,
+                        const LogSink& log) {
+  if (job.input_index.empty())
+    throw ConfigError("text input " + job.text_input + " needs the input feature index (-i)");
+  FeatureIndex features = load_index(job.input_index);
+  std::vector<const LayerSpec*> ins;
+  for (const auto& l : spec.layers)
+    if (l.kind == LayerKind::Input) ins.push_back(&l);
+  if (ins.size() != 1)
+    throw ConfigError(job.network + ": text input needs a network with exactly one input layer");
+  TextExamplesOptions opt;
+  opt.mode = job.text_analog ? ExampleMode::Analog : ExampleMode::Indicator;
+  opt.allow_new_features = false;
+  opt.width_align = 1;
+  opt.min_width = static_cast<uint32_t>(ins[0]->units());
+  TextExamplesStats stats;
+  const std::string name = job.dataset_base.empty() ? ins[0]->dataset : job.dataset_base + "_input";
+  if (name != ins[0]->dataset)
+    throw ConfigError("-d " + job.dataset_base + ": dataset '" + name +
+                      "' does not match the network's input DataSet '" + ins[0]->dataset + "'");
+  DataSet ds = read_text_examples({job.text_input}, name, features, samples, opt, &stats);
+  log("read " + std::to_string(stats.samples) + " samples from " + job.text_input +
+      (stats.dropped_features ? " (" + std::to_string(stats.dropped_features) +
+                                    " features not in the index were ignored)"
+                              : std::string()));
+  return ds;
+}
+
+// The held-out dataset for metrics: the one named like the scored layer's DataSet, or the only
+// one in the file.
+const DataSet* pick_target(const std::vector<DataSet>& sets, const std::string& want,
+                           const std::string& file) {
+  for (const auto& s : sets)
+    if (s.name == want) return &s;
+  if (sets.size() == 1) return &sets[0];
+  std::string names;
+  for (const auto& s : sets) names += (names.empty() ? "" : ", ") + s.name;
+  throw ConfigError(file + ": no dataset named '" + want +
+                    "' (the scored layer's DataSet); it holds " + names);
+}
+
+// Reads the network, telling the user when the file is a dataset rather than a network.
+NetworkFile read_network(const std::string& path) {
+  try {
+    return read_network_file(path);
+  } catch (const DataError&) {
+    bool is_dataset = false;
+    try {
+      is_dataset = !read_datasets(path).empty();
+    } catch (const Error&) {
+      // Not a dataset either: the network reader's message says what is wrong.
+    }
+    if (is_dataset)
+      throw DataError(path +
+                      ": is a dataset file, not a network file (-n expects the .nc that "
+                      "nn-train wrote)");
+    throw;
+  }
 }
 
 }  // namespace
 
 int run_predict_job(const PredictJob& job, const LogSink& log) {
   const auto start = std::chrono::steady_clock::now();
-  NetworkFile file = read_network_file(job.network);
+  NetworkFile file = read_network(job.network);
   NetworkSpec& spec = file.spec;
   if (spec.source.empty()) spec.source = job.network;
 
@@ -89,31 +130,9 @@ int run_predict_job(const PredictJob& job, const LogSink& log) {
   bool have_samples = false;
   std::string files;
   if (!job.text_input.empty()) {
-    if (job.input_index.empty())
-      throw ConfigError("text input " + job.text_input + " needs the input feature index (-i)");
-    FeatureIndex features = load_index(job.input_index);
-    std::vector<const LayerSpec*> ins;
-    for (const auto& l : spec.layers)
-      if (l.kind == LayerKind::Input) ins.push_back(&l);
-    if (ins.size() != 1)
-      throw ConfigError(job.network + ": text input needs a network with exactly one input layer");
-    TextExamplesOptions opt;
-    opt.mode = job.text_analog ? ExampleMode::Analog : ExampleMode::Indicator;
-    opt.allow_new_features = false;
-    opt.width_align = 1;
-    opt.min_width = static_cast<uint32_t>(ins[0]->units());
-    TextExamplesStats stats;
-    const std::string name = job.dataset_base.empty() ? ins[0]->dataset : job.dataset_base + "_input";
-    sets.push_back(read_text_examples({job.text_input}, name, features, samples, opt, &stats));
-    if (sets.back().name != ins[0]->dataset)
-      throw ConfigError("-d " + job.dataset_base + ": dataset '" + name +
-                        "' does not match the network's input DataSet '" + ins[0]->dataset + "'");
+    sets.push_back(read_text_input(job, spec, samples, log));
     have_samples = true;
     files = job.text_input;
-    log("read " + std::to_string(stats.samples) + " samples from " + job.text_input +
-        (stats.dropped_features ? " (" + std::to_string(stats.dropped_features) +
-                                      " features not in the index were ignored)"
-                                : std::string()));
   } else {
     for (const auto& f : job.data_files) {
       auto more = read_datasets(f);
@@ -126,103 +145,171 @@ int run_predict_job(const PredictJob& job, const LogSink& log) {
     }
   }
   const BoundData bound = bind_datasets(spec, sets, /*need_outputs=*/false, files);
+  const std::string layer = scored_layer(job, spec);
 
   auto backend = make_backend(job.backend, job.threads);
   Network net(*backend, spec, bound.sparse_inputs());
   net.load_arrays(file);
-  const std::string layer = output_layer_name(spec, job.layer);
   const uint32_t units = net.layer(layer).units();
 
+  // The output index and the filter describe the output layer's units; a hidden layer's units
+  // are printed as numbers and never filtered.
+  const bool scoring_output = net.layer(layer).kind() == LayerKind::Output;
+  if (!scoring_output && (!job.output_index.empty() || !job.filter.empty()))
+    log("layer '" + layer + "' is not an output layer: its units are numbered; the output index " +
+        "and the filter are not applied");
   FeatureIndex items;
-  const bool have_items = !job.output_index.empty();
+  const bool have_items = !job.output_index.empty() && scoring_output;
   if (have_items) items = load_index(job.output_index);
-  const uint32_t valid_cols = have_items ? static_cast<uint32_t>(std::min<uint64_t>(items.size(), units)) : units;
+  const uint32_t valid_cols =
+      have_items ? static_cast<uint32_t>(std::min<uint64_t>(items.size(), units)) : units;
 
   std::unordered_map<uint64_t, FilterRow> filter;
-  if (!job.filter.empty()) {
+  if (!job.filter.empty() && scoring_output) {
     if (!have_samples || !have_items)
       throw ConfigError("filter " + job.filter + " needs the sample index and the output index");
     uint64_t skipped = 0;
     filter = load_sample_filter(job.filter, samples, items, &skipped);
     log("filter " + job.filter + ": " + std::to_string(filter.size()) + " samples" +
-        (skipped ? ", " + std::to_string(skipped) + " unknown samples/items skipped" : std::string()));
+        (skipped ? ", " + std::to_string(skipped) + " unknown samples/items skipped"
+                 : std::string()));
   }
 
-  // Held-out truth for metrics.
+  // Held-out truth: ranking metrics, or a classifier report when each example has one class.
   std::vector<DataSet> truth_sets;
   const DataSet* truth = nullptr;
+  std::vector<int64_t> classes;
+  bool classify = false;
   if (!job.target.empty()) {
     truth_sets = read_datasets(job.target);
-    const std::string want = net.layer(layer).spec().dataset;
-    for (const auto& s : truth_sets)
-      if (s.name == want || truth_sets.size() == 1) truth = &s;
-    if (!truth) throw ConfigError(job.target + ": no dataset named '" + want + "'");
-    if (!truth->is_sparse()) throw ConfigError(job.target + ": metrics need a sparse target dataset");
+    truth = pick_target(truth_sets, net.layer(layer).spec().dataset, job.target);
     if (truth->examples != bound.examples)
-      throw ConfigError(job.target + ": " + std::to_string(truth->examples) + " examples, but the input has " +
-                        std::to_string(bound.examples));
+      throw DataError(job.target + ": dataset '" + truth->name + "' has " +
+                      std::to_string(truth->examples) + " examples, but the input has " +
+                      std::to_string(bound.examples));
+    classify = job.classify || is_single_label(*truth);
+    if (classify)
+      classes = true_classes(*truth, units, job.target);
+    else if (!truth->is_sparse())
+      throw ConfigError(job.target + ": dataset '" + truth->name +
+                        "': ranking metrics need a sparse target; use --classify for a dense "
+                        "one (the largest value of each example is its class)");
+  } else if (job.classify) {
+    throw ConfigError("--classify needs a target dataset (--target or CDL Target)");
   }
   RankingMetrics metrics(job.k);
+  ClassifierReport classifier(units, job.k);
+
+  // Optional dump of one layer's activations.
+  std::string dump_layer;
+  Layer* dump_source = nullptr;
+  if (!job.dump.empty()) {
+    dump_layer = job.dump_layer.empty() ? layer : job.dump_layer;
+    dump_source = net.find(dump_layer);
+    if (!dump_source)
+      throw ConfigError(job.network + ": --dump-layer '" + dump_layer +
+                        "' not found; layers are: " + layer_names(spec));
+    if (dump_source->has_sparse_output())
+      throw ConfigError(job.network + ": --dump-layer '" + dump_layer +
+                        "' is a sparse input layer; its activations are the input data");
+  }
 
   const std::string fmt = printf_format(job.score_format);
-  RecsWriter out(job.output);
+  auto sample_name = [&](uint64_t e) {
+    return have_samples && e < samples.size() ? samples.label(e) : std::to_string(e);
+  };
+  // Outputs are created before the (long) scoring pass so an unwritable path fails early.
+  std::unique_ptr<OutputFile> recs, top_classes;
+  std::unique_ptr<LayerDump> dump;
+  if (job.write_recs) recs = std::make_unique<OutputFile>(job.output);
+  if (!job.top_classes.empty()) top_classes = std::make_unique<OutputFile>(job.top_classes);
+  if (dump_source)
+    dump = std::make_unique<LayerDump>(job.dump, dump_source->spec(), bound.examples);
+
   Predictor predictor(net, bound, job.minibatch);
   TopK top;
   std::string line;
   char num[64];
   std::vector<uint32_t> truth_row;
+  std::vector<float> scaled, dumped;
   predictor.run(layer, [&](uint64_t first, uint32_t rows, const float* scores_in) {
+    if (dump) {
+      const float* values = scores_in;
+      if (dump_source != &net.layer(layer)) {
+        dumped.resize(size_t(rows) * dump_source->units());
+        net.backend().download(dumped.data(), dump_source->activations(),
+                               dumped.size() * sizeof(float));
+        values = dumped.data();
+      }
+      dump->add(first, rows, values, sample_name);
+    }
+    if (!recs && !top_classes && !truth) return;
+
     const float* scores = scores_in;
-    std::vector<float> scaled;
-    std::vector<std::vector<uint32_t>> excluded(rows);
+    std::vector<const std::vector<uint32_t>*> excluded(rows, nullptr);
+    bool multiplied = false;
     for (uint32_t r = 0; r < rows; ++r) {
       auto it = filter.find(first + r);
       if (it == filter.end()) continue;
       if (job.filter_multiply) {
-        if (scaled.empty()) scaled.assign(scores_in, scores_in + size_t(rows) * units);
+        if (!multiplied) scaled.assign(scores_in, scores_in + size_t(rows) * units);
+        multiplied = true;
         for (size_t j = 0; j < it->second.items.size(); ++j)
           scaled[size_t(r) * units + it->second.items[j]] *= it->second.values[j];
       } else {
-        excluded[r] = it->second.items;
+        excluded[r] = &it->second.items;
       }
     }
-    if (!scaled.empty()) scores = scaled.data();
-    top_k_rows(scores, rows, units, valid_cols, job.k,
-               [&](uint32_t r) { return excluded[r].empty() ? nullptr : &excluded[r]; }, top);
+    if (multiplied) scores = scaled.data();
+    top_k_rows(
+        scores, rows, units, valid_cols, job.k, [&](uint32_t r) { return excluded[r]; }, top);
     for (uint32_t r = 0; r < rows; ++r) {
       const uint64_t e = first + r;
-      line.clear();
-      if (have_samples && e < samples.size()) line += samples.label(e);
-      else line += std::to_string(e);
-      line += '\t';
-      for (uint32_t j = 0; j < job.k; ++j) {
-        const uint32_t c = top.index[size_t(r) * job.k + j];
-        if (c == std::numeric_limits<uint32_t>::max()) break;
-        line += have_items ? items.label(c) : std::to_string(c);
-        line += ',';
-        std::snprintf(num, sizeof num, fmt.c_str(), double(top.score[size_t(r) * job.k + j]));
-        line += num;
-        line += ':';
+      const uint32_t* ranked = &top.index[size_t(r) * job.k];
+      if (recs || top_classes) {
+        line = sample_name(e);
+        line += '\t';
+        for (uint32_t j = 0; j < job.k && ranked[j] != kNone; ++j) {
+          line += have_items ? items.label(ranked[j]) : std::to_string(ranked[j]);
+          line += ',';
+          std::snprintf(num, sizeof num, fmt.c_str(), double(top.score[size_t(r) * job.k + j]));
+          line += num;
+          line += ':';
+        }
+        line += '\n';
+        if (recs) recs->write(line);
+        if (top_classes) top_classes->write(line);
       }
-      line += '\n';
-      std::fwrite(line.data(), 1, line.size(), out.file());
-      if (truth) {
+      if (classify) {
+        classifier.add(classes[e], ranked, job.k);
+      } else if (truth) {
         const uint64_t u = truth->row(e);
         truth_row.assign(truth->sparse_index.begin() + truth->sparse_start[u],
                          truth->sparse_index.begin() + truth->sparse_end[u]);
         std::sort(truth_row.begin(), truth_row.end());
         truth_row.erase(std::unique(truth_row.begin(), truth_row.end()), truth_row.end());
-        metrics.add(&top.index[size_t(r) * job.k], job.k, truth_row);
+        metrics.add(ranked, job.k, truth_row);
       }
     }
   });
-  out.commit();
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (dump) dump->commit();
+  if (top_classes) top_classes->commit();
+  if (recs) recs->commit();
+
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   char buf[128];
-  std::snprintf(buf, sizeof buf, "%.2f s (%.0f examples/s)", secs, double(bound.examples) / std::max(secs, 1e-9));
-  log("scored " + std::to_string(bound.examples) + " examples, top " + std::to_string(job.k) +
-      " of layer '" + layer + "', " + buf);
-  if (truth) {
+  std::snprintf(buf, sizeof buf, "%.2f s (%.0f examples/s)", secs,
+                double(bound.examples) / std::max(secs, 1e-9));
+  if (recs || top_classes || truth)
+    log("scored " + std::to_string(bound.examples) + " examples, top " + std::to_string(job.k) +
+        " of layer '" + layer + "', " + buf);
+  else
+    log("ran " + std::to_string(bound.examples) + " examples through the network, " + buf);
+  if (dump) log("wrote the activations of layer '" + dump_layer + "' to " + job.dump);
+  if (classify) {
+    for (const auto& l : classifier.format(have_items ? &items : nullptr)) log(l);
+  } else if (truth) {
     log("metrics over " + std::to_string(metrics.examples()) +
         " examples with targets (k,precision,recall,ndcg):");
     for (uint32_t j = 1; j <= job.k; ++j) {

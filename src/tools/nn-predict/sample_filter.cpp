@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 
@@ -10,15 +11,16 @@
 
 namespace nn::tool {
 
-std::unordered_map<uint64_t, FilterRow> load_sample_filter(const std::string& path,
-                                                           const FeatureIndex& samples,
-                                                           const FeatureIndex& items,
-                                                           uint64_t* skipped) {
+namespace {
+
+// Adds the lines of one filter file to `rows`.
+void load_filter_file(const std::string& path, const FeatureIndex& samples,
+                      const FeatureIndex& items, std::unordered_map<uint64_t, FilterRow>& rows,
+                      uint64_t& skip) {
   std::ifstream in(path);
   if (!in) throw IoError(path + ": cannot open filter file");
-  std::unordered_map<uint64_t, FilterRow> rows;
   std::string line;
-  uint64_t line_no = 0, skip = 0;
+  uint64_t line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
     if (!line.empty() && line.back() == '\r') line.pop_back();
@@ -60,10 +62,36 @@ std::unordered_map<uint64_t, FilterRow> load_sample_filter(const std::string& pa
       row.values.push_back(value);
     }
   }
+  if (in.bad()) throw IoError(path + ": read error");
+}
+
+}  // namespace
+
+std::unordered_map<uint64_t, FilterRow> load_sample_filter(const std::string& path,
+                                                           const FeatureIndex& samples,
+                                                           const FeatureIndex& items,
+                                                           uint64_t* skipped) {
+  namespace fs = std::filesystem;
+  std::unordered_map<uint64_t, FilterRow> rows;
+  uint64_t skip = 0;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    // DSSTNE reads every file of a filter directory; sorted so results do not depend on the
+    // directory's order.
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(path, ec))
+      if (entry.is_regular_file()) files.push_back(entry.path().string());
+    if (ec) throw IoError(path + ": cannot list filter directory: " + ec.message());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) load_filter_file(f, samples, items, rows, skip);
+  } else {
+    load_filter_file(path, samples, items, rows, skip);
+  }
   for (auto& [sample, row] : rows) {
     std::vector<size_t> order(row.items.size());
     std::iota(order.begin(), order.end(), size_t(0));
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return row.items[a] < row.items[b]; });
+    std::sort(order.begin(), order.end(),
+              [&](size_t a, size_t b) { return row.items[a] < row.items[b]; });
     FilterRow sorted;
     for (size_t i : order) {
       sorted.items.push_back(row.items[i]);

@@ -15,8 +15,9 @@ struct FilterRow {
   std::vector<float> values;    // parallel to items (value 0 when absent)
 };
 
-// Rows keyed by example number. Samples or items missing from the indices are skipped (counted
-// in *skipped). Throws DataError("<file>:<line>: ...") on malformed lines.
+// Rows keyed by example number. `path` is a file or a directory whose files are all read (in
+// name order). Samples or items missing from the indices are skipped (counted in *skipped).
+// Throws DataError("<file>:<line>: ...") on malformed lines.
 std::unordered_map<uint64_t, FilterRow> load_sample_filter(const std::string& path,
                                                            const FeatureIndex& samples,
                                                            const FeatureIndex& items,

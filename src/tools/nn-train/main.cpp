@@ -1,5 +1,6 @@
 // nn-train: trains a network from a CDL command file (nn-train train.cdl) or from DSSTNE
-// train's flags (nn-train -c config.json -i in.nc -o out.nc -n net.nc -b 256 -e 10 ...).
+// train's flags (nn-train -c config.json -i in.nc -o out.nc -n net.nc -b 256 -e 10 ...), or
+// checks its gradients (CDL Command "Validate", or --validate with the flags).
 #include <string>
 
 #include "common/cli_support.h"
@@ -33,9 +34,11 @@ OptimizerKind parse_optimizer(const std::string& name) {
 int run(int argc, char** argv) {
   CLI::App app{
       "Train a neural network.\n"
-      "  nn-train train.cdl                 run a CDL command file (Command: Train)\n"
+      "  nn-train train.cdl                 run a CDL command file (Command: Train or Validate)\n"
       "  nn-train -c net.json -i in.nc -o out.nc -n net.nc [-b 1024] [-e 40] ...\n"
-      "                                     DSSTNE train's flags",
+      "                                     DSSTNE train's flags\n"
+      "  nn-train --validate -c net.json -i in.nc -o out.nc [-b 1024]\n"
+      "                                     gradient check on the first minibatch",
       "nn-train"};
   std::string cdl, config, input, output, network;
   uint32_t batch = 1024, epochs = 40;
@@ -43,14 +46,20 @@ int run(int argc, char** argv) {
   std::string optimizer = "SGD", backend = "auto";
   uint64_t seed = 12134;
   int threads = 0, checkpoint_interval = -1;
-  std::string checkpoint_name;
-  bool resume = false, quiet = false;
-  app.add_option("cdl", cdl, "CDL command file (JSON) with Command Train")->check(CLI::ExistingFile);
+  std::string checkpoint_name, dataset_name;
+  bool resume = false, quiet = false, validate = false;
+  size_t check_entries = 1000;
+  GradientCheckOptions check;
+  app.add_option("cdl", cdl, "CDL command file (JSON) with Command Train")
+      ->check(CLI::ExistingFile);
   app.add_option("-c,--config", config, "JSON network description")->check(CLI::ExistingFile);
-  app.add_option("-i,--input", input, "NetCDF file with the input dataset(s)")->check(CLI::ExistingFile);
+  app.add_option("-i,--input", input, "NetCDF file with the input dataset(s)")
+      ->check(CLI::ExistingFile);
   app.add_option("-o,--output", output, "NetCDF file with the output (target) dataset(s)")
       ->check(CLI::ExistingFile);
   app.add_option("-n,--network", network, "network file to write when training ends");
+  app.add_option("-d,--dataset", dataset_name,
+                 "accepted and ignored (DSSTNE's train lists it in its usage but never used it)");
   app.add_option("-b,--batch", batch, "minibatch size (default 1024)");
   app.add_option("-e,--epochs", epochs, "epochs (default 40)");
   app.add_option("--alpha", alpha, "learning rate (default 0.025)");
@@ -66,11 +75,25 @@ int run(int argc, char** argv) {
   app.add_option("--checkpoint-interval", checkpoint_interval,
                  "epochs between checkpoints, 0 = none (default 10 with flags)");
   app.add_flag("--resume", resume, "continue from the newest checkpoint if there is one");
+  app.add_flag("--validate", validate,
+               "check gradients against finite differences on the first minibatch instead of "
+               "training (as CDL Command Validate); exit status 1 when a check fails");
+  app.add_option("--check-entries", check_entries,
+                 "Validate: entries checked per weight/bias array, 0 = all (default 1000; larger "
+                 "arrays are sampled)");
+  app.add_option("--check-epsilon", check.epsilon,
+                 "Validate: perturbation of each entry (default 0.001)");
+  app.add_option("--check-abs-tolerance", check.abs_tolerance,
+                 "Validate: an entry passes when |backward - finite difference| <= abs + rel * "
+                 "|finite difference| (default abs 0.002)");
+  app.add_option("--check-rel-tolerance", check.rel_tolerance,
+                 "Validate: see --check-abs-tolerance (default rel 0.02)");
   app.add_option("--backend", backend, "cpu, cuda or auto (default auto)");
   app.add_option("--threads", threads, "CPU threads (default: all cores)");
   app.add_flag("-q,--quiet", quiet, "print errors only");
   int status = 0;
-  if (parse_or_exit(app, rewrite_single_dash(argc, argv, {"alpha", "lambda", "lambda1", "mu", "mu1"}),
+  if (parse_or_exit(app,
+                    rewrite_single_dash(argc, argv, {"alpha", "lambda", "lambda1", "mu", "mu1"}),
                     status))
     return status;
 
@@ -82,9 +105,10 @@ int run(int argc, char** argv) {
     if (!config.empty() || !input.empty() || !output.empty() || !network.empty())
       throw UsageError("give either a CDL file or -c/-i/-o/-n, not both");
     const CdlSpec spec = load_cdl(cdl);
-    if (spec.command != Command::Train)
+    if (spec.command == Command::Predict)
       throw UsageError(cdl + ": Command is " + to_string(spec.command) +
-                       "; nn-train runs Train (use nn-predict for Predict)");
+                       "; nn-train runs Train and Validate (use nn-predict for Predict)");
+    validate = validate || spec.command == Command::Validate;
     const TrainingParameters& t = spec.training;
     job.network_json = spec.network;
     job.data_files = spec.data;
@@ -94,13 +118,14 @@ int run(int argc, char** argv) {
     o.epochs = static_cast<uint32_t>(t.epochs);
     o.minibatch = t.minibatch;
     o.seed = spec.random_seed.value_or(seed);
-    o.optimizer = {t.optimizer, t.alpha, t.lambda, t.lambda1, t.mu, t.mu1, 0.0f, t.alpha_interval,
-                   t.alpha_multiplier};
+    o.optimizer = {t.optimizer, t.alpha, t.lambda,         t.lambda1,         t.mu,
+                   t.mu1,       0.0f,    t.alpha_interval, t.alpha_multiplier};
     o.checkpoint_name = checkpoint_name.empty() ? t.checkpoint_name : checkpoint_name;
     o.checkpoint_interval = checkpoint_interval >= 0 ? checkpoint_interval : t.checkpoint_interval;
   } else {
-    if (config.empty() || input.empty() || output.empty() || network.empty())
-      throw UsageError("need a CDL file, or all of -c, -i, -o and -n");
+    if (config.empty() || input.empty() || output.empty() || (network.empty() && !validate))
+      throw UsageError(validate ? "--validate needs -c, -i and -o (or a CDL file)"
+                                : "need a CDL file, or all of -c, -i, -o and -n");
     if (batch == 0) throw UsageError("-b: the minibatch must be positive");
     if (epochs == 0) throw UsageError("-e: epochs must be positive");
     job.network_json = config;
@@ -112,11 +137,19 @@ int run(int argc, char** argv) {
     o.minibatch = batch;
     o.seed = seed;
     o.optimizer = {parse_optimizer(optimizer), alpha, lambda, lambda1, mu,
-                   mu1 > 0.0f ? mu1 : 0.999f, 0.0f, 0, 1.0f};
+                   mu1 > 0.0f ? mu1 : 0.999f,  0.0f,  0,      1.0f};
     o.checkpoint_name = checkpoint_name.empty() ? network : checkpoint_name;
     o.checkpoint_interval = checkpoint_interval >= 0 ? checkpoint_interval : 10;
   }
-  return run_train_job(job, quiet ? null_log() : stream_log(stdout));
+  const LogSink log = quiet ? null_log() : stream_log(stdout);
+  if (validate) {
+    if (!(check.epsilon > 0) || check.abs_tolerance < 0 || check.rel_tolerance < 0)
+      throw UsageError("--check-epsilon must be positive and the tolerances non-negative");
+    check.max_entries = check_entries;
+    check.seed = job.options.seed;
+    return run_validate_job(job, check, log);
+  }
+  return run_train_job(job, log);
 }
 
 }  // namespace nn::tool

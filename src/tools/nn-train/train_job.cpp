@@ -1,11 +1,14 @@
-// Executes a TrainJob: datasets -> network -> trainer -> result file.
+// Executes a TrainJob: datasets -> network -> trainer -> result file; or, for Validate, the
+// gradient check of the freshly initialised network on the first minibatch.
 #include "nn-train/train_job.h"
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 #include "backend/backend.h"
+#include "common/tool_main.h"
 #include "config/parse.h"
 #include "core/error.h"
 #include "data/netcdf_dataset.h"
@@ -32,7 +35,8 @@ std::string newest_checkpoint(const std::string& checkpoint_name, uint64_t* epoc
     if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
     const uint64_t e = std::stoull(digits);
     if (best.empty() || e > best_epoch) {
-      best = entry.path().string();
+      // Spelled as the user gave the prefix ("ck" => "ck3.nc", not "./ck3.nc").
+      best = prefix.has_parent_path() ? entry.path().string() : name;
       best_epoch = e;
     }
   }
@@ -40,32 +44,61 @@ std::string newest_checkpoint(const std::string& checkpoint_name, uint64_t* epoc
   return best;
 }
 
-int run_train_job(const TrainJob& job, const LogSink& log) {
-  const auto start = std::chrono::steady_clock::now();
-  NetworkSpec spec = load_network_json(job.network_json);
+namespace {
+
+// Datasets, resolved spec and the network built on them; shared by training and validation.
+struct LoadedModel {
   std::vector<DataSet> sets;
+  NetworkSpec spec;
+  BoundData bound;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Network> net;
+};
+
+std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log) {
+  auto m = std::make_unique<LoadedModel>();
+  m->spec = load_network_json(job.network_json);
   std::string files;
   for (const auto& f : job.data_files) {
     auto more = read_datasets(f);
     for (auto& s : more) {
-      log("dataset '" + s.name + "' from " + f + ": " + std::to_string(s.examples) +
-          " examples, " + std::to_string(s.features()) + " features" +
+      log("dataset '" + s.name + "' from " + f + ": " + std::to_string(s.examples) + " examples, " +
+          std::to_string(s.features()) + " features" +
           (s.is_sparse() ? ", " + std::to_string(s.nnz()) + " non-zeros" : std::string(", dense")));
-      sets.push_back(std::move(s));
+      m->sets.push_back(std::move(s));
     }
     files += (files.empty() ? "" : ", ") + f;
   }
-  resolve_auto_sizes(spec, sets);
-  const BoundData bound = bind_datasets(spec, sets, /*need_outputs=*/true, files);
+  resolve_auto_sizes(m->spec, m->sets);
+  m->bound = bind_datasets(m->spec, m->sets, /*need_outputs=*/true, files);
+  m->backend = make_backend(job.backend, job.threads);
+  m->net = std::make_unique<Network>(*m->backend, m->spec, m->bound.sparse_inputs());
+  return m;
+}
 
-  auto backend = make_backend(job.backend, job.threads);
-  Network net(*backend, spec, bound.sparse_inputs());
+// The trainer's divergence message with the checkpoint to go back to named (or its absence).
+std::string with_checkpoint_note(std::string message, const std::string& checkpoint) {
+  const size_t generic = message.find(" The last checkpoint");
+  if (generic != std::string::npos) message.erase(generic);
+  if (checkpoint.empty()) return message + " No checkpoint was written before it.";
+  return message + " The last checkpoint, " + checkpoint + ", is intact.";
+}
+
+}  // namespace
+
+int run_train_job(const TrainJob& job, const LogSink& log) {
+  const auto start = std::chrono::steady_clock::now();
+  auto model = load_model(job, log);
+  const BoundData& bound = model->bound;
+  const NetworkSpec& spec = model->spec;
+  Network& net = *model->net;
   TrainOptions options = job.options;
   options.shuffle = job.shuffle.value_or(spec.shuffle_indices);
   options.optimizer.decay = spec.decay;
 
   NetworkFile checkpoint;
   bool resumed = false;
+  std::string resumed_from;
   if (job.resume && !options.checkpoint_name.empty()) {
     uint64_t epoch = 0;
     const std::string path = newest_checkpoint(options.checkpoint_name, &epoch);
@@ -75,6 +108,7 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
         throw DataError(path + ": has no training state (not written by nn-train); cannot resume");
       net.load_arrays(checkpoint);
       resumed = true;
+      resumed_from = path;
       log("resuming from " + path);
     } else {
       log("no checkpoint matching '" + options.checkpoint_name + "<epoch>.nc'; starting afresh");
@@ -87,7 +121,13 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   if (resumed) trainer.restore(checkpoint.training);
   if (trainer.epoch() >= options.epochs)
     log("already trained for " + std::to_string(trainer.epoch()) + " epochs; nothing to do");
-  trainer.run();
+  std::string last_checkpoint = resumed ? resumed_from : std::string();
+  trainer.on_checkpoint = [&](const std::string& path) { last_checkpoint = path; };
+  try {
+    trainer.run();
+  } catch (const DivergenceError& e) {
+    throw DivergenceError(with_checkpoint_note(e.what(), last_checkpoint));
+  }
   write_network_file(job.results, trainer.snapshot());
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -95,6 +135,36 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   std::snprintf(buf, sizeof buf, "%.2f", secs);
   log("wrote " + job.results + " (total " + buf + " s)");
   return 0;
+}
+
+int run_validate_job(const TrainJob& job, const GradientCheckOptions& check, const LogSink& log) {
+  auto model = load_model(job, log);
+  Network& net = *model->net;
+  net.initialize(job.options.seed);
+  const HostBatch batch = first_batch(model->bound, job.options.minibatch);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", check.epsilon);
+  log("gradient check of " + job.network_json + " on the first " + std::to_string(batch.rows) +
+      " examples (" + std::to_string(net.parameter_count()) + " parameters, " +
+      (check.central ? "central" : "one-sided") + " differences, epsilon " + buf + ")");
+  GradientChecker checker(net, model->bound, batch, check);
+  const GradientCheckReport report = checker.run();
+  std::snprintf(buf, sizeof buf, "%.6g", report.loss);
+  log(std::string("loss on the batch: ") + buf);
+  for (const auto& p : report.parameters) log(describe(p));
+  const size_t failed = report.failures();
+  if (failed == 0) {
+    log("gradient check passed: " + std::to_string(report.parameters.size()) +
+        " weight and bias arrays");
+    return 0;
+  }
+  std::string names;
+  for (const auto& p : report.parameters)
+    if (!p.passed()) names += (names.empty() ? "" : ", ") + p.name;
+  std::fprintf(stderr,
+               "%s: error: gradient check failed for %zu of %zu weight and bias arrays: %s\n",
+               kToolName, failed, report.parameters.size(), names.c_str());
+  return 1;
 }
 
 }  // namespace nn::tool

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/log.h"
+#include "model/gradient_check.h"
 #include "model/trainer.h"
 
 namespace nn::tool {
@@ -24,6 +25,12 @@ struct TrainJob {
 
 // Loads data and network, trains, writes the result atomically. Returns 0.
 int run_train_job(const TrainJob& job, const LogSink& log);
+
+// CDL Command "Validate" (or --validate): builds and initialises the network like a training
+// run, then checks backward()'s gradients against finite differences on the first minibatch
+// (options.minibatch examples). Logs one PASS/FAIL line per weight and bias array; returns 0
+// when all pass, 1 otherwise (after printing "nn-train: error: ..." to stderr).
+int run_validate_job(const TrainJob& job, const GradientCheckOptions& check, const LogSink& log);
 
 // Newest "<checkpoint_name><epoch>.nc" on disk, or "" when there is none.
 std::string newest_checkpoint(const std::string& checkpoint_name, uint64_t* epoch = nullptr);

@@ -71,17 +71,32 @@ TEST(Trainer, LearnsCoOccurrence) {
   for (const auto& r : reports) EXPECT_TRUE(std::isfinite(r.loss));
 }
 
-TEST(Trainer, ResumeFromCheckpointEqualsUninterruptedRun) {
+// The autoencoder with every stateful layer feature: batch normalisation (running statistics,
+// scale/bias optimizer state), a transposed shared weight, dropout, a sparseness penalty.
+const char* kFeatureAutoencoder = R"({
+  "Name": "ae-features", "ErrorFunction": "CrossEntropy", "Denoising": {"p": 0.2},
+  "SparsenessPenalty": {"p": 0.1, "beta": 0.01},
+  "Layers": [
+    {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},
+    {"Name": "Hidden", "Kind": "Hidden", "N": 16, "Activation": "Sigmoid", "pDropout": 0.1,
+     "BatchNormalization": true, "Sparse": true},
+    {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid",
+     "SharedWeights": {"SourceInputLayer": "Input", "SourceOutputLayer": "Hidden",
+                       "InputLayer": "Hidden", "Transposed": true}}
+  ]})";
+
+// Four epochs straight equal two epochs, a checkpoint, and two more from it (bit for bit).
+void expect_resume_equals_uninterrupted_run(const char* json) {
   const fs::path dir = fs::temp_directory_path() / ("nn_resume_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   auto rows = taste_rows(100, 2);
   std::vector<DataSet> data{sparse_set("input", 32, rows), sparse_set("output", 32, rows)};
 
-  Fixture straight(kAutoencoder, data);
+  Fixture straight(json, data);
   Trainer a(*straight.net, straight.bound, options(4), null_log());
   a.run();
 
-  Fixture first(kAutoencoder, data);
+  Fixture first(json, data);
   TrainOptions o = options(2);
   o.checkpoint_name = (dir / "ck").string();
   o.checkpoint_interval = 1;
@@ -92,14 +107,30 @@ TEST(Trainer, ResumeFromCheckpointEqualsUninterruptedRun) {
   NetworkFile ck = read_network_file((dir / "ck2.nc").string());
   ASSERT_TRUE(ck.training.present);
   EXPECT_EQ(ck.training.epoch, 2u);
-  Fixture second(kAutoencoder, data, /*seed=*/12345);  // different init: must be overwritten
+  Fixture second(json, data, /*seed=*/12345);  // different init: must be overwritten
   second.net->load_arrays(ck);
   Trainer c(*second.net, second.bound, options(4), null_log());
   c.restore(ck.training);
   c.run();
   EXPECT_EQ(c.epoch(), 4u);
   EXPECT_EQ(all_params(*straight.net), all_params(*second.net));
+  // Not parameters, but state that prediction uses: batch normalisation's running statistics.
+  EXPECT_EQ(straight.net->to_file().layers.size(), second.net->to_file().layers.size());
+  for (size_t i = 0; i < straight.net->to_file().layers.size(); ++i) {
+    EXPECT_EQ(straight.net->to_file().layers[i].bn_running_mean,
+              second.net->to_file().layers[i].bn_running_mean);
+    EXPECT_EQ(straight.net->to_file().layers[i].bn_running_variance,
+              second.net->to_file().layers[i].bn_running_variance);
+  }
   fs::remove_all(dir);
+}
+
+TEST(Trainer, ResumeFromCheckpointEqualsUninterruptedRun) {
+  expect_resume_equals_uninterrupted_run(kAutoencoder);
+}
+
+TEST(Trainer, ResumeWithBatchNormSharedWeightsAndPenaltyEqualsUninterruptedRun) {
+  expect_resume_equals_uninterrupted_run(kFeatureAutoencoder);
 }
 
 TEST(Trainer, SparseAndDenseInputsGiveTheSameResult) {

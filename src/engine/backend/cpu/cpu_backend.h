@@ -5,15 +5,16 @@
 // OpenBLAS's arithmetic).
 //
 // The kernel families live in separate files: cpu_backend.cpp (memory, BLAS, elementwise,
-// dropout), cpu_activation.cpp, cpu_loss.cpp, cpu_sparse.cpp, cpu_optimizer.cpp, cpu_top_k.cpp;
+// dropout), cpu_activation.cpp, cpu_loss.cpp, cpu_sparse.cpp, cpu_optimizer.cpp, cpu_top_k.cpp,
+// cpu_conv*.cpp (convolution through oneDNN or im2col + sgemm, pooling, LRN; see cpu_conv.h);
 // helpers in thread_pool.h, stream.h (chunking, prefetch), fast_math.h, activation_math.h and
 // loss_math.h.
 //
 // Threading: one pool of `threads` threads (thread_pool.h; the calling thread is one of them)
 // runs every parallel kernel, gemm included (OpenBLAS runs single-threaded inside it; see
-// cpu_backend.cpp for why). Kernels keep no mutable state, so several threads may use one
-// backend at once; while the pool is busy with one caller's kernel, another caller's kernel runs
-// on its own thread.
+// cpu_backend.cpp for why). Kernels keep no mutable state (oneDNN's primitive cache aside, which
+// has its own lock), so several threads may use one backend at once; while the pool is busy with
+// one caller's kernel, another caller's kernel runs on its own thread.
 #pragma once
 
 #include <memory>
@@ -24,6 +25,9 @@
 namespace nn {
 namespace cpu {
 class ThreadPool;
+class DnnlConv;  // oneDNN convolution primitives (cpu_conv_dnnl.cpp)
+DnnlConv* make_dnnl_conv();
+void destroy_dnnl_conv(DnnlConv* conv) noexcept;
 }
 
 class CpuBackend final : public Backend {
@@ -78,6 +82,52 @@ class CpuBackend final : public Backend {
   void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
              float* values, uint32_t* indices) override;
 
+  // ---- layer features (cpu_norm.cpp, cpu_batch_norm.cpp, cpu_sparse_transposed.cpp) ----------
+  void clip_row_norms(float* x, uint32_t rows, uint32_t cols, float max_norm) override;
+  void clip_column_norms(float* w, uint32_t rows, uint32_t cols, float max_norm) override;
+  double sparseness_penalty(const float* a, uint32_t rows, uint32_t cols, float p, float beta,
+                            float* delta) override;
+  void batch_norm_forward_training(const BatchNormParams& p, const float* x, float* y,
+                                   const float* scale, const float* bias, float* running_mean,
+                                   float* running_var, float* save_mean,
+                                   float* save_inv_std) override;
+  void batch_norm_forward_inference(const BatchNormParams& p, const float* x, float* y,
+                                    const float* scale, const float* bias,
+                                    const float* running_mean, const float* running_var) override;
+  void batch_norm_backward(const BatchNormParams& p, const float* x, const float* dy,
+                           const float* scale, const float* save_mean, const float* save_inv_std,
+                           float alpha, float* dx, float* dscale, float* dbias) override;
+  void batch_norm_backward_inference(const BatchNormParams& p, const float* x, const float* dy,
+                                     const float* scale, const float* running_mean,
+                                     const float* running_var, float alpha, float* dx,
+                                     float* dscale, float* dbias) override;
+  void sparse_matmul_transposed(const SparseView& x, const float* w, uint32_t n_out,
+                                float* z) override;
+  void sparse_weight_gradient_transposed(const SparseView& x, const float* delta, uint32_t n_out,
+                                         float alpha, float* g) override;
+
+  // ---- convolution, pooling, LRN (cpu_conv*.cpp; owner: conv) ----------------------------------
+  void conv_forward(const ConvGeometry& g, uint32_t rows, const float* x, const float* w,
+                    const float* bias, bool accumulate, float* y) override;
+  void conv_backward_data(const ConvGeometry& g, uint32_t rows, const float* dy, const float* w,
+                          float* dx) override;
+  void conv_backward_filter(const ConvGeometry& g, uint32_t rows, const float* x, const float* dy,
+                            float alpha, float* dw, float* dbias) override;
+  void pool_forward(const PoolParams& p, uint32_t rows, const float* x, bool accumulate,
+                    float* y) override;
+  void pool_backward(const PoolParams& p, uint32_t rows, const float* x, const float* dy,
+                     float* dx) override;
+  void lrn_forward(const LrnParams& p, uint32_t rows, const float* x, bool accumulate,
+                   float* y) override;
+  void lrn_backward(const LrnParams& p, uint32_t rows, const float* x, const float* dy,
+                    float* dx) override;
+  // Which code runs the convolutions: oneDNN's (Dnnl, the default when the build has it) or
+  // im2col + OpenBLAS sgemm (Gemm, always built). Both are deterministic; tests run each.
+  enum class ConvLibrary { Gemm, Dnnl };
+  static bool has_dnnl();
+  void set_conv_library(ConvLibrary library);  // ConfigError for Dnnl in a build without it
+  ConvLibrary conv_library() const { return conv_library_; }
+
  private:
   // Computes the summed error and (when delta != nullptr) the output deltas.
   double loss_impl(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
@@ -86,6 +136,12 @@ class CpuBackend final : public Backend {
 
   int threads_;
   std::unique_ptr<cpu::ThreadPool> pool_;
+
+  // Convolution library and oneDNN's primitive cache (cheap to create: primitives are made on
+  // first use of each shape). The deleter is a function so this header need not define DnnlConv.
+  ConvLibrary conv_library_ = has_dnnl() ? ConvLibrary::Dnnl : ConvLibrary::Gemm;
+  std::unique_ptr<cpu::DnnlConv, void (*)(cpu::DnnlConv*) noexcept> dnnl_{
+      has_dnnl() ? cpu::make_dnnl_conv() : nullptr, &cpu::destroy_dnnl_conv};
 };
 
 }  // namespace nn

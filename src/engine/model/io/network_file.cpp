@@ -108,7 +108,7 @@ NetworkFile read_network_file(const std::string& path) {
   try {
     nc.open(path, NcFile::read);
   } catch (const NcException& e) {
-    throw DataError(path + ": not a NetCDF file (" + nc_error_text(e) + ")");
+    throw DataError(path + ": not a NetCDF file (" + nc_error_text(e) + "), or truncated");
   }
   NetworkFile net;
   try {

@@ -1,0 +1,50 @@
+// Default bodies of the convolution, pooling and LRN kernels: a backend that does not implement
+// them fails with a message naming the kernel and the backend when a network needs one, rather
+// than failing to compile while it is being written.
+#include <string>
+
+#include "backend/backend.h"
+#include "core/error.h"
+
+namespace nn {
+namespace {
+
+[[noreturn]] void missing(const Backend& b, const char* kernel) {
+  throw BackendError(std::string(__FILE__) + ": backend '" + b.name() + "' does not implement " +
+                     kernel + " (needed by a Convolutional or Pooling layer of this network)");
+}
+
+}  // namespace
+
+void Backend::conv_forward(const ConvGeometry&, uint32_t, const float*, const float*, const float*,
+                           bool, float*) {
+  missing(*this, "conv_forward");
+}
+
+void Backend::conv_backward_data(const ConvGeometry&, uint32_t, const float*, const float*,
+                                 float*) {
+  missing(*this, "conv_backward_data");
+}
+
+void Backend::conv_backward_filter(const ConvGeometry&, uint32_t, const float*, const float*, float,
+                                   float*, float*) {
+  missing(*this, "conv_backward_filter");
+}
+
+void Backend::pool_forward(const PoolParams&, uint32_t, const float*, bool, float*) {
+  missing(*this, "pool_forward");
+}
+
+void Backend::pool_backward(const PoolParams&, uint32_t, const float*, const float*, float*) {
+  missing(*this, "pool_backward");
+}
+
+void Backend::lrn_forward(const LrnParams&, uint32_t, const float*, bool, float*) {
+  missing(*this, "lrn_forward");
+}
+
+void Backend::lrn_backward(const LrnParams&, uint32_t, const float*, const float*, float*) {
+  missing(*this, "lrn_backward");
+}
+
+}  // namespace nn

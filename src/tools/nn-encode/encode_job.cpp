@@ -1,0 +1,107 @@
+// Executes an EncodeJob: corpus -> datasets -> NetCDF file(s) + class index, with a summary.
+#include "nn-encode/encode_job.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/tool_main.h"
+#include "core/error.h"
+#include "data/image_corpus.h"
+#include "data/netcdf_dataset.h"
+#include "data/text_examples.h"
+
+namespace nn::tool {
+namespace {
+
+ImageCorpus read_corpus(const EncodeJob& job) {
+  if (job.format == "cifar10") return read_cifar10(job.inputs, {job.limit});
+  if (job.format == "cifar100")
+    return read_cifar100(job.inputs, job.coarse ? Cifar100Label::Coarse : Cifar100Label::Fine,
+                         {job.limit});
+  IdxOptions opt;
+  opt.limit = job.limit;
+  opt.classes = job.classes;
+  return read_idx(job.inputs.at(0), job.labels, opt);
+}
+
+std::vector<std::string> class_names(const EncodeJob& job, uint32_t classes) {
+  std::string spec = job.class_names;
+  if (spec.empty()) spec = job.format == "cifar10" ? "cifar10" : "numeric";
+  const std::vector<std::string>* builtin = nullptr;
+  if (spec == "numeric") return numeric_class_names(classes);
+  if (spec == "cifar10") builtin = &cifar10_class_names();
+  if (spec == "fashion-mnist") builtin = &fashion_mnist_class_names();
+  if (!builtin) return read_class_names(spec, classes);
+  if (builtin->size() != classes)
+    throw UsageError("--class-names " + spec + ": names " + std::to_string(builtin->size()) +
+                     " classes, but the labels have " + std::to_string(classes));
+  return *builtin;
+}
+
+std::string default_class_index(const std::string& output) {
+  const std::filesystem::path dir = std::filesystem::path(output).parent_path();
+  return (dir / "classes.idx").string();
+}
+
+// "3000 images 28x28x1, 10 classes (298..311 per class)".
+std::string describe(const ImageCorpus& c, const std::vector<uint64_t>& ids) {
+  std::vector<uint64_t> per_class(c.classes, 0);
+  for (uint64_t id : ids) ++per_class[c.labels[id]];
+  uint64_t lo = ids.empty() ? 0 : UINT64_MAX, hi = 0;
+  for (uint64_t n : per_class) lo = std::min(lo, n), hi = std::max(hi, n);
+  return std::to_string(ids.size()) + " images " + std::to_string(c.width) + "x" +
+         std::to_string(c.height) + "x" + std::to_string(c.channels) + ", " +
+         std::to_string(c.classes) + " classes (" + std::to_string(lo) + ".." + std::to_string(hi) +
+         " images per class)";
+}
+
+void write_part(const EncodeJob& job, const ImageCorpus& c, const std::vector<uint64_t>& ids,
+                const std::string& path, const LogSink& log) {
+  write_datasets(path,
+                 {image_dataset(c, ids, job.input_name), label_dataset(c, ids, job.output_name)});
+  log("wrote " + path + ": " + describe(c, ids) + "; datasets \"" + job.input_name +
+      "\" (dense UChar image) and \"" + job.output_name + "\" (sparse one-hot labels)");
+}
+
+}  // namespace
+
+int run_encode_job(const EncodeJob& job, const LogSink& log) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const ImageCorpus corpus = read_corpus(job);
+  if (corpus.images() == 0) throw DataError(job.inputs.at(0) + ": no images found");
+
+  // Names first: a bad --class-names must not leave data files behind.
+  const std::vector<std::string> names = class_names(job, corpus.classes);
+  FeatureIndex index;
+  const std::string index_path =
+      job.class_index.empty() ? default_class_index(job.output) : job.class_index;
+  const std::string names_from = job.class_names.empty() ? job.format : job.class_names;
+  for (uint32_t i = 0; i < names.size(); ++i) index.insert(names[i], i, names_from);
+
+  std::vector<uint64_t> first, second;
+  split_ids(corpus.images(), job.output2.empty() ? 1.0 : job.split, job.shuffle_seed, first,
+            second);
+  if (first.empty())
+    throw UsageError("--split " + std::to_string(job.split) + " leaves no images for " +
+                     job.output + " (of " + std::to_string(corpus.images()) + ")");
+  if (!job.output2.empty() && second.empty())
+    throw UsageError("--split " + std::to_string(job.split) + " leaves no images for " +
+                     job.output2 + " (of " + std::to_string(corpus.images()) + ")");
+
+  write_part(job, corpus, first, job.output, log);
+  if (!job.output2.empty()) write_part(job, corpus, second, job.output2, log);
+  save_index(index_path, index);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f s", secs);
+  log("wrote " + index_path + ": " + std::to_string(names.size()) + " class names (" +
+      names.front() + " .. " + names.back() + "); " + buf);
+  return 0;
+}
+
+}  // namespace nn::tool

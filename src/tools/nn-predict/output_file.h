@@ -1,0 +1,33 @@
+// A text output of nn-predict (recommendations, top classes, layer dumps): standard output when
+// the path is "" or "-", otherwise a temporary file beside the target that is renamed over it
+// only by commit(), so a failed run never leaves a partial file behind.
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+namespace nn::tool {
+
+class OutputFile {
+ public:
+  explicit OutputFile(const std::string& path);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  bool is_stdout() const { return f_ == stdout; }
+  void write(const std::string& text);
+  // Flushes and renames the temporary file over the target. Throws IoError on failure.
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  std::FILE* f_ = nullptr;
+};
+
+// True for "" and "-" (standard output).
+inline bool is_stdout_path(const std::string& path) {
+  return path.empty() || path == "-";
+}
+
+}  // namespace nn::tool

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Bad configuration files stop nn-train / nn-predict with exit status 1 and ONE line on stderr
+# naming the file, the JSON path, what was found and what was expected; no output file
+# (network, checkpoint, recommendations or temporary file) is left behind.
+# Usage: errors_config.sh <tool-dir> <source-dir>
+set -euo pipefail
+tools=$(realpath "$1")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# expect_error STATUS REGEX command...: exit status, exactly one stderr line matching REGEX.
+expect_error() {
+  local want=$1 pattern=$2 got=0
+  shift 2
+  "$@" >out.txt 2>err.txt || got=$?
+  [[ $got == "$want" ]] || fail "$* exited $got, expected $want: $(cat err.txt)"
+  [[ $(wc -l <err.txt) == 1 ]] || fail "$*: expected one line on stderr, got: $(cat err.txt)"
+  grep -Eq -- "$pattern" err.txt || fail "$*: message does not match /$pattern/: $(cat err.txt)"
+}
+
+# no_outputs FILE...: none of the files, and no temporary file, exists.
+no_outputs() {
+  local f
+  for f in "$@"; do
+    [[ ! -e $f ]] || fail "output '$f' left behind after an error"
+  done
+  if compgen -G '*.tmp*' >/dev/null; then fail "temporary file left: $(ls ./*.tmp*)"; fi
+}
+
+# 30 users, 3 tastes of 6 items each.
+awk 'BEGIN { for (u = 0; u < 30; u++) { t = u % 3; line = "u" u "\t";
+       for (j = 0; j < 6; j++) if ((u + j) % 4 != 0) line = line "m" (t * 6 + j) ":";
+       print substr(line, 1, length(line) - 1) } }' >ratings.txt
+"$tools/nn-generate" -d input -i ratings.txt -o input.nc -f features.idx -s samples.idx -c 2>/dev/null
+"$tools/nn-generate" -d output -i ratings.txt -o output.nc -f features.idx -s samples.idx 2>/dev/null
+
+cat >config.json <<'JSON'
+{ "Name": "tiny", "ErrorFunction": "CrossEntropy",
+  "Layers": [
+    { "Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true },
+    { "Name": "Hidden", "Kind": "Hidden", "N": 8, "Activation": "Sigmoid" },
+    { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid" } ] }
+JSON
+cat >train.cdl <<'JSON'
+{ "Version": 0.9, "Network": "bad.json", "Command": "Train", "RandomSeed": 7,
+  "Data": ["input.nc", "output.nc"],
+  "TrainingParameters": { "Epochs": 2, "MiniBatch": 8, "CheckpointName": "ck",
+                          "CheckpointInterval": 1, "Results": "net.nc" } }
+JSON
+outputs=(net.nc ck1.nc ck2.nc)
+
+# The good config trains (so the failures below are caused by the edits alone).
+cp config.json bad.json
+"$tools/nn-train" -q train.cdl || fail "the unedited config should train"
+[[ -s net.nc && -s ck2.nc ]] || fail "the unedited config wrote no network"
+rm -f net.nc ck1.nc ck2.nc
+
+# ---- network JSON ----
+sed 's/"Activation": "Sigmoid" }/"Activtion": "Sigmoid" }/' config.json >bad.json
+expect_error 1 '^nn-train: error: .*bad\.json: Layers\[1\]\.Activtion: unknown key; expected one of .*\(did you mean Activation\?\)$' \
+  "$tools/nn-train" train.cdl
+no_outputs "${outputs[@]}"
+
+sed 's/"Name": "tiny",/"Name": "tiny", "Bogus": 1,/' config.json >bad.json
+expect_error 1 '^nn-train: error: .*bad\.json: Bogus: unknown key' "$tools/nn-train" train.cdl
+no_outputs "${outputs[@]}"
+
+sed 's/"N": 8/"N": "eight"/' config.json >bad.json
+expect_error 1 '^nn-train: error: .*bad\.json: Layers\[1\]\.N: expected an integer.*, got "eight"$' \
+  "$tools/nn-train" train.cdl
+no_outputs "${outputs[@]}"
+
+sed 's/"Activation": "Sigmoid" }/"Activation": 3 }/' config.json >bad.json
+expect_error 1 '^nn-train: error: .*bad\.json: Layers\[1\]\.Activation: .*3' "$tools/nn-train" train.cdl
+no_outputs "${outputs[@]}"
+
+sed 's/"N": 8,/"N": 8, "Source": "Nope",/' config.json >bad.json
+expect_error 1 '^nn-train: error: .*bad\.json: Layers\[1\]\.Source: .*unknown source layer "Nope"; layers are Input, Hidden, Output$' \
+  "$tools/nn-train" train.cdl
+no_outputs "${outputs[@]}"
+
+head -c 120 config.json >bad.json
+expect_error 1 '^nn-train: error: .*bad\.json: line [0-9]+, column [0-9]+: invalid JSON' \
+  "$tools/nn-train" train.cdl
+no_outputs "${outputs[@]}"
+
+# The same through DSSTNE's flags.
+sed 's/"N": 8,/"N": 8, "Source": "Nope",/' config.json >bad.json
+expect_error 1 '^nn-train: error: bad\.json: Layers\[1\]\.Source: .*"Nope"' \
+  "$tools/nn-train" -c bad.json -i input.nc -o output.nc -n net.nc -e 1
+no_outputs "${outputs[@]}"
+
+# ---- CDL command files ----
+cp config.json bad.json
+sed 's/"Epochs": 2/"Epocs": 2/' train.cdl >bad.cdl
+expect_error 1 '^nn-train: error: .*bad\.cdl: TrainingParameters\.Epocs: unknown key.*\(did you mean Epochs\?\)$' \
+  "$tools/nn-train" bad.cdl
+no_outputs "${outputs[@]}"
+
+sed 's/"Epochs": 2/"Epochs": "ten"/' train.cdl >bad.cdl
+expect_error 1 '^nn-train: error: .*bad\.cdl: TrainingParameters\.Epochs: expected .*"ten"' \
+  "$tools/nn-train" bad.cdl
+no_outputs "${outputs[@]}"
+
+sed 's/"Version": 0.9,/"Version": 0.9, "Comand": "Train",/' train.cdl >bad.cdl
+expect_error 1 '^nn-train: error: .*bad\.cdl: Comand: unknown key.*Command' "$tools/nn-train" bad.cdl
+no_outputs "${outputs[@]}"
+
+sed 's/"bad.json"/"missing.json"/' train.cdl >bad.cdl
+expect_error 1 '^nn-train: error: .*missing\.json' "$tools/nn-train" bad.cdl
+no_outputs "${outputs[@]}"
+
+# nn-predict's CDL: an unknown PredictionParameters key, a wrong type.
+"$tools/nn-train" -q -c config.json -i input.nc -o output.nc -n good.nc -e 1 -b 8 \
+  --checkpoint-interval 0
+cat >predict.cdl <<'JSON'
+{ "Network": "good.nc", "Command": "Predict", "Data": "input.nc",
+  "PredictionParameters": { "Kk": 3, "Output": "recs.txt" } }
+JSON
+expect_error 1 '^nn-predict: error: .*predict\.cdl: PredictionParameters\.Kk: unknown key.*K' \
+  "$tools/nn-predict" predict.cdl
+no_outputs recs.txt
+sed 's/"Kk": 3/"K": "three"/' predict.cdl >bad_predict.cdl
+expect_error 1 '^nn-predict: error: .*bad_predict\.cdl: PredictionParameters\.K: expected .*"three"' \
+  "$tools/nn-predict" bad_predict.cdl
+no_outputs recs.txt
+sed 's/"Kk": 3/"K": 3, "Layer": "Hiden"/' predict.cdl >bad_predict.cdl
+expect_error 1 "^nn-predict: error: .*good\.nc: layer 'Hiden' \(-l\) not found; layers are: Input, Hidden, Output$" \
+  "$tools/nn-predict" bad_predict.cdl
+no_outputs recs.txt
+
+echo "errors_config: all checks passed"

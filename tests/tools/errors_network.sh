@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Bad network files stop nn-predict (and nn-train --resume) with exit status 1 and ONE line on
+# stderr naming the file and the problem, leaving no output behind: truncated files, files that
+# are not NetCDF, a dataset given as a network, NaN weights, a missing file.
+# Usage: errors_network.sh <tool-dir> <source-dir>
+set -euo pipefail
+tools=$(realpath "$1")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+command -v ncdump >/dev/null && command -v ncgen >/dev/null || fail "needs ncdump and ncgen (netcdf-bin)"
+
+# expect_error STATUS REGEX command...: exit status, exactly one stderr line matching REGEX.
+expect_error() {
+  local want=$1 pattern=$2 got=0
+  shift 2
+  "$@" >out.txt 2>err.txt || got=$?
+  [[ $got == "$want" ]] || fail "$* exited $got, expected $want: $(cat err.txt)"
+  [[ $(wc -l <err.txt) == 1 ]] || fail "$*: expected one line on stderr, got: $(cat err.txt)"
+  grep -Eq -- "$pattern" err.txt || fail "$*: message does not match /$pattern/: $(cat err.txt)"
+}
+
+# no_outputs FILE...: none of the files, and no temporary file, exists.
+no_outputs() {
+  local f
+  for f in "$@"; do
+    [[ ! -e $f ]] || fail "output '$f' left behind after an error"
+  done
+  if compgen -G '*.tmp*' >/dev/null; then fail "temporary file left: $(ls ./*.tmp*)"; fi
+}
+
+awk 'BEGIN { for (u = 0; u < 30; u++) { t = u % 3; line = "u" u "\t";
+       for (j = 0; j < 6; j++) if ((u + j) % 4 != 0) line = line "m" (t * 6 + j) ":";
+       print substr(line, 1, length(line) - 1) } }' >ratings.txt
+"$tools/nn-generate" -d input -i ratings.txt -o input.nc -f features.idx -s samples.idx -c 2>/dev/null
+"$tools/nn-generate" -d output -i ratings.txt -o output.nc -f features.idx -s samples.idx 2>/dev/null
+cat >config.json <<'JSON'
+{ "Name": "tiny", "ErrorFunction": "CrossEntropy",
+  "Layers": [
+    { "Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true },
+    { "Name": "Hidden", "Kind": "Hidden", "N": 8, "Activation": "Sigmoid" },
+    { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid" } ] }
+JSON
+"$tools/nn-train" -q -c config.json -i input.nc -o output.nc -n good.nc -b 8 -e 2 \
+  --checkpoint-name ck --checkpoint-interval 1
+[[ -s good.nc && -s ck1.nc && -s ck2.nc ]] || fail "training wrote no network/checkpoints"
+predict=("$tools/nn-predict" -r ratings.txt -i features.idx -o features.idx -s recs.txt -k 3)
+"${predict[@]}" -n good.nc 2>/dev/null || fail "the good network should predict"
+[[ $(wc -l <recs.txt) == 30 ]] || fail "good network: expected 30 lines"
+rm recs.txt
+
+# ---- truncated network files ----
+size=$(stat -c %s good.nc)
+for keep in 64 $((size / 2)) $((size - 16)); do
+  head -c "$keep" good.nc >net.nc
+  expect_error 1 '^nn-predict: error: net\.nc: not a NetCDF file \(.*\), or truncated$' \
+    "${predict[@]}" -n net.nc
+  no_outputs recs.txt
+done
+
+# ---- not NetCDF at all ----
+cp config.json net.nc
+expect_error 1 '^nn-predict: error: net\.nc: not a NetCDF file' "${predict[@]}" -n net.nc
+no_outputs recs.txt
+: >net.nc
+expect_error 1 '^nn-predict: error: net\.nc: not a NetCDF file' "${predict[@]}" -n net.nc
+no_outputs recs.txt
+
+# ---- a dataset where a network belongs ----
+expect_error 1 '^nn-predict: error: input\.nc: is a dataset file, not a network file' \
+  "${predict[@]}" -n input.nc
+no_outputs recs.txt
+
+# ---- NaN in the weights ----
+ncdump good.nc | sed '/^ weight0_weights =/s/= [-0-9.e]*,/= NaNf,/' | ncgen -k nc4 -o net.nc
+expect_error 1 "^nn-predict: error: net\.nc: .*weight0_weights.* element 0 is NaN" \
+  "${predict[@]}" -n net.nc
+no_outputs recs.txt
+
+# ---- a missing attribute ----
+ncdump good.nc | grep -v ':layer1_Nx = ' | ncgen -k nc4 -o net.nc
+expect_error 1 "^nn-predict: error: net\.nc: .*layer1_Nx" "${predict[@]}" -n net.nc
+no_outputs recs.txt
+
+# ---- missing file (CLI11 checks -n exists: usage error, exit 2) ----
+set +e
+"${predict[@]}" -n missing.nc 2>err.txt
+rc=$?
+set -e
+[[ $rc == 2 ]] && grep -q '^nn-predict: error: .*missing\.nc' err.txt || fail "missing network: rc=$rc $(cat err.txt)"
+no_outputs recs.txt
+
+# ---- a damaged checkpoint when resuming: nothing is overwritten ----
+cp good.nc keep.nc
+head -c $((size / 2)) ck2.nc >ck2.tmp.nc && mv ck2.tmp.nc ck2.nc
+cp ck2.nc ck2_damaged.nc
+expect_error 1 '^nn-train: error: ck2\.nc: not a NetCDF file \(.*\), or truncated$' \
+  "$tools/nn-train" -c config.json -i input.nc -o output.nc -n good.nc -b 8 -e 3 \
+  --checkpoint-name ck --checkpoint-interval 1 --resume
+cmp -s good.nc keep.nc || fail "the previous network file was changed by a failed resume"
+cmp -s ck2.nc ck2_damaged.nc || fail "the damaged checkpoint was changed"
+no_outputs ck3.nc
+
+echo "errors_network: all checks passed"

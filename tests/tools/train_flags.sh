@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# nn-train against DSSTNE's train flags (dsstne-reference.md §5.4: -c -i -o -n -b -e -alpha
+# -lambda -lambda1 -mu -mu1, and -d which DSSTNE lists but ignores) and the CDL keys of §4
+# (Version, Network, Command, Data, RandomSeed, TrainingParameters.*): each one is shown to take
+# effect, through the training log and the training state stored in the network file.
+# Usage: train_flags.sh <tool-dir> <source-dir>
+set -euo pipefail
+tools=$(realpath "$1")
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+command -v ncdump >/dev/null || fail "needs ncdump (netcdf-bin)"
+# att FILE NAME: a global attribute's value as ncdump prints it (without the type suffix).
+att() { ncdump -h "$1" | sed -n "s/^[[:space:]]*:$2 = \(.*\) ;\$/\1/p" | sed 's/[fULL]*$//; s/"//g'; }
+weights() { ncdump -v weight0_weights "$1" | sed -n '/^ weight0_weights =/,$p'; }
+
+awk 'BEGIN { for (u = 0; u < 40; u++) { t = u % 3; line = "u" u "\t";
+       for (j = 0; j < 8; j++) if ((u * 7 + j * 3) % 10 < 7) line = line "m" (t * 8 + j) ":";
+       print substr(line, 1, length(line) - 1) } }' >ratings.txt
+"$tools/nn-generate" -d input -i ratings.txt -o input.nc -f features.idx -s samples.idx -c 2>/dev/null
+"$tools/nn-generate" -d output -i ratings.txt -o output.nc -f features.idx -s samples.idx 2>/dev/null
+cat >config.json <<'JSON'
+{ "Name": "tiny", "ErrorFunction": "CrossEntropy",
+  "Layers": [
+    { "Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true },
+    { "Name": "Hidden", "Kind": "Hidden", "N": 8, "Activation": "Sigmoid" },
+    { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid" } ] }
+JSON
+
+# ---- DSSTNE's defaults: -b 1024, -e 40, -alpha 0.025, -lambda 0.0001, SGD, seed 12134,
+#      checkpoints every 10 epochs named <-n><epoch>.nc ----
+"$tools/nn-train" -c config.json -i input.nc -o output.nc -n net.nc >defaults.log
+grep -q '^training: 40 examples, minibatch 1024, .* SGD alpha=0.025 lambda=0.0001, ' defaults.log ||
+  fail "defaults: $(grep training: defaults.log)"
+grep -q '^epoch 40/40:' defaults.log || fail "40 epochs by default"
+for e in 10 20 30 40; do [[ -s net.nc$e.nc ]] || fail "checkpoint net.nc$e.nc (DSSTNE naming)"; done
+[[ ! -e net.nc5.nc ]] || fail "unexpected checkpoint"
+[[ $(att net.nc nn_training_seed) == 12134 ]] || fail "default seed: $(att net.nc nn_training_seed)"
+[[ $(att net.nc nn_training_epoch) == 40 ]] || fail "epoch count stored"
+rm -f net.nc*
+
+# ---- every flag, single-dash spellings as DSSTNE; -d is accepted and ignored ----
+"$tools/nn-train" -d gl -c config.json -i input.nc -o output.nc -n net.nc -b 8 -e 3 -alpha 0.05 \
+  -lambda 0.001 -lambda1 0.0002 -mu 0.8 -mu1 0.99 --optimizer Adam >flags.log
+grep -q '^training: 40 examples, minibatch 8, .* Adam alpha=0.05 lambda=0.001 lambda1=0.0002 mu=0.8 mu1=0.99, ' flags.log ||
+  fail "flags: $(grep training: flags.log)"
+grep -q '^epoch 3/3:' flags.log && ! grep -q '^epoch 4/' flags.log || fail "-e 3"
+[[ $(att net.nc nn_training_minibatch) == 8 && $(att net.nc nn_training_step) == 15 ]] ||
+  fail "-b 8: 5 updates per epoch for 3 epochs"
+[[ $(att net.nc nn_training_mu1) == 0.99 && $(att net.nc nn_training_lambda1) == 0.0002 ]] ||
+  fail "stored mu1/lambda1"
+# -mu1 0 (DSSTNE's default) means Adam's usual 0.999.
+"$tools/nn-train" -q -c config.json -i input.nc -o output.nc -n net.nc -b 8 -e 1 -mu1 0 --optimizer Adam
+[[ $(att net.nc nn_training_mu1) == 0.999 ]] || fail "-mu1 0 should give 0.999"
+# -n is replaced atomically (DSSTNE refused an existing file); -i may equal -o.
+cp net.nc old.nc
+"$tools/nn-train" -q -c config.json -i input.nc -o output.nc -n net.nc -b 8 -e 1 --seed 99
+cmp -s net.nc old.nc && fail "-n should have been replaced"
+[[ $(att net.nc nn_training_seed) == 99 ]] || fail "--seed"
+rm -f net.nc*
+# Missing required flags and bad values are usage errors (exit 2).
+for args in "-i input.nc -o output.nc -n x.nc" "-c config.json -o output.nc -n x.nc" \
+  "-c config.json -i input.nc -n x.nc" "-c config.json -i input.nc -o output.nc" \
+  "-c config.json -i input.nc -o output.nc -n x.nc -b 0" \
+  "-c config.json -i input.nc -o output.nc -n x.nc -alpha fast"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$tools/nn-train" $args 2>err.txt
+  rc=$?
+  set -e
+  [[ $rc == 2 ]] && grep -q '^nn-train: error:' err.txt || fail "nn-train $args: rc=$rc $(cat err.txt)"
+  [[ ! -e x.nc ]] || fail "output left by a usage error"
+done
+
+# ---- CDL keys ----
+cat >train.cdl <<'JSON'
+{ "Version": 0.8, "Network": "config.json", "Command": "Train", "RandomSeed": 5,
+  "Data": ["input.nc", "output.nc"],
+  "TrainingParameters": { "Epochs": 4, "MiniBatch": 10, "Alpha": 0.2, "Lambda": 0.003,
+    "mu": 0.7, "AlphaInterval": 2, "AlphaMultiplier": 0.5, "Optimizer": "Nesterov",
+    "CheckpointName": "snap", "CheckpointInterval": 2, "Results": "result.nc" } }
+JSON
+"$tools/nn-train" train.cdl >cdl.log
+grep -q '^training: 40 examples, minibatch 10, .* Nesterov alpha=0.2 lambda=0.003 mu=0.7 alpha\*=0.5 every 2 epochs, ' cdl.log ||
+  fail "CDL parameters: $(grep training: cdl.log)"
+grep -q '^epoch 4/4:' cdl.log || fail "Epochs 4"
+[[ -s result.nc && -s snap2.nc && -s snap4.nc && ! -e snap1.nc && ! -e snap3.nc ]] ||
+  fail "Results/CheckpointName/CheckpointInterval: $(ls)"
+[[ $(att result.nc nn_training_seed) == 5 ]] || fail "RandomSeed"
+[[ $(att result.nc nn_training_step) == 16 ]] || fail "MiniBatch 10: 4 updates x 4 epochs"
+[[ $(att result.nc nn_training_optimizer) == 3 ]] || fail "Optimizer Nesterov (code 3)"
+# AlphaInterval 2, AlphaMultiplier 0.5: 0.2 for epochs 1-2, 0.1 for 3-4, 0.05 after epoch 4.
+awk -v a="$(att snap2.nc nn_training_alpha)" -v b="$(att result.nc nn_training_alpha)" \
+  'BEGIN { exit !(a > 0.0999 && a < 0.1001 && b > 0.0499 && b < 0.0501) }' ||
+  fail "learning-rate schedule: $(att snap2.nc nn_training_alpha) $(att result.nc nn_training_alpha)"
+# The same seed gives the same network; another seed another one.
+mv result.nc first.nc
+"$tools/nn-train" -q train.cdl
+[[ $(weights result.nc) == $(weights first.nc) ]] || fail "RandomSeed 5 twice should give the same weights"
+sed 's/"RandomSeed": 5/"RandomSeed": 6/' train.cdl >seed6.cdl
+"$tools/nn-train" -q seed6.cdl
+[[ $(weights result.nc) != $(weights first.nc) ]] || fail "another RandomSeed should change the weights"
+# Data as a single string (DSSTNE's form) is read; here it lacks the output dataset.
+sed 's/"Data": \["input.nc", "output.nc"\]/"Data": "input.nc"/' train.cdl >one_file.cdl
+grep -q '"Data": "input.nc"' one_file.cdl || fail "sed did not edit Data"
+set +e
+"$tools/nn-train" one_file.cdl >/dev/null 2>err.txt
+rc=$?
+set -e
+[[ $rc == 1 ]] && grep -q "needs dataset 'output', which was not loaded; available: 'input'" err.txt ||
+  fail "Data as one string: rc=$rc $(cat err.txt)"
+# Command Predict belongs to nn-predict.
+sed 's/"Command": "Train"/"Command": "Predict"/' train.cdl >predict.cdl
+set +e
+"$tools/nn-train" predict.cdl 2>err.txt
+rc=$?
+set -e
+[[ $rc == 2 ]] && grep -q 'nn-train runs Train and Validate' err.txt || fail "Predict CDL: rc=$rc $(cat err.txt)"
+
+echo "train_flags: all checks passed"
