@@ -8,12 +8,12 @@ removed from every user's list before taking the top K, as nn-predict does with 
 
 * EASE (Steck 2019): B = I - P * diag(1/diag(P)) with P = (X^T X + lambda I)^-1, scores = X B.
 * Autoencoder: input = the user's train movies (indicator, optional denoising), hidden layers
-  (sigmoid unless --activation), output = all movies. Loss 'ce': sigmoid output, cross entropy summed over all movies
-  (DSSTNE's CrossEntropy on a sparse target); loss 'softmax': softmax output, multinomial
-  log-likelihood with target weight 1/nnz per rated movie (DSSTNE's sparse SoftMax CrossEntropy,
-  the Mult-DAE objective up to a per-user scale). Weights are initialised like DSSTNE's Xavier
-  (U(-a/2, a/2), a = sqrt(6/(n_in+n_out))), biases 0; L2 decay applies to weights only, and the
-  gradient is the mean over the minibatch, as in the engine.
+  (sigmoid unless --activation), output = all movies. Loss 'ce': sigmoid output, cross entropy
+  summed over all movies (DSSTNE's CrossEntropy on a sparse target); loss 'softmax': softmax
+  output, multinomial log-likelihood with target weight 1/nnz per rated movie (DSSTNE's sparse
+  SoftMax CrossEntropy, the Mult-DAE objective up to a per-user scale). Weights are initialised
+  like DSSTNE's Xavier (U(-a/2, a/2), a = sqrt(6/(n_in+n_out))), biases 0; L2 decay applies to
+  weights only, and the gradient is the mean over the minibatch, as in the engine.
 
 Defaults (DEFAULTS below) are the best settings found on the bundled ml-latest-small with
 split_ratings.py's default 80/20 split (610 users, so +-0.01 recall@10 is noise); recall@10:
@@ -28,7 +28,7 @@ split_ratings.py's default 80/20 split (610 users, so +-0.01 recall@10 is noise)
                                              ~0.17 for 40 epochs: the sigmoid-CE net first learns
                                              popularity and needs width and step size to leave it
     256 sigmoid, RMSprop lr 1e-3, batch 64   0.186 @70: half the updates per epoch, still near
-                                             popularity (so the engine's default batch of 1024, one
+                                             popularity (so DSSTNE's default minibatch of 1024, one
                                              update per epoch here, would not learn at all)
   ae-softmax, 1 hidden layer of 256 unless said, batch 32:
     sigmoid, Adam lr 3e-3, no denoising      0.307 @20 (the default), then overfits (0.269 @60)
@@ -151,8 +151,9 @@ def ae_loss(logits, target, loss):
 def make_optimizer(model, cfg):
     """Weights get L2 decay (DSSTNE's lambda), biases none."""
     groups = [
-        {"params": [l.weight for l in model.layers], "weight_decay": cfg["weight_decay"]},
-        {"params": [l.bias for l in model.layers], "weight_decay": 0.0},
+        {"params": [layer.weight for layer in model.layers],
+         "weight_decay": cfg["weight_decay"]},
+        {"params": [layer.bias for layer in model.layers], "weight_decay": 0.0},
     ]
     if cfg["optimizer"] == "adam":
         return torch.optim.Adam(groups, lr=cfg["lr"], foreach=True)

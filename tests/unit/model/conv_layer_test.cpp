@@ -23,7 +23,8 @@ std::string cnn_json(const std::string& extra_hidden = "", const std::string& c1
   return R"({"Name": "cnn", "ErrorFunction": "CrossEntropy", "Layers": [
       {"Name": "In", "Kind": "Input", "N": "auto", "DataSet": "in"},
       {"Name": "C1", "Kind": "Hidden", "Type": "Convolutional", "N": 4, "Kernel": [5, 5],
-       "Activation": "Relu")" + c1_extra + R"(},
+       "Activation": "Relu")" +
+         c1_extra + R"(},
       {"Name": "P1", "Kind": "Hidden", "Type": "Pooling", "Function": "Max", "Kernel": [2, 2],
        "KernelStride": [2, 2]},
       {"Name": "C2", "Kind": "Hidden", "Type": "Convolutional", "N": 6, "Kernel": [3, 3],
