@@ -15,9 +15,10 @@ timestamp wins (the last one in the file on a tie) before --min-rating is applie
 should not repeat a feature.
 
 The input is streamed. MovieLens releases list each user's ratings in one contiguous block, so only
-one user's rows are held at a time plus the finished output lines (a 12M-row ML-20M-shaped file:
-18 s and 92 MB peak on one quiet core). If a user's rows turn out not to be contiguous, the file is read a second
-time holding every row in memory, which works for any order but needs more memory.
+one user's rows are held at a time plus the finished output lines (a 12M-row ML-20M-shaped file
+took 18-34 s depending on machine load, 140 MB peak). If a user's rows turn out not to be
+contiguous, the file is read a second time holding every row in memory, which works for any order
+but needs more memory.
 Only the examples file is written; a one-line summary goes to stderr.
 """
 
