@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """PyTorch peer of the Fashion-MNIST samples: the same MLP and CNN as
 samples/fashion-mnist/config.json and config-cnn.json, trained the same way (Adam, the same
-minibatch, learning rate and epochs as train.cdl / train-cnn.cdl), reporting test accuracy and
-seconds per epoch for scripts/fashion_mnist_quality.sh to print next to the engine's numbers.
+minibatch, learning-rate schedule and epochs as train.cdl / train-cnn.cdl), reporting test
+accuracy and seconds per epoch for scripts/fashion_mnist_quality.sh to print next to the engine's
+numbers.
 
   mlp: 784 -> 512 ReLU -> 256 ReLU -> 10 softmax
   cnn: 28x28x1 -> conv 5x5x32 'same' ReLU -> max pool 2x2/2 -> conv 3x3x64 'same' ReLU
@@ -11,17 +12,22 @@ Inputs are scaled as the engine scales 8-bit data (x/256 - 0.5); loss is softmax
 One epoch = every training image once in a fresh random order; its time covers the forward and
 backward passes, the optimizer steps and batch assembly, not decoding the files.
 Output: one JSON object per model on stdout.
-Usage: fashion_mnist_peer.py [--models mlp,cnn] [--epochs-mlp 10] [--epochs-cnn 6] ...
+Usage: fashion_mnist_peer.py [--models mlp,cnn] [--epochs-mlp 10] [--epochs-cnn 8] ...
 """
 
 import argparse
 import gzip
 import json
+import os
 import struct
 import sys
 import time
 
-import torch
+# Spinning OpenMP waits make torch several times slower on a busy shared machine (see
+# scripts/movielens_peer.py); must be set before torch loads its OpenMP runtime.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402
 
 
 def read_idx(path):
@@ -47,9 +53,11 @@ def cnn():
         torch.nn.Linear(128, 10))
 
 
-def train(name, model, data, epochs, batch, alpha):
+def train(name, model, data, epochs, batch, alpha, interval, multiplier):
     x_train, y_train, x_test, y_test = data
     opt = torch.optim.Adam(model.parameters(), lr=alpha)
+    # The CDL schedule: the rate is multiplied by `multiplier` every `interval` epochs.
+    schedule = torch.optim.lr_scheduler.StepLR(opt, interval, multiplier) if interval else None
     loss_fn = torch.nn.CrossEntropyLoss()
     seconds = []
     for _ in range(epochs):
@@ -62,12 +70,15 @@ def train(name, model, data, epochs, batch, alpha):
             loss_fn(model(x_train[ids]), y_train[ids]).backward()
             opt.step()
         seconds.append(time.perf_counter() - start)
+        if schedule:
+            schedule.step()
     model.eval()
     with torch.no_grad():
         correct = sum(int((model(x_test[i:i + 1000]).argmax(1) == y_test[i:i + 1000]).sum())
                       for i in range(0, len(x_test), 1000))
     return {"model": name, "framework": f"torch {torch.__version__}", "epochs": epochs,
-            "minibatch": batch, "alpha": alpha, "examples": len(x_train),
+            "minibatch": batch, "alpha": alpha, "alpha_interval": interval,
+            "alpha_multiplier": multiplier, "examples": len(x_train),
             "seconds_per_epoch": sum(seconds) / len(seconds), "epoch_seconds": seconds,
             "test_accuracy": correct / len(x_test)}
 
@@ -77,10 +88,13 @@ def main():
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--models", default="mlp,cnn")
     ap.add_argument("--epochs-mlp", type=int, default=10)
-    ap.add_argument("--epochs-cnn", type=int, default=6)
+    ap.add_argument("--epochs-cnn", type=int, default=8)
     ap.add_argument("--batch-mlp", type=int, default=64)
     ap.add_argument("--batch-cnn", type=int, default=64)
     ap.add_argument("--alpha", type=float, default=1e-3)
+    ap.add_argument("--alpha-interval-mlp", type=int, default=5)
+    ap.add_argument("--alpha-interval-cnn", type=int, default=4)
+    ap.add_argument("--alpha-multiplier", type=float, default=0.3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="train on the first N images only")
     ap.add_argument("--seed", type=int, default=1)
@@ -98,9 +112,11 @@ def main():
     data = (x_train, y_train, x_test, y_test)
     for name in filter(None, args.models.split(",")):
         if name == "mlp":
-            result = train("mlp", mlp(), data, args.epochs_mlp, args.batch_mlp, args.alpha)
+            result = train("mlp", mlp(), data, args.epochs_mlp, args.batch_mlp, args.alpha,
+                           args.alpha_interval_mlp, args.alpha_multiplier)
         elif name == "cnn":
-            result = train("cnn", cnn(), data, args.epochs_cnn, args.batch_cnn, args.alpha)
+            result = train("cnn", cnn(), data, args.epochs_cnn, args.batch_cnn, args.alpha,
+                           args.alpha_interval_cnn, args.alpha_multiplier)
         else:
             sys.exit(f"unknown model {name!r}; expected mlp or cnn")
         json.dump(result, sys.stdout)

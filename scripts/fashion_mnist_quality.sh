@@ -2,8 +2,8 @@
 # Full Fashion-MNIST runs of the shipped samples next to their PyTorch peers: the MLP
 # (samples/fashion-mnist/config.json + train.cdl) and the CNN (config-cnn.json + train-cnn.cdl)
 # on all 60,000 training images, test accuracy on the 10,000 test images and seconds per epoch,
-# then scripts/fashion_mnist_peer.py trains the same networks with the same minibatch, learning
-# rate and epochs. Targets: MLP >= 88%, CNN >= 91% test accuracy.
+# then scripts/fashion_mnist_peer.py trains the same networks with the same minibatch, learning-rate
+# schedule and epochs. Targets: MLP >= 88%, CNN >= 91% test accuracy.
 # Usage: scripts/fashion_mnist_quality.sh [work-dir] [--models mlp,cnn] [--no-peers]
 # NN_EPOCHS overrides the epochs of both the engine and the peer runs; NN_TOOLS the tool directory.
 set -euo pipefail
@@ -24,8 +24,10 @@ mkdir -p "$work"
 sample=$root/samples/fashion-mnist
 data=/usr/share/datasets/fashion-mnist
 
-# A CDL TrainingParameters value (Epochs, MiniBatch, Alpha).
-cdl_value() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["TrainingParameters"][sys.argv[2]])' "$1" "$2"; }
+# A CDL TrainingParameters value (Epochs, MiniBatch, Alpha, ...), or $3 when it is absent.
+cdl_value() {
+  /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["TrainingParameters"].get(sys.argv[2], sys.argv[3]))' "$1" "$2" "${3:-}"
+}
 
 results=$work/results.txt
 : > "$results"
@@ -35,7 +37,9 @@ for model in ${models//,/ }; do
   epochs=${NN_EPOCHS:-$(cdl_value "$cdl" Epochs)}
   batch=$(cdl_value "$cdl" MiniBatch)
   alpha=$(cdl_value "$cdl" Alpha)
-  echo "== nn: $model, $epochs epochs, minibatch $batch, Adam alpha $alpha"
+  interval=$(cdl_value "$cdl" AlphaInterval 0)
+  multiplier=$(cdl_value "$cdl" AlphaMultiplier 0.5)
+  echo "== nn: $model, $epochs epochs, minibatch $batch, Adam alpha $alpha x $multiplier every $interval epochs"
   NN_EPOCHS=$epochs bash "$sample/run.sh" "$model" "$work/nn" "$data" > "$work/run-$model.log"
   grep -E '^epoch' "$work/nn/train-$model.log" | tail -2
   # Mean seconds per epoch from nn-train's "epoch k/N: ... , X s" lines.
@@ -46,7 +50,8 @@ for model in ${models//,/ }; do
   if [ $peers = 1 ]; then
     echo "== torch: $model"
     /usr/bin/python3 "$root/scripts/fashion_mnist_peer.py" --models "$model" --data "$data" \
-      "--epochs-$model" "$epochs" "--batch-$model" "$batch" --alpha "$alpha" > "$work/peer-$model.json"
+      "--epochs-$model" "$epochs" "--batch-$model" "$batch" --alpha "$alpha" \
+      "--alpha-interval-$model" "$interval" --alpha-multiplier "$multiplier" > "$work/peer-$model.json"
     /usr/bin/python3 - "$work/peer-$model.json" >> "$results" <<'PY'
 import json, sys
 r = json.loads(open(sys.argv[1]).read().splitlines()[-1])

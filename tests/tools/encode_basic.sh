@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # nn-encode end to end on CIFAR-10/100 and IDX files generated here (byte by byte, so the
 # expected pixels and labels are known): file layout via ncdump, class index files, --split,
 # --limit, gzip input, and the exit status and message of every kind of bad input.

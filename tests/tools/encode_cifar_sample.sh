@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # The CIFAR-10 sample end to end on CIFAR-format files generated here (the real CIFAR-10 cannot
 # be downloaded on the build machines): samples/cifar-10/run.sh encodes five training batches and
 # a test batch with nn-encode, trains the sample's convolutional network (config.json, train.cdl

@@ -1,3 +1,4 @@
+#!/usr/bin/env bash
 # CI-sized Fashion-MNIST run on the real data of Debian's dataset-fashion-mnist package:
 # nn-encode the first 3000 training and 2000 test images, train the sample's MLP
 # (samples/fashion-mnist/config.json) for one epoch, predict the top class of every test image

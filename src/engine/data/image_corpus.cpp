@@ -32,11 +32,13 @@ bool is_gzip(const std::vector<uint8_t>& b) {
 // Inflates every gzip member of `in` into one byte stream.
 std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& path) {
   std::vector<uint8_t> out;
-  // The gzip trailer holds the (last member's) uncompressed size mod 2^32: a good first guess.
+  // The gzip trailer holds the (last member's) uncompressed size mod 2^32: a good first guess,
+  // capped because a truncated file's last bytes are not a trailer at all.
   if (in.size() >= 4) {
     const size_t n = in.size();
-    out.reserve(uint32_t(in[n - 4]) | uint32_t(in[n - 3]) << 8 | uint32_t(in[n - 2]) << 16 |
-                uint32_t(in[n - 1]) << 24);
+    const size_t isize = uint32_t(in[n - 4]) | uint32_t(in[n - 3]) << 8 |
+                         uint32_t(in[n - 2]) << 16 | uint32_t(in[n - 1]) << 24;
+    out.reserve(std::min(isize, 16 * n));
   }
   z_stream zs{};
   if (inflateInit2(&zs, 15 + 16) != Z_OK)  // 15 + 16: gzip wrapper, largest window
