@@ -4,6 +4,7 @@
 # (network, checkpoint, recommendations or temporary file) is left behind.
 # Usage: errors_config.sh <tool-dir> <source-dir>
 set -euo pipefail
+here=$(dirname "$(realpath "$0")")
 tools=$(realpath "$1")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -13,24 +14,7 @@ fail() {
   exit 1
 }
 
-# expect_error STATUS REGEX command...: exit status, exactly one stderr line matching REGEX.
-expect_error() {
-  local want=$1 pattern=$2 got=0
-  shift 2
-  "$@" >out.txt 2>err.txt || got=$?
-  [[ $got == "$want" ]] || fail "$* exited $got, expected $want: $(cat err.txt)"
-  [[ $(wc -l <err.txt) == 1 ]] || fail "$*: expected one line on stderr, got: $(cat err.txt)"
-  grep -Eq -- "$pattern" err.txt || fail "$*: message does not match /$pattern/: $(cat err.txt)"
-}
-
-# no_outputs FILE...: none of the files, and no temporary file, exists.
-no_outputs() {
-  local f
-  for f in "$@"; do
-    [[ ! -e $f ]] || fail "output '$f' left behind after an error"
-  done
-  if compgen -G '*.tmp*' >/dev/null; then fail "temporary file left: $(ls ./*.tmp*)"; fi
-}
+source "$here/lib/error_checks.sh"
 
 # 30 users, 3 tastes of 6 items each.
 awk 'BEGIN { for (u = 0; u < 30; u++) { t = u % 3; line = "u" u "\t";

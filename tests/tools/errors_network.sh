@@ -4,6 +4,7 @@
 # are not NetCDF, a dataset given as a network, NaN weights, a missing file.
 # Usage: errors_network.sh <tool-dir> <source-dir>
 set -euo pipefail
+here=$(dirname "$(realpath "$0")")
 tools=$(realpath "$1")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -14,24 +15,7 @@ fail() {
 }
 command -v ncdump >/dev/null && command -v ncgen >/dev/null || fail "needs ncdump and ncgen (netcdf-bin)"
 
-# expect_error STATUS REGEX command...: exit status, exactly one stderr line matching REGEX.
-expect_error() {
-  local want=$1 pattern=$2 got=0
-  shift 2
-  "$@" >out.txt 2>err.txt || got=$?
-  [[ $got == "$want" ]] || fail "$* exited $got, expected $want: $(cat err.txt)"
-  [[ $(wc -l <err.txt) == 1 ]] || fail "$*: expected one line on stderr, got: $(cat err.txt)"
-  grep -Eq -- "$pattern" err.txt || fail "$*: message does not match /$pattern/: $(cat err.txt)"
-}
-
-# no_outputs FILE...: none of the files, and no temporary file, exists.
-no_outputs() {
-  local f
-  for f in "$@"; do
-    [[ ! -e $f ]] || fail "output '$f' left behind after an error"
-  done
-  if compgen -G '*.tmp*' >/dev/null; then fail "temporary file left: $(ls ./*.tmp*)"; fi
-}
+source "$here/lib/error_checks.sh"
 
 awk 'BEGIN { for (u = 0; u < 30; u++) { t = u % 3; line = "u" u "\t";
        for (j = 0; j < 6; j++) if ((u + j) % 4 != 0) line = line "m" (t * 6 + j) ":";
