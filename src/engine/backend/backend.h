@@ -65,6 +65,14 @@ class Backend {
   // In place: delta *= f'(z) expressed through the activation a = f(z).
   virtual void activation_backward(const ActivationParams& p, const float* a, float* delta,
                                    uint32_t rows, uint32_t cols) = 0;
+  // MaxOut over groups of k pieces. z is [groups][k][inner]: piece i of output (g, s) is
+  // z[(g*k + i)*inner + s]; a is [groups][inner]. a = the largest piece (NaN if any piece is
+  // NaN, so divergence shows); arg = its i (the first on ties), kept for the backward pass.
+  virtual void maxout_forward(const float* z, size_t groups, uint32_t k, uint32_t inner, float* a,
+                              uint32_t* arg) = 0;
+  // dz (overwritten, [groups][k][inner]) = da routed to the winning piece, 0 elsewhere.
+  virtual void maxout_backward(const float* da, const uint32_t* arg, size_t groups, uint32_t k,
+                               uint32_t inner, float* dz) = 0;
 
   // ---- losses -------------------------------------------------------------------------------
   virtual double loss(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,

@@ -13,6 +13,7 @@ struct ActivationParams {
   float slope = 0.01f;        // LeakyRectifiedLinear
   float alpha = 1.0f;         // ExponentialLinear / ScaledExponentialLinear
   float lambda = 1.050701f;   // ScaledExponentialLinear
+  float max_value = 1.0f;     // ReluMax (a in [0, max]) and LinearMax (a in [-max, max])
 };
 
 // A CSR minibatch in backend memory. value == nullptr => every stored entry is 1.

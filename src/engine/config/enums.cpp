@@ -60,6 +60,8 @@ const char* to_string(Activation v) {
       return "LeakyRectifiedLinear";
     case Activation::ScaledExponentialLinear:
       return "ScaledExponentialLinear";
+    case Activation::MaxOut:
+      return "MaxOut";
   }
   return "?";
 }
@@ -218,7 +220,8 @@ struct Names<Activation> {
                                                     {Activation::SoftPlus},
                                                     {Activation::SoftSign},
                                                     {Activation::ReluMax},
-                                                    {Activation::LinearMax}};
+                                                    {Activation::LinearMax},
+                                                    {Activation::MaxOut}};
 };
 
 template <>

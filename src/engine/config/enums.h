@@ -25,6 +25,8 @@ enum class Activation : uint32_t {
   ExponentialLinear = 10,
   LeakyRectifiedLinear = 11,
   ScaledExponentialLinear = 12,
+  // Ours (DSSTNE rejects MaxOut): the max over groups of Maxout.k pre-activations.
+  MaxOut = 13,
 };
 
 enum class ErrorFunction : uint32_t {

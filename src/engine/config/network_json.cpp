@@ -65,6 +65,7 @@ const LayerKey kLayerKeys[] = {
     {"RELUSlope", "Slope", kHiddenBit | kOutputBit, TypeRule::Any},
     {"ELUAlpha", nullptr, kHiddenBit | kOutputBit, TypeRule::Any},
     {"SELULambda", nullptr, kHiddenBit | kOutputBit, TypeRule::Any},
+    {"ActivationMax", nullptr, kHiddenBit | kOutputBit, TypeRule::Any},
     {"WeightNorm", nullptr, kHiddenBit | kOutputBit, TypeRule::Any},
     {"DeltaNorm", nullptr, kHiddenBit | kOutputBit, TypeRule::Any},
     {"WeightInit", nullptr, kHiddenBit | kOutputBit, TypeRule::Any},
@@ -77,7 +78,7 @@ const LayerKey kLayerKeys[] = {
 // clang-format off
 const std::vector<std::string> kTopLevelKeys = {
     "Version", "Name", "Kind", "ErrorFunction", "ShuffleIndices", "RELUSlope", "Slope", "ELUAlpha",
-    "SELULambda", "Decay", "LRN", "LocalResponseNormalization", "Maxout", "SparsenessPenalty",
+    "SELULambda", "ActivationMax", "Decay", "LRN", "LocalResponseNormalization", "Maxout", "SparsenessPenalty",
     "Denoising", "DeltaBoost", "ScaledMarginalCrossEntropy", "DataScaledMarginalCrossEntropy",
     "WeightsData", "Layers"};
 // clang-format on
@@ -143,7 +144,7 @@ std::string join(const std::vector<std::string>& items) {
 struct LayerInfo {
   std::string path;  // "Layers[2]", or "Layers" when Layers is a single object
   bool explicit_source = false;
-  std::optional<float> relu_slope, elu_alpha, selu_lambda;
+  std::optional<float> relu_slope, elu_alpha, selu_lambda, activation_max;
   std::vector<std::string> shared_paths;  // path of each SharedWeights entry
 };
 
@@ -221,6 +222,11 @@ class NetworkParser {
     if (k == "selulambda") {
       spec.selu_lambda = r_.get_float(m);
       return "SELULambda";
+    }
+    if (k == "activationmax") {
+      spec.activation_max = r_.get_float(m);
+      r_.require(spec.activation_max > 0, m.path, "> 0", spec.activation_max);
+      return "ActivationMax";
     }
     if (k == "decay") {
       spec.decay = r_.get_float(m);
@@ -411,6 +417,9 @@ class NetworkParser {
       info.elu_alpha = r_.get_float(m);
     } else if (key == "SELULambda") {
       info.selu_lambda = r_.get_float(m);
+    } else if (key == "ActivationMax") {
+      info.activation_max = r_.get_float(m);
+      r_.require(*info.activation_max > 0, m.path, "> 0", *info.activation_max);
     } else if (key == "WeightNorm") {
       layer.weight_norm = r_.get_float(m);
       r_.require(layer.weight_norm >= 0, m.path, ">= 0 (0 disables it)", layer.weight_norm);
@@ -546,6 +555,8 @@ class NetworkParser {
     layer.relu_slope = info.relu_slope.value_or(spec.relu_slope);
     layer.elu_alpha = info.elu_alpha.value_or(spec.elu_alpha);
     layer.selu_lambda = info.selu_lambda.value_or(spec.selu_lambda);
+    layer.activation_max = info.activation_max.value_or(spec.activation_max);
+    layer.maxout_k = spec.maxout_k;
 
     if (layer.kind != LayerKind::Input && !info.explicit_source) {
       if (i == 0) {

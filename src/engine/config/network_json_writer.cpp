@@ -68,6 +68,7 @@ Json layer_json(const LayerSpec& l, const NetworkSpec& spec) {
     if (l.relu_slope != spec.relu_slope) j["RELUSlope"] = number(l.relu_slope);
     if (l.elu_alpha != spec.elu_alpha) j["ELUAlpha"] = number(l.elu_alpha);
     if (l.selu_lambda != spec.selu_lambda) j["SELULambda"] = number(l.selu_lambda);
+    if (l.activation_max != spec.activation_max) j["ActivationMax"] = number(l.activation_max);
     if (l.weight_norm != 0) j["WeightNorm"] = number(l.weight_norm);
     if (l.delta_norm != 0) j["DeltaNorm"] = number(l.delta_norm);
     if (l.weight_init != WeightInit::Xavier || l.weight_init_scale != 1 || l.bias_init != 0) {
@@ -108,6 +109,7 @@ std::string network_spec_to_json(const NetworkSpec& spec) {
   j["RELUSlope"] = number(spec.relu_slope);
   j["ELUAlpha"] = number(spec.elu_alpha);
   j["SELULambda"] = number(spec.selu_lambda);
+  j["ActivationMax"] = number(spec.activation_max);
   j["Decay"] = number(spec.decay);
   j["LRN"] = {{"k", number(spec.lrn_k)},
               {"n", spec.lrn_n},

@@ -47,6 +47,8 @@ struct LayerSpec {
   float relu_slope = 0.0f;   // resolved: per-layer value or network default
   float elu_alpha = 0.0f;    // resolved
   float selu_lambda = 0.0f;  // resolved
+  float activation_max = 0.0f;  // resolved: the bound of ReluMax and LinearMax
+  int maxout_k = 2;             // resolved: the network's Maxout.k (pieces per MaxOut unit)
   std::vector<SharedWeightSpec> shared_weights;
 
   uint64_t units() const { return uint64_t(n[0]) * n[1] * n[2] * n[3]; }
@@ -71,6 +73,7 @@ struct NetworkSpec {
   float relu_slope = 0.01f;     // deviation from DSSTNE's 1.0 (identity); see docs
   float elu_alpha = 1.0f;
   float selu_lambda = 1.050701f;
+  float activation_max = 1.0f;  // ours: default bound of ReluMax / LinearMax
   float decay = 0.0f;
   std::vector<LayerSpec> layers;
 

@@ -53,7 +53,9 @@ nc_type value_type(DataType t) {
     case DataType::UChar:
       return NC_UBYTE;
     case DataType::Char:
-      return NC_BYTE;
+      // DSSTNE's loader reads Char data (T = char) through netCDF's text API, which accepts
+      // only NC_CHAR variables; NC_BYTE would make its load fail.
+      return NC_CHAR;
   }
   return NC_FLOAT;
 }
@@ -62,6 +64,7 @@ nc_type value_type(DataType t) {
 bool integer_range(nc_type t, double& lo, double& hi) {
   switch (t) {
     case NC_BYTE:
+    case NC_CHAR:  // Char values: signed bytes stored as text
       lo = -128, hi = 127;
       return true;
     case NC_UBYTE:
@@ -221,6 +224,25 @@ class Reader {
     return out;
   }
 
+  // Dataset values (sparseDataN / dataN) as floats. Char datasets hold their values in NC_CHAR
+  // variables (DSSTNE reads them with the text API); netCDF will not convert text to numbers,
+  // so those bytes are read as text and taken as signed 8-bit values.
+  std::vector<float> values(const std::string& name, uint64_t expected, const std::string& why,
+                            DataType data_type) const {
+    nc_type type;
+    const int id = var(name, expected, why, &type);
+    if (type != NC_CHAR) return read<float>(name, expected, why, false, nc_get_var_float);
+    if (data_type != DataType::Char)
+      fail(name, std::string("is a text (NC_CHAR) variable, which only dataType Char (9) uses; "
+                             "dataType is ") +
+                     to_string(data_type));
+    std::vector<char> raw(expected);
+    if (expected) check(nc_get_var_text(nc_, id, raw.data()), name);
+    std::vector<float> out(expected);
+    for (uint64_t i = 0; i < expected; ++i) out[i] = static_cast<signed char>(raw[i]);
+    return out;
+  }
+
  private:
   void check(int rc, const std::string& what) const {
     if (rc != NC_NOERR) fail(what, std::string("NetCDF error: ") + nc_strerror(rc));
@@ -285,8 +307,7 @@ DataSet read_one(const Reader& r, const std::string& path, uint64_t n) {
     ds.sparse_index =
         r.read<uint32_t>("sparseIndex" + sfx, nnz, "sparseDataDim" + sfx, true, nc_get_var_uint);
     if (!ds.is_boolean())
-      ds.sparse_value =
-          r.read<float>("sparseData" + sfx, nnz, "sparseDataDim" + sfx, false, nc_get_var_float);
+      ds.sparse_value = r.values("sparseData" + sfx, nnz, "sparseDataDim" + sfx, ds.type);
   } else {
     const uint64_t len = r.dim("dataDim" + sfx);
     const uint64_t expected =
@@ -295,7 +316,7 @@ DataSet read_one(const Reader& r, const std::string& path, uint64_t n) {
       r.fail("dataDim" + sfx,
              "is " + std::to_string(len) + "; expected " + std::to_string(expected) +
                  (ds.is_boolean() ? " (one class id per example)" : " (examples x features)"));
-    ds.dense = r.read<float>("data" + sfx, len, "dataDim" + sfx, false, nc_get_var_float);
+    ds.dense = r.values("data" + sfx, len, "dataDim" + sfx, ds.type);
   }
   if (ds.is_weighted())
     ds.example_weight = r.read<float>("dataWeight" + sfx, ds.examples, "examplesDim" + sfx, false,
@@ -441,15 +462,25 @@ void put_offsets(Writer& w, int id, const std::string& name, const std::vector<u
   }
 }
 
+// Values in their file type; Char values go through the text API into their NC_CHAR variable.
+void put_values(Writer& w, int id, const std::string& name, const std::vector<float>& v,
+                DataType type) {
+  if (value_type(type) != NC_CHAR) return w.put(id, name, v, nc_put_var_float);
+  std::vector<char> bytes(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    bytes[i] = static_cast<char>(static_cast<signed char>(v[i]));  // range checked by check_fits
+  w.put(id, name, bytes, nc_put_var_text);
+}
+
 void put_one(Writer& w, const DataSet& ds, size_t n, const PendingVars& p) {
   const std::string sfx = std::to_string(n);
   if (ds.is_sparse()) {
     put_offsets(w, p.start, "sparseStart" + sfx, ds.sparse_start, p.wide_offsets);
     put_offsets(w, p.end, "sparseEnd" + sfx, ds.sparse_end, p.wide_offsets);
     w.put(p.index, "sparseIndex" + sfx, ds.sparse_index, nc_put_var_uint);
-    if (p.value >= 0) w.put(p.value, "sparseData" + sfx, ds.sparse_value, nc_put_var_float);
+    if (p.value >= 0) put_values(w, p.value, "sparseData" + sfx, ds.sparse_value, ds.type);
   } else {
-    w.put(p.data, "data" + sfx, ds.dense, nc_put_var_float);
+    put_values(w, p.data, "data" + sfx, ds.dense, ds.type);
   }
   if (p.weight >= 0) w.put(p.weight, "dataWeight" + sfx, ds.example_weight, nc_put_var_float);
   if (p.example_index >= 0) w.put(p.example_index, "index" + sfx, ds.index, nc_put_var_uint);

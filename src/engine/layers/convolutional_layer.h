@@ -12,9 +12,17 @@
 // NCHW filter order) with WeightArrays width = out channels, height = in channels, and length,
 // depth, breadth = the kernel extents from the outermost axis in: (kx) for 1-D kernels, (ky, kx)
 // for 2-D, (kz, ky, kx) for 3-D; the rest 1. Biases: one per output channel.
+//
+// Layer features: WeightNorm caps every filter (the in channels x kernel volume weights feeding
+// one output channel, a ROW of the bank) after each update; SharedWeights lets a connection use
+// another convolution's filter bank when both read the same channels with the same kernel and
+// stride (never transposed); DeltaNorm, BatchNormalization and the sparseness penalty (Layer)
+// work as on fully connected layers.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "layers/batch_norm.h"
@@ -25,8 +33,19 @@ namespace nn {
 struct ConvConnection {
   Layer* source = nullptr;
   ConvGeometry geometry;
-  Parameter weights;  // [out channels][in channels][kernel volume]
+  Parameter weights;  // [out channels][in channels][kernel volume]; empty when shared
   Parameter bias;     // [out channels]
+  // SharedWeights: the filter bank is `shared`'s (an unshared connection of some convolutional
+  // layer with the same channels, kernel and stride).
+  ConvConnection* shared = nullptr;
+  std::string shared_input, shared_output;  // the shared weight's layers (for files)
+  // On an unshared connection: how many connections use its bank (itself included). With more
+  // than one, every use adds its gradient into weights.grad, zeroed before backward.
+  uint32_t users = 1;
+
+  Parameter& filters() { return shared ? shared->weights : weights; }
+  const Parameter& filters() const { return shared ? shared->weights : weights; }
+  uint32_t filter_users() const { return shared ? shared->users : users; }
 };
 
 class ConvolutionalLayer : public Layer {
@@ -46,8 +65,23 @@ class ConvolutionalLayer : public Layer {
   const std::vector<std::unique_ptr<ConvConnection>>& connections() const { return connections_; }
   BatchNorm* batch_norm() { return bn_.get(); }
 
+  // The connection from the layer named `source`, or null.
+  ConvConnection* connection_from(const std::string& source);
+  // Points this layer's SharedWeights connections at the filter banks they share. Called by the
+  // Network once every layer is built; `find` looks a layer up by name. Throws ConfigError
+  // (prefixed with `where`, naming the entry) when the shared weight is missing, not a
+  // convolution's, itself shared, transposed, or of another geometry.
+  void resolve_shared_weights(const std::function<Layer*(const std::string&)>& find,
+                              const std::string& where);
+  // Zeroes the gradients of banks used by several connections (they accumulate); the Network
+  // calls this before every backward pass.
+  void zero_shared_gradients(Backend& backend);
+
  private:
+  void load_shared(const WeightArrays& wa, ConvConnection& c);
   std::vector<std::unique_ptr<ConvConnection>> connections_;
+  // Filter gradient of one use of a bank with several users, before it is added to the bank's.
+  DeviceArray<float> shared_grad_;
   Backend* backend_ = nullptr;
   std::unique_ptr<BatchNorm> bn_;
   DeviceArray<float> z_;     // pre-normalisation z when batch normalised (kept for backward)

@@ -90,18 +90,25 @@ WeightArrays save_connection(const std::string& input, const std::string& output
 FullyConnectedLayer::FullyConnectedLayer(const LayerSpec& spec, uint32_t index)
     : Layer(spec, index) {}
 
+uint32_t FullyConnectedLayer::pre_units() const {
+  return maxout() ? units() * static_cast<uint32_t>(spec_.maxout_k) : units();
+}
+
 void FullyConnectedLayer::build(Backend& backend) {
   backend_ = &backend;
+  if (maxout() && spec_.maxout_k < 1)
+    throw ConfigError("layer '" + name() + "': Activation MaxOut needs Maxout.k >= 1, not " +
+                      std::to_string(spec_.maxout_k));
   for (Layer* src : sources_) connect(backend, src);
-  if (spec_.batch_normalization) bn_ = std::make_unique<BatchNorm>(backend, name(), units());
+  if (spec_.batch_normalization) bn_ = std::make_unique<BatchNorm>(backend, name(), pre_units());
 }
 
 void FullyConnectedLayer::initialize(Rng& rng) {
   for (auto& c : connections_) {
     // Shared matrices are initialised by their owner; only the bias is this connection's.
     if (!c->shared)
-      c->weights.value.upload(initial_weights(spec_, c->source->units(), units(), rng));
-    c->bias.value.upload(std::vector<float>(units(), spec_.bias_init));
+      c->weights.value.upload(initial_weights(spec_, c->source->units(), pre_units(), rng));
+    c->bias.value.upload(std::vector<float>(pre_units(), spec_.bias_init));
   }
   if (bn_) bn_->initialize();
 }
@@ -109,15 +116,16 @@ void FullyConnectedLayer::initialize(Rng& rng) {
 void FullyConnectedLayer::save(NetworkFile& file) const {
   for (const auto& c : connections_) {
     if (!c->shared) {
-      file.weights.push_back(save_connection(c->source->name(), name(), units(), c->source->units(),
-                                             spec_.weight_norm, c->weights, c->bias));
+      file.weights.push_back(save_connection(c->source->name(), name(), pre_units(),
+                                             c->source->units(), spec_.weight_norm, c->weights,
+                                             c->bias));
       continue;
     }
     // A shared weight stores its bias only; the matrix belongs to the source weight.
     WeightArrays wa;
     wa.input_layer = c->source->name();
     wa.output_layer = name();
-    wa.width = units();
+    wa.width = pre_units();
     wa.height = c->source->units();
     wa.norm = spec_.weight_norm;
     wa.shared = true;
@@ -194,7 +202,7 @@ void FullyConnectedLayer::load_shared(const WeightArrays& wa, Connection& c) {
 Connection& FullyConnectedLayer::connect(Backend& backend, Layer* source) {
   auto c = std::make_unique<Connection>();
   c->source = source;
-  const size_t n_in = source->units(), n_out = units();
+  const size_t n_in = source->units(), n_out = pre_units();
   bool shared = false;
   for (const auto& s : spec_.shared_weights) shared |= s.input_layer == source->name();
   c->weights.name = name() + "<-" + source->name() + ":weights";
@@ -247,8 +255,8 @@ void FullyConnectedLayer::resolve_shared_weights(
       throw ConfigError(entry + "the weight " + source_weight +
                         " is itself shared; name the weight that owns the matrix");
     // The source matrix is [a][b] = [source input units][source output units].
-    const uint64_t a = oc->source->units(), b = owner->units();
-    const uint64_t n_in = c->source->units(), n_out = units();
+    const uint64_t a = oc->source->units(), b = owner->pre_units();
+    const uint64_t n_in = c->source->units(), n_out = pre_units();
     const bool fits = s.transposed ? (n_in == b && n_out == a) : (n_in == a && n_out == b);
     if (!fits)
       throw ConfigError(
@@ -270,16 +278,6 @@ void FullyConnectedLayer::zero_shared_gradients(Backend& backend) {
     if (!c->shared && c->users > 1) backend.fill(c->weights.grad.data(), c->weights.size(), 0.0f);
 }
 
-void FullyConnectedLayer::set_sparseness_penalty(float p, float beta) {
-  penalty_p_ = p;
-  penalty_beta_ = beta;
-}
-
-double FullyConnectedLayer::sparseness_penalty(Backend& backend, uint32_t rows) const {
-  if (!(penalty_beta_ > 0.0f)) return 0.0;
-  return backend.sparseness_penalty(a_.data(), rows, units(), penalty_p_, penalty_beta_, nullptr);
-}
-
 std::vector<Parameter*> FullyConnectedLayer::parameters() {
   std::vector<Parameter*> out;
   for (auto& c : connections_) {
@@ -293,14 +291,21 @@ std::vector<Parameter*> FullyConnectedLayer::parameters() {
 
 void FullyConnectedLayer::allocate(Backend& backend, uint32_t max_rows) {
   Layer::allocate(backend, max_rows);
-  if (bn_) z_.resize(backend, size_t(max_rows) * units());
+  const size_t n_z = size_t(max_rows) * pre_units();
+  if (bn_ || maxout()) z_.resize(backend, n_z);
+  if (maxout()) {
+    if (bn_) z_norm_.resize(backend, n_z);
+    z_delta_.resize(backend, n_z);
+    winner_.resize(backend, size_t(max_rows) * units());
+  }
 }
 
 void FullyConnectedLayer::forward(const LayerContext& ctx) {
   Backend& be = ctx.backend;
-  const uint32_t rows = ctx.rows, n_out = units();
-  // With batch normalisation z is kept (backward needs it) and normalised into a_.
-  float* z = bn_ ? z_.data() : a_.data();
+  const uint32_t rows = ctx.rows, n_out = pre_units();
+  // With batch normalisation z is kept (backward needs it) and normalised into a_ (or, for
+  // MaxOut, into z_norm_, whose groups are then reduced into a_).
+  float* z = (bn_ || maxout()) ? z_.data() : a_.data();
   bool first = true;
   for (auto& c : connections_) {
     be.broadcast_bias(z, c->bias.value.data(), rows, n_out, /*accumulate=*/!first);
@@ -320,11 +325,21 @@ void FullyConnectedLayer::forward(const LayerContext& ctx) {
     }
   }
   if (first) be.fill(z, size_t(rows) * n_out, 0.0f);
-  for (Layer* skip : skips_) be.axpy(size_t(rows) * n_out, 1.0f, skip->activations(), z);
-  if (bn_) bn_->forward(rows, ctx.training, z, a_.data());
-  be.activate(activation_params(spec_), a_.data(), rows, n_out);
+  const size_t n = size_t(rows) * units();
+  if (maxout()) {
+    const float* pieces = z;
+    if (bn_) {
+      bn_->forward(rows, ctx.training, z, z_norm_.data());
+      pieces = z_norm_.data();
+    }
+    be.maxout_forward(pieces, n, uint32_t(spec_.maxout_k), 1, a_.data(), winner_.data());
+    for (Layer* skip : skips_) be.axpy(n, 1.0f, skip->activations(), a_.data());
+  } else {
+    for (Layer* skip : skips_) be.axpy(n, 1.0f, skip->activations(), z);
+    if (bn_) bn_->forward(rows, ctx.training, z, a_.data());
+    be.activate(activation_params(spec_), a_.data(), rows, n_out);
+  }
   if (ctx.training && spec_.p_dropout > 0.0f && kind() == LayerKind::Hidden) {
-    const size_t n = size_t(rows) * n_out;
     be.copy(pre_dropout_.data(), a_.data(), n * sizeof(float));
     be.dropout(a_.data(), n, spec_.p_dropout, ctx.seed, ctx.step * 4096 + index());
   }
@@ -332,22 +347,27 @@ void FullyConnectedLayer::forward(const LayerContext& ctx) {
 
 void FullyConnectedLayer::backward(const LayerContext& ctx) {
   Backend& be = ctx.backend;
-  const uint32_t rows = ctx.rows, n_out = units();
-  const size_t n = size_t(rows) * n_out;
+  const uint32_t rows = ctx.rows;
+  const size_t n = size_t(rows) * units();
   float* d = delta_.data();
-  // Output layers already hold dE/dz (from the loss); hidden layers hold dE/da.
+  // Output layers already hold dE/dz (from the loss; dE/da for MaxOut); hidden layers dE/da.
   if (kind() != LayerKind::Output) {
-    // The sparseness penalty's derivative joins dE/da before the activation derivative
-    // (DSSTNE's order); its value is sparseness_penalty() over the same activations.
-    if (penalty_beta_ > 0.0f)
-      be.sparseness_penalty(a_.data(), rows, n_out, penalty_p_, penalty_beta_, d);
+    // (The sparseness penalty's derivative is already in d: Network::backward adds it.)
     const float* a = a_.data();
     if (ctx.training && spec_.p_dropout > 0.0f && kind() == LayerKind::Hidden) {
       be.dropout_backward(d, n, spec_.p_dropout, ctx.seed, ctx.step * 4096 + index());
       a = pre_dropout_.data();
     }
-    be.activation_backward(activation_params(spec_), a, d, rows, n_out);
+    if (!maxout()) be.activation_backward(activation_params(spec_), a, d, rows, units());
   }
+  if (maxout()) {
+    // Skips were added after the max, so they receive dE/da; the pieces get it at the winners.
+    for (Layer* skip : skips_)
+      if (skip->needs_delta()) be.axpy(n, 1.0f, d, skip->delta());
+    be.maxout_backward(d, winner_.data(), n, uint32_t(spec_.maxout_k), 1, z_delta_.data());
+    d = z_delta_.data();
+  }
+  const uint32_t n_out = pre_units();
   // DeltaNorm caps each example's delta before it reaches the weights (DSSTNE's order: after
   // the activation derivative, before batch normalisation's backward).
   if (spec_.delta_norm > 0.0f) be.clip_row_norms(d, rows, n_out, spec_.delta_norm);
@@ -383,8 +403,9 @@ void FullyConnectedLayer::backward(const LayerContext& ctx) {
               c->transposed ? n_in : int(n_out), 1.0f, src->delta(), n_in);
     }
   }
-  for (Layer* skip : skips_)
-    if (skip->needs_delta()) be.axpy(n, 1.0f, d, skip->delta());
+  if (!maxout())
+    for (Layer* skip : skips_)
+      if (skip->needs_delta()) be.axpy(n, 1.0f, d, skip->delta());
 }
 
 }  // namespace nn

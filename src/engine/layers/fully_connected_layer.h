@@ -5,8 +5,13 @@
 // may instead use another connection's matrix (SharedWeights, optionally transposed).
 //
 // Layer features handled here: SharedWeights, WeightNorm (a max-norm constraint on the
-// parameter, applied by the optimizer), DeltaNorm, the sparseness penalty (Hidden layers marked
-// Sparse) and BatchNormalization (layers/batch_norm.h).
+// parameter, applied by the optimizer), DeltaNorm and BatchNormalization (layers/batch_norm.h); the
+// sparseness penalty is the Layer base's (layers/layer.h).
+//
+// Activation MaxOut: the layer computes k = Maxout.k pre-activations per unit (weights, biases
+// and batch normalisation are k times wider: unit j's pieces are z columns j*k .. j*k+k-1) and
+// a_j is the largest of them. Skip activations are added after the max, which is the same as
+// adding them to every piece when there is no batch normalisation.
 #pragma once
 
 #include <functional>
@@ -65,13 +70,9 @@ class FullyConnectedLayer : public Layer {
   // Network calls this on every layer before a backward pass.
   void zero_shared_gradients(Backend& backend);
 
-  // Sparseness penalty (effective values: the layer's, else the network's); beta 0 = off.
-  void set_sparseness_penalty(float p, float beta);
-  bool has_sparseness_penalty() const { return penalty_beta_ > 0.0f; }
-  // The penalty on the current activations, summed over the batch like losses (0 when off).
-  double sparseness_penalty(Backend& backend, uint32_t rows) const;
-
   BatchNorm* batch_norm() { return bn_.get(); }
+  // Width of z (what the weights produce): units() x Maxout.k for MaxOut layers, else units().
+  uint32_t pre_units() const;
 
  private:
   Connection& connect(Backend& backend, Layer* source);
@@ -79,8 +80,11 @@ class FullyConnectedLayer : public Layer {
   std::vector<std::unique_ptr<Connection>> connections_;
   Backend* backend_ = nullptr;
   std::unique_ptr<BatchNorm> bn_;
-  DeviceArray<float> z_;  // pre-normalisation z when batch normalised (kept for backward)
-  float penalty_p_ = 0.0f, penalty_beta_ = 0.0f;
+  bool maxout() const { return spec_.activation == Activation::MaxOut; }
+  DeviceArray<float> z_;  // z, when batch normalised (kept for backward) or MaxOut
+  // MaxOut only: normalised z (with batch norm), dE/dz, and each unit's winning piece.
+  DeviceArray<float> z_norm_, z_delta_;
+  DeviceArray<uint32_t> winner_;
 };
 
 // Host-side initial weights for a [n_in][n_out] matrix per the layer's WeightInit

@@ -1,4 +1,4 @@
-// Shared layer plumbing: buffer allocation and activation parameters.
+// Shared layer plumbing: buffer allocation, activation parameters and the sparseness penalty.
 #include "layers/layer.h"
 
 #include "core/error.h"
@@ -11,6 +11,7 @@ ActivationParams activation_params(const LayerSpec& spec) {
   p.slope = spec.relu_slope;
   p.alpha = spec.elu_alpha;
   p.lambda = spec.selu_lambda;
+  p.max_value = spec.activation_max;
   return p;
 }
 
@@ -21,6 +22,22 @@ void Layer::allocate(Backend& backend, uint32_t max_rows) {
   a_.resize(backend, n);
   if (needs_delta()) delta_.resize(backend, n);
   if (spec_.p_dropout > 0.0f && spec_.kind == LayerKind::Hidden) pre_dropout_.resize(backend, n);
+}
+
+void Layer::set_sparseness_penalty(float p, float beta) {
+  penalty_p_ = p;
+  penalty_beta_ = beta;
+}
+
+double Layer::sparseness_penalty(Backend& backend, uint32_t rows) const {
+  if (!has_sparseness_penalty()) return 0.0;
+  return backend.sparseness_penalty(a_.data(), rows, units(), penalty_p_, penalty_beta_, nullptr);
+}
+
+void Layer::add_sparseness_penalty_delta(Backend& backend, uint32_t rows) {
+  if (!has_sparseness_penalty()) return;
+  NN_CHECK(needs_delta(), "layer '" + name() + "' has a sparseness penalty but no delta");
+  backend.sparseness_penalty(a_.data(), rows, units(), penalty_p_, penalty_beta_, delta_.data());
 }
 
 const SparseView& Layer::sparse_output() const {

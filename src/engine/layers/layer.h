@@ -73,6 +73,19 @@ class Layer {
   virtual void backward(const LayerContext& ctx) = 0;
   virtual std::vector<Parameter*> parameters() { return {}; }
 
+  // ---- sparseness penalty (Hidden layers marked Sparse; set by the Network) ------------------
+  // One implementation for every layer type: the penalty is a function of the activations a_
+  // alone, like a loss on a hidden layer. Effective p/beta (the layer's, else the network's);
+  // beta 0 = off.
+  void set_sparseness_penalty(float p, float beta);
+  bool has_sparseness_penalty() const { return penalty_beta_ > 0.0f; }
+  // The penalty on the current activations, summed over the batch like losses (0 when off).
+  double sparseness_penalty(Backend& backend, uint32_t rows) const;
+  // Adds the penalty's derivative to delta() (dE/da); no-op when off. The Network calls it once
+  // every consumer has added its part and before this layer's backward(), which is where
+  // DSSTNE adds it (before the activation derivative and dropout's backward).
+  void add_sparseness_penalty_delta(Backend& backend, uint32_t rows);
+
  protected:
   LayerSpec spec_;
   uint32_t index_;
@@ -80,6 +93,7 @@ class Layer {
   DeviceArray<float> a_;            // activations (after dropout in training)
   DeviceArray<float> pre_dropout_;  // activations before dropout (only when pDropout > 0)
   DeviceArray<float> delta_;
+  float penalty_p_ = 0.0f, penalty_beta_ = 0.0f;
 };
 
 }  // namespace nn

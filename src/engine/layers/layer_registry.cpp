@@ -40,6 +40,9 @@ std::unique_ptr<Layer> create_layer(const LayerSpec& spec, uint32_t index, bool 
   // Input layers hold data whatever their Type says (DSSTNE ignores it too).
   const LayerType type = spec.kind == LayerKind::Input ? LayerType::FullyConnected : spec.type;
   const LayerKind kind = spec.kind == LayerKind::Output ? LayerKind::Hidden : spec.kind;
+  if (spec.activation == Activation::MaxOut && type != LayerType::FullyConnected)
+    throw ConfigError(where + ": Activation MaxOut is supported on FullyConnected layers only, "
+                              "not on " + std::string(to_string(type)) + " layers");
   for (const Entry& e : kLayers)
     if (e.kind == kind && e.type == type) return e.make(spec, index, sparse_input);
   throw ConfigError(where + ": Type " + to_string(spec.type) + " is not supported for " +

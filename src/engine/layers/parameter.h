@@ -10,17 +10,22 @@
 namespace nn {
 
 struct Parameter {
-  std::string name;              // e.g. "Hidden1<-Input0:weights" (for messages)
+  std::string name;  // e.g. "Hidden1<-Input0:weights" (for messages)
   DeviceArray<float> value;
-  DeviceArray<float> grad;       // gradient of the batch-mean loss
+  DeviceArray<float> grad;                // gradient of the batch-mean loss
   std::vector<DeviceArray<float>> state;  // optimizer state (0..2 arrays)
-  bool regularize = true;        // weights get L1/L2 decay; biases do not
-  bool locked = false;           // never updated
+  bool regularize = true;                 // weights get L1/L2 decay; biases do not
+  bool locked = false;                    // never updated
   // WeightNorm (max-norm constraint, applied by the optimizer after every update): viewing the
   // values as [norm_rows][size() / norm_rows], every column longer than max_column_norm is
   // rescaled to that length. 0 = off.
   float max_column_norm = 0.0f;
   uint32_t norm_rows = 0;
+  // The constrained vectors are the ROWS of that view instead of its columns (convolution
+  // filter banks are [out channels][in channels x kernel], one filter per row, while fully
+  // connected matrices are [in][out], one output unit per column). The limit is still
+  // max_column_norm.
+  bool norm_over_rows = false;
   size_t size() const { return value.size(); }
 };
 

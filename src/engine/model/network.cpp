@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/random.h"
+#include "layers/convolutional_layer.h"
 #include "layers/layer_registry.h"
 #include "layers/pooling_layer.h"
 #include "model/layer_dimensions.h"
@@ -15,8 +16,7 @@ namespace nn {
 namespace {
 
 std::string where(const NetworkSpec& spec, const LayerSpec& l) {
-  return (spec.source.empty() ? std::string("network") : spec.source) + ": layer '" + l.name +
-         "'";
+  return (spec.source.empty() ? std::string("network") : spec.source) + ": layer '" + l.name + "'";
 }
 
 }  // namespace
@@ -69,8 +69,7 @@ Network::Network(Backend& backend, NetworkSpec spec,
   std::map<Layer*, int> state;  // 0 new, 1 visiting, 2 done
   std::function<void(Layer*)> visit = [&](Layer* x) {
     if (state[x] == 2) return;
-    if (state[x] == 1)
-      throw ConfigError(where(spec_, x->spec()) + ": the layer graph has a cycle");
+    if (state[x] == 1) throw ConfigError(where(spec_, x->spec()) + ": the layer graph has a cycle");
     state[x] = 1;
     for (Layer* s : x->sources()) visit(s);
     for (Layer* s : x->skips()) visit(s);
@@ -88,32 +87,41 @@ void Network::link_layer_features() {
   auto find_layer = [this](const std::string& n) { return find(n); };
   for (auto& layer : layers_) {
     const LayerSpec& l = layer->spec();
-    auto* fc = dynamic_cast<FullyConnectedLayer*>(layer.get());
-    if (!fc) {
-      if (!l.shared_weights.empty())
-        throw ConfigError(where(spec_, l) +
-                          ": SharedWeights is supported on fully connected layers only");
-      continue;
+    // Every layer is built, so the weights named by SharedWeights exist now. Filter banks are
+    // shared between convolutions only, matrices between fully connected layers only.
+    if (auto* fc = dynamic_cast<FullyConnectedLayer*>(layer.get())) {
+      for (size_t k = 0; k < l.shared_weights.size(); ++k) {
+        const SharedWeightSpec& s = l.shared_weights[k];
+        if (dynamic_cast<ConvolutionalLayer*>(find(s.source_output_layer)))
+          throw ConfigError(where(spec_, l) + ": SharedWeights[" + std::to_string(k) +
+                            "]: the weight '" + s.source_input_layer + "' -> '" +
+                            s.source_output_layer +
+                            "' is a convolution filter bank; a fully connected layer can only "
+                            "share another fully connected layer's matrix");
+      }
+      fc->resolve_shared_weights(find_layer, where(spec_, l));
+    } else if (auto* conv = dynamic_cast<ConvolutionalLayer*>(layer.get())) {
+      conv->resolve_shared_weights(find_layer, where(spec_, l));
+    } else if (!l.shared_weights.empty()) {
+      throw ConfigError(where(spec_, l) +
+                        ": SharedWeights is supported on FullyConnected and Convolutional layers "
+                        "only");
     }
-    // Every layer is built, so the matrices named by SharedWeights exist now.
-    fc->resolve_shared_weights(find_layer, where(spec_, l));
-    // DSSTNE: Hidden layers marked Sparse; the layer's p/beta where set (> 0), else the
-    // network's. On when the resulting beta > 0.
-    if (l.kind == LayerKind::Hidden && l.sparse) {
+    // DSSTNE: Hidden layers marked Sparse (of any type: the penalty only reads activations);
+    // the layer's p/beta where set (> 0), else the network's. On when the resulting beta > 0.
+    if (l.kind == LayerKind::Hidden && l.sparse && layer->needs_delta()) {
       const float beta =
           l.sparseness_penalty_beta > 0 ? l.sparseness_penalty_beta : spec_.sparseness_penalty_beta;
       const float p =
           l.sparseness_penalty_p > 0 ? l.sparseness_penalty_p : spec_.sparseness_penalty_p;
-      fc->set_sparseness_penalty(p, beta);
+      layer->set_sparseness_penalty(p, beta);
     }
   }
 }
 
 double Network::sparseness_penalty(uint32_t rows) {
   double total = 0.0;
-  for (auto& layer : layers_)
-    if (auto* fc = dynamic_cast<FullyConnectedLayer*>(layer.get()))
-      total += fc->sparseness_penalty(backend_, rows);
+  for (auto& layer : layers_) total += layer->sparseness_penalty(backend_, rows);
   return total;
 }
 
@@ -149,13 +157,21 @@ void Network::forward(const LayerContext& ctx) {
 }
 
 void Network::backward(const LayerContext& ctx) {
-  for (auto& layer : layers_)
+  for (auto& layer : layers_) {
     if (auto* fc = dynamic_cast<FullyConnectedLayer*>(layer.get()))
       fc->zero_shared_gradients(backend_);
+    else if (auto* conv = dynamic_cast<ConvolutionalLayer*>(layer.get()))
+      conv->zero_shared_gradients(backend_);
+  }
   for (Layer* l : order_)
     if (l->kind() == LayerKind::Hidden && l->needs_delta())
       backend_.fill(l->delta(), size_t(ctx.rows) * l->units(), 0.0f);
-  for (auto it = order_.rbegin(); it != order_.rend(); ++it) (*it)->backward(ctx);
+  for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+    // In reverse topological order every consumer has added its part of dE/da by now, so the
+    // sparseness penalty's derivative completes it here, for every layer type alike.
+    (*it)->add_sparseness_penalty_delta(backend_, ctx.rows);
+    (*it)->backward(ctx);
+  }
 }
 
 Layer* Network::find(const std::string& name) {

@@ -54,9 +54,13 @@ void Optimizer::update(Parameter& p, uint64_t step, float alpha) {
   float* s0 = p.state.size() > 0 ? p.state[0].data() : nullptr;
   float* s1 = p.state.size() > 1 ? p.state[1].data() : nullptr;
   backend_.optimizer_step(op, p.value.data(), p.grad.data(), s0, s1, p.size());
-  if (p.max_column_norm > 0.0f && p.norm_rows > 0)
-    backend_.clip_column_norms(p.value.data(), p.norm_rows,
-                               static_cast<uint32_t>(p.size() / p.norm_rows), p.max_column_norm);
+  if (p.max_column_norm > 0.0f && p.norm_rows > 0) {
+    const auto cols = static_cast<uint32_t>(p.size() / p.norm_rows);
+    if (p.norm_over_rows)  // one convolution filter per row
+      backend_.clip_row_norms(p.value.data(), p.norm_rows, cols, p.max_column_norm);
+    else
+      backend_.clip_column_norms(p.value.data(), p.norm_rows, cols, p.max_column_norm);
+  }
 }
 
 }  // namespace nn

@@ -1,13 +1,16 @@
 // Activations: forward values against double-precision formulas, activation_backward against
 // central finite differences of activate (SoftMax through its full Jacobian), and large inputs.
+// MaxOut (not elementwise) has its own kernel tests at the end.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend_test_util.h"
+#include "core/error.h"
 #include "core/random.h"
 
 namespace nn {
@@ -36,7 +39,16 @@ ActivationParams params(Activation a) {
   p.slope = 0.2f;
   p.alpha = 1.3f;
   p.lambda = 1.0507f;
+  p.max_value = 1.7f;  // ReluMax in [0, 1.7], LinearMax in [-1.7, 1.7]
   return p;
+}
+
+// Moves test points off the kinks (0 and the ReluMax/LinearMax bounds), where finite
+// differences straddle two slopes.
+void away_from_kinks(std::vector<float>& z, const ActivationParams& p) {
+  for (auto& v : z)
+    for (float kink : {0.0f, p.max_value, -p.max_value})
+      if (std::fabs(v - kink) < 0.05f) v += 0.2f;
 }
 
 // Reference forward pass in double, row by row.
@@ -58,12 +70,19 @@ std::vector<double> reference(const ActivationParams& p, const std::vector<float
           y = std::tanh(x);
           break;
         case Activation::Linear:
-        case Activation::LinearMax:
           y = x;
           break;
+        case Activation::LinearMax:
+          y = std::min(std::max(x, -double(p.max_value)), double(p.max_value));
+          break;
         case Activation::RectifiedLinear:
-        case Activation::ReluMax:
           y = x > 0 ? x : 0.0;
+          break;
+        case Activation::ReluMax:
+          y = std::min(std::max(x, 0.0), double(p.max_value));
+          break;
+        case Activation::MaxOut:
+          ADD_FAILURE() << "MaxOut is not elementwise";
           break;
         case Activation::LeakyRectifiedLinear:
         case Activation::ParametricRectifiedLinear:
@@ -129,8 +148,7 @@ TEST_P(Activations, BackwardMatchesFiniteDifferences) {
   Rng rng(17);
   const uint32_t rows = 3, cols = 7;
   std::vector<float> z = uniform(size_t(rows) * cols, rng, -3, 3);
-  for (auto& v : z)
-    if (std::fabs(v) < 0.05f) v += 0.2f;  // away from the ReLU/leaky kinks at 0
+  away_from_kinks(z, p);
   auto u = uniform(z.size(), rng, -1, 1);
   auto a = z;
   be.activate(p, a.data(), rows, cols);
@@ -163,8 +181,7 @@ TEST_P(Activations, BackwardMatchesFiniteDifferencesOfTheBackendForward) {
   Rng rng(27);
   const uint32_t rows = 2, cols = 6;
   std::vector<float> z = uniform(size_t(rows) * cols, rng, -3, 3);
-  for (auto& v : z)
-    if (std::fabs(v) < 0.05f) v += 0.2f;
+  away_from_kinks(z, p);
   auto u = uniform(z.size(), rng, -1, 1);
   auto a = z;
   be.activate(p, a.data(), rows, cols);
@@ -203,6 +220,56 @@ TEST(Activations, SoftMaxRowsSumToOne) {
     for (uint32_t c = 0; c < cols; ++c) s += z[size_t(r) * cols + c];
     EXPECT_NEAR(s, 1.0, 1e-5) << r;
   }
+}
+
+// MaxOut kernels against a direct loop: groups of k pieces, `inner` values apart.
+TEST(MaxOut, ForwardTakesTheLargestPieceAndBackwardRoutesToIt) {
+  for (uint32_t inner : {1u, 5u}) {
+    CpuBackend be(2);
+    Rng rng(11 + inner);
+    const uint32_t k = 3;
+    const size_t groups = 4000 / inner;  // large enough for the parallel path
+    auto z = uniform(groups * k * inner, rng, -4, 4);
+    std::vector<float> a(groups * inner);
+    std::vector<uint32_t> arg(a.size());
+    be.maxout_forward(z.data(), groups, k, inner, a.data(), arg.data());
+    auto da = uniform(a.size(), rng, -1, 1);
+    std::vector<float> dz(z.size(), 99.0f);  // overwritten everywhere
+    be.maxout_backward(da.data(), arg.data(), groups, k, inner, dz.data());
+    for (size_t g = 0; g < groups; ++g)
+      for (uint32_t s = 0; s < inner; ++s) {
+        uint32_t best = 0;
+        for (uint32_t i = 1; i < k; ++i)
+          if (z[(g * k + i) * inner + s] > z[(g * k + best) * inner + s]) best = i;
+        const size_t o = g * inner + s;
+        ASSERT_EQ(arg[o], best) << g << " " << s;
+        ASSERT_EQ(a[o], z[(g * k + best) * inner + s]);
+        for (uint32_t i = 0; i < k; ++i)
+          ASSERT_EQ(dz[(g * k + i) * inner + s], i == best ? da[o] : 0.0f) << g << " " << i;
+      }
+  }
+}
+
+TEST(MaxOut, TiesGoToTheFirstPieceAndNaNPropagates) {
+  CpuBackend be(1);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // Three groups of k = 2: a tie, a NaN second piece, a NaN first piece.
+  std::vector<float> z = {1.5f, 1.5f, 0.0f, nan, nan, 7.0f};
+  std::vector<float> a(3);
+  std::vector<uint32_t> arg(3);
+  be.maxout_forward(z.data(), 3, 2, 1, a.data(), arg.data());
+  EXPECT_EQ(a[0], 1.5f);
+  EXPECT_EQ(arg[0], 0u);
+  EXPECT_TRUE(std::isnan(a[1]));
+  EXPECT_EQ(arg[1], 1u);
+  EXPECT_TRUE(std::isnan(a[2]));
+  EXPECT_EQ(arg[2], 0u);
+}
+
+TEST(MaxOut, ElementwiseActivateRejectsIt) {
+  CpuBackend be(1);
+  std::vector<float> z(4, 1.0f);
+  EXPECT_THROW(be.activate(params(Activation::MaxOut), z.data(), 1, 4), InternalError);
 }
 
 }  // namespace

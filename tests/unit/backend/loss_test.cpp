@@ -60,6 +60,7 @@ LossParams make_params(ErrorFunction f, Activation a) {
   p.activation.slope = 0.2f;
   p.activation.alpha = 1.3f;
   p.activation.lambda = 1.0507f;
+  p.activation.max_value = 0.6f;  // some ReluMax / LinearMax units saturate
   // Margins inside (0, 1) so that both active and inactive units occur.
   p.smce_one_target = 0.7f;
   p.smce_zero_target = 0.3f;
@@ -76,8 +77,11 @@ double act_ref(const ActivationParams& p, double x) {
     case Activation::Tanh:
       return std::tanh(x);
     case Activation::RectifiedLinear:
-    case Activation::ReluMax:
       return x > 0 ? x : 0.0;
+    case Activation::ReluMax:
+      return std::min(std::max(x, 0.0), double(p.max_value));
+    case Activation::LinearMax:
+      return std::min(std::max(x, -double(p.max_value)), double(p.max_value));
     case Activation::LeakyRectifiedLinear:
     case Activation::ParametricRectifiedLinear:
       return x > 0 ? x : p.slope * x;
@@ -149,6 +153,9 @@ double error_ref(const LossParams& p, double a, double t, double w) {
 bool near_kink(const LossParams& p, double z, double a, double t) {
   const double m = 0.025;
   if (std::fabs(z) < 0.05) return true;  // ReLU/leaky/ELU kinks at z = 0
+  if ((p.activation.kind == Activation::ReluMax || p.activation.kind == Activation::LinearMax) &&
+      std::fabs(std::fabs(z) - p.activation.max_value) < 0.05)
+    return true;  // the bounds
   switch (p.function) {
     case ErrorFunction::L1:
       return std::fabs(a - t) < m;

@@ -76,12 +76,14 @@ TEST(EnumNames, DsstneAliases) {
   EXPECT_EQ(enum_from_string<PoolingFunction>("LocalResponseNormalization"), PoolingFunction::LRN);
   EXPECT_EQ(enum_from_string<PoolingFunction>("lrn"), PoolingFunction::LRN);
   EXPECT_EQ(enum_from_string<OptimizerKind>("RMSPROP"), OptimizerKind::RMSProp);
+  // DSSTNE rejects MaxOut; we implement it (fully connected layers, Maxout.k pieces per unit).
+  EXPECT_EQ(enum_from_string<Activation>("maxout"), Activation::MaxOut);
+  EXPECT_EQ(enum_from_string<Activation>("RELUMax"), Activation::ReluMax);
 }
 
 TEST(EnumNames, NamesDsstneRejectsAreRejected) {
   EXPECT_FALSE(enum_from_string<Activation>("PRelu"));
   EXPECT_FALSE(enum_from_string<Activation>("ParametricRectifiedLinear"));
-  EXPECT_FALSE(enum_from_string<Activation>("MaxOut"));
   EXPECT_FALSE(enum_from_string<PoolingFunction>("Stochastic"));
   EXPECT_FALSE(enum_from_string<PoolingFunction>("LCN"));
   EXPECT_FALSE(enum_from_string<PoolingFunction>("GlobalTemporal"));

@@ -116,8 +116,8 @@ TEST_F(NetworkFileErrors, NaNAndInfiniteValues) {
 
 TEST_F(NetworkFileErrors, CodeOutOfRange) {
   DsstneNetwork net = small_dsstne_network();
-  net.layers[2].activation = 13;
-  expect_read_error(net, {"attribute 'layer2_activation' is 13, expected 0..12"});
+  net.layers[2].activation = 14;
+  expect_read_error(net, {"attribute 'layer2_activation' is 14, expected 0..13"});
   net = small_dsstne_network();
   net.error_function = 7;
   expect_read_error(net, {"attribute 'errorFunction' is 7, expected 0..6"});

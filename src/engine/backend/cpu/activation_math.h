@@ -9,9 +9,9 @@
 
 namespace nn::cpu {
 
-enum class DerivKind { Sigmoid, Tanh, One, Step, Elu, SoftPlus, SoftSign, SoftMax };
+enum class DerivKind { Sigmoid, Tanh, One, Step, Clip, Elu, SoftPlus, SoftSign, SoftMax };
 
-// Step: f' = a > 0 ? hi : lo.   Elu: f' = a > 0 ? hi : a + lo.
+// Step: f' = a > 0 ? hi : lo.   Elu: f' = a > 0 ? hi : a + lo.   Clip: f' = lo < a < hi.
 struct DerivConsts {
   float hi = 1.0f;
   float lo = 0.0f;
@@ -24,10 +24,12 @@ inline DerivKind deriv_kind(Activation a) {
     case Activation::Tanh:
       return DerivKind::Tanh;
     case Activation::Linear:
-    case Activation::LinearMax:
+    case Activation::MaxOut:  // as seen by a loss: a is one of the z, unchanged
       return DerivKind::One;
-    case Activation::RectifiedLinear:
     case Activation::ReluMax:
+    case Activation::LinearMax:
+      return DerivKind::Clip;
+    case Activation::RectifiedLinear:
     case Activation::LeakyRectifiedLinear:
     case Activation::ParametricRectifiedLinear:
       return DerivKind::Step;
@@ -58,6 +60,14 @@ inline DerivConsts deriv_consts(const ActivationParams& p) {
       k.hi = p.lambda;
       k.lo = p.lambda * p.alpha;
       break;
+    case Activation::ReluMax:
+      k.lo = 0.0f;
+      k.hi = p.max_value;
+      break;
+    case Activation::LinearMax:
+      k.lo = -p.max_value;
+      k.hi = p.max_value;
+      break;
     default:
       break;
   }
@@ -73,6 +83,9 @@ NN_FORCE_INLINE float fprime(float a, DerivConsts k) {
     return 1.0f - a * a;
   } else if constexpr (D == DerivKind::Step) {
     return a > 0.0f ? k.hi : k.lo;
+  } else if constexpr (D == DerivKind::Clip) {
+    // Saturated units (a at either bound) pass no gradient, as for ReLU at 0.
+    return (a > k.lo && a < k.hi) ? 1.0f : 0.0f;
   } else if constexpr (D == DerivKind::Elu) {
     return a > 0.0f ? k.hi : a + k.lo;
   } else if constexpr (D == DerivKind::SoftPlus) {

@@ -4,9 +4,12 @@
 // all as Linear):
 //   SoftPlus   a = ln(1 + e^z),    f' = 1 - e^-a
 //   SoftSign   a = z / (1 + |z|),  f' = (1 - |a|)^2
-//   ReluMax    a = max(z, 0), as ReLU; LinearMax a = z, as Linear. DSSTNE never defined them;
-//              the names read as "max over a group of units" (maxout), which is a pooling step
-//              rather than an elementwise function, so only the elementwise part is kept.
+//   ReluMax    a = min(max(z, 0), m)    ReLU bounded above by m (ReLU6 when m = 6)
+//   LinearMax  a = min(max(z, -m), m)   the identity bounded to [-m, m] (hard tanh when m = 1)
+//              m = the layer's ActivationMax (default 1). DSSTNE never defined either; a unit
+//              at a bound passes no gradient.
+//   MaxOut     a_j = max_i z_(j*k+i): not elementwise (the layer has k pre-activations per
+//              unit); maxout_forward/maxout_backward below, called by the layers.
 //   SELU       the true derivative: lambda for a > 0, a + lambda*alpha otherwise.
 // SoftMax normalises each row (max subtracted first); its backward applies the row Jacobian.
 #include <algorithm>
@@ -17,6 +20,7 @@
 #include "backend/cpu/fast_math.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
+#include "core/error.h"
 
 namespace nn {
 namespace {
@@ -113,12 +117,19 @@ void CpuBackend::activate(const ActivationParams& p, float* x, uint32_t rows, ui
       map_inplace(t, x, n, [](float z) { return fastmath::tanh(z); });
       break;
     case Activation::Linear:
-    case Activation::LinearMax:
       break;
     case Activation::RectifiedLinear:
-    case Activation::ReluMax:
       map_inplace(t, x, n, [](float z) { return z > 0.0f ? z : 0.0f; });
       break;
+    case Activation::ReluMax:
+    case Activation::LinearMax: {
+      const float hi = p.max_value, lo = p.kind == Activation::ReluMax ? 0.0f : -hi;
+      // Written so that NaN propagates (as for the other activations) instead of clamping.
+      map_inplace(t, x, n, [lo, hi](float z) { return z < lo ? lo : (z > hi ? hi : z); });
+      break;
+    }
+    case Activation::MaxOut:
+      throw InternalError("activate(): MaxOut changes the width; use maxout_forward");
     case Activation::LeakyRectifiedLinear:
     case Activation::ParametricRectifiedLinear: {
       const float s = p.slope;
@@ -169,6 +180,9 @@ void CpuBackend::activation_backward(const ActivationParams& p, const float* a, 
     case DerivKind::Step:
       backward_elementwise<DerivKind::Step>(t, k, a, delta, n);
       break;
+    case DerivKind::Clip:
+      backward_elementwise<DerivKind::Clip>(t, k, a, delta, n);
+      break;
     case DerivKind::Elu:
       backward_elementwise<DerivKind::Elu>(t, k, a, delta, n);
       break;
@@ -182,6 +196,48 @@ void CpuBackend::activation_backward(const ActivationParams& p, const float* a, 
       softmax_backward(t, a, delta, rows, cols);
       break;
   }
+}
+
+void CpuBackend::maxout_forward(const float* z, size_t groups, uint32_t k, uint32_t inner, float* a,
+                                uint32_t* arg) {
+  const size_t per_group = size_t(k) * inner;
+  auto body = [=](size_t lo, size_t hi) {
+    for (size_t g = lo; g < hi; ++g) {
+      const float* zg = z + g * per_group;
+      float* ag = a + g * inner;
+      uint32_t* xg = arg + g * inner;
+      for (uint32_t s = 0; s < inner; ++s) {
+        ag[s] = zg[s];
+        xg[s] = 0;
+      }
+      for (uint32_t i = 1; i < k; ++i) {
+        const float* zi = zg + size_t(i) * inner;
+        for (uint32_t s = 0; s < inner; ++s) {
+          // A NaN piece wins and then stays, so a diverged layer reports NaN.
+          if (ag[s] != ag[s]) continue;
+          if (zi[s] > ag[s] || zi[s] != zi[s]) {
+            ag[s] = zi[s];
+            xg[s] = i;
+          }
+        }
+      }
+    }
+  };
+  cpu::parallel_ranges(*pool_, groups, std::max<size_t>(1, cpu::kMinTaskFloats / per_group), body);
+}
+
+void CpuBackend::maxout_backward(const float* da, const uint32_t* arg, size_t groups, uint32_t k,
+                                 uint32_t inner, float* dz) {
+  const size_t per_group = size_t(k) * inner;
+  auto body = [=](size_t lo, size_t hi) {
+    for (size_t g = lo; g < hi; ++g) {
+      float* dg = dz + g * per_group;
+      std::fill(dg, dg + per_group, 0.0f);
+      for (uint32_t s = 0; s < inner; ++s)
+        dg[size_t(arg[g * inner + s]) * inner + s] = da[g * inner + s];
+    }
+  };
+  cpu::parallel_ranges(*pool_, groups, std::max<size_t>(1, cpu::kMinTaskFloats / per_group), body);
 }
 
 }  // namespace nn

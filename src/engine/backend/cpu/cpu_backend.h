@@ -28,7 +28,7 @@ class ThreadPool;
 class DnnlConv;  // oneDNN convolution primitives (cpu_conv_dnnl.cpp)
 DnnlConv* make_dnnl_conv();
 void destroy_dnnl_conv(DnnlConv* conv) noexcept;
-}
+}  // namespace cpu
 
 class CpuBackend final : public Backend {
  public:
@@ -65,6 +65,10 @@ class CpuBackend final : public Backend {
   void activate(const ActivationParams& p, float* x, uint32_t rows, uint32_t cols) override;
   void activation_backward(const ActivationParams& p, const float* a, float* delta, uint32_t rows,
                            uint32_t cols) override;
+  void maxout_forward(const float* z, size_t groups, uint32_t k, uint32_t inner, float* a,
+                      uint32_t* arg) override;
+  void maxout_backward(const float* da, const uint32_t* arg, size_t groups, uint32_t k,
+                       uint32_t inner, float* dz) override;
 
   double loss(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
               uint32_t cols) override;

@@ -235,6 +235,8 @@ RowFn elementwise_for_deriv(DerivKind dk) {
       return &elementwise_row<F, DerivKind::One, kDelta>;
     case DerivKind::Step:
       return &elementwise_row<F, DerivKind::Step, kDelta>;
+    case DerivKind::Clip:
+      return &elementwise_row<F, DerivKind::Clip, kDelta>;
     case DerivKind::Elu:
       return &elementwise_row<F, DerivKind::Elu, kDelta>;
     case DerivKind::SoftPlus:

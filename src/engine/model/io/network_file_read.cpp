@@ -69,6 +69,8 @@ class LayoutReader {
       s.relu_slope = in_.finite_float("nn_RELUSlope");
       s.elu_alpha = in_.finite_float("nn_ELUAlpha");
       s.selu_lambda = in_.finite_float("nn_SELULambda");
+      // Added with MaxOut/ReluMax bounds; files from before it use the default.
+      if (in_.has("nn_ActivationMax")) s.activation_max = in_.finite_float("nn_ActivationMax");
     }
   }
 
@@ -117,12 +119,16 @@ class LayoutReader {
     l.bias_init = in_.finite_float(key("biasInit"));
     l.weight_norm = in_.finite_float(key("weightNorm"));
     l.delta_norm = in_.finite_float(key("deltaNorm"));
-    l.activation = in_.enum_value(key("activation"), Activation::ScaledExponentialLinear);
+    l.activation = in_.enum_value(key("activation"), Activation::MaxOut);
     l.sparseness_penalty_p = in_.finite_float(key("sparsenessPenalty_p"));
     l.sparseness_penalty_beta = in_.finite_float(key("sparsenessPenalty_beta"));
     l.relu_slope = in_.finite_float(key("RELUSlope"));
     l.elu_alpha = in_.finite_float(key("ELUAlpha"));
     l.selu_lambda = in_.finite_float(key("SELULambda"));
+    l.activation_max = ours_ && in_.has(key("nn_activationMax"))
+                           ? in_.finite_float(key("nn_activationMax"))
+                           : net.spec.activation_max;
+    l.maxout_k = net.spec.maxout_k;
     const uint32_t attributes = in_.uint32(key("attributes"));
     const uint32_t known = kLayerSparse | kLayerDenoising | kLayerBatchNormalization;
     if (attributes & ~known)

@@ -104,6 +104,7 @@ class Validator {
         {"nn_RELUSlope", s.relu_slope},
         {"nn_ELUAlpha", s.elu_alpha},
         {"nn_SELULambda", s.selu_lambda},
+        {"nn_ActivationMax", s.activation_max},
     };
     for (const auto& [name, value] : floats) finite(name, value);
   }
@@ -120,7 +121,7 @@ class Validator {
     code(key("type"), static_cast<uint32_t>(l.type), 2);
     code(key("poolingfunction"), static_cast<uint32_t>(l.pooling), 9);
     code(key("weightInit"), static_cast<uint32_t>(l.weight_init), 6);
-    code(key("activation"), static_cast<uint32_t>(l.activation), 12);
+    code(key("activation"), static_cast<uint32_t>(l.activation), 13);
     const char* n_keys[] = {"Nx", "Ny", "Nz", "Nw"};
     for (int d = 0; d < 4; ++d) at_least(key(n_keys[d]), l.n[d], 1);
     uint64_t units = 0;
@@ -145,8 +146,17 @@ class Validator {
         {"RELUSlope", l.relu_slope},
         {"ELUAlpha", l.elu_alpha},
         {"SELULambda", l.selu_lambda},
+        {"nn_activationMax", l.activation_max},
     };
     for (const auto& [name, value] : floats) finite(key(name), value);
+    if ((l.activation == Activation::ReluMax || l.activation == Activation::LinearMax) &&
+        !(l.activation_max > 0))
+      fail_att(key("nn_activationMax"), "is " + std::to_string(l.activation_max) +
+                                            ", expected > 0 (the bound of " +
+                                            to_string(l.activation) + ")");
+    if (l.activation == Activation::MaxOut && net_.spec.maxout_k < 1)
+      fail_att("maxout_k", "is " + std::to_string(net_.spec.maxout_k) + ", expected >= 1 (layer " +
+                               quoted(l.name) + " uses MaxOut)");
   }
 
   // Names that refer to other layers; run once every layer name is known.
@@ -211,7 +221,9 @@ class Validator {
       if (out.type == LayerType::Convolutional)
         size_is(key("bias"), w.bias.size(), w.width, "width = output channels");
       else
-        size_is(key("bias"), w.bias.size(), out.units(), "units of " + quoted(out.name));
+        size_is(key("bias"), w.bias.size(), fc_outputs(out),
+                out.activation == Activation::MaxOut ? "units x maxout_k of " + quoted(out.name)
+                                                     : "units of " + quoted(out.name));
     }
     finite_values(key("weights"), w.weights);
     finite_values(key("bias"), w.bias);
@@ -219,15 +231,26 @@ class Validator {
     check_states(key("nn_bias_state"), w.bias_state, w.bias.size(), key("bias"));
   }
 
+  // Outputs of a fully connected weight: the layer's units, times maxout_k for MaxOut layers
+  // (k pre-activations per unit).
+  static uint64_t fc_outputs(const LayerSpec& out) {
+    return out.activation == Activation::MaxOut ? out.units() * uint64_t(out.maxout_k)
+                                                : out.units();
+  }
+
   void check_fc_shape(size_t i, const WeightArrays& w, const LayerSpec& in,
                       const LayerSpec& out) const {
-    if (w.width != out.units() || w.height != in.units())
+    const uint64_t outputs = fc_outputs(out);
+    if (w.width != outputs || w.height != in.units())
       fail_att(weight_key(i, "width"),
                "and 'height' are " + std::to_string(w.width) + " x " + std::to_string(w.height) +
-                   ", expected " + std::to_string(out.units()) + " x " +
-                   std::to_string(in.units()) + " for " + quoted(in.name) + " (" +
-                   std::to_string(in.units()) + " units) -> " + quoted(out.name) + " (" +
-                   std::to_string(out.units()) + " units)");
+                   ", expected " + std::to_string(outputs) + " x " + std::to_string(in.units()) +
+                   " for " + quoted(in.name) + " (" + std::to_string(in.units()) + " units) -> " +
+                   quoted(out.name) + " (" + std::to_string(out.units()) + " units" +
+                   (outputs != out.units()
+                        ? " of " + std::to_string(out.maxout_k) + " MaxOut pieces each"
+                        : std::string()) +
+                   ")");
     const char* keys[] = {"length", "depth", "breadth"};
     const uint64_t values[] = {w.length, w.depth, w.breadth};
     for (int d = 0; d < 3; ++d)

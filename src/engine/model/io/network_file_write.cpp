@@ -100,6 +100,7 @@ class LayoutWriter {
     float_("nn_RELUSlope", s.relu_slope);
     float_("nn_ELUAlpha", s.elu_alpha);
     float_("nn_SELULambda", s.selu_lambda);
+    float_("nn_ActivationMax", s.activation_max);
   }
 
   void write_training() const {
@@ -155,6 +156,7 @@ class LayoutWriter {
     float_(key("RELUSlope"), l.relu_slope);
     float_(key("ELUAlpha"), l.elu_alpha);
     float_(key("SELULambda"), l.selu_lambda);
+    float_(key("nn_activationMax"), l.activation_max);
     uint32_t attributes = 0;
     if (l.sparse) attributes |= kLayerSparse;
     // DSSTNE marks sparse Input layers as denoised when the network has Denoising.p > 0 (§3.1).
