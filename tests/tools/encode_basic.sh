@@ -6,23 +6,8 @@
 set -euo pipefail
 
 tool="$(realpath "$1")/nn-encode"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-# Runs the tool expecting exit status $1; stderr is kept in err.txt.
-expect_status() {
-  local want=$1
-  shift
-  local got=0
-  "$tool" "$@" 2>err.txt || got=$?
-  [[ $got == "$want" ]] || fail "nn-encode $* exited $got, expected $want: $(cat err.txt)"
-}
+source "$(dirname "$(realpath "$0")")/lib/common.sh"
+enter_work_dir
 
 # Pixel (image i, x, y, channel c) = (i*37 + x*5 + y*11 + c*101 + 3) mod 256 in every file.
 python3 - <<'PY'

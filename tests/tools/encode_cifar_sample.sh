@@ -10,13 +10,8 @@ set -euo pipefail
 
 tools=$(realpath "$1")
 src=$(realpath "$2")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+source "$(dirname "$(realpath "$0")")/lib/common.sh"
+enter_work_dir
 
 mkdir data
 python3 - <<'PY'

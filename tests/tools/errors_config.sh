@@ -6,30 +6,13 @@
 set -euo pipefail
 here=$(dirname "$(realpath "$0")")
 tools=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
+source "$here/lib/common.sh"
 source "$here/lib/error_checks.sh"
+enter_work_dir
 
-# 30 users, 3 tastes of 6 items each.
-awk 'BEGIN { for (u = 0; u < 30; u++) { t = u % 3; line = "u" u "\t";
-       for (j = 0; j < 6; j++) if ((u + j) % 4 != 0) line = line "m" (t * 6 + j) ":";
-       print substr(line, 1, length(line) - 1) } }' >ratings.txt
-"$tools/nn-generate" -d input -i ratings.txt -o input.nc -f features.idx -s samples.idx -c 2>/dev/null
-"$tools/nn-generate" -d output -i ratings.txt -o output.nc -f features.idx -s samples.idx 2>/dev/null
-
-cat >config.json <<'JSON'
-{ "Name": "tiny", "ErrorFunction": "CrossEntropy",
-  "Layers": [
-    { "Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true },
-    { "Name": "Hidden", "Kind": "Hidden", "N": 8, "Activation": "Sigmoid" },
-    { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid" } ] }
-JSON
+tiny_ratings
+tiny_datasets "$tools"
+tiny_config
 cat >train.cdl <<'JSON'
 { "Version": 0.9, "Network": "bad.json", "Command": "Train", "RandomSeed": 7,
   "Data": ["input.nc", "output.nc"],

@@ -5,21 +5,16 @@
 # and still usable by nn-predict and for --resume).
 # Usage: errors_divergence.sh <tool-dir> <source-dir>
 set -euo pipefail
+here=$(dirname "$(realpath "$0")")
 tools=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+source "$here/lib/common.sh"
+enter_work_dir
 
 # 40 users, 3 tastes of 8 items (5 minibatches of 8).
 awk 'BEGIN { for (u = 0; u < 40; u++) { t = u % 3; line = "u" u "\t";
        for (j = 0; j < 8; j++) if ((u * 7 + j * 3) % 10 < 7) line = line "m" (t * 8 + j) ":";
        print substr(line, 1, length(line) - 1) } }' >ratings.txt
-"$tools/nn-generate" -d input -i ratings.txt -o input.nc -f features.idx -s samples.idx -c 2>/dev/null
-"$tools/nn-generate" -d output -i ratings.txt -o output.nc -f features.idx -s samples.idx 2>/dev/null
+tiny_datasets "$tools"
 
 # Linear layers with L2: with Alpha 1 the error is multiplied at every update.
 cat >config.json <<'JSON'

@@ -6,29 +6,14 @@
 set -euo pipefail
 here=$(dirname "$(realpath "$0")")
 tools=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-command -v ncdump >/dev/null && command -v ncgen >/dev/null || fail "needs ncdump and ncgen (netcdf-bin)"
-
+source "$here/lib/common.sh"
 source "$here/lib/error_checks.sh"
+enter_work_dir
+require_netcdf_bin
 
-awk 'BEGIN { for (u = 0; u < 30; u++) { t = u % 3; line = "u" u "\t";
-       for (j = 0; j < 6; j++) if ((u + j) % 4 != 0) line = line "m" (t * 6 + j) ":";
-       print substr(line, 1, length(line) - 1) } }' >ratings.txt
-"$tools/nn-generate" -d input -i ratings.txt -o input.nc -f features.idx -s samples.idx -c 2>/dev/null
-"$tools/nn-generate" -d output -i ratings.txt -o output.nc -f features.idx -s samples.idx 2>/dev/null
-cat >config.json <<'JSON'
-{ "Name": "tiny", "ErrorFunction": "CrossEntropy",
-  "Layers": [
-    { "Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true },
-    { "Name": "Hidden", "Kind": "Hidden", "N": 8, "Activation": "Sigmoid" },
-    { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid" } ] }
-JSON
+tiny_ratings
+tiny_datasets "$tools"
+tiny_config
 "$tools/nn-train" -q -c config.json -i input.nc -o output.nc -n good.nc -b 8 -e 2 \
   --checkpoint-name ck --checkpoint-interval 1
 [[ -s good.nc && -s ck1.nc && -s ck2.nc ]] || fail "training wrote no network/checkpoints"

@@ -12,14 +12,8 @@ tools=$(realpath "$1")
 src=$(realpath "$2")
 data=${NN_FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
 floor=0.65
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+source "$(dirname "$(realpath "$0")")/lib/common.sh"
+enter_work_dir
 
 for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz \
   t10k-labels-idx1-ubyte.gz; do

@@ -5,23 +5,8 @@ set -euo pipefail
 
 tool="$(realpath "$1")/nn-generate"
 data="$(realpath "$2")/tests/data/generate"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
-
-# Runs the tool expecting exit status $1; stderr is kept in err.txt.
-expect_status() {
-  local want=$1
-  shift
-  local got=0
-  "$tool" "$@" 2>err.txt || got=$?
-  [[ $got == "$want" ]] || fail "nn-generate $* exited $got, expected $want: $(cat err.txt)"
-}
+source "$(dirname "$(realpath "$0")")/lib/common.sh"
+enter_work_dir
 
 # ---- indicator example: new feature index ----
 expect_status 0 -d input -i "$data/indicator.txt" -o ind.nc -f features.idx -s samples.idx -c

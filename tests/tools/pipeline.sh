@@ -4,10 +4,8 @@
 # Usage: pipeline.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$(realpath "$0")")/lib/common.sh"
+enter_work_dir
 
 # 40 users over 24 items in 3 tastes; each user has most items of one taste.
 python3 - <<'PY'

@@ -7,13 +7,8 @@
 # Usage: predict_classifier.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+source "$(dirname "$(realpath "$0")")/lib/common.sh"
+enter_work_dir
 
 # 60 samples with features of one of 3 tastes; the class is the taste.
 awk 'BEGIN { for (u = 0; u < 60; u++) { t = u % 3; line = "u" u "\t";

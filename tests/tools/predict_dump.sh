@@ -6,27 +6,15 @@
 # Usage: predict_dump.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+source "$(dirname "$(realpath "$0")")/lib/common.sh"
+enter_work_dir
 command -v ncdump >/dev/null || fail "needs ncdump (netcdf-bin)"
 
 awk 'BEGIN { for (u = 0; u < 30; u++) { t = u % 3; line = "u" u "\t";
        for (j = 0; j < 8; j++) if ((u * 7 + j * 3) % 10 < 6) line = line "m" (t * 8 + j) ":";
        print substr(line, 1, length(line) - 1) } }' >ratings.txt
-"$tools/nn-generate" -d input -i ratings.txt -o input.nc -f features.idx -s samples.idx -c 2>/dev/null
-"$tools/nn-generate" -d output -i ratings.txt -o output.nc -f features.idx -s samples.idx 2>/dev/null
-cat >config.json <<'JSON'
-{ "Name": "tiny", "ErrorFunction": "CrossEntropy",
-  "Layers": [
-    { "Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true },
-    { "Name": "Hidden", "Kind": "Hidden", "N": 5, "Activation": "Tanh" },
-    { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid" } ] }
-JSON
+tiny_datasets "$tools"
+tiny_config 5 Tanh
 "$tools/nn-train" -q -c config.json -i input.nc -o output.nc -n net.nc -b 8 -e 3 -alpha 0.2 \
   --checkpoint-interval 0
 predict=("$tools/nn-predict" -n net.nc -r ratings.txt -i features.idx -o features.idx)

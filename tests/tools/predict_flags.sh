@@ -6,13 +6,8 @@
 # Usage: predict_flags.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+source "$(dirname "$(realpath "$0")")/lib/common.sh"
+enter_work_dir
 # entries FILE: the number of label,score pairs on each line, one per line.
 entries() { awk -F'\t' '{ print split($2, a, ":") - 1 }' "$1"; }
 

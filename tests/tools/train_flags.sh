@@ -6,13 +6,8 @@
 # Usage: train_flags.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+source "$(dirname "$(realpath "$0")")/lib/common.sh"
+enter_work_dir
 command -v ncdump >/dev/null || fail "needs ncdump (netcdf-bin)"
 # att FILE NAME: a global attribute's value as ncdump prints it (without the type suffix).
 att() { ncdump -h "$1" | sed -n "s/^[[:space:]]*:$2 = \(.*\) ;\$/\1/p" | sed 's/[fULL]*$//; s/"//g'; }
@@ -21,15 +16,8 @@ weights() { ncdump -v weight0_weights "$1" | sed -n '/^ weight0_weights =/,$p'; 
 awk 'BEGIN { for (u = 0; u < 40; u++) { t = u % 3; line = "u" u "\t";
        for (j = 0; j < 8; j++) if ((u * 7 + j * 3) % 10 < 7) line = line "m" (t * 8 + j) ":";
        print substr(line, 1, length(line) - 1) } }' >ratings.txt
-"$tools/nn-generate" -d input -i ratings.txt -o input.nc -f features.idx -s samples.idx -c 2>/dev/null
-"$tools/nn-generate" -d output -i ratings.txt -o output.nc -f features.idx -s samples.idx 2>/dev/null
-cat >config.json <<'JSON'
-{ "Name": "tiny", "ErrorFunction": "CrossEntropy",
-  "Layers": [
-    { "Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true },
-    { "Name": "Hidden", "Kind": "Hidden", "N": 8, "Activation": "Sigmoid" },
-    { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid" } ] }
-JSON
+tiny_datasets "$tools"
+tiny_config
 
 # ---- DSSTNE's defaults: -b 1024, -e 40, -alpha 0.025, -lambda 0.0001, SGD, seed 12134,
 #      checkpoints every 10 epochs named <-n><epoch>.nc ----

@@ -6,13 +6,8 @@
 # Usage: train_validate.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-cd "$work"
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
+source "$(dirname "$(realpath "$0")")/lib/common.sh"
+enter_work_dir
 
 # DSSTNE's "Classification" test data (§8.2): sample s has the single feature s mod 2 in its
 # input and its output.
