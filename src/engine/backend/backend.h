@@ -181,6 +181,26 @@ class Backend {
                            float* y);
   virtual void lrn_backward(const LrnParams& p, uint32_t rows, const float* x, const float* dy,
                             float* dx);
+
+  // ---- similarity pooling: DotProduct and Cosine (owner: poolfn) -----------------------------
+  // Pooling layers that score every additional source against source 0, one output unit per
+  // additional source (dsstne-reference.md §3.2). Not pure: a backend without them throws
+  // BackendError naming the kernel (defaults in backend_conv.cpp).
+  //
+  // Cosine guards zero vectors: each norm is clamped to at least kCosineEpsilon, so a zero row
+  // scores 0 instead of NaN (and a nearly zero one gets large but finite gradients).
+  static constexpr float kCosineEpsilon = 1e-8f;
+  // For every row r of a[rows][cols] and b[rows][cols] (f is DotProduct or Cosine):
+  //   y[r * y_stride] = a_r . b_r                                        (DotProduct)
+  //   y[r * y_stride] = a_r . b_r / (max(|a_r|, eps) * max(|b_r|, eps))  (Cosine)
+  // Overwritten; y_stride lets one call fill one column of a [rows][sources - 1] output.
+  virtual void similarity_forward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
+                                  const float* b, float* y, uint32_t y_stride);
+  // Backward, from a and b alone: da[r] += dy[r * dy_stride] * d(score_r)/d(a_r), and likewise
+  // db. Either may be null (no gradient wanted); they may be the same array.
+  virtual void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols,
+                                   const float* a, const float* b, const float* dy,
+                                   uint32_t dy_stride, float* da, float* db);
 };
 
 // Creates a backend by name: "cpu", "cuda", or "auto" (cuda when a GPU is usable, else cpu).

@@ -1,6 +1,6 @@
-// Default bodies of the convolution, pooling and LRN kernels: a backend that does not implement
-// them fails with a message naming the kernel and the backend when a network needs one, rather
-// than failing to compile while it is being written.
+// Default bodies of the convolution, pooling (DotProduct/Cosine included) and LRN kernels: a
+// backend that does not implement them fails with a message naming the kernel and the backend
+// when a network needs one, rather than failing to compile while it is being written.
 #include <string>
 
 #include "backend/backend.h"
@@ -45,6 +45,16 @@ void Backend::lrn_forward(const LrnParams&, uint32_t, const float*, bool, float*
 
 void Backend::lrn_backward(const LrnParams&, uint32_t, const float*, const float*, float*) {
   missing(*this, "lrn_backward");
+}
+
+void Backend::similarity_forward(PoolingFunction, uint32_t, uint32_t, const float*, const float*,
+                                 float*, uint32_t) {
+  missing(*this, "similarity_forward (DotProduct / Cosine pooling)");
+}
+
+void Backend::similarity_backward(PoolingFunction, uint32_t, uint32_t, const float*, const float*,
+                                  const float*, uint32_t, float*, float*) {
+  missing(*this, "similarity_backward (DotProduct / Cosine pooling)");
 }
 
 }  // namespace nn

@@ -17,76 +17,64 @@
 // one output channel, a ROW of the bank) after each update; SharedWeights lets a connection use
 // another convolution's filter bank when both read the same channels with the same kernel and
 // stride (never transposed); DeltaNorm, BatchNormalization and the sparseness penalty (Layer)
-// work as on fully connected layers.
+// work as on fully connected layers (the common part is layers/weighted_layer.h).
+//
+// Activation MaxOut (channel maxout): with C output channels (the layer's N) and k = Maxout.k the
+// filters compute C x k channels; output channel c at each position is the largest of channels
+// c*k .. c*k+k-1 there. Filter banks, biases and batch normalisation are k times wider in
+// channels (the geometry's out_channels and the stored width are C x k); skips are added after
+// the max.
 #pragma once
 
-#include <functional>
+#include <array>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "layers/batch_norm.h"
-#include "layers/layer.h"
+#include "layers/weighted_layer.h"
 
 namespace nn {
 
-struct ConvConnection {
-  Layer* source = nullptr;
+// weights: [out channels][in channels][kernel volume]; bias: [out channels], where out
+// channels = geometry.out_channels (C x Maxout.k for MaxOut layers).
+struct ConvConnection : WeightConnection {
   ConvGeometry geometry;
-  Parameter weights;  // [out channels][in channels][kernel volume]; empty when shared
-  Parameter bias;     // [out channels]
-  // SharedWeights: the filter bank is `shared`'s (an unshared connection of some convolutional
-  // layer with the same channels, kernel and stride).
-  ConvConnection* shared = nullptr;
-  std::string shared_input, shared_output;  // the shared weight's layers (for files)
-  // On an unshared connection: how many connections use its bank (itself included). With more
-  // than one, every use adds its gradient into weights.grad, zeroed before backward.
-  uint32_t users = 1;
 
-  Parameter& filters() { return shared ? shared->weights : weights; }
-  const Parameter& filters() const { return shared ? shared->weights : weights; }
-  uint32_t filter_users() const { return shared ? shared->users : users; }
+  Parameter& filters() { return used_weights(); }
+  const Parameter& filters() const { return used_weights(); }
+  uint32_t filter_users() const { return used_weights_users(); }
 };
 
-class ConvolutionalLayer : public Layer {
+class ConvolutionalLayer : public WeightedLayer<ConvConnection> {
  public:
   ConvolutionalLayer(const LayerSpec& spec, uint32_t index);
 
   void build(Backend& backend) override;
-  void initialize(Rng& rng) override;
-  void save(NetworkFile& file) const override;
-  void load(const NetworkFile& file, size_t& cursor) override;
   void allocate(Backend& backend, uint32_t max_rows) override;
-
   void forward(const LayerContext& ctx) override;
   void backward(const LayerContext& ctx) override;
-  std::vector<Parameter*> parameters() override;
 
-  const std::vector<std::unique_ptr<ConvConnection>>& connections() const { return connections_; }
-  BatchNorm* batch_norm() { return bn_.get(); }
-
-  // The connection from the layer named `source`, or null.
-  ConvConnection* connection_from(const std::string& source);
-  // Points this layer's SharedWeights connections at the filter banks they share. Called by the
-  // Network once every layer is built; `find` looks a layer up by name. Throws ConfigError
-  // (prefixed with `where`, naming the entry) when the shared weight is missing, not a
-  // convolution's, itself shared, transposed, or of another geometry.
-  void resolve_shared_weights(const std::function<Layer*(const std::string&)>& find,
-                              const std::string& where);
-  // Zeroes the gradients of banks used by several connections (they accumulate); the Network
-  // calls this before every backward pass.
-  void zero_shared_gradients(Backend& backend);
+ protected:
+  const char* weights_noun() const override { return "filters"; }
+  std::pair<size_t, size_t> weight_fans(const ConvConnection& c) const override;
+  std::array<uint64_t, 5> file_shape(const ConvConnection& c) const override;
+  void check_file_shape(const ConvConnection& c, const WeightArrays& wa) const override;
+  void check_shared_entry(const std::string& entry, const SharedWeightSpec& s) const override;
+  std::string foreign_owner(const Layer* owner, const SharedWeightSpec& s) const override;
+  void check_shared_shape(const std::string& entry, const SharedWeightSpec& s,
+                          const ConvConnection& c, const ConvConnection& oc,
+                          const WeightedLayer& owner) const override;
+  // MaxOut pieces are whole output planes.
+  uint32_t maxout_inner() const override { return out_plane_; }
 
  private:
-  void load_shared(const WeightArrays& wa, ConvConnection& c);
-  std::vector<std::unique_ptr<ConvConnection>> connections_;
   // Filter gradient of one use of a bank with several users, before it is added to the bank's.
   DeviceArray<float> shared_grad_;
-  Backend* backend_ = nullptr;
-  std::unique_ptr<BatchNorm> bn_;
-  DeviceArray<float> z_;     // pre-normalisation z when batch normalised (kept for backward)
-  bool bn_trained_ = false;  // the last forward normalised with batch statistics
+  uint32_t out_plane_ = 1;  // positions per output channel
 };
+
+extern template class WeightedLayer<ConvConnection>;
 
 // WeightArrays dimensions of a convolution weight (see above): {width, height, length, depth,
 // breadth}.

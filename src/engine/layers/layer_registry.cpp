@@ -40,9 +40,14 @@ std::unique_ptr<Layer> create_layer(const LayerSpec& spec, uint32_t index, bool 
   // Input layers hold data whatever their Type says (DSSTNE ignores it too).
   const LayerType type = spec.kind == LayerKind::Input ? LayerType::FullyConnected : spec.type;
   const LayerKind kind = spec.kind == LayerKind::Output ? LayerKind::Hidden : spec.kind;
-  if (spec.activation == Activation::MaxOut && type != LayerType::FullyConnected)
-    throw ConfigError(where + ": Activation MaxOut is supported on FullyConnected layers only, "
-                              "not on " + std::string(to_string(type)) + " layers");
+  // Pooling layers apply no activation (any other Activation is ignored there). MaxOut is
+  // rejected rather than ignored: it asks for k pre-activations per unit, which pooling does not
+  // compute, and it is easily confused with the Pooling Function Maxout.
+  if (spec.activation == Activation::MaxOut && type == LayerType::Pooling)
+    throw ConfigError(where +
+                      ": Activation MaxOut is not supported on Pooling layers (they have no "
+                      "activation function); for a pooling maximum use \"Function\": \"Maxout\" "
+                      "or \"Max\"");
   for (const Entry& e : kLayers)
     if (e.kind == kind && e.type == type) return e.make(spec, index, sparse_input);
   throw ConfigError(where + ": Type " + to_string(spec.type) + " is not supported for " +

@@ -10,16 +10,26 @@ LossParams loss_params(const NetworkSpec& spec, const LayerSpec& output, const D
   LossParams p;
   p.function = spec.error_function;
   p.activation = activation_params(output);
+  // Pooling layers apply no activation function (whatever Activation says), so the loss sees
+  // their output as Linear.
+  if (output.type == LayerType::Pooling) p.activation.kind = Activation::Linear;
   p.smce_one_target = spec.smce_one_target;
   p.smce_zero_target = spec.smce_zero_target;
   p.smce_one_scale = spec.smce_one_scale;
   p.smce_zero_scale = spec.smce_zero_scale;
   p.delta_boost_one = spec.delta_boost_one;
   p.delta_boost_zero = spec.delta_boost_zero;
-  const std::string where =
-      (spec.source.empty() ? std::string("network") : spec.source) + ": layer '" + output.name + "'";
-  const Activation a = output.activation;
+  const std::string where = (spec.source.empty() ? std::string("network") : spec.source) +
+                            ": layer '" + output.name + "'";
+  const Activation a = p.activation.kind;
   const bool bounded01 = a == Activation::Sigmoid || a == Activation::SoftMax;
+  if (output.type == LayerType::Pooling &&
+      (p.function == ErrorFunction::CrossEntropy ||
+       p.function == ErrorFunction::ScaledMarginalCrossEntropy ||
+       p.function == ErrorFunction::DataScaledMarginalCrossEntropy))
+    throw ConfigError(where + ": ErrorFunction " + to_string(p.function) +
+                      " needs outputs in (0,1), but a Pooling layer applies no activation "
+                      "function; use L1 or L2, or put a Sigmoid or SoftMax layer after it");
   switch (p.function) {
     case ErrorFunction::CrossEntropy:
     case ErrorFunction::ScaledMarginalCrossEntropy:
@@ -30,13 +40,18 @@ LossParams loss_params(const NetworkSpec& spec, const LayerSpec& output, const D
       break;
     case ErrorFunction::DataScaledMarginalCrossEntropy:
       if (a != Activation::Sigmoid)
-        throw ConfigError(where + ": ErrorFunction DataScaledMarginalCrossEntropy needs "
-                          "Activation Sigmoid, not " + std::string(to_string(a)));
+        throw ConfigError(where +
+                          ": ErrorFunction DataScaledMarginalCrossEntropy needs "
+                          "Activation Sigmoid, not " +
+                          std::string(to_string(a)));
       if (targets && !targets->is_sparse())
-        throw ConfigError(where + ": ErrorFunction DataScaledMarginalCrossEntropy needs sparse "
-                          "targets; dataset '" + targets->name + "' is dense");
+        throw ConfigError(where +
+                          ": ErrorFunction DataScaledMarginalCrossEntropy needs sparse "
+                          "targets; dataset '" +
+                          targets->name + "' is dense");
       break;
-    default: break;
+    default:
+      break;
   }
   return p;
 }

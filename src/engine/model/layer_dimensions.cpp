@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "layers/conv_geometry.h"
+#include "layers/pooling_layer.h"
 
 namespace nn {
 namespace {
@@ -27,7 +28,13 @@ std::string size_text(const Size& n, int dims) {
 }
 
 bool is_supported_pooling(PoolingFunction f) {
-  return f == PoolingFunction::Max || f == PoolingFunction::Average || f == PoolingFunction::LRN;
+  return f == PoolingFunction::Max || f == PoolingFunction::Average || f == PoolingFunction::LRN ||
+         f == PoolingFunction::Maxout || f == PoolingFunction::DotProduct ||
+         f == PoolingFunction::Cosine;
+}
+
+bool is_pooling(const LayerSpec& l, PoolingFunction f) {
+  return l.type == LayerType::Pooling && l.pooling == f;
 }
 
 struct Derived {
@@ -38,9 +45,12 @@ struct Derived {
 // The size `layer` gets from `source` (conv_channels: a convolution's output channels).
 Derived from_source(const LayerSpec& layer, const LayerSpec& source, uint32_t conv_channels) {
   Derived r;
-  if (layer.type == LayerType::Pooling && layer.pooling == PoolingFunction::LRN) {
+  if (is_pooling(layer, PoolingFunction::LRN) || is_pooling(layer, PoolingFunction::Maxout)) {
     r.n = source.n;
     r.dims = source.dimensions;
+    // Maxout divides the channels (the last dimension; divisibility checked by the caller).
+    if (layer.pooling == PoolingFunction::Maxout)
+      r.n[std::clamp(r.dims, 1, 4) - 1] = maxout_shape(source, layer.maxout_k).out_channels();
     return r;
   }
   const uint32_t axes = spatial_axes(layer);
@@ -56,11 +66,49 @@ Derived from_source(const LayerSpec& layer, const LayerSpec& source, uint32_t co
   return r;
 }
 
+// DotProduct / Cosine: one score per source after the first, against source 0; the sources
+// must have the same number of units.
+void derive_similarity(NetworkSpec& spec, LayerSpec& l, const std::map<std::string, size_t>& index,
+                       const std::string& at) {
+  const std::string fn = to_string(l.pooling);
+  if (l.sources.size() < 2)
+    throw ConfigError(at + ": a " + fn + " pooling layer needs at least 2 sources, got " +
+                      std::to_string(l.sources.size()));
+  const LayerSpec* first = nullptr;
+  for (const auto& name : l.sources) {
+    auto it = index.find(name);
+    if (it == index.end()) continue;  // Network reports unknown sources
+    const LayerSpec& src = spec.layers[it->second];
+    if (src.n_auto) return;  // Network reports the unresolved size
+    if (first && src.units() != first->units())
+      throw ConfigError(at + ": its sources differ in size: '" + first->name + "' has " +
+                        std::to_string(first->units()) + " units, '" + name + "' has " +
+                        std::to_string(src.units()) + "; " + fn +
+                        " pooling compares sources of equal size");
+    if (!first) first = &src;
+  }
+  const uint32_t scores = uint32_t(l.sources.size() - 1);
+  if (l.kind == LayerKind::Hidden) {
+    l.n = {scores, 1, 1, 1};
+    l.dimensions = 1;
+  } else if (l.units() != scores) {
+    throw ConfigError(at + ": N is " + size_text(l.n, l.dimensions) + ", but " + fn +
+                      " pooling over " + std::to_string(l.sources.size()) + " sources gives " +
+                      std::to_string(scores) + " scores (one per source after the first)");
+  }
+}
+
 void derive(NetworkSpec& spec, LayerSpec& l, const std::map<std::string, size_t>& index) {
   const std::string at = where(spec, l);
   if (l.type == LayerType::Pooling && !is_supported_pooling(l.pooling))
     throw ConfigError(at + ": Pooling Function " + to_string(l.pooling) +
-                      " is not supported; supported: Max, Average, LRN");
+                      " is not supported; supported: Max, Average, LRN, Maxout, DotProduct, "
+                      "Cosine");
+  if (is_pooling(l, PoolingFunction::DotProduct) || is_pooling(l, PoolingFunction::Cosine))
+    return derive_similarity(spec, l, index, at);
+  if (is_pooling(l, PoolingFunction::Maxout) && l.maxout_k < 1)
+    throw ConfigError(at + ": Maxout pooling needs Maxout.k >= 1, not " +
+                      std::to_string(l.maxout_k));
   const uint32_t axes = spatial_axes(l);
   // A hidden convolution's N is its channel count, or its full size (written back by us).
   bool full_size = false;
@@ -83,6 +131,15 @@ void derive(NetworkSpec& spec, LayerSpec& l, const std::map<std::string, size_t>
     if (it == index.end()) continue;  // Network reports unknown sources
     const LayerSpec& src = spec.layers[it->second];
     if (src.n_auto) return;  // Network reports the unresolved size
+    if (is_pooling(l, PoolingFunction::Maxout)) {
+      const MaxoutShape m = maxout_shape(src, l.maxout_k);
+      if (m.in_channels % m.k != 0)
+        throw ConfigError(at + ": Maxout pooling with Maxout.k = " + std::to_string(m.k) +
+                          " needs a channel count divisible by " + std::to_string(m.k) +
+                          ", but source '" + name + "' has " + std::to_string(m.in_channels) +
+                          " channels (the last dimension of its size " +
+                          size_text(src.n, src.dimensions) + ")");
+    }
     const Derived d = from_source(l, src, channels);
     if (sized && (d.n != derived.n || d.dims != derived.dims))
       throw ConfigError(at + ": its sources give different sizes: '" + first_source + "' gives " +

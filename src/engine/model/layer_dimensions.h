@@ -9,6 +9,10 @@
 //    files and JSON written back contain: kernel dimensions + 1 values), which must then match.
 //  * Max/Average pooling: spatial extents from the rule, other dimensions from the source.
 //  * LRN pooling: the source's size.
+//  * Maxout pooling: the source's size with its last dimension (the channels) divided by the
+//    network's Maxout.k, which must divide it.
+//  * DotProduct / Cosine pooling: Nx = sources - 1 (one score per source after the first), from
+//    at least 2 sources with the same number of units.
 // Output layers keep the N they were given (DSSTNE does not derive them); it must match the
 // derived spatial extents (and, for pooling, channels). Every source of a layer must give the
 // same size. Idempotent, so specs read back from files pass through unchanged.
@@ -19,7 +23,8 @@
 namespace nn {
 
 // Fills in the sizes. Throws ConfigError("<spec.source>: layer '<name>': ...") for pooling
-// functions that have no implementation, sources of different sizes, or an N that contradicts
+// functions that have no implementation (Stochastic, LCN, GlobalTemporal), sources of different
+// sizes, too few sources, a Maxout.k that does not divide the channels, or an N that contradicts
 // the derived size. Sources that do not exist are left for Network to report.
 void derive_layer_dimensions(NetworkSpec& spec);
 

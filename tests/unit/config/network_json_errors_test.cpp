@@ -103,6 +103,15 @@ TEST(NetworkJsonErrors, UnknownEnumValuesListTheChoices) {
   EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, {"N": 2, "Type": "Pooling",
                                "Function": "Stochastic"}]})"),
                   "Layers[1].Function: unknown \"Stochastic\"; expected one of Max, Average, LRN");
+  // DSSTNE's parser rejects these pooling functions too (Maxout, DotProduct and Cosine are
+  // implemented: see tests/unit/model/pooling_functions_test.cpp).
+  for (const char* f : {"LCN", "LocalContrastNormalization", "GlobalTemporal"})
+    EXPECT_CONTAINS(error_for(std::string(R"({"Layers": [{"N": 2}, {"N": 2, "Type": "Pooling",
+                               "Function": ")") +
+                              f + R"("}]})"),
+                    std::string("Layers[1].Function: unknown \"") + f +
+                        "\"; expected one of Max, Average, LRN (LocalResponseNormalization), "
+                        "Maxout, DotProduct, Cosine");
   EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, {"N": 2,
                                "WeightInit": {"Scheme": "He"}}]})"),
                   "Layers[1].WeightInit.Scheme: unknown \"He\"; expected one of Xavier");
@@ -242,6 +251,10 @@ TEST(NetworkJsonErrors, StructuralProblems) {
   EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, {"N": 2, "Type": "Pooling",
                                "Function": "DotProduct"}]})"),
                   "Layers[1].Source: a DotProduct pooling layer needs at least 2 sources, got 1");
+  EXPECT_CONTAINS(error_for(R"({"Layers": [{"Name": "a", "N": 2}, {"Name": "b", "N": 2},
+                               {"N": 2, "Type": "Pooling", "Function": "Cosine", "Source": "a"}]})"),
+                  "net.json: Layers[2].Source: a Cosine pooling layer needs at least 2 sources, "
+                  "got 1");
 }
 
 TEST(NetworkJsonErrors, PoolingLayerNeedsAFunction) {

@@ -132,24 +132,6 @@ TEST(MaxOutLayer, RoundTripsThroughTheNetworkFile) {
   EXPECT_EQ(predict(f, "Out", kRows), predict(g, "Out", kRows));
 }
 
-TEST(MaxOutLayer, ConfigurationErrors) {
-  const std::string conv = R"({"Name": "act", "Layers": [
-      {"Name": "In", "Kind": "Input", "N": "auto", "DataSet": "in"},
-      {"Name": "C", "Kind": "Hidden", "Type": "Convolutional", "N": 2, "Kernel": 3,
-       "Activation": "MaxOut"},
-      {"Name": "Out", "Kind": "Output", "N": "auto", "DataSet": "out"}]})";
-  try {
-    Fixture f(conv, data(false, true));
-    ADD_FAILURE() << "expected ConfigError";
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "layer 'C': Activation MaxOut is supported on FullyConnected layers only, "
-                  "not on Convolutional layers"),
-              std::string::npos)
-        << e.what();
-  }
-}
-
 TEST(BoundedActivations, StayWithinTheirBoundsInAWholeNetwork) {
   // Large weights push many units past the bounds: ReluMax into [0, 0.5], LinearMax into
   // [-0.8, 0.8] (the network default).

@@ -105,12 +105,23 @@ void expect_config_error(const std::string& json, std::vector<DataSet> data,
   }
 }
 
+TEST(ConvLayers, MaxoutPoolingDividesTheChannels) {
+  // Once rejected; now C2's 6 channels pool into 3 with the default Maxout.k of 2 (details in
+  // pooling_functions_test.cpp).
+  Fixture f(
+      cnn_json(R"({"Name": "M", "Kind": "Hidden", "Type": "Pooling", "Function": "Maxout"},)"),
+      images(16, 12, 1));
+  EXPECT_EQ(f.net->spec().find_layer("M")->n, (std::array<uint32_t, 4>{3, 2, 3, 1}));
+}
+
 TEST(ConvLayers, ErrorsNameTheLayerAndTheProblem) {
   expect_config_error(
-      cnn_json(R"({"Name": "M", "Kind": "Hidden", "Type": "Pooling", "Function": "Maxout"},)"),
+      R"({"Maxout": {"k": 4}, )" +
+          cnn_json(R"({"Name": "M", "Kind": "Hidden", "Type": "Pooling", "Function": "Maxout"},)")
+              .substr(1),
       images(16, 12, 1),
-      "test.json: layer 'M': Pooling Function Maxout is not supported; supported: Max, "
-      "Average, LRN");
+      "test.json: layer 'M': Maxout pooling with Maxout.k = 4 needs a channel count divisible "
+      "by 4, but source 'C2' has 6 channels");
   expect_config_error(
       cnn_json(R"({"Name": "X", "Kind": "Hidden", "Type": "Pooling", "Function": "Max",
                    "Kernel": [2, 2], "Source": ["C1", "C2"]},)"),

@@ -132,6 +132,13 @@ class CpuBackend final : public Backend {
   void set_conv_library(ConvLibrary library);  // ConfigError for Dnnl in a build without it
   ConvLibrary conv_library() const { return conv_library_; }
 
+  // ---- similarity pooling: DotProduct and Cosine (cpu_similarity.cpp; owner: poolfn) ---------
+  void similarity_forward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
+                          const float* b, float* y, uint32_t y_stride) override;
+  void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
+                           const float* b, const float* dy, uint32_t dy_stride, float* da,
+                           float* db) override;
+
  private:
   // Computes the summed error and (when delta != nullptr) the output deltas.
   double loss_impl(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,

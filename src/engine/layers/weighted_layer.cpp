@@ -1,0 +1,389 @@
+// The logic fully connected and convolutional layers share (see weighted_layer.h): initial
+// weights, the file form of connections (shared or not), SharedWeights resolution, and the
+// activation path between z and a in both directions.
+#include "layers/weighted_layer.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "layers/convolutional_layer.h"
+#include "layers/fully_connected_layer.h"
+
+namespace nn {
+namespace {
+
+std::string weight_what(const WeightArrays& wa) {
+  return "network file weight '" + wa.input_layer + "' -> '" + wa.output_layer + "'";
+}
+
+// Replaces p's optimizer state by `states`, each of p's size (DataError prefixed with `what`).
+void load_state(Backend& backend, const std::string& what, Parameter& p,
+                const std::vector<std::vector<float>>& states) {
+  p.state.clear();
+  for (const auto& v : states) {
+    if (v.size() != p.size())
+      throw DataError(what + ": optimizer state of '" + p.name + "' has " +
+                      std::to_string(v.size()) + " values, expected " + std::to_string(p.size()));
+    p.state.emplace_back(backend, v.size());
+    p.state.back().upload(v);
+  }
+}
+
+}  // namespace
+
+std::vector<float> initial_weights(const LayerSpec& l, size_t n_in, size_t n_out, Rng& rng) {
+  std::vector<float> w(n_in * n_out);
+  const double s = l.weight_init_scale;
+  auto uniform = [&](double lo, double hi) {
+    for (auto& v : w) v = static_cast<float>(lo + (hi - lo) * rng.uniform());
+  };
+  switch (l.weight_init) {
+    case WeightInit::Xavier: {
+      const double a = s * std::sqrt(6.0 / double(n_in + n_out));
+      uniform(-a / 2, a / 2);
+      break;
+    }
+    case WeightInit::CaffeXavier: {
+      const double a = s * std::sqrt(3.0 / double(n_out));
+      uniform(-a, a);
+      break;
+    }
+    case WeightInit::Uniform:
+      uniform(-s, s);
+      break;
+    case WeightInit::UnitBall:
+      uniform(0, s);
+      break;
+    case WeightInit::Gaussian:
+      for (auto& v : w) v = static_cast<float>(s * rng.normal());
+      break;
+    case WeightInit::SELU:
+      for (auto& v : w) v = static_cast<float>(rng.normal() / std::sqrt(double(n_in)));
+      break;
+    case WeightInit::Constant:
+      for (auto& v : w) v = static_cast<float>(s);
+      break;
+  }
+  return w;
+}
+
+void load_connection(Backend& backend, const WeightArrays& wa, const std::string& input,
+                     const std::string& output, Parameter& weights, Parameter& bias) {
+  const std::string what = weight_what(wa);
+  if (wa.input_layer != input || wa.output_layer != output)
+    throw DataError(what + ": expected '" + input + "' -> '" + output + "' at this position");
+  if (wa.weights.size() != weights.size() || wa.bias.size() != bias.size())
+    throw DataError(what + ": " + std::to_string(wa.weights.size()) + " weights and " +
+                    std::to_string(wa.bias.size()) + " biases, expected " +
+                    std::to_string(weights.size()) + " and " + std::to_string(bias.size()));
+  weights.value.upload(wa.weights);
+  bias.value.upload(wa.bias);
+  weights.locked = bias.locked = wa.locked;
+  load_state(backend, what, weights, wa.weight_state);
+  load_state(backend, what, bias, wa.bias_state);
+}
+
+WeightArrays save_connection(const std::string& input, const std::string& output, uint64_t n_out,
+                             uint64_t n_in, float norm, const Parameter& weights,
+                             const Parameter& bias) {
+  WeightArrays wa;
+  wa.input_layer = input;
+  wa.output_layer = output;
+  wa.width = n_out;
+  wa.height = n_in;
+  wa.norm = norm;
+  wa.locked = weights.locked;
+  wa.weights = weights.value.to_host();
+  wa.bias = bias.value.to_host();
+  for (const auto& s : weights.state) wa.weight_state.push_back(s.to_host());
+  for (const auto& s : bias.state) wa.bias_state.push_back(s.to_host());
+  return wa;
+}
+
+// ---- parameters ------------------------------------------------------------------------------
+
+template <class C>
+uint32_t WeightedLayer<C>::pre_units() const {
+  return maxout() ? units() * static_cast<uint32_t>(spec_.maxout_k) : units();
+}
+
+template <class C>
+void WeightedLayer<C>::start_build(Backend& backend) {
+  backend_ = &backend;
+  if (maxout() && spec_.maxout_k < 1)
+    throw ConfigError("layer '" + name() + "': Activation MaxOut needs Maxout.k >= 1, not " +
+                      std::to_string(spec_.maxout_k));
+}
+
+template <class C>
+C& WeightedLayer<C>::add_connection(std::unique_ptr<C> c, size_t weight_size, size_t bias_size,
+                                    uint32_t norm_rows, bool norm_over_rows) {
+  Backend& backend = *backend_;
+  const std::string& source = c->source->name();
+  bool shared = false;
+  for (const auto& s : spec_.shared_weights) shared |= s.input_layer == source;
+  c->weights.name = name() + "<-" + source + ":weights";
+  if (!shared) {  // a shared connection gets its weights in resolve_shared_weights()
+    c->weights.value.resize(backend, weight_size);
+    c->weights.grad.resize(backend, weight_size);
+    c->weights.max_column_norm = spec_.weight_norm;
+    c->weights.norm_rows = norm_rows;
+    c->weights.norm_over_rows = norm_over_rows;
+  }
+  c->bias.name = name() + "<-" + source + ":bias";
+  c->bias.value.resize(backend, bias_size);
+  c->bias.grad.resize(backend, bias_size);
+  c->bias.regularize = false;
+  connections_.push_back(std::move(c));
+  return *connections_.back();
+}
+
+template <class C>
+void WeightedLayer<C>::initialize(Rng& rng) {
+  for (auto& c : connections_) {
+    // Shared weights are initialised by their owner; only the bias is this connection's.
+    if (!c->shared) {
+      const auto [fan_in, fan_out] = weight_fans(*c);
+      c->weights.value.upload(initial_weights(spec_, fan_in, fan_out, rng));
+    }
+    c->bias.value.upload(std::vector<float>(c->bias.size(), spec_.bias_init));
+  }
+  if (bn_) bn_->initialize();
+}
+
+template <class C>
+std::vector<Parameter*> WeightedLayer<C>::parameters() {
+  std::vector<Parameter*> out;
+  for (auto& c : connections_) {
+    if (!c->shared) out.push_back(&c->weights);  // shared weights are their owner's parameter
+    out.push_back(&c->bias);
+  }
+  if (bn_)
+    for (Parameter* p : bn_->parameters()) out.push_back(p);
+  return out;
+}
+
+template <class C>
+C* WeightedLayer<C>::connection_from(const std::string& source) {
+  for (auto& c : connections_)
+    if (c->source->name() == source) return c.get();
+  return nullptr;
+}
+
+// ---- file form -------------------------------------------------------------------------------
+
+template <class C>
+void WeightedLayer<C>::save(NetworkFile& file) const {
+  for (const auto& c : connections_) {
+    const auto shape = file_shape(*c);
+    WeightArrays wa;
+    if (c->shared) {
+      // A shared weight stores its bias only; the weights belong to the source weight.
+      wa.input_layer = c->source->name();
+      wa.output_layer = name();
+      wa.norm = spec_.weight_norm;
+      wa.shared = true;
+      wa.transposed = c->transposed;
+      wa.source_input_layer = c->shared_input;
+      wa.source_output_layer = c->shared_output;
+      wa.locked = c->bias.locked;
+      wa.bias = c->bias.value.to_host();
+      for (const auto& st : c->bias.state) wa.bias_state.push_back(st.to_host());
+    } else {
+      wa = save_connection(c->source->name(), name(), shape[0], shape[1], spec_.weight_norm,
+                           c->weights, c->bias);
+    }
+    wa.width = shape[0];
+    wa.height = shape[1];
+    wa.length = shape[2];
+    wa.depth = shape[3];
+    wa.breadth = shape[4];
+    file.weights.push_back(std::move(wa));
+  }
+  if (bn_) file.layers.push_back(bn_->save());
+}
+
+template <class C>
+void WeightedLayer<C>::load(const NetworkFile& file, size_t& cursor) {
+  for (auto& c : connections_) {
+    if (cursor >= file.weights.size())
+      throw DataError("network file has " + std::to_string(file.weights.size()) +
+                      " weights; layer '" + name() + "' needs more");
+    const WeightArrays& wa = file.weights[cursor++];
+    check_file_shape(*c, wa);
+    if (c->shared) {
+      load_shared(wa, *c);
+      continue;
+    }
+    if (wa.shared)
+      throw DataError(weight_what(wa) + ": stored as shared with '" + wa.source_input_layer +
+                      "' -> '" + wa.source_output_layer + "', but layer '" + name() +
+                      "' has no SharedWeights entry for it");
+    load_connection(*backend_, wa, c->source->name(), name(), c->weights, c->bias);
+  }
+  if (!bn_) return;
+  for (const LayerArrays& a : file.layers) {
+    if (a.layer != name()) continue;
+    bn_->load(a);
+    return;
+  }
+  // DSSTNE initialises batch normalisation when a file has no arrays for it.
+  bn_->initialize();
+}
+
+template <class C>
+void WeightedLayer<C>::load_shared(const WeightArrays& wa, C& c) {
+  const std::string what = weight_what(wa);
+  if (wa.input_layer != c.source->name() || wa.output_layer != name())
+    throw DataError(what + ": expected '" + c.source->name() + "' -> '" + name() +
+                    "' at this position");
+  const std::string expected = "'" + c.shared_input + "' -> '" + c.shared_output + "'" +
+                               (c.transposed ? " (transposed)" : "");
+  if (!wa.shared)
+    throw DataError(what + ": stored with its own " + weights_noun() + ", but layer '" + name() +
+                    "' shares " + expected);
+  if (wa.source_input_layer != c.shared_input || wa.source_output_layer != c.shared_output ||
+      wa.transposed != c.transposed)
+    throw DataError(what + ": shares '" + wa.source_input_layer + "' -> '" +
+                    wa.source_output_layer + "'" + (wa.transposed ? " (transposed)" : "") +
+                    ", but layer '" + name() + "' shares " + expected);
+  if (wa.bias.size() != c.bias.size())
+    throw DataError(what + ": " + std::to_string(wa.bias.size()) + " biases, expected " +
+                    std::to_string(c.bias.size()));
+  c.bias.value.upload(wa.bias);
+  c.bias.locked = wa.locked;
+  load_state(*backend_, what, c.bias, wa.bias_state);
+}
+
+// ---- SharedWeights -----------------------------------------------------------------------------
+
+template <class C>
+void WeightedLayer<C>::resolve_shared_weights(const std::function<Layer*(const std::string&)>& find,
+                                              const std::string& where) {
+  for (size_t k = 0; k < spec_.shared_weights.size(); ++k) {
+    const SharedWeightSpec& s = spec_.shared_weights[k];
+    const std::string entry = where + ": SharedWeights[" + std::to_string(k) + "]: ";
+    const std::string source_weight =
+        "'" + s.source_input_layer + "' -> '" + s.source_output_layer + "'";
+    C* c = connection_from(s.input_layer);
+    if (!c)
+      throw ConfigError(entry + "InputLayer '" + s.input_layer + "' is not a source of layer '" +
+                        name() + "'");
+    if (c->shared)
+      throw ConfigError(entry + "the weight from '" + s.input_layer +
+                        "' is already shared by an earlier entry");
+    check_shared_entry(entry, s);
+    Layer* owner_layer = find(s.source_output_layer);
+    auto* owner = dynamic_cast<WeightedLayer<C>*>(owner_layer);
+    if (!owner) throw ConfigError(entry + foreign_owner(owner_layer, s));
+    C* oc = owner->connection_from(s.source_input_layer);
+    if (!oc) throw ConfigError(entry + "there is no weight " + source_weight + " to share");
+    if (oc == c) throw ConfigError(entry + "the weight " + source_weight + " cannot share itself");
+    bool oc_shared = oc->shared != nullptr;
+    for (const auto& os : owner->spec().shared_weights)
+      oc_shared |= os.input_layer == s.source_input_layer;
+    if (oc_shared)
+      throw ConfigError(entry + "the weight " + source_weight +
+                        " is itself shared; name the weight that owns the " + weights_noun());
+    check_shared_shape(entry, s, *c, *oc, *owner);
+    c->shared = oc;
+    c->transposed = s.transposed;
+    c->shared_input = s.source_input_layer;
+    c->shared_output = s.source_output_layer;
+    ++oc->users;
+  }
+}
+
+template <class C>
+void WeightedLayer<C>::zero_shared_gradients(Backend& backend) {
+  for (auto& c : connections_)
+    if (!c->shared && c->users > 1) backend.fill(c->weights.grad.data(), c->weights.size(), 0.0f);
+}
+
+// ---- z <-> a ---------------------------------------------------------------------------------
+
+template <class C>
+void WeightedLayer<C>::allocate(Backend& backend, uint32_t max_rows) {
+  Layer::allocate(backend, max_rows);
+  const size_t n_z = size_t(max_rows) * pre_units();
+  if (bn_ || maxout()) z_.resize(backend, n_z);
+  if (maxout()) {
+    if (bn_) z_norm_.resize(backend, n_z);
+    z_delta_.resize(backend, n_z);
+    winner_.resize(backend, size_t(max_rows) * units());
+  }
+}
+
+template <class C>
+void WeightedLayer<C>::finish_forward(const LayerContext& ctx, float* z) {
+  Backend& be = ctx.backend;
+  const uint32_t rows = ctx.rows;
+  const size_t n = size_t(rows) * units();
+  // With batch normalisation z is kept (backward needs it) and normalised into a_ (or, for
+  // MaxOut, into z_norm_, whose groups are then reduced into a_).
+  if (maxout()) {
+    const float* pieces = z;
+    if (bn_) {
+      bn_->forward(rows, ctx.training, z, z_norm_.data());
+      pieces = z_norm_.data();
+    }
+    const uint32_t inner = maxout_inner();
+    be.maxout_forward(pieces, n / inner, uint32_t(spec_.maxout_k), inner, a_.data(),
+                      winner_.data());
+    for (Layer* skip : skips_) be.axpy(n, 1.0f, skip->activations(), a_.data());
+  } else {
+    for (Layer* skip : skips_) be.axpy(n, 1.0f, skip->activations(), z);
+    if (bn_) bn_->forward(rows, ctx.training, z, a_.data());
+    be.activate(activation_params(spec_), a_.data(), rows, units());
+  }
+  if (bn_) bn_trained_ = ctx.training;
+  if (ctx.training && spec_.p_dropout > 0.0f && kind() == LayerKind::Hidden) {
+    be.copy(pre_dropout_.data(), a_.data(), n * sizeof(float));
+    be.dropout(a_.data(), n, spec_.p_dropout, ctx.seed, ctx.step * 4096 + index());
+  }
+}
+
+template <class C>
+float* WeightedLayer<C>::start_backward(const LayerContext& ctx) {
+  Backend& be = ctx.backend;
+  const uint32_t rows = ctx.rows;
+  const size_t n = size_t(rows) * units();
+  float* d = delta_.data();
+  // Output layers already hold dE/dz (from the loss; dE/da for MaxOut); hidden layers dE/da.
+  if (kind() != LayerKind::Output) {
+    // (The sparseness penalty's derivative is already in d: Network::backward adds it.)
+    const float* a = a_.data();
+    if (ctx.training && spec_.p_dropout > 0.0f && kind() == LayerKind::Hidden) {
+      be.dropout_backward(d, n, spec_.p_dropout, ctx.seed, ctx.step * 4096 + index());
+      a = pre_dropout_.data();
+    }
+    if (!maxout()) be.activation_backward(activation_params(spec_), a, d, rows, units());
+  }
+  if (maxout()) {
+    // Skips were added after the max, so they receive dE/da; the pieces get it at the winners.
+    for (Layer* skip : skips_)
+      if (skip->needs_delta()) be.axpy(n, 1.0f, d, skip->delta());
+    const uint32_t inner = maxout_inner();
+    be.maxout_backward(d, winner_.data(), n / inner, uint32_t(spec_.maxout_k), inner,
+                       z_delta_.data());
+    d = z_delta_.data();
+  }
+  // DeltaNorm caps each example's delta before it reaches the weights (DSSTNE's order: after
+  // the activation derivative, before batch normalisation's backward).
+  if (spec_.delta_norm > 0.0f) be.clip_row_norms(d, rows, pre_units(), spec_.delta_norm);
+  if (bn_) bn_->backward(rows, z_.data(), d, d);  // in the mode of the forward
+  return d;
+}
+
+template <class C>
+void WeightedLayer<C>::finish_backward(const LayerContext& ctx, const float* dz) {
+  if (maxout()) return;  // the skips got dE/da in start_backward()
+  const size_t n = size_t(ctx.rows) * units();
+  for (Layer* skip : skips_)
+    if (skip->needs_delta()) ctx.backend.axpy(n, 1.0f, dz, skip->delta());
+}
+
+template class WeightedLayer<Connection>;
+template class WeightedLayer<ConvConnection>;
+
+}  // namespace nn
