@@ -7,7 +7,9 @@ namespace nn {
 
 ActivationParams activation_params(const LayerSpec& spec) {
   ActivationParams p;
-  p.kind = spec.activation;
+  // Pooling layers apply no activation function whatever Activation says: they are Linear to
+  // everything that asks (the loss of a pooling output layer, for one).
+  p.kind = spec.type == LayerType::Pooling ? Activation::Linear : spec.activation;
   p.slope = spec.relu_slope;
   p.alpha = spec.elu_alpha;
   p.lambda = spec.selu_lambda;

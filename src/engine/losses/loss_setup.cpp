@@ -10,9 +10,6 @@ LossParams loss_params(const NetworkSpec& spec, const LayerSpec& output, const D
   LossParams p;
   p.function = spec.error_function;
   p.activation = activation_params(output);
-  // Pooling layers apply no activation function (whatever Activation says), so the loss sees
-  // their output as Linear.
-  if (output.type == LayerType::Pooling) p.activation.kind = Activation::Linear;
   p.smce_one_target = spec.smce_one_target;
   p.smce_zero_target = spec.smce_zero_target;
   p.smce_one_scale = spec.smce_one_scale;

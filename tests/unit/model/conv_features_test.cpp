@@ -54,17 +54,6 @@ std::vector<float> activations(Fixture& f, const std::string& layer, uint32_t ro
   return a;
 }
 
-TrainOptions sgd(uint32_t epochs, float alpha) {
-  TrainOptions o;
-  o.epochs = epochs;
-  o.minibatch = kExamples;  // one update per epoch
-  o.optimizer.kind = OptimizerKind::SGD;
-  o.optimizer.alpha = alpha;
-  o.shuffle = false;
-  o.progress_seconds = 0;
-  return o;
-}
-
 std::vector<double> row_norms(const std::vector<float>& w, uint32_t rows) {
   const size_t cols = w.size() / rows;
   std::vector<double> n(rows, 0.0);
@@ -93,7 +82,7 @@ std::string weight_norm_net(const std::string& extra) {
 TEST(ConvFeatures, WeightNormCapsEveryFilterAfterEachUpdate) {
   // One large SGD step without the norm, to pick a cap that clips some filters but not all.
   Fixture plain(weight_norm_net(""), sets());
-  Trainer tp(*plain.net, plain.bound, sgd(1, 4.0f), null_log());
+  Trainer tp(*plain.net, plain.bound, sgd_options(1, 4.0f, kExamples), null_log());
   tp.run();
   Parameter* w_plain_p = plain.net->parameters()[0];
   ASSERT_EQ(w_plain_p->name, "C<-In:weights");
@@ -109,7 +98,7 @@ TEST(ConvFeatures, WeightNormCapsEveryFilterAfterEachUpdate) {
   EXPECT_EQ(w->max_column_norm, float(cap));
   EXPECT_TRUE(w->norm_over_rows);
   EXPECT_EQ(w->norm_rows, 5u);
-  Trainer tc(*capped.net, capped.bound, sgd(1, 4.0f), null_log());
+  Trainer tc(*capped.net, capped.bound, sgd_options(1, 4.0f, kExamples), null_log());
   tc.run();
   // Longer filters scaled down to the cap as a whole; shorter ones exactly as without the norm.
   std::vector<double> want(w_plain.begin(), w_plain.end());
@@ -124,7 +113,7 @@ TEST(ConvFeatures, WeightNormCapsEveryFilterAfterEachUpdate) {
 
   // Later updates stay within the cap; the file records it as the weight's norm; the biases
   // and the fully connected output layer are not constrained.
-  Trainer more(*capped.net, capped.bound, sgd(4, 4.0f), null_log());
+  Trainer more(*capped.net, capped.bound, sgd_options(4, 4.0f, kExamples), null_log());
   more.run();
   for (double n : row_norms(w->value.to_host(), 5)) EXPECT_LE(n, cap * (1 + 1e-6));
   EXPECT_FLOAT_EQ(capped.net->to_file().weights[0].norm, float(cap));
@@ -246,15 +235,9 @@ TEST(ConvFeatures, SharedFilterBankIsOneParameterUpdatedOncePerStep) {
   EXPECT_EQ(shared.net->parameter_count(), 54u + 3 + 3 + 2 * (90 * 4 + 4));
   Parameter* w = shared.net->parameters().front();
   const std::vector<float> before = w->value.to_host();
-  Trainer t(*shared.net, shared.bound, sgd(1, 0.5f), null_log());
+  Trainer t(*shared.net, shared.bound, sgd_options(1, 0.5f, kExamples), null_log());
   t.run();
-  const std::vector<float> after = w->value.to_host(), grad = w->grad.to_host();
-  double moved = 0.0;
-  for (size_t i = 0; i < before.size(); ++i) {
-    EXPECT_NEAR(after[i], before[i] - 0.5f * grad[i], 1e-6f) << i;
-    moved += std::fabs(after[i] - before[i]);
-  }
-  EXPECT_GT(moved, 1e-3);
+  expect_one_sgd_step(before, *w, 0.5f);
 }
 
 TEST(ConvFeatures, SharedFilterBankGradientSumsEveryUse) {

@@ -201,24 +201,13 @@ TEST(ConvMaxOut, SharingNeedsTheSameNumberOfFilters) {
        "but 'In' -> 'M' needs 2 -> 6 channels"});
 }
 
-TrainOptions sgd(uint32_t epochs, float alpha) {
-  TrainOptions o;
-  o.epochs = epochs;
-  o.minibatch = kExamples;
-  o.optimizer.kind = OptimizerKind::SGD;
-  o.optimizer.alpha = alpha;
-  o.shuffle = false;
-  o.progress_seconds = 0;
-  return o;
-}
-
 TEST(ConvMaxOut, WeightNormCapsEveryPieceFilter) {
   // Large initial filters: without the cap each of the 6 filters (3 channels x 2 pieces, 2 x 3 x 3
   // weights each) would stay far longer than 0.5 after one small step; with it, every one is 0.5.
   Fixture f(net(maxout_conv("C", 3, R"(, "WeightNorm": 0.5,
                                         "WeightInit": {"Scheme": "Gaussian", "Scale": 2})")),
             sets());
-  Trainer t(*f.net, f.bound, sgd(1, 0.1f), null_log());
+  Trainer t(*f.net, f.bound, sgd_options(1, 0.1f, kExamples), null_log());
   t.run();
   const auto w = conv(f, "C").connections()[0]->weights.value.to_host();
   ASSERT_EQ(w.size(), 6u * kC * 9);
@@ -237,7 +226,7 @@ TEST(ConvMaxOut, RoundTripsThroughTheNetworkFile) {
       net(maxout_conv("C", 3, R"(, "BatchNormalization": true)"), 2, "CrossEntropy");
   Fixture f(json, sets());
   // A training epoch moves the weights and the running statistics away from their start.
-  Trainer t(*f.net, f.bound, sgd(1, 0.5f), null_log());
+  Trainer t(*f.net, f.bound, sgd_options(1, 0.5f, kExamples), null_log());
   t.run();
   const NetworkFile back = file_round_trip(*f.net, "conv_maxout");
   EXPECT_EQ(back.spec.maxout_k, 2);

@@ -64,21 +64,9 @@ TEST(FeaturesSharing, OneUpdatePerStepWithTheSummedGradient) {
   Parameter* w = f.net->parameters().front();
   ASSERT_EQ(w->name, "A<-In:weights");
   const std::vector<float> before = w->value.to_host();
-  TrainOptions o;
-  o.epochs = 1;
-  o.minibatch = kExamples;  // one step
-  o.optimizer.kind = OptimizerKind::SGD;
-  o.optimizer.alpha = 0.5f;
-  o.progress_seconds = 0;
-  Trainer t(*f.net, f.bound, o, null_log());
+  Trainer t(*f.net, f.bound, sgd_options(1, 0.5f, kExamples), null_log());  // one step
   t.run();
-  const std::vector<float> after = w->value.to_host(), grad = w->grad.to_host();
-  double moved = 0.0;
-  for (size_t i = 0; i < before.size(); ++i) {
-    EXPECT_NEAR(after[i], before[i] - 0.5f * grad[i], 1e-6f) << i;
-    moved += std::fabs(after[i] - before[i]);
-  }
-  EXPECT_GT(moved, 1e-3);
+  expect_one_sgd_step(before, *w, 0.5f);
 }
 
 TEST(FeaturesSharing, ShapeMismatchNamesBothWeights) {

@@ -16,6 +16,7 @@
 #include "model/batch_loader.h"
 #include "model/io/network_file.h"
 #include "model/step.h"
+#include "model/trainer.h"
 #include "model_test_util.h"
 
 namespace nn::test {
@@ -125,6 +126,29 @@ inline std::vector<std::vector<float>> parameter_values(Network& net) {
   std::vector<std::vector<float>> out;
   for (Parameter* p : net.parameters()) out.push_back(p->value.to_host());
   return out;
+}
+
+// Plain SGD over the examples in order, one update per epoch when minibatch = the example count.
+inline TrainOptions sgd_options(uint32_t epochs, float alpha, uint32_t minibatch) {
+  TrainOptions o;
+  o.epochs = epochs;
+  o.minibatch = minibatch;
+  o.optimizer.kind = OptimizerKind::SGD;
+  o.optimizer.alpha = alpha;
+  o.shuffle = false;
+  o.progress_seconds = 0;
+  return o;
+}
+
+// After one SGD step of rate alpha, w's values are `before` - alpha * w.grad, and they moved.
+inline void expect_one_sgd_step(const std::vector<float>& before, const Parameter& w, float alpha) {
+  const std::vector<float> after = w.value.to_host(), grad = w.grad.to_host();
+  double moved = 0.0;
+  for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_NEAR(after[i], before[i] - alpha * grad[i], 1e-6f) << i;
+    moved += std::fabs(after[i] - before[i]);
+  }
+  EXPECT_GT(moved, 1e-3);
 }
 
 }  // namespace nn::test
