@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make pkg-config libopenmpi-dev openmpi-bin libnetcdf-c++4-dev libnetcdf-dev
           netcdf-bin nlohmann-json3-dev libcli11-dev libopenblas-dev libgtest-dev python3
-          libdnnl-dev zlib1g-dev dataset-fashion-mnist)
+          libdnnl-dev ocl-icd-opencl-dev opencl-headers zlib1g-dev dataset-fashion-mnist)
 if [ "${NN_SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${packages[@]}"; do
@@ -27,6 +27,10 @@ fi
 build=${NN_BUILD_DIR:-build}
 cuda_flag=()
 [ -n "${NN_CUDA:-}" ] && cuda_flag=(-DNN_ENABLE_CUDA="${NN_CUDA}")
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_flag[@]}" >/dev/null
+# ccache (when installed) makes rebuilds and further checkouts of the same tree cheap.
+launcher=()
+command -v ccache >/dev/null 2>&1 &&
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_flag[@]}" "${launcher[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 echo "setup: built into $build/ (tools in $build/src/tools)"

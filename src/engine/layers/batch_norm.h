@@ -19,7 +19,7 @@
 #include "backend/backend.h"
 #include "backend/device_array.h"
 #include "layers/parameter.h"
-#include "model/io/network_file.h"
+#include "model_io/network_file.h"
 
 namespace nn {
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "model/io/kernel_padding.h"
+#include "model_io/kernel_padding.h"
 
 namespace nn {
 

@@ -12,7 +12,7 @@
 #include "config/network_spec.h"
 #include "core/random.h"
 #include "layers/parameter.h"
-#include "model/io/network_file.h"
+#include "model_io/network_file.h"
 
 namespace nn {
 

@@ -12,7 +12,7 @@
 #include "config/network_spec.h"
 #include "layers/fully_connected_layer.h"
 #include "layers/input_layer.h"
-#include "model/io/network_file.h"
+#include "model_io/network_file.h"
 
 namespace nn {
 

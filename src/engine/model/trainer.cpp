@@ -8,7 +8,7 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "model/io/network_file.h"
+#include "model_io/network_file.h"
 
 namespace nn {
 namespace {

@@ -15,7 +15,7 @@
 #include "data/netcdf_dataset.h"
 #include "data/text_examples.h"
 #include "model/binding.h"
-#include "model/io/network_file.h"
+#include "model_io/network_file.h"
 #include "model/predictor.h"
 #include "nn-predict/classifier_report.h"
 #include "nn-predict/layer_dump.h"

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "data/netcdf_dataset.h"
 #include "model/binding.h"
-#include "model/io/network_file.h"
+#include "model_io/network_file.h"
 
 namespace nn::tool {
 namespace fs = std::filesystem;

@@ -10,7 +10,7 @@
 #include <numeric>
 
 #include "core/error.h"
-#include "model/io/network_file.h"
+#include "model_io/network_file.h"
 #include "model/step.h"
 #include "model/trainer.h"
 #include "model_test_util.h"

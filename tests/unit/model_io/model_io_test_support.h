@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "model/io/network_file.h"
+#include "model_io/network_file.h"
 
 namespace nn::test {
 

@@ -1,7 +1,7 @@
 // Entry points for network .nc files: atomic writing (temporary file beside the target, fsync,
 // rename) and reading with errors mapped to IoError (cannot open) and DataError (not NetCDF,
 // missing or invalid content). The layout itself is in network_file_{write,read,validate}.cpp.
-#include "model/io/network_file.h"
+#include "model_io/network_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -14,8 +14,8 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "model/io/nc_attribute_reader.h"
-#include "model/io/network_file_layout.h"
+#include "model_io/nc_attribute_reader.h"
+#include "model_io/network_file_layout.h"
 
 namespace nn {
 namespace {

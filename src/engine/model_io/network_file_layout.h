@@ -1,6 +1,6 @@
 // The network file layout shared by the writer, the reader and the validator: attribute and
 // variable names (DSSTNE's, dsstne-reference.md §2, plus ours, all starting with "nn_"), and the
-// three steps behind write_network_file/read_network_file. Private to model/io.
+// three steps behind write_network_file/read_network_file. Private to model_io.
 //
 // Our additions (DSSTNE ignores them):
 //   nn_format_version                        uint, kNetworkFormatVersion
@@ -22,7 +22,7 @@
 #include <netcdf>
 #include <string>
 
-#include "model/io/network_file.h"
+#include "model_io/network_file.h"
 
 namespace nn {
 

@@ -5,7 +5,7 @@
 #include <map>
 
 #include "core/error.h"
-#include "model/io/network_file_layout.h"
+#include "model_io/network_file_layout.h"
 
 namespace nn {
 namespace {

@@ -1,6 +1,6 @@
 // Typed, checked access to the attributes and float variables of an open NetCDF group, for the
 // network file reader. Every failure is a DataError that names the file and the attribute or
-// variable, what was found and what was expected. Private to model/io.
+// variable, what was found and what was expected. Private to model_io.
 #pragma once
 
 #include <cstdint>
