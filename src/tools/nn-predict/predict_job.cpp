@@ -3,6 +3,7 @@
 #include "nn-predict/predict_job.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -17,7 +18,7 @@
 #include "model/binding.h"
 #include "model_io/network_file.h"
 #include "model/predictor.h"
-#include "nn-predict/classifier_report.h"
+#include "model/classifier_report.h"
 #include "nn-predict/layer_dump.h"
 #include "nn-predict/output_file.h"
 #include "nn-predict/sample_filter.h"
@@ -97,11 +98,27 @@ const DataSet* pick_target(const std::vector<DataSet>& sets, const std::string& 
                     "' (the scored layer's DataSet); it holds " + names);
 }
 
+// True when the file's first non-blank byte opens a JSON object.
+bool starts_like_json(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  int c = 0;
+  while ((c = std::fgetc(f)) != EOF && std::isspace(c)) {
+  }
+  std::fclose(f);
+  return c == '{';
+}
+
 // Reads the network, telling the user when the file is a dataset rather than a network.
 NetworkFile read_network(const std::string& path) {
   try {
     return read_network_file(path);
   } catch (const DataError&) {
+    if (starts_like_json(path))
+      throw DataError(path +
+                      ": not a NetCDF file: this looks like a network JSON description (or a "
+                      "command file), not a trained network file; -n (CDL Network with Command "
+                      "Predict) expects the .nc that nn-train wrote from it");
     bool is_dataset = false;
     try {
       is_dataset = !read_datasets(path).empty();
