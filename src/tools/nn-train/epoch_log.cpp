@@ -81,9 +81,10 @@ bool plot_gnuplot(const Curve& c, const std::string& png, const std::string& dir
     for (size_t i = 0; i < c.val.size(); ++i) v << c.val_epoch[i] << ' ' << c.val[i] << '\n';
   }
   std::ofstream s(script);
-  s << "set terminal png size 900,540\n"
+  // noenhanced: metric names such as "recall@10" are printed as written ('@' is markup otherwise).
+  s << "set terminal png size 900,540\nset termoption noenhanced\n"
     << "set output '" << png << "'\n"
-    << "set xlabel 'epoch'\nset ylabel 'training loss'\nset grid\nset key top center\n";
+    << "set xlabel 'epoch'\nset ylabel 'training loss'\nset grid\nset key below\n";
   if (!c.val.empty())
     s << "set y2label '" << c.metric << "'\nset ytics nomirror\nset y2tics\n"
       << "plot '" << data << "' using 1:2 with linespoints title 'training loss', '" << vdata
@@ -111,7 +112,8 @@ bool plot_matplotlib(const Curve& c, const std::string& png, const std::string& 
   if (!c.val.empty())
     s << "ax2 = ax.twinx()\nax2.plot(" << list(c.val_epoch) << ", " << list(c.val)
       << ", 's-', color='tab:orange', label='validation " << c.metric << "')\n"
-      << "ax2.set_ylabel('" << c.metric << "')\nfig.legend(loc='upper center')\n";
+      << "ax2.set_ylabel('" << c.metric << "')\n";
+  s << "fig.legend(loc='lower center', ncol=2)\n";
   s << "fig.savefig(" << nlohmann::json(png).dump() << ", dpi=100)\n";
   s.close();
   return run_quietly("python3 " + shell_quote(script));
