@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "config/parse.h"
 #include "core/error.h"
+#include "core/nearest_name.h"
 #include "data/netcdf_dataset.h"
 #include "data/text_examples.h"
 #include "model/binding.h"
@@ -37,10 +38,15 @@ std::string printf_format(std::string f) {
   return f;
 }
 
-std::string layer_names(const NetworkSpec& spec) {
+// "A, B, C" plus " (did you mean 'B'?)" when `wanted` is near one of the names.
+std::string layer_names(const NetworkSpec& spec, const std::string& wanted = "") {
   std::string names;
-  for (const auto& l : spec.layers) names += (names.empty() ? "" : ", ") + l.name;
-  return names;
+  std::vector<std::string> list;
+  for (const auto& l : spec.layers) {
+    names += (names.empty() ? "" : ", ") + l.name;
+    list.push_back(l.name);
+  }
+  return names + (wanted.empty() ? std::string() : did_you_mean(wanted, list));
 }
 
 // The layer to score: the one requested, else the network's output layer.
@@ -48,7 +54,7 @@ std::string scored_layer(const PredictJob& job, const NetworkSpec& spec) {
   if (!job.layer.empty()) {
     if (!spec.find_layer(job.layer))
       throw ConfigError(job.network + ": layer '" + job.layer +
-                        "' (-l) not found; layers are: " + layer_names(spec));
+                        "' (-l) not found; layers are: " + layer_names(spec, job.layer));
     return job.layer;
   }
   for (const auto& l : spec.layers)
@@ -225,7 +231,7 @@ int run_predict_job(const PredictJob& job, const LogSink& log) {
     dump_source = net.find(dump_layer);
     if (!dump_source)
       throw ConfigError(job.network + ": --dump-layer '" + dump_layer +
-                        "' not found; layers are: " + layer_names(spec));
+                        "' not found; layers are: " + layer_names(spec, dump_layer));
     if (dump_source->has_sparse_output())
       throw ConfigError(job.network + ": --dump-layer '" + dump_layer +
                         "' is a sparse input layer; its activations are the input data");
