@@ -69,7 +69,9 @@ check_classes() {  # predictions: one top class per test image, with the class n
   [[ $(wc -l <predictions) == 8 ]] || fail "$1: expected 8 predictions, got $(wc -l <predictions)"
   head -1 predictions | grep -Eq '^0	[^,]+,[0-9.e-]+:$' || fail "$1: prediction line: $(head -1 predictions)"
 }
-check_scores() {  # scores: one cosine per pair
+check_scores() {  # scores: one cosine per pair; the candidate tower owns no weight matrix
+  grep -Eq '^ +CandidateTower +Hidden FullyConnected Tanh \(shared weights\) +128 +128 ' train.log ||
+    fail "$1: the towers do not share weights: $(grep Tower train.log)"
   [[ $(wc -l <scores) == 32 ]] || fail "$1: expected 32 scores, got $(wc -l <scores)"
   head -1 scores | grep -Eq '^p0	0,-?[0-9.]+:$' || fail "$1: score line: $(head -1 scores)"
 }
@@ -93,7 +95,7 @@ for dir in "${shelf[@]}"; do
     esac
     cp "$dir/network.json" "$dir/predict.cdl" .
     sed -E 's/"Epochs": [0-9]+/"Epochs": 1/' "$dir/train.cdl" >train.cdl
-    SECONDS=0; "$tools/nn-train" train.cdl >train.log 2>&1 || fail "configs/$name: nn-train: $(tail -5 train.log)"
+    "$tools/nn-train" train.cdl >train.log 2>&1 || fail "configs/$name: nn-train: $(tail -5 train.log)"
     grep -q '^epoch 1/1: loss [0-9]' train.log || fail "configs/$name: no epoch line: $(tail -5 train.log)"
     "$tools/nn-predict" predict.cdl >predict.log 2>&1 || fail "configs/$name: nn-predict: $(tail -5 predict.log)"
     $check "configs/$name"

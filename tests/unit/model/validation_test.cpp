@@ -186,6 +186,33 @@ TEST(Validation, EarlyStoppingKeepsTheBestNetwork) {
   EXPECT_NE(now, weights.back());
 }
 
+TEST(TrainerProgress, LinesCarryExamplesPerSecondAndEta) {
+  std::vector<std::vector<uint32_t>> in, out;
+  taste_split(64, 9, false, in, out);
+  Fixture f(kAutoencoder, {sparse_set("input", 32, in), sparse_set("output", 32, out)});
+  TrainOptions o = options(2);
+  o.progress_seconds = 1e-9;  // a progress line after every batch
+  std::vector<std::string> lines;
+  Trainer t(*f.net, f.bound, o, [&](const std::string& l) { lines.push_back(l); });
+  const auto reports = t.run();
+  auto find = [&](const std::string& prefix) -> std::string {
+    for (const auto& l : lines)
+      if (l.rfind(prefix, 0) == 0) return l;
+    return "";
+  };
+  const std::string progress = find("epoch 1: batch 1/2 (50%), loss so far ");
+  EXPECT_NE(progress.find(" examples/s, "), std::string::npos) << progress;
+  EXPECT_NE(progress.find(", epoch ETA "), std::string::npos) << progress;
+  const std::string first = find("epoch 1/2: loss ");
+  EXPECT_NE(first.find(" examples/s, "), std::string::npos) << first;
+  EXPECT_NE(first.find(", ETA "), std::string::npos) << first;
+  const std::string last = find("epoch 2/2: loss ");
+  ASSERT_FALSE(last.empty());
+  EXPECT_EQ(last.find("ETA"), std::string::npos) << "no ETA after the last epoch: " << last;
+  EXPECT_GT(reports[0].examples_per_second, 0.0);
+  EXPECT_FLOAT_EQ(float(reports[0].alpha), 0.02f);
+}
+
 TEST(ModelSummary, CountsParametersPerLayer) {
   std::vector<std::vector<uint32_t>> in, out;
   taste_split(16, 8, false, in, out);
