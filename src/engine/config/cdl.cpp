@@ -34,11 +34,12 @@ class CdlParser {
     for (const auto& m : members) {
       // A network description given where a command file belongs is a common first mistake.
       if (m.lower == "layers" && !root.contains("Command") && !root.contains("command"))
-        r_.fail("", "this looks like a network file, not a command file: it has Layers and no "
-                    "Command. A CDL command file names the network and the data, e.g. "
-                    "{\"Command\": \"Train\", \"Network\": \"net.json\", \"Data\": "
-                    "[\"in.nc\", \"out.nc\"], \"TrainingParameters\": {\"Epochs\": 10}}; or "
-                    "give the network with -c (nn-train -c net.json -i in.nc -o out.nc -n out.nc)");
+        r_.fail("",
+                "this looks like a network file, not a command file: it has Layers and no "
+                "Command. A CDL command file names the network and the data, e.g. "
+                "{\"Command\": \"Train\", \"Network\": \"net.json\", \"Data\": "
+                "[\"in.nc\", \"out.nc\"], \"TrainingParameters\": {\"Epochs\": 10}}; or "
+                "give the network with -c (nn-train -c net.json -i in.nc -o out.nc -n out.nc)");
     }
     for (const auto& m : members) {
       const std::string& k = m.lower;
@@ -228,8 +229,9 @@ CdlSpec parse_cdl(const std::string& text, const std::string& source) {
   using config_detail::resolve_path;
   const std::string where = source.empty() ? "<CDL>" : source;
   if (config_detail::looks_like_netcdf(text))
-    throw ConfigError(where + ": this is a NetCDF file (a dataset or a trained network), not a "
-                              "command file; a CDL command file is JSON text");
+    throw ConfigError(where +
+                      ": this is a NetCDF file (a dataset or a trained network), not a "
+                      "command file; a CDL command file is JSON text");
   CdlSpec spec = CdlParser(where).parse(config_detail::parse_json_text(text, where));
   spec.source = source;
 

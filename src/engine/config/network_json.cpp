@@ -162,8 +162,10 @@ class NetworkParser {
     for (const auto& m : members) {
       // A command file given where a network belongs (nn-train -c train.cdl).
       if (m.lower == "command" && !root.contains("Layers") && !root.contains("layers"))
-        r_.fail("", "this looks like a command file (CDL), not a network file: it has Command "
-                    "and no Layers. Run it as nn-train " + r_.source() +
+        r_.fail("",
+                "this looks like a command file (CDL), not a network file: it has Command "
+                "and no Layers. Run it as nn-train " +
+                    r_.source() +
                     " (or nn-predict for Command Predict); -c expects the network JSON that its "
                     "\"Network\" key names");
     }
@@ -684,9 +686,10 @@ class NetworkParser {
 NetworkSpec parse_network_json(const std::string& text, const std::string& source) {
   const std::string where = source.empty() ? "<network JSON>" : source;
   if (config_detail::looks_like_netcdf(text))
-    throw ConfigError(where + ": this is a NetCDF file (a dataset or a trained network), not a "
-                              "network description; the network is JSON text (a trained .nc "
-                              "network is for nn-predict -n)");
+    throw ConfigError(where +
+                      ": this is a NetCDF file (a dataset or a trained network), not a "
+                      "network description; the network is JSON text (a trained .nc "
+                      "network is for nn-predict -n)");
   const Json root = config_detail::parse_json_text(text, where);
   NetworkSpec spec = NetworkParser(where).parse(root);
   spec.source = source;

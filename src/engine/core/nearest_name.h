@@ -33,7 +33,8 @@ inline size_t edit_distance_nocase(const std::string& a, const std::string& b) {
 // edits, and fewer edits than the candidate has characters), else "". The first of equally near
 // candidates wins, so callers list canonical names first. A candidate equal to `word` is skipped
 // (it is not a correction).
-inline std::string nearest_name(const std::string& word, const std::vector<std::string>& candidates) {
+inline std::string nearest_name(const std::string& word,
+                                const std::vector<std::string>& candidates) {
   std::string best;
   size_t best_distance = std::numeric_limits<size_t>::max();
   for (const auto& c : candidates) {
@@ -48,7 +49,8 @@ inline std::string nearest_name(const std::string& word, const std::vector<std::
 }
 
 // " (did you mean 'X'?)" for the nearest candidate, or "" when none is near.
-inline std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates) {
+inline std::string did_you_mean(const std::string& word,
+                                const std::vector<std::string>& candidates) {
   const std::string best = nearest_name(word, candidates);
   return best.empty() ? std::string() : " (did you mean '" + best + "'?)";
 }

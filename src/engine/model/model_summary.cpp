@@ -71,7 +71,8 @@ std::string format_bytes(uint64_t bytes) {
 }
 
 std::vector<std::string> format_summary(const ModelSummary& s, uint32_t minibatch) {
-  std::vector<std::vector<std::string>> cells = {{"layer", "kind", "shape", "parameters", "memory"}};
+  std::vector<std::vector<std::string>> cells = {
+      {"layer", "kind", "shape", "parameters", "memory"}};
   for (const auto& l : s.layers)
     cells.push_back({l.name, l.kind, l.shape, std::to_string(l.parameters), format_bytes(l.bytes)});
   cells.push_back({"total", "", "", std::to_string(s.parameters),

@@ -13,10 +13,10 @@ namespace nn {
 
 struct LayerSummary {
   std::string name;
-  std::string kind;      // "Hidden FullyConnected Sigmoid", "Input (sparse)", ...
-  std::string shape;     // "256", "28x28x1"
+  std::string kind;   // "Hidden FullyConnected Sigmoid", "Input (sparse)", ...
+  std::string shape;  // "256", "28x28x1"
   uint64_t parameters = 0;
-  uint64_t bytes = 0;    // parameters (values, gradients, optimizer state) + activations
+  uint64_t bytes = 0;  // parameters (values, gradients, optimizer state) + activations
 };
 
 struct ModelSummary {

@@ -10,9 +10,12 @@
 
 namespace nn {
 
-Validator::Validator(Network& net, const BoundData& data, uint32_t k,
-                     const DataSet& training_truth)
-    : net_(net), data_(data), k_(std::max<uint32_t>(k, 1)), loader_(data, {}, 0), losses_(net, data) {
+Validator::Validator(Network& net, const BoundData& data, uint32_t k, const DataSet& training_truth)
+    : net_(net),
+      data_(data),
+      k_(std::max<uint32_t>(k, 1)),
+      loader_(data, {}, 0),
+      losses_(net, data) {
   if (data_.outputs.empty()) throw ConfigError("validation needs datasets bound to output layers");
   const DataSet& truth = *data_.outputs[0].dataset;
   const uint32_t units = net_.layer(data_.outputs[0].layer).units();
@@ -27,7 +30,8 @@ Validator::Validator(Network& net, const BoundData& data, uint32_t k,
     // A recommender's input items are known to the user: ranking them again would make the
     // metric measure reconstruction rather than recommendation.
     for (const auto& in : data_.inputs)
-      if (in.dataset->is_sparse() && in.dataset->features() == truth.features()) exclude_ = in.dataset;
+      if (in.dataset->is_sparse() && in.dataset->features() == truth.features())
+        exclude_ = in.dataset;
   } else {
     metric_ = "loss";
   }
@@ -97,7 +101,8 @@ ValidationResult Validator::evaluate() {
   const double mean_loss = loss / double(std::max<uint64_t>(n, 1));
   if (mode_ == Mode::Classify) {
     r.value = classifier.top1();
-    r.values = {{"accuracy", r.value}, {"top" + std::to_string(k) + "_accuracy", classifier.topk()}};
+    r.values = {{"accuracy", r.value},
+                {"top" + std::to_string(k) + "_accuracy", classifier.topk()}};
   } else if (mode_ == Mode::Rank) {
     r.value = ranking.recall(k);
     r.values = {{metric_, r.value},
@@ -107,8 +112,10 @@ ValidationResult Validator::evaluate() {
     r.value = mean_loss;
     r.higher_is_better = false;
   }
-  if (mode_ != Mode::Loss) r.values.push_back({"loss", mean_loss});
-  else r.values = {{"loss", mean_loss}};
+  if (mode_ != Mode::Loss)
+    r.values.push_back({"loss", mean_loss});
+  else
+    r.values = {{"loss", mean_loss}};
   return r;
 }
 

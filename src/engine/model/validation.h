@@ -18,9 +18,9 @@
 namespace nn {
 
 struct ValidationResult {
-  std::string metric;             // primary metric: "accuracy", "recall@10" or "loss"
-  double value = 0.0;             // its value
-  bool higher_is_better = true;   // false for "loss"
+  std::string metric;            // primary metric: "accuracy", "recall@10" or "loss"
+  double value = 0.0;            // its value
+  bool higher_is_better = true;  // false for "loss"
   std::vector<std::pair<std::string, double>> values;  // every metric, the primary first
   uint64_t examples = 0;
   // True when `other` is better than this result by the primary metric.
@@ -52,7 +52,7 @@ class Validator {
   OutputLosses losses_;
   Mode mode_ = Mode::Loss;
   std::string metric_;
-  std::vector<int64_t> classes_;     // Classify: true class per example
+  std::vector<int64_t> classes_;      // Classify: true class per example
   const DataSet* exclude_ = nullptr;  // Rank: input dataset whose items are not ranked
 };
 

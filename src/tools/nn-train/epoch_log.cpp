@@ -20,7 +20,9 @@ namespace nn::tool {
 namespace {
 
 // JSON has no NaN or infinity; such values are written as null.
-nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+nlohmann::json number(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
 
 // True when `program` is an executable file in one of PATH's directories.
 bool on_path(const std::string& program) {
@@ -164,11 +166,12 @@ void EpochLog::write(const EpochReport& r) {
 bool plot_epoch_log(const std::string& log_path, const std::string& png, const LogSink& log) {
   try {
     const bool gnuplot = on_path("gnuplot");
-    const bool python = !gnuplot && on_path("python3") &&
-                        run_quietly("python3 -c 'import matplotlib'");
+    const bool python =
+        !gnuplot && on_path("python3") && run_quietly("python3 -c 'import matplotlib'");
     if (!gnuplot && !python) {
       log("loss curve not drawn: neither gnuplot nor python3 with matplotlib is installed (the "
-          "numbers are in " + log_path + ")");
+          "numbers are in " +
+          log_path + ")");
       return false;
     }
     const Curve c = read_curve(log_path);

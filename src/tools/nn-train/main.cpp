@@ -167,8 +167,9 @@ int run(int argc, char** argv) {
   if (patience) job.options.patience = patience;
   if (no_keep_best) job.options.keep_best = false;
   if (job.validation_files.empty() && job.options.patience > 0)
-    throw UsageError("--patience (CDL Patience) needs a validation set (--validation or CDL "
-                     "ValidationData)");
+    throw UsageError(
+        "--patience (CDL Patience) needs a validation set (--validation or CDL "
+        "ValidationData)");
   const LogSink log = quiet ? null_log() : stream_log(stdout);
   if (validate) {
     if (!(check.epsilon > 0) || check.abs_tolerance < 0 || check.rel_tolerance < 0)

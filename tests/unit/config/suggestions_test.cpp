@@ -33,9 +33,11 @@ TEST(NearestName, PicksTheClosePlausibleTypoOnly) {
 }
 
 TEST(Suggestions, MisspeltLayerSourceSuggestsTheNearestLayer) {
-  const std::string m = error_of([&] { parse_network_json(network_with_source("Hiden"), "net.json"); });
-  EXPECT_CONTAINS(m, "net.json: Layers[2].Source: layer \"Output\" names unknown source layer "
-                     "\"Hiden\"; layers are Input, Hidden, Output (did you mean 'Hidden'?)");
+  const std::string m =
+      error_of([&] { parse_network_json(network_with_source("Hiden"), "net.json"); });
+  EXPECT_CONTAINS(m,
+                  "net.json: Layers[2].Source: layer \"Output\" names unknown source layer "
+                  "\"Hiden\"; layers are Input, Hidden, Output (did you mean 'Hidden'?)");
 }
 
 TEST(Suggestions, FarOffLayerSourceHasNoSuggestion) {
@@ -63,8 +65,9 @@ TEST(Suggestions, MisspeltEnumValueSuggestsTheNearestName) {
 
 TEST(Suggestions, NetworkGivenAsCommandFileIsNamedAsSuch) {
   const std::string m = error_of([&] { parse_cdl(network_with_source("Hidden"), "train.cdl"); });
-  EXPECT_CONTAINS(m, "train.cdl: (top level): this looks like a network file, not a command "
-                     "file: it has Layers and no Command");
+  EXPECT_CONTAINS(m,
+                  "train.cdl: (top level): this looks like a network file, not a command "
+                  "file: it has Layers and no Command");
   EXPECT_CONTAINS(m, "-c net.json");
 }
 
@@ -74,8 +77,9 @@ TEST(Suggestions, CommandFileGivenAsNetworkIsNamedAsSuch) {
                            "TrainingParameters": {"Epochs": 1}})",
                        "train.cdl");
   });
-  EXPECT_CONTAINS(m, "train.cdl: (top level): this looks like a command file (CDL), not a "
-                     "network file: it has Command and no Layers. Run it as nn-train train.cdl");
+  EXPECT_CONTAINS(m,
+                  "train.cdl: (top level): this looks like a command file (CDL), not a "
+                  "network file: it has Command and no Layers. Run it as nn-train train.cdl");
 }
 
 TEST(Suggestions, NetCdfGivenAsEitherJsonFileIsNamedAsSuch) {

@@ -2,6 +2,8 @@
 // the example's input items left out of the ranking; top-1 accuracy for a classifier), the
 // evaluation interval, early stopping with patience, keeping the best network, and the model
 // summary printed at the start of training.
+#include "model/validation.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 #include "core/random.h"
 #include "model/model_summary.h"
 #include "model/trainer.h"
-#include "model/validation.h"
 #include "model_test_util.h"
 
 namespace nn::test {
