@@ -69,12 +69,7 @@ ValidationResult Validator::evaluate() {
     be.download(scores.data(), out.activations(), scores.size() * sizeof(float));
     excluded.assign(rows, {});
     if (exclude_) {
-      for (uint32_t r = 0; r < rows; ++r) {
-        const uint64_t u = exclude_->row(first + r);
-        excluded[r].assign(exclude_->sparse_index.begin() + exclude_->sparse_start[u],
-                           exclude_->sparse_index.begin() + exclude_->sparse_end[u]);
-        std::sort(excluded[r].begin(), excluded[r].end());
-      }
+      for (uint32_t r = 0; r < rows; ++r) sorted_items(*exclude_, first + r, excluded[r]);
     }
     top_k_rows(
         scores.data(), rows, units, units, k,
@@ -85,11 +80,7 @@ ValidationResult Validator::evaluate() {
         classifier.add(classes_[first + r], ranked, k);
         continue;
       }
-      const uint64_t u = truth.row(first + r);
-      truth_row.assign(truth.sparse_index.begin() + truth.sparse_start[u],
-                       truth.sparse_index.begin() + truth.sparse_end[u]);
-      std::sort(truth_row.begin(), truth_row.end());
-      truth_row.erase(std::unique(truth_row.begin(), truth_row.end()), truth_row.end());
+      sorted_items(truth, first + r, truth_row);
       ranking.add(ranked, k, truth_row);
     }
   }

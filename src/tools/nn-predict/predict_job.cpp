@@ -306,11 +306,7 @@ int run_predict_job(const PredictJob& job, const LogSink& log) {
       if (classify) {
         classifier.add(classes[e], ranked, job.k);
       } else if (truth) {
-        const uint64_t u = truth->row(e);
-        truth_row.assign(truth->sparse_index.begin() + truth->sparse_start[u],
-                         truth->sparse_index.begin() + truth->sparse_end[u]);
-        std::sort(truth_row.begin(), truth_row.end());
-        truth_row.erase(std::unique(truth_row.begin(), truth_row.end()), truth_row.end());
+        sorted_items(*truth, e, truth_row);
         metrics.add(ranked, job.k, truth_row);
       }
     }
