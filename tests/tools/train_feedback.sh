@@ -21,7 +21,7 @@ awk -F'\t' 'NR <= 12 { n = split($2, a, ":"); line = $1 "\t";
 
 # ---- flags: validation every epoch with recall@3; summary; ETA; JSON lines; picture ----
 "$tools/nn-train" -c config.json -i input.nc -o output.nc -n net.nc -e 4 -b 8 --alpha 0.5 \
-  --validation vin.nc --validation vout.nc --validation-k 3 >flags.log
+  --validation vin.nc --validation vout.nc --validation-k 3 >flags.log 2>&1
 grep -q "^model 'tiny':" flags.log || fail "no model summary: $(head flags.log)"
 grep -Eq '^ +Hidden +Hidden FullyConnected Sigmoid +8 +1032 ' flags.log ||
   fail "summary row of Hidden (128x8 weights + 8 biases): $(grep Hidden flags.log)"
@@ -51,7 +51,7 @@ fi
 # Without a plotter on PATH: one note, exit 0, the network still written.
 rm -f net.nc net.curve.png
 PATH=/nonexistent "$tools/nn-train" -c config.json -i input.nc -o output.nc -n net.nc -e 1 -b 8 \
-  >noplot.log || fail "no plotter must not fail the run"
+  >noplot.log 2>&1 || fail "no plotter must not fail the run"
 [[ -s net.nc && ! -e net.curve.png ]] || fail "network written, no picture"
 [[ $(grep -c 'loss curve not drawn: neither gnuplot nor python3 with matplotlib is installed' noplot.log) == 1 ]] ||
   fail "one-line note: $(cat noplot.log)"
@@ -63,7 +63,7 @@ cat >train.cdl <<'JSON'
     "CheckpointInterval": 0, "Results": "cdl.nc", "ValidationData": ["vin.nc", "vout.nc"],
     "ValidationInterval": 2, "ValidationK": 2, "Patience": 2, "KeepBest": true } }
 JSON
-"$tools/nn-train" train.cdl >cdl.log
+"$tools/nn-train" train.cdl >cdl.log 2>&1
 grep -q '^validation: recall@2 every 2 epoch(s), early stopping after 2 evaluations' cdl.log ||
   fail "CDL validation keys: $(grep '^validation:' cdl.log)"
 grep -q '^validation after epoch 1 ' cdl.log && fail "ValidationInterval 2 evaluates even epochs only"
