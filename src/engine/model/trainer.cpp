@@ -142,7 +142,7 @@ std::vector<EpochReport> Trainer::run() {
   while (epoch_ < options_.epochs) {
     reports.push_back(run_epoch());
     const bool go_on = validate(reports.back());
-    if (on_epoch) on_epoch(reports.back());
+    if (on_epoch && comm_->rank() == 0) on_epoch(reports.back());
     if (!options_.checkpoint_name.empty() && options_.checkpoint_interval > 0 &&
         epoch_ % uint64_t(options_.checkpoint_interval) == 0 && comm_->rank() == 0) {
       const std::string path = checkpoint_path(epoch_);

@@ -72,8 +72,11 @@ class Trainer {
   uint64_t step() const { return step_; }
   // Called after each checkpoint is written (path); for tools that track files.
   std::function<void(const std::string&)> on_checkpoint;
-  // Called after each epoch (and its validation) with its report; for per-epoch logs.
+  // Called after each epoch (and its validation) with its report, on rank 0 only (like
+  // checkpoints); for per-epoch logs.
   std::function<void(const EpochReport&)> on_epoch;
+  // This process's rank among the training processes (0 when training alone).
+  int rank() const { return comm_->rank(); }
   // After run(): the epoch whose weights the network holds when keep_best restored them (0 when
   // no validation ran or the last epoch was the best), and why training stopped early ("" when
   // it ran every epoch).

@@ -149,16 +149,17 @@ std::string epoch_record(const EpochReport& r) {
   return j.dump();
 }
 
-EpochLog::EpochLog(const std::string& path, bool append) : path_(path) {
-  file_ = std::fopen(path.c_str(), append ? "a" : "w");
-  if (!file_) throw IoError(path + ": cannot write the per-epoch log: " + std::strerror(errno));
-}
+EpochLog::EpochLog(const std::string& path, bool append) : path_(path), append_(append) {}
 
 EpochLog::~EpochLog() {
   if (file_) std::fclose(file_);
 }
 
 void EpochLog::write(const EpochReport& r) {
+  if (!file_) {
+    file_ = std::fopen(path_.c_str(), append_ ? "a" : "w");
+    if (!file_) throw IoError(path_ + ": cannot write the per-epoch log: " + std::strerror(errno));
+  }
   std::fprintf(file_, "%s\n", epoch_record(r).c_str());
   std::fflush(file_);
 }

@@ -22,7 +22,9 @@ std::string epoch_record(const EpochReport& r);
 
 class EpochLog {
  public:
-  // Opens `path` for writing; `append` keeps earlier records (a resumed run). Throws IoError.
+  // Writes to `path`, opened at the first record (so processes that never write, such as the
+  // other ranks of a data-parallel run, leave it alone); `append` keeps earlier records (a
+  // resumed run). write() throws IoError when the file cannot be opened.
   EpochLog(const std::string& path, bool append);
   ~EpochLog();
   EpochLog(const EpochLog&) = delete;
@@ -32,6 +34,7 @@ class EpochLog {
 
  private:
   std::string path_;
+  bool append_ = false;
   std::FILE* file_ = nullptr;
 };
 

@@ -158,7 +158,7 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f", secs);
   log("wrote " + job.results + " (total " + buf + " s); per-epoch log " + log_path);
-  plot_epoch_log(log_path, beside_results(job.results, ".curve.png"), log);
+  if (trainer.rank() == 0) plot_epoch_log(log_path, beside_results(job.results, ".curve.png"), log);
   return 0;
 }
 
