@@ -4,9 +4,7 @@
 #include "data/netcdf_dataset.h"
 
 #include <netcdf.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -16,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/netcdf_output.h"
 
 namespace nn {
 
@@ -333,20 +333,11 @@ DataSet read_one(const Reader& r, const std::string& path, uint64_t n) {
 
 class Writer {
  public:
-  Writer(const std::string& path, const std::string& tmp) : path_(path), tmp_(tmp) {
-    check(nc_create(tmp.c_str(), NC_CLOBBER | NC_NETCDF4, &nc_), "create");
-    created_ = true;
+  Writer(const std::string& path, int nc) : path_(path), nc_(nc) {
     int old_mode;
     // Every variable is written in full, so prefilling with fill values is wasted work.
-    const int rc = nc_set_fill(nc_, NC_NOFILL, &old_mode);
-    if (rc != NC_NOERR) {
-      cleanup();  // the destructor does not run when a constructor throws
-      check(rc, "set_fill");
-    }
+    check(nc_set_fill(nc_, NC_NOFILL, &old_mode), "set_fill");
   }
-  ~Writer() { cleanup(); }
-  Writer(const Writer&) = delete;
-  Writer& operator=(const Writer&) = delete;
 
   void check(int rc, const std::string& what) const {
     if (rc != NC_NOERR)
@@ -375,28 +366,10 @@ class Writer {
   void put(int id, const std::string& name, const std::vector<T>& v, Put fn) {
     if (!v.empty()) check(fn(nc_, id, v.data()), name);
   }
-  // Closes the temporary file and moves it over the destination.
-  void commit() {
-    const int rc = nc_close(nc_);
-    nc_ = -1;
-    check(rc, "close");
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
-      throw IoError(path_ + ": cannot rename " + tmp_ + " into place: " + std::strerror(errno));
-    created_ = false;
-  }
 
  private:
-  void cleanup() {
-    if (nc_ >= 0) nc_close(nc_);
-    nc_ = -1;
-    if (created_) std::remove(tmp_.c_str());
-    created_ = false;
-  }
-
   const std::string& path_;
-  std::string tmp_;
-  int nc_ = -1;
-  bool created_ = false;
+  int nc_;
 };
 
 // Integer file types cannot hold fractions or out-of-range values; refuse rather than truncate.
@@ -486,9 +459,14 @@ void put_one(Writer& w, const DataSet& ds, size_t n, const PendingVars& p) {
   if (p.example_index >= 0) w.put(p.example_index, "index" + sfx, ds.index, nc_put_var_uint);
 }
 
-std::string temp_name(const std::string& path) {
-  static std::atomic<unsigned> counter{0};
-  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+// Bytes the file's arrays take (a size hint for the in-memory file).
+size_t payload_bytes(const std::vector<DataSet>& sets) {
+  size_t bytes = 0;
+  for (const DataSet& ds : sets)
+    bytes += 8 * (ds.sparse_start.size() + ds.sparse_end.size()) +
+             4 * (ds.sparse_index.size() + ds.sparse_value.size() + ds.dense.size() +
+                  ds.example_weight.size() + ds.index.size());
+  return bytes;
 }
 
 }  // namespace
@@ -503,7 +481,8 @@ std::vector<DataSet> read_datasets(const std::string& path) {
   return sets;
 }
 
-void write_datasets(const std::string& path, const std::vector<DataSet>& sets) {
+void write_datasets(AtomicFile& out, const std::vector<DataSet>& sets) {
+  const std::string& path = out.target();
   if (sets.empty()) throw DataError(path + ": datasets: nothing to write (no datasets)");
   for (size_t n = 0; n < sets.size(); ++n) {
     const DataSet& ds = sets[n];
@@ -516,14 +495,22 @@ void write_datasets(const std::string& path, const std::vector<DataSet>& sets) {
       throw DataError(path + ": examplesDim" + sfx + ": dataset \"" + ds.name +
                       "\" has no examples; DSSTNE readers need at least one");
   }
+  write_netcdf(out, payload_bytes(sets), [&](int nc) {
+    Writer w(path, nc);
+    w.uint_att("datasets", sets.size());
+    std::vector<PendingVars> pending;
+    for (size_t n = 0; n < sets.size(); ++n) pending.push_back(define_one(w, sets[n], n));
+    w.end_define();
+    for (size_t n = 0; n < sets.size(); ++n) put_one(w, sets[n], n, pending[n]);
+  });
+}
 
-  Writer w(path, temp_name(path));
-  w.uint_att("datasets", sets.size());
-  std::vector<PendingVars> pending;
-  for (size_t n = 0; n < sets.size(); ++n) pending.push_back(define_one(w, sets[n], n));
-  w.end_define();
-  for (size_t n = 0; n < sets.size(); ++n) put_one(w, sets[n], n, pending[n]);
-  w.commit();
+void write_datasets(const std::string& path, const std::vector<DataSet>& sets) {
+  if (sets.empty()) throw DataError(path + ": datasets: nothing to write (no datasets)");
+  for (size_t n = 0; n < sets.size(); ++n) sets[n].validate(path, std::to_string(n));
+  AtomicFile out(path);
+  write_datasets(out, sets);
+  out.commit();
 }
 
 }  // namespace nn

@@ -38,6 +38,8 @@ class FeatureIndex {
 FeatureIndex load_index(const std::string& path);
 // Written sorted by index, atomically (temporary file + rename).
 void save_index(const std::string& path, const FeatureIndex& index);
+// The file content save_index writes (for tools that commit it with other outputs as one unit).
+std::string format_index(const std::string& path, const FeatureIndex& index);
 
 enum class ExampleMode { Indicator, Analog };
 

@@ -46,7 +46,7 @@ void validate_network_file(const NetworkFile& net, const std::string& file);
 
 // Writes every attribute, dimension and variable into a freshly created NETCDF4 file.
 // Throws netCDF exceptions; the caller turns them into IoError.
-void write_network_layout(const netCDF::NcFile& nc, const NetworkFile& net);
+void write_network_layout(const netCDF::NcGroup& nc, const NetworkFile& net);
 
 // Builds a NetworkFile from an open file (ours or DSSTNE's); not yet validated.
 NetworkFile read_network_layout(const netCDF::NcFile& nc, const std::string& file);
