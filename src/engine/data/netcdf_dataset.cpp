@@ -11,11 +11,14 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
+#include "core/netcdf_storage.h"
 #include "core/netcdf_output.h"
 
 namespace nn {
@@ -104,7 +107,7 @@ std::string num(double v) {
 
 class Reader {
  public:
-  explicit Reader(const std::string& path) : path_(path) {
+  explicit Reader(const std::string& path) : path_(path), storage_(path) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) throw DataError(path + ": file not found");
     if (std::filesystem::is_directory(path, ec))
@@ -194,15 +197,20 @@ class Reader {
     int ndims = 0;
     int dimids[NC_MAX_VAR_DIMS];
     check(nc_inq_var(nc_, id, nullptr, type, &ndims, dimids, nullptr), name);
-    uint64_t count = 1;
-    for (int d = 0; d < ndims; ++d) {
+    std::optional<uint64_t> count = 1;
+    for (int d = 0; d < ndims && count; ++d) {
       size_t len = 0;
       check(nc_inq_dimlen(nc_, dimids[d], &len), name);
-      count *= len;
+      count = checked_mul(*count, len);
     }
-    if (count != expected)
-      fail(name, "has " + std::to_string(count) + " entries; expected " + std::to_string(expected) +
+    if (!count) fail(name, "has more entries than 64 bits can count; the file is damaged");
+    if (*count != expected)
+      fail(name, "has " + std::to_string(*count) + " entries; expected " + std::to_string(expected) +
                      " (" + expected_why + ")");
+    // Before anything is allocated for it: can the file hold that many, does it fit in memory?
+    size_t type_size = 1;
+    check(nc_inq_type(nc_, *type, nullptr, &type_size), name);
+    storage_.check(name, expected, type_size);
     return id;
   }
 
@@ -249,8 +257,33 @@ class Reader {
   }
 
   const std::string& path_;
+  NetcdfStorage storage_;  // looked at before nc_open
   int nc_ = -1;
 };
+
+// The memory a dataset's arrays will take once read (with the transient copies of the reader),
+// checked against the budget before any of them is allocated.
+void check_dataset_memory(const Reader& r, const DataSet& ds, const std::string& sfx,
+                          uint64_t entries, const std::string& entries_dim) {
+  std::optional<uint64_t> bytes = 0;
+  const auto add = [&](uint64_t count, uint64_t size) {
+    if (bytes) bytes = checked_add(*bytes, checked_mul(count, size).value_or(UINT64_MAX));
+  };
+  if (ds.is_sparse()) {
+    add(ds.unique_examples, 2 * 2 * sizeof(uint64_t));  // start/end, read as 64-bit then copied
+    add(entries, sizeof(uint32_t));                      // sparseIndex
+    if (!ds.is_boolean()) add(entries, sizeof(float) + 1);
+  } else {
+    add(entries, sizeof(float) + 1);
+  }
+  if (ds.is_weighted()) add(ds.examples, sizeof(float));
+  if (ds.is_indexed()) add(ds.examples, sizeof(uint32_t));
+  const std::string problem = over_budget(bytes);
+  if (!problem.empty())
+    r.fail(entries_dim, "dataset " + sfx + " claims " + std::to_string(ds.examples) +
+                            " examples and " + std::to_string(entries) + " entries, which " +
+                            problem);
+}
 
 std::vector<uint64_t> read_offsets(const Reader& r, const std::string& name, uint64_t u,
                                    const std::string& why) {
@@ -293,6 +326,12 @@ DataSet read_one(const Reader& r, const std::string& path, uint64_t n) {
   ds.width = size_att("width" + sfx);
   if (dims > 1) ds.height = size_att("height" + sfx);
   if (dims > 2) ds.length = size_att("length" + sfx);
+  // Features are addressed with 32-bit indices (sparseIndex, layer units).
+  const auto features = checked_mul(uint64_t(ds.width) * ds.height, ds.length);
+  if (!features || *features > std::numeric_limits<uint32_t>::max())
+    r.fail("width" + sfx, "width x height x length = " + std::to_string(ds.width) + " x " +
+                              std::to_string(ds.height) + " x " + std::to_string(ds.length) +
+                              " features; at most 4294967295 fit the 32-bit feature indices");
 
   ds.examples = r.dim("examplesDim" + sfx);
   ds.unique_examples = ds.examples;
@@ -302,6 +341,7 @@ DataSet read_one(const Reader& r, const std::string& path, uint64_t n) {
 
   if (ds.is_sparse()) {
     const uint64_t nnz = r.dim("sparseDataDim" + sfx);
+    check_dataset_memory(r, ds, sfx, nnz, "sparseDataDim" + sfx);
     ds.sparse_start = read_offsets(r, "sparseStart" + sfx, ds.unique_examples, rows_why);
     ds.sparse_end = read_offsets(r, "sparseEnd" + sfx, ds.unique_examples, rows_why);
     ds.sparse_index =
@@ -310,12 +350,14 @@ DataSet read_one(const Reader& r, const std::string& path, uint64_t n) {
       ds.sparse_value = r.values("sparseData" + sfx, nnz, "sparseDataDim" + sfx, ds.type);
   } else {
     const uint64_t len = r.dim("dataDim" + sfx);
-    const uint64_t expected =
-        ds.is_boolean() ? ds.unique_examples : ds.unique_examples * ds.features();
-    if (len != expected)
+    const std::optional<uint64_t> expected =
+        ds.is_boolean() ? ds.unique_examples : checked_mul(ds.unique_examples, ds.features());
+    if (!expected || len != *expected)
       r.fail("dataDim" + sfx,
-             "is " + std::to_string(len) + "; expected " + std::to_string(expected) +
+             "is " + std::to_string(len) + "; expected " +
+                 (expected ? std::to_string(*expected) : std::string("more than 2^64")) +
                  (ds.is_boolean() ? " (one class id per example)" : " (examples x features)"));
+    check_dataset_memory(r, ds, sfx, len, "dataDim" + sfx);
     ds.dense = r.values("data" + sfx, len, "dataDim" + sfx, ds.type);
   }
   if (ds.is_weighted())
