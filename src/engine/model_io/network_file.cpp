@@ -11,6 +11,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/netcdf_output.h"
+#include "core/netcdf_storage.h"
 #include "model_io/nc_attribute_reader.h"
 #include "model_io/network_file_layout.h"
 
@@ -61,6 +62,7 @@ NetworkFile read_network_file(const std::string& path) {
   if (!std::ifstream(path, std::ios::binary))
     throw IoError(path + ": cannot open network file: " + std::strerror(errno));
 
+  const NetcdfStorage storage(path);  // looked at before netCDF opens the file
   NcFile nc;
   try {
     nc.open(path, NcFile::read);
@@ -69,7 +71,7 @@ NetworkFile read_network_file(const std::string& path) {
   }
   NetworkFile net;
   try {
-    net = read_network_layout(nc, path);
+    net = read_network_layout(nc, path, &storage);
   } catch (const NcException& e) {
     throw DataError(path + ": damaged NetCDF file (" + nc_error_text(e) + ")");
   }
