@@ -49,6 +49,9 @@ struct TextExamplesOptions {
   bool allow_new_samples = true;
   uint32_t width_align = 128;  // width rounded up to a multiple of this (1 = none)
   uint32_t min_width = 0;      // at least this wide (e.g. an existing feature index size)
+  // Longest line accepted: a file without line breaks must not grow the line buffer without end
+  // (one example with a million features is ~10 MB).
+  uint64_t max_line_bytes = uint64_t(256) << 20;
 };
 
 struct TextExamplesStats {
