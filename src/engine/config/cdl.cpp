@@ -11,6 +11,7 @@
 
 #include "config/json_reader.h"
 #include "config/parse.h"
+#include "core/memory_budget.h"
 #include "core/error.h"
 
 namespace nn {
@@ -60,12 +61,14 @@ class CdlParser {
         // DSSTNE's CDL document: -1 means "seed from the clock", i.e. let the tool pick.
         const int64_t seed = r_.get_int(*m.value, m.path, -1, std::numeric_limits<int64_t>::max());
         if (seed >= 0) spec.random_seed = uint64_t(seed);
+      } else if (k == "memorylimit") {
+        spec.memory_limit = memory_limit(m);
       } else if (k == "trainingparameters") {
         parse_training(m, spec.training);
       } else if (k == "predictionparameters") {
         parse_prediction(m, spec.prediction);
       } else {
-        r_.unknown_key(m, {"Version", "Network", "Command", "Data", "RandomSeed",
+        r_.unknown_key(m, {"Version", "Network", "Command", "Data", "RandomSeed", "MemoryLimit",
                            "TrainingParameters", "PredictionParameters"});
       }
     }
@@ -84,6 +87,15 @@ class CdlParser {
   }
 
  private:
+  // A byte count (number) or a size with a unit ("8G", "512M").
+  uint64_t memory_limit(const Member& m) const {
+    if (m.value->is_number())
+      return uint64_t(r_.get_int(*m.value, m.path, 1, std::numeric_limits<int64_t>::max()));
+    const auto bytes = parse_byte_size(r_.get_string(m));
+    if (!bytes) r_.fail(m.path, "expected a size such as \"8G\", \"512M\" or a number of bytes");
+    return *bytes;
+  }
+
   std::string non_empty_string(const Member& m) const {
     std::string s = r_.get_string(m);
     if (s.empty()) r_.fail(m.path, "must not be empty");

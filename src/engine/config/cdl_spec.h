@@ -57,6 +57,7 @@ struct CdlSpec {
   std::string network;             // JSON (Train/Validate) or .nc (Predict)
   std::vector<std::string> data;   // one or more NetCDF dataset files
   std::optional<uint64_t> random_seed;
+  std::optional<uint64_t> memory_limit;  // MemoryLimit: bytes, or "8G"; the tool's default else
   TrainingParameters training;
   PredictionParameters prediction;
 };

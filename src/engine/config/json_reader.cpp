@@ -23,7 +23,15 @@ std::string read_text_file(const std::string& path, const char* what) {
   std::string text;
   char buffer[1 << 16];
   size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
+  while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) {
+    if (text.size() + n > kMaxConfigBytes) {
+      std::fclose(file);
+      throw ConfigError(path + ": " + what + " is larger than " +
+                        std::to_string(kMaxConfigBytes >> 20) +
+                        " MiB, the limit for configuration files (not a configuration file?)");
+    }
+    text.append(buffer, n);
+  }
   const bool failed = std::ferror(file) != 0;
   const int err = errno;  // fread sets errno, e.g. EISDIR for a directory
   std::fclose(file);
@@ -62,6 +70,13 @@ std::string frames_path(const std::vector<Frame>& frames) {
   return path;
 }
 
+// A path for a message: "(top level)" when empty, its start and end when very long.
+std::string short_path(const std::string& path) {
+  if (path.empty()) return "(top level)";
+  if (path.size() <= 80) return path;
+  return path.substr(0, 40) + "..." + path.substr(path.size() - 37);
+}
+
 // 1-based line and column of the byte at 0-based offset `pos`.
 std::pair<size_t, size_t> line_column(const std::string& text, size_t pos) {
   pos = std::min(pos, text.size());
@@ -96,6 +111,13 @@ Json parse_json_text(const std::string& text, const std::string& source) {
     const auto element_done = [&] {
       if (!frames.empty() && !frames.back().is_object) ++frames.back().index;
     };
+    // Depth is checked as each level opens, so a hostile file never gets deeper than the limit
+    // into the parser or into the code that walks the result.
+    if ((event == Event::object_start || event == Event::array_start) &&
+        frames.size() >= kMaxJsonDepth)
+      throw ConfigError(source + ": " + short_path(frames_path(frames)) +
+                        ": objects and arrays nested deeper than " +
+                        std::to_string(kMaxJsonDepth) + " levels (the limit for configuration files)");
     switch (event) {
       case Event::object_start:
         frames.push_back(Frame{true, 0, {}, {}});

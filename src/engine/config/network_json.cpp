@@ -11,6 +11,7 @@
 #include <set>
 
 #include "config/json_reader.h"
+#include "core/memory_budget.h"
 #include "config/parse.h"
 #include "core/error.h"
 #include "core/nearest_name.h"
@@ -463,8 +464,17 @@ class NetworkParser {
       layer.n[0] = uint32_t(r_.get_int(v, m.path, 1, kMaxU32));
       layer.dimensions = 1;
     } else if (v.is_array() && !v.empty() && v.size() <= 4) {
-      for (size_t i = 0; i < v.size(); ++i)
+      std::optional<uint64_t> units = 1;
+      std::string product;
+      for (size_t i = 0; i < v.size(); ++i) {
         layer.n[i] = uint32_t(r_.get_int(v[i], index_path(m.path, i), 1, kMaxU32));
+        if (units) units = checked_mul(*units, layer.n[i]);
+        product += (i ? " x " : "") + std::to_string(layer.n[i]);
+      }
+      // Layers count their units in 32 bits; a product beyond that must not wrap to a small one.
+      if (!units || *units > kMaxU32)
+        r_.fail(m.path, product + " = " + (units ? std::to_string(*units) : "more than 2^64") +
+                            " units; a layer has at most 4294967295 units");
       layer.dimensions = int(v.size());
     } else if (v.is_array()) {
       r_.fail(m.path, std::string("expected ") + expected + ", got an array of " +

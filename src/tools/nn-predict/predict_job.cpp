@@ -13,6 +13,7 @@
 #include "backend/backend.h"
 #include "config/parse.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "core/nearest_name.h"
 #include "data/netcdf_dataset.h"
 #include "data/text_examples.h"
@@ -141,7 +142,8 @@ NetworkFile read_network(const std::string& path) {
 
 }  // namespace
 
-int run_predict_job(const PredictJob& job, const LogSink& log) {
+int run_predict_job(const PredictJob& requested, const LogSink& log) {
+  PredictJob job = requested;  // -b and -k get capped by what the data needs
   const auto start = std::chrono::steady_clock::now();
   NetworkFile file = read_network(job.network);
   NetworkSpec& spec = file.spec;
@@ -174,6 +176,27 @@ int run_predict_job(const PredictJob& job, const LogSink& log) {
   Network net(*backend, spec, bound.sparse_inputs());
   net.load_arrays(file);
   const uint32_t units = net.layer(layer).units();
+  // A minibatch larger than the examples, or more recommendations than the layer has units,
+  // would only cost memory (-b 4000000000 asked for 16 GB): cap both.
+  if (job.k > units) {
+    log("-k " + std::to_string(job.k) + " is more than layer '" + layer + "' has units; using " +
+        std::to_string(units));
+    job.k = units;
+  }
+  job.minibatch = static_cast<uint32_t>(
+      std::max<uint64_t>(1, std::min<uint64_t>(job.minibatch, bound.examples)));
+  {
+    uint64_t widest = 0;
+    for (const LayerSpec& l : spec.layers) widest += std::min<uint64_t>(l.units(), UINT32_MAX);
+    const auto per_row = checked_add(checked_mul(widest, 3 * sizeof(float)).value_or(UINT64_MAX),
+                                     uint64_t(job.k) * 2 * sizeof(float));
+    const std::string problem =
+        over_budget(per_row ? checked_mul(*per_row, job.minibatch) : std::nullopt);
+    if (!problem.empty())
+      throw ConfigError("-b " + std::to_string(job.minibatch) + " (minibatch) with " +
+                        std::to_string(widest) + " units over all layers " + problem +
+                        "; use a smaller -b");
+  }
 
   // The output index and the filter describe the output layer's units; a hidden layer's units
   // are printed as numbers and never filtered.

@@ -105,6 +105,8 @@ int run(int argc, char** argv) {
   app.add_option("--backend", backend, "cpu, cuda or auto (default auto)");
   app.add_option("--threads", threads, "CPU threads (default: all cores)");
   app.add_flag("-q,--quiet", quiet, "print errors only");
+  std::string memory_limit;
+  add_memory_limit_option(app, memory_limit);
   int status = 0;
   if (parse_or_exit(app,
                     rewrite_single_dash(argc, argv, {"alpha", "lambda", "lambda1", "mu", "mu1"}),
@@ -123,6 +125,7 @@ int run(int argc, char** argv) {
       throw UsageError(cdl + ": Command is " + to_string(spec.command) +
                        "; nn-train runs Train and Validate (use nn-predict for Predict)");
     validate = validate || spec.command == Command::Validate;
+    apply_memory_limit(memory_limit, spec.memory_limit);
     const TrainingParameters& t = spec.training;
     job.network_json = spec.network;
     job.data_files = spec.data;
@@ -146,6 +149,7 @@ int run(int argc, char** argv) {
       throw UsageError(validate ? "--validate needs -c, -i and -o (or a CDL file)"
                                 : "need a CDL file, or all of -c, -i, -o and -n");
     if (batch == 0) throw UsageError("-b: the minibatch must be positive");
+    apply_memory_limit(memory_limit, std::nullopt);
     if (epochs == 0) throw UsageError("-e: epochs must be positive");
     job.network_json = config;
     job.data_files = {input};

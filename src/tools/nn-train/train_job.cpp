@@ -10,6 +10,7 @@
 #include "backend/backend.h"
 #include "common/tool_main.h"
 #include "config/parse.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/netcdf_dataset.h"
 #include "model/binding.h"
@@ -111,6 +112,12 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   TrainOptions options = job.options;
   options.shuffle = job.shuffle.value_or(spec.shuffle_indices);
   options.optimizer.decay = spec.decay;
+
+  // Temporary files of checkpoints a killed run was writing are incomplete: never resumed from,
+  // removed here once their process is gone.
+  if (!options.checkpoint_name.empty())
+    for (const std::string& stale : remove_stale_temp_files(options.checkpoint_name, true))
+      log("removed stale temporary file " + stale);
 
   NetworkFile checkpoint;
   bool resumed = false;
