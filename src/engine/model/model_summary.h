@@ -33,7 +33,4 @@ ModelSummary summarize(Network& net);
 // The summary as aligned text lines (a header, one line per layer, a totals line).
 std::vector<std::string> format_summary(const ModelSummary& summary, uint32_t minibatch);
 
-// "12.5 MiB", "840 KiB", "96 B".
-std::string format_bytes(uint64_t bytes);
-
 }  // namespace nn

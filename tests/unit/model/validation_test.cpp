@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "core/memory_budget.h"
 #include "core/random.h"
 #include "model/model_summary.h"
 #include "model/trainer.h"
