@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/nearest_name.h"
 
 namespace nn::config_detail {
 
@@ -97,22 +98,11 @@ std::string syntax_detail(const std::string& what) {
   return colon == std::string::npos ? what : what.substr(colon + 2);
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 }  // namespace
+
+bool looks_like_netcdf(const std::string& text) {
+  return text.compare(0, 3, "CDF") == 0 || text.compare(0, 4, "\x89HDF") == 0;
+}
 
 Json parse_json_text(const std::string& text, const std::string& source) {
   std::vector<Frame> frames;
@@ -192,19 +182,27 @@ std::vector<Member> JsonReader::members(const Json& value, const std::string& pa
 }
 
 void JsonReader::unknown_key(const Member& m, const std::vector<std::string>& valid) const {
-  std::string list, suggestion;
-  size_t best = std::numeric_limits<size_t>::max();
-  for (const auto& name : valid) {
-    list += (list.empty() ? "" : ", ") + name;
-    const size_t d = edit_distance(m.lower, to_lower(name));
-    if (d < best && d <= 2 && d < name.size()) {
-      best = d;
-      suggestion = name;
-    }
-  }
+  std::string list;
+  for (const auto& name : valid) list += (list.empty() ? "" : ", ") + name;
+  const std::string suggestion = nearest_name(m.key, valid);
   std::string problem = "unknown key; expected one of " + list;
   if (!suggestion.empty()) problem += " (did you mean " + suggestion + "?)";
   fail(m.path, problem);
+}
+
+std::string suggest_from_choices(const std::string& text, const std::string& choices) {
+  std::vector<std::string> names;
+  std::string current;
+  for (char c : choices + ",") {
+    if (c == ',' || c == '(' || c == ')') {
+      const size_t a = current.find_first_not_of(' '), b = current.find_last_not_of(' ');
+      if (a != std::string::npos) names.push_back(current.substr(a, b - a + 1));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  return did_you_mean(text, names);
 }
 
 void JsonReader::wrong_type(const Json& value, const std::string& path,

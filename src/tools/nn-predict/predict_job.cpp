@@ -3,6 +3,7 @@
 #include "nn-predict/predict_job.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -12,12 +13,13 @@
 #include "backend/backend.h"
 #include "config/parse.h"
 #include "core/error.h"
+#include "core/nearest_name.h"
 #include "data/netcdf_dataset.h"
 #include "data/text_examples.h"
 #include "model/binding.h"
 #include "model_io/network_file.h"
 #include "model/predictor.h"
-#include "nn-predict/classifier_report.h"
+#include "model/classifier_report.h"
 #include "nn-predict/layer_dump.h"
 #include "nn-predict/output_file.h"
 #include "nn-predict/sample_filter.h"
@@ -36,10 +38,15 @@ std::string printf_format(std::string f) {
   return f;
 }
 
-std::string layer_names(const NetworkSpec& spec) {
+// "A, B, C" plus " (did you mean 'B'?)" when `wanted` is near one of the names.
+std::string layer_names(const NetworkSpec& spec, const std::string& wanted = "") {
   std::string names;
-  for (const auto& l : spec.layers) names += (names.empty() ? "" : ", ") + l.name;
-  return names;
+  std::vector<std::string> list;
+  for (const auto& l : spec.layers) {
+    names += (names.empty() ? "" : ", ") + l.name;
+    list.push_back(l.name);
+  }
+  return names + (wanted.empty() ? std::string() : did_you_mean(wanted, list));
 }
 
 // The layer to score: the one requested, else the network's output layer.
@@ -47,7 +54,7 @@ std::string scored_layer(const PredictJob& job, const NetworkSpec& spec) {
   if (!job.layer.empty()) {
     if (!spec.find_layer(job.layer))
       throw ConfigError(job.network + ": layer '" + job.layer +
-                        "' (-l) not found; layers are: " + layer_names(spec));
+                        "' (-l) not found; layers are: " + layer_names(spec, job.layer));
     return job.layer;
   }
   for (const auto& l : spec.layers)
@@ -97,11 +104,27 @@ const DataSet* pick_target(const std::vector<DataSet>& sets, const std::string& 
                     "' (the scored layer's DataSet); it holds " + names);
 }
 
+// True when the file's first non-blank byte opens a JSON object.
+bool starts_like_json(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  int c = 0;
+  while ((c = std::fgetc(f)) != EOF && std::isspace(c)) {
+  }
+  std::fclose(f);
+  return c == '{';
+}
+
 // Reads the network, telling the user when the file is a dataset rather than a network.
 NetworkFile read_network(const std::string& path) {
   try {
     return read_network_file(path);
   } catch (const DataError&) {
+    if (starts_like_json(path))
+      throw DataError(path +
+                      ": not a NetCDF file: this looks like a network JSON description (or a "
+                      "command file), not a trained network file; -n (CDL Network with Command "
+                      "Predict) expects the .nc that nn-train wrote from it");
     bool is_dataset = false;
     try {
       is_dataset = !read_datasets(path).empty();
@@ -220,7 +243,7 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
     dump_source = net.find(dump_layer);
     if (!dump_source)
       throw ConfigError(job.network + ": --dump-layer '" + dump_layer +
-                        "' not found; layers are: " + layer_names(spec));
+                        "' not found; layers are: " + layer_names(spec, dump_layer));
     if (dump_source->has_sparse_output())
       throw ConfigError(job.network + ": --dump-layer '" + dump_layer +
                         "' is a sparse input layer; its activations are the input data");
@@ -295,11 +318,7 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
       if (classify) {
         classifier.add(classes[e], ranked, job.k);
       } else if (truth) {
-        const uint64_t u = truth->row(e);
-        truth_row.assign(truth->sparse_index.begin() + truth->sparse_start[u],
-                         truth->sparse_index.begin() + truth->sparse_end[u]);
-        std::sort(truth_row.begin(), truth_row.end());
-        truth_row.erase(std::unique(truth_row.begin(), truth_row.end()), truth_row.end());
+        sorted_items(*truth, e, truth_row);
         metrics.add(ranked, job.k, truth_row);
       }
     }
