@@ -34,10 +34,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         break;
       case 1:
       case 2:
-        convert(nn::read_cifar100({files.add("cifar100.bin", data, size)},
-                                  (mode & 7) == 1 ? nn::Cifar100Label::Fine
-                                                  : nn::Cifar100Label::Coarse,
-                                  {limit}));
+        convert(nn::read_cifar100(
+            {files.add("cifar100.bin", data, size)},
+            (mode & 7) == 1 ? nn::Cifar100Label::Fine : nn::Cifar100Label::Coarse, {limit}));
         break;
       case 3:
       case 4: {

@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/netcdf_header_check.h"
 #include "model_io/nc_attribute_reader.h"
 #include "model_io/network_file_layout.h"
 
@@ -104,6 +105,7 @@ NetworkFile read_network_file(const std::string& path) {
   if (!std::ifstream(path, std::ios::binary))
     throw IoError(path + ": cannot open network file: " + std::strerror(errno));
 
+  check_netcdf_classic_header(path);  // libnetcdf's own parser crashes on some bad headers
   NcFile nc;
   try {
     nc.open(path, NcFile::read);
