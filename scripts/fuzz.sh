@@ -14,6 +14,7 @@
 #                      than NN_FUZZ_MALLOC_MB, default 512, counts as an out-of-memory finding)
 #   NN_FUZZ_STOP=1     stop a harness at its first finding (default: record it and go on)
 #   NN_FUZZ_NO_BUILD=1 use the harnesses already built
+#   NN_SKIP_APT=1      do not install clang, libclang-rt-dev, libomp-dev when missing
 #   NN_FUZZ_BIN_DIR    where the harness executables are (default <build>/fuzz); NN_FUZZ_RUNS_DIR
 #                      where corpora, logs and findings go (default <build>/fuzz-runs)
 set -euo pipefail
@@ -42,7 +43,22 @@ max_len() {
 }
 
 if [ "${NN_FUZZ_NO_BUILD:-0}" != 1 ]; then
-  command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang++ (apt-get install clang libclang-rt-dev)" >&2; exit 2; }
+  # clang with libFuzzer and the sanitizer runtimes, and clang's OpenMP (Debian packages; only
+  # fuzzing needs them, so scripts/setup.sh does not install them).
+  fuzz_packages=(clang libclang-rt-dev libomp-dev)
+  if [ "${NN_SKIP_APT:-0}" != 1 ]; then
+    missing=()
+    for p in "${fuzz_packages[@]}"; do
+      dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+      sudo=""
+      [ "$(id -u)" -ne 0 ] && sudo="sudo"
+      $sudo apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+  fi
+  command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang++ (apt-get install ${fuzz_packages[*]})" >&2; exit 2; }
   launcher=()
   command -v ccache >/dev/null 2>&1 && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
