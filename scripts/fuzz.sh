@@ -86,7 +86,7 @@ run_one() {
   ls "$dir/artifacts" >"$dir/artifacts-before.txt"
   # Scratch files of the harness go to a private directory (removed afterwards).
   local scratch
-  scratch=$(mktemp -d)
+  scratch=$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)
   NN_FUZZ_TMPDIR=$scratch "$bin/nn-fuzz-$h" "$dir/corpus" "${fork[@]}" \
     -max_total_time="$seconds" -max_len="$(max_len "$h")" -timeout=10 \
     -rss_limit_mb="$rss_mb" -malloc_limit_mb="$malloc_mb" -print_final_stats=1 \
