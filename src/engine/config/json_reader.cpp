@@ -146,9 +146,9 @@ Json parse_json_text(const std::string& text, const std::string& source) {
     const std::string what = e.what();
     const size_t prefix = what.find("] ");
     const std::string path = frames_path(frames);
-    throw ConfigError(source + ": " + (path.empty() ? std::string("(top level)") : path) +
-                      ": invalid JSON: " +
-                      (prefix == std::string::npos ? what : what.substr(prefix + 2)));
+    throw ConfigError(
+        source + ": " + (path.empty() ? std::string("(top level)") : path) +
+        ": invalid JSON: " + (prefix == std::string::npos ? what : what.substr(prefix + 2)));
   }
 }
 
