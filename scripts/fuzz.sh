@@ -111,7 +111,11 @@ summarise() {
   oom=$(count oom)
   printf '%-15s %12s %6s %5s %7s %4s   %-22s %-22s\n' "$h" "${execs:-?}" "$crash" "$leak" \
     "$timeout" "$oom" "${first}" "${last:-?}"
-  [ -n "$new_findings" ] && echo "    new findings in $dir/artifacts/: $new_findings"
+  if [ -n "$new_findings" ]; then
+    local n
+    n=$(wc -w <<<"$new_findings")
+    echo "    $n new in $dir/artifacts/ (tests/fuzz/triage.sh groups them): $(cut -d' ' -f1-3 <<<"$new_findings")$([ "$n" -gt 3 ] && echo ...)"
+  fi
   return 0
 }
 
