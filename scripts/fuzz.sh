@@ -73,6 +73,7 @@ fi
 # a clean error. A C++ `new` that large still aborts with a report naming the caller: code of ours
 # that trusts a claimed size.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:symbolize=1:allocator_may_return_null=1:max_allocation_size_mb=$malloc_mb}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/fuzz/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 runs=${NN_FUZZ_RUNS_DIR:-$build/fuzz-runs}
 bin=${NN_FUZZ_BIN_DIR:-$build/fuzz}
