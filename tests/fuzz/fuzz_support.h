@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 
 namespace nn::fuzz {
 
@@ -96,6 +97,10 @@ void run_clean(Body&& body) {
 // (and the replay driver) report as a crash with the message. So does a file left open.
 template <typename Body>
 void expect_clean(Body&& body) {
+  // A fixed memory budget (not this machine's memory), so an input is accepted or rejected the
+  // same way everywhere, and claimed sizes are refused long before ASan's allocation limit.
+  static const bool budget_set = (set_memory_budget(uint64_t(256) << 20), true);
+  (void)budget_set;
   const std::set<int> before = open_descriptors();
   run_clean(body);
   std::vector<int> left;

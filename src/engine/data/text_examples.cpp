@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 
 namespace nn {
 
@@ -143,17 +144,25 @@ class Parser {
 
   // Reads blocks and hands complete lines to parse_line; a partial last line is carried over.
   void stream(std::FILE* f, const std::string& path) {
-    // 8 MiB blocks, or one block of the file's size when it is smaller: many small files (and the
-    // fuzzer's inputs) would otherwise each allocate and zero 8 MiB.
-    size_t block = size_t(8) << 20;
+    // 8 MiB blocks (at most one line's limit), or one block of the file's size when it is
+    // smaller: many small files (and the fuzzer's inputs) would otherwise each allocate and zero
+    // 8 MiB.
+    uint64_t initial =
+        std::min<uint64_t>(uint64_t(8) << 20, std::max<uint64_t>(options_.max_line_bytes, 1));
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && uint64_t(st.st_size) < block)
-      block = size_t(st.st_size) + 1;
-    std::vector<char> buf(block);
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && uint64_t(st.st_size) < initial)
+      initial = uint64_t(st.st_size) + 1;
+    std::vector<char> buf(initial);
     size_t have = 0;
     uint64_t line_no = 0;
     for (;;) {
-      if (have == buf.size()) buf.resize(buf.size() * 2);  // a line longer than the buffer
+      if (have == buf.size()) {  // a line longer than the buffer
+        if (buf.size() >= options_.max_line_bytes)
+          fail(path, line_no + 1,
+               "line longer than " + format_bytes(options_.max_line_bytes) +
+                   " (the limit for one example); is this a text examples file?");
+        buf.resize(std::min<uint64_t>(buf.size() * 2, options_.max_line_bytes));
+      }
       const size_t got = std::fread(buf.data() + have, 1, buf.size() - have, f);
       if (got == 0 && std::ferror(f)) throw DataError(path + ": read error");
       const bool eof = got == 0;

@@ -15,6 +15,7 @@
 #include "model/batch_loader.h"
 #include "model/network.h"
 #include "model/step.h"
+#include "model/validation.h"
 #include "optim/optimizer.h"
 
 namespace nn {
@@ -28,6 +29,13 @@ struct TrainOptions {
   std::string checkpoint_name;   // "" => no checkpoints
   int checkpoint_interval = 0;   // epochs between checkpoints
   double progress_seconds = 10;  // in-epoch progress lines when an epoch runs longer than this
+  // Validation set (see set_validation): evaluated after every `validation_interval` epochs and
+  // after the last one; `patience` evaluations without improvement stop training early (0 =
+  // never); `keep_best` puts the best evaluated weights back into the network at the end.
+  uint32_t validation_interval = 1;
+  uint32_t validation_k = 10;
+  uint32_t patience = 0;
+  bool keep_best = true;
 };
 
 struct EpochReport {
@@ -37,6 +45,9 @@ struct EpochReport {
   double reg_loss = 0;
   double seconds = 0;
   double examples_per_second = 0;
+  double alpha = 0;       // learning rate at the start of the epoch
+  bool validated = false; // a validation result follows
+  ValidationResult validation;
 };
 
 class Trainer {
@@ -44,6 +55,9 @@ class Trainer {
   Trainer(Network& net, const BoundData& data, TrainOptions options, LogSink log,
           Communicator* comm = nullptr);
 
+  // Evaluates `data` (bound to the same layers as the training data) during training; call before
+  // run(). The datasets must outlive the trainer.
+  void set_validation(const BoundData& data);
   // Continues from a checkpoint's training state (weights are loaded into the network already).
   void restore(const TrainingState& state);
   // Runs the remaining epochs; returns one report per epoch run. Throws DivergenceError on a
@@ -58,9 +72,18 @@ class Trainer {
   uint64_t step() const { return step_; }
   // Called after each checkpoint is written (path); for tools that track files.
   std::function<void(const std::string&)> on_checkpoint;
+  // Called after each epoch (and its validation) with its report; for per-epoch logs.
+  std::function<void(const EpochReport&)> on_epoch;
+  // After run(): the epoch whose weights the network holds when keep_best restored them (0 when
+  // no validation ran or the last epoch was the best), and why training stopped early ("" when
+  // it ran every epoch).
+  uint64_t restored_epoch() const { return restored_epoch_; }
+  const std::string& stop_reason() const { return stop_reason_; }
 
  private:
   EpochReport run_epoch();
+  // Validation after an epoch: logs, tracks the best; returns false to stop early.
+  bool validate(EpochReport& report);
   double train_batch(const HostBatch& batch, float alpha);
   double regularization_loss();
 
@@ -75,6 +98,15 @@ class Trainer {
   OutputLosses losses_;
   uint64_t epoch_ = 0, step_ = 0;
   Rng shuffle_rng_;
+  std::unique_ptr<Validator> validator_;
+  bool have_best_ = false;
+  ValidationResult best_;
+  uint64_t best_epoch_ = 0, restored_epoch_ = 0;
+  uint32_t evaluations_since_best_ = 0;
+  NetworkFile best_file_;  // the best evaluated weights (keep_best)
+  std::string stop_reason_;
+  double epoch_seconds_sum_ = 0;  // for the ETA
+  uint64_t epochs_timed_ = 0;
 };
 
 }  // namespace nn

@@ -4,7 +4,9 @@
 #include <new>
 
 #include "common/tool_main.h"
+#include "core/allocation_context.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 
 int main(int argc, char** argv) {
   try {
@@ -17,7 +19,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: error: %s\n", nn::tool::kToolName, e.what());
     return 1;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "%s: error: out of memory\n", nn::tool::kToolName);
+    const std::string& what = nn::current_allocation();
+    std::fprintf(stderr, "%s: error: out of memory%s%s (memory budget %s; see --memory-limit)\n",
+                 nn::tool::kToolName, what.empty() ? "" : " while allocating ", what.c_str(),
+                 nn::format_bytes(nn::memory_budget()).c_str());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", nn::tool::kToolName, e.what());
