@@ -34,5 +34,4 @@ ModelSummary summarize(Network& net);
 // The summary as aligned text lines (a header, one line per layer, a totals line).
 std::vector<std::string> format_summary(const ModelSummary& summary, uint32_t minibatch);
 
-
 }  // namespace nn
