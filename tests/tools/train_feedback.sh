@@ -74,12 +74,7 @@ best=$(sed -n 's/.*(best [0-9.]* after epoch \([0-9]*\)).*/\1/p' cdl.log | tail 
 grep -q "^kept the network of epoch $best (best recall@2 " cdl.log || fail "best epoch $best kept: $(tail -3 cdl.log)"
 [[ $(wc -l <cdl.epochs.jsonl) == "$stopped" ]] || fail "one record per epoch run (stopped at $stopped)"
 
-# ---- the log on a failed run and on a resumed one ----
-mkdir res.nc  # the results path is a directory: training runs, writing the result fails
-if "$tools/nn-train" -c config.json -i input.nc -o output.nc -n res.nc -e 2 -b 8 >fail.log 2>&1; then
-  fail "writing the results into a directory should fail"
-fi
-[[ ! -e res.epochs.jsonl ]] || fail "a failed run left its per-epoch log: $(cat res.epochs.jsonl)"
+# ---- a resumed run appends to the log ----
 "$tools/nn-train" -c config.json -i input.nc -o output.nc -n run.nc -e 2 -b 8 \
   --checkpoint-interval 1 >run1.log 2>&1
 "$tools/nn-train" -c config.json -i input.nc -o output.nc -n run.nc -e 3 -b 8 \

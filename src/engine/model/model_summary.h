@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/memory_budget.h"  // format_bytes
 #include "model/network.h"
 
 namespace nn {

@@ -1,7 +1,6 @@
 // Per-epoch JSON-lines log and loss-curve picture (see epoch_log.h).
 #include "nn-train/epoch_log.h"
 
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,10 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace nn::tool {
@@ -150,51 +151,20 @@ std::string epoch_record(const EpochReport& r) {
   return j.dump();
 }
 
-EpochLog::EpochLog(const std::string& path, bool append) : path_(path), append_(append) {}
-
-EpochLog::~EpochLog() {
-  if (!committed_) restore();
-  if (file_) std::fclose(file_);
+EpochLog::EpochLog(const std::string& path, bool append) : path_(path) {
+  if (!append) return;
+  std::ifstream in(path, std::ios::binary);
+  if (in) content_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-void EpochLog::restore() {
-  if (file_) std::fclose(file_);
-  file_ = nullptr;
-  if (!opened_) return;
-  if (original_size_ < 0)
-    std::remove(path_.c_str());
-  else if (::truncate(path_.c_str(), original_size_) != 0) {
-    // Nothing better to do: the records of this run stay after the old ones.
-  }
-  opened_ = false;
-}
-
-std::string EpochLog::write(const EpochReport& r) {
-  if (failed_) return "";
-  if (!opened_) {
-    struct stat st {};
-    if (append_ && ::stat(path_.c_str(), &st) == 0) original_size_ = long(st.st_size);
-    file_ = std::fopen(path_.c_str(), original_size_ >= 0 ? "a" : "w");
-    if (!file_) {
-      failed_ = true;
-      return path_ + ": cannot write the per-epoch log: " + std::strerror(errno);
-    }
-    opened_ = true;
-  }
-  const bool ok =
-      std::fprintf(file_, "%s\n", epoch_record(r).c_str()) > 0 && std::fflush(file_) == 0;
-  if (ok) return "";
-  const int err = errno;
-  failed_ = true;
-  restore();
-  return path_ + ": cannot write the per-epoch log: " + std::strerror(err) +
-         "; training goes on without it";
-}
-
-void EpochLog::commit() {
-  committed_ = true;
-  if (file_) std::fclose(file_);
-  file_ = nullptr;
+// The whole log is rewritten through the atomic write path each epoch (a few hundred bytes per
+// epoch): a full disk or a kill leaves the previous complete log, never a truncated or empty one.
+void EpochLog::write(const EpochReport& r) {
+  content_ += epoch_record(r);
+  content_ += '\n';
+  AtomicFile out(path_);
+  out.write(content_);
+  out.commit();
 }
 
 bool plot_epoch_log(const std::string& log_path, const std::string& png, const LogSink& log) {

@@ -22,29 +22,17 @@ std::string epoch_record(const EpochReport& r);
 
 class EpochLog {
  public:
-  // Writes to `path`, opened at the first record (so processes that never write, such as the
-  // other ranks of a data-parallel run, leave it alone); `append` keeps earlier records (a
-  // resumed run).
+  // A log at `path`; `append` keeps the records already there (a resumed run). Nothing is
+  // written until the first epoch ends.
   EpochLog(const std::string& path, bool append);
-  // Unless commit() was called, puts the file back as it was: a log this run created is
-  // removed, an appended one cut back to its old length (a failed run changes nothing on disk).
-  ~EpochLog();
-  EpochLog(const EpochLog&) = delete;
-  EpochLog& operator=(const EpochLog&) = delete;
-  // Appends one record and flushes it. The log is secondary to the run: when the file cannot be
-  // written (a full disk), it is put back as it was, later records are dropped, and the reason
-  // is returned (otherwise "").
-  std::string write(const EpochReport& r);
-  // The run succeeded: keep the file.
-  void commit();
+  // Adds one record and atomically replaces the file with all records so far. Throws IoError
+  // (with the operating system's reason) when the file cannot be written.
+  void write(const EpochReport& r);
   const std::string& path() const { return path_; }
 
  private:
-  void restore();
   std::string path_;
-  bool append_ = false, opened_ = false, failed_ = false, committed_ = false;
-  long original_size_ = -1;  // appending: the file's length before this run (-1: none)
-  std::FILE* file_ = nullptr;
+  std::string content_;
 };
 
 // Draws the loss (and validation metric, when the log has one) per epoch from a log written by

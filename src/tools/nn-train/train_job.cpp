@@ -149,10 +149,7 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   // The per-epoch log is written as epochs end; a resumed run appends to it.
   const std::string log_path = beside_results(job.results, ".epochs.jsonl");
   EpochLog epoch_log(log_path, resumed);
-  trainer.on_epoch = [&](const EpochReport& r) {
-    const std::string problem = epoch_log.write(r);
-    if (!problem.empty()) log(problem);
-  };
+  trainer.on_epoch = [&](const EpochReport& r) { epoch_log.write(r); };
   if (trainer.epoch() >= options.epochs)
     log("already trained for " + std::to_string(trainer.epoch()) + " epochs; nothing to do");
   std::string last_checkpoint = resumed ? resumed_from : std::string();
@@ -163,7 +160,6 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
     throw DivergenceError(with_checkpoint_note(e.what(), last_checkpoint));
   }
   write_network_file(job.results, trainer.snapshot());
-  epoch_log.commit();
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   char buf[64];
