@@ -58,6 +58,14 @@ template <>
 struct CommTypeOf<int64_t> {
   static constexpr CommType value = CommType::Int64;
 };
+template <>
+struct CommTypeOf<char> {  // text and raw bytes: gathers and broadcasts only
+  static constexpr CommType value = CommType::Byte;
+};
+template <>
+struct CommTypeOf<uint8_t> {
+  static constexpr CommType value = CommType::Byte;
+};
 // Unsigned counts travel as the signed type of the same width: sums are exact (two's
 // complement), Max/Min are not for values at or above 2^31 / 2^63.
 template <>

@@ -3,9 +3,12 @@
 #include "dist/process.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <vector>
 
+#include "core/cpu_count.h"
 #include "core/error.h"
 #ifdef NN_HAVE_MPI
 #include "dist/mpi/mpi_runtime.h"
@@ -96,6 +99,26 @@ int ranks_on_this_host() {
       if (n > 0) return n;
     }
   return world_communicator()->split_by_host()->size();
+}
+
+int default_thread_count() {
+  if (world_size() <= 1) return available_cpus();
+  // Each CPU this rank may run on counts 1/k when k ranks of this host may run on it: exact for
+  // no binding (every rank sees every CPU), binding to cores, and binding to shared sockets.
+  auto host = world_communicator()->split_by_host();
+  const std::vector<uint64_t> mine = cpu_affinity_mask();
+  std::vector<uint64_t> all(mine.size() * size_t(host->size()));
+  host->all_gather(mine.data(), mine.size(), all.data());
+  double share = 0.0;
+  for (size_t w = 0; w < mine.size(); ++w)
+    for (int bit = 0; bit < 64; ++bit) {
+      const uint64_t m = uint64_t(1) << bit;
+      if (!(mine[w] & m)) continue;
+      int sharers = 0;
+      for (int r = 0; r < host->size(); ++r) sharers += (all[size_t(r) * mine.size() + w] & m) ? 1 : 0;
+      share += 1.0 / double(sharers);
+    }
+  return std::max(1, int(share + 1e-6));
 }
 
 std::string rank_prefix() {

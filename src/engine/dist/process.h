@@ -40,6 +40,10 @@ int world_size();  // 1 without MPI
 // Number of ranks of this job on this host (OMPI_COMM_WORLD_LOCAL_SIZE / MPI_LOCALNRANKS, else a
 // shared-memory split of the world; 1 without MPI).
 int ranks_on_this_host();
+// Threads for a process's CPU backend and host loops when the user gave none: the CPUs in its
+// affinity mask shared among the job's ranks on this host (at least 1), so `mpirun -np 2` on 2
+// cores runs one thread per rank. Collective over the world communicator under MPI.
+int default_thread_count();
 // "rank 3: " when the job has more than one rank, "" otherwise (prefix for messages).
 std::string rank_prefix();
 

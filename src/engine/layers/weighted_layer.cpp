@@ -339,7 +339,7 @@ void WeightedLayer<C>::finish_forward(const LayerContext& ctx, float* z) {
   if (bn_) bn_trained_ = ctx.training;
   if (ctx.training && spec_.p_dropout > 0.0f && kind() == LayerKind::Hidden) {
     be.copy(pre_dropout_.data(), a_.data(), n * sizeof(float));
-    be.dropout(a_.data(), n, spec_.p_dropout, ctx.seed, ctx.step * 4096 + index());
+    be.dropout(a_.data(), n, spec_.p_dropout, ctx.seed, dropout_stream(ctx, index(), units()));
   }
 }
 
@@ -354,7 +354,7 @@ float* WeightedLayer<C>::start_backward(const LayerContext& ctx) {
     // (The sparseness penalty's derivative is already in d: Network::backward adds it.)
     const float* a = a_.data();
     if (ctx.training && spec_.p_dropout > 0.0f && kind() == LayerKind::Hidden) {
-      be.dropout_backward(d, n, spec_.p_dropout, ctx.seed, ctx.step * 4096 + index());
+      be.dropout_backward(d, n, spec_.p_dropout, ctx.seed, dropout_stream(ctx, index(), units()));
       a = pre_dropout_.data();
     }
     if (!maxout()) be.activation_backward(activation_params(spec_), a, d, rows, units());

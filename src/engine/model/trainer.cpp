@@ -61,8 +61,10 @@ Trainer::Trainer(Network& net, const BoundData& data, TrainOptions options, LogS
   if (data_.outputs.empty()) throw ConfigError("training needs datasets bound to output layers");
   const uint32_t max_rows =
       static_cast<uint32_t>(std::min<uint64_t>(options_.minibatch, data_.examples));
-  net_.set_max_batch(max_rows);
+  net_.set_max_batch(std::max<uint32_t>(1, max_rank_rows(max_rows, comm_->size())));
   for (Parameter* p : net_.parameters()) optimizer_.prepare(*p);
+  if (comm_->size() > 1)
+    reducer_ = std::make_unique<GradientReducer>(net_, *comm_, options_.reduction);
 }
 
 void Trainer::restore(const TrainingState& state) {
@@ -101,6 +103,12 @@ std::vector<EpochReport> Trainer::run() {
   log_("training: " + std::to_string(data_.examples) + " examples, minibatch " +
        std::to_string(options_.minibatch) + ", " + std::to_string(net_.parameter_count()) +
        " parameters, " + describe(options_.optimizer) + ", backend " + net_.backend().name());
+  if (reducer_)
+    log_(format("data parallel: %d ranks (%s), each takes its slice of every minibatch of %u; "
+                "gradients %.1f MB per step in %zu buckets, %s the backward pass",
+                comm_->size(), comm_->name().c_str(), options_.minibatch,
+                double(reducer_->bytes_per_step()) / 1e6, reducer_->buckets(),
+                reducer_->overlapping() ? "reduced during" : "reduced after"));
   if (epoch_ > 0)
     log_("resuming after epoch " + std::to_string(epoch_) + " (" + std::to_string(step_) +
          " updates done)");
@@ -132,11 +140,14 @@ EpochReport Trainer::run_epoch() {
   double total = 0.0;
   auto last_progress = start;
 
+  // Every rank holds the same order; each assembles only its slice of global batch b.
+  auto global_rows = [&](uint64_t b) {
+    return static_cast<uint32_t>(std::min<uint64_t>(batch, n - b * batch));
+  };
   auto assemble = [&](uint64_t b, uint64_t step) {
     HostBatch hb;
-    const uint64_t pos = b * batch;
-    const uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(batch, n - pos));
-    loader_.assemble(order.data() + pos, count, step, true, hb);
+    const RowSlice slice = rank_rows(global_rows(b), comm_->rank(), comm_->size());
+    loader_.assemble(order.data() + b * batch + slice.first, slice.count, step, true, hb);
     return hb;
   };
   // Double buffering: batch b+1 is assembled while batch b trains.
@@ -145,7 +156,9 @@ EpochReport Trainer::run_epoch() {
     HostBatch current = next.get();
     if (b + 1 < batches) next = std::async(std::launch::async, assemble, b + 1, step_ + 2);
     const float alpha = optimizer_.learning_rate(epoch_, step_);
-    const double err = train_batch(current, alpha);
+    const uint32_t rows = global_rows(b);
+    const double err =
+        train_batch(current, alpha, rank_rows(rows, comm_->rank(), comm_->size()), rows);
     if (!std::isfinite(err))
       throw DivergenceError("training diverged: loss is " + std::string(std::isnan(err) ? "NaN" : "infinite") +
                             " at epoch " + std::to_string(epoch_ + 1) + ", batch " +
@@ -175,26 +188,37 @@ EpochReport Trainer::run_epoch() {
   return r;
 }
 
-double Trainer::train_batch(const HostBatch& hb, float alpha) {
+double Trainer::train_batch(const HostBatch& hb, float alpha, RowSlice slice,
+                            uint32_t global_rows) {
   Backend& be = net_.backend();
-  load_inputs(net_, data_, hb);
   ++step_;
-  LayerContext ctx{be, hb.rows, true, options_.seed, step_};
-  net_.forward(ctx);
-  double err = losses_.evaluate(hb, /*write_deltas=*/true);
-  // The sparseness penalty (0 unless a Sparse hidden layer has one) is part of the objective
-  // that backward() differentiates, so it is reported with the data error.
-  err += net_.sparseness_penalty(hb.rows);
+  if (on_step) on_step(step_);
+  LayerContext ctx{be, hb.rows, true, options_.seed, step_, slice.first};
+  double err = 0.0;
+  if (hb.rows > 0) {  // a rank can get no rows of a short last batch; it still reduces
+    load_inputs(net_, data_, hb);
+    net_.forward(ctx);
+    err = losses_.evaluate(hb, /*write_deltas=*/true);
+    // The sparseness penalty (0 unless a Sparse hidden layer has one) is part of the objective
+    // that backward() differentiates, so it is reported with the data error.
+    err += net_.sparseness_penalty(hb.rows);
+  }
+  // Losses are sums over examples: the global batch's loss is the sum over ranks.
   comm_->all_reduce_sum(&err, 1);
   if (!std::isfinite(err)) return err;
-  net_.backward(ctx);
-  for (Parameter* p : net_.parameters()) {
-    if (comm_->size() > 1) {
-      comm_->all_reduce_sum(p->grad.data(), p->size());
-      be.scale(p->grad.data(), p->size(), 1.0f / float(comm_->size()));
-    }
-    optimizer_.update(*p, step_, alpha);
+  if (reducer_) {
+    // Local gradients are means over this rank's rows; weighting them by rows / global rows
+    // before summing gives the global batch mean exactly, however the rows were split.
+    reducer_->begin(float(double(hb.rows) / double(global_rows)));
+    if (hb.rows > 0)
+      net_.backward(ctx, [this](Layer& l) { reducer_->layer_done(l); });
+    else
+      reducer_->zero_gradients();
+    reducer_->finish();
+  } else {
+    net_.backward(ctx);
   }
+  for (Parameter* p : net_.parameters()) optimizer_.update(*p, step_, alpha);
   return err;
 }
 

@@ -10,6 +10,7 @@
 
 #include "common/tool_main.h"
 #include "core/log.h"
+#include "dist/process.h"
 
 namespace nn::tool {
 
@@ -42,8 +43,10 @@ inline bool parse_or_exit(CLI::App& app, std::vector<std::string> args, int& sta
   return false;
 }
 
-// Log sink printing each line to `stream` (flushes so pipes see progress).
+// Log sink printing each line to `stream` (flushes so pipes see progress). Under mpirun only
+// rank 0 prints: one voice for the whole job (errors are printed by every rank, see tool_main).
 inline LogSink stream_log(std::FILE* stream, const std::string& prefix = "") {
+  if (world_rank() != 0) return null_log();
   return [stream, prefix](const std::string& line) {
     std::fprintf(stream, "%s%s\n", prefix.c_str(), line.c_str());
     std::fflush(stream);

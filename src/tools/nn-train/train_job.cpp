@@ -5,13 +5,17 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <cstdlib>
+#include <functional>
 #include <memory>
+#include <thread>
 
 #include "backend/backend.h"
 #include "common/tool_main.h"
 #include "config/parse.h"
 #include "core/error.h"
 #include "data/netcdf_dataset.h"
+#include "dist/process.h"
 #include "model/binding.h"
 #include "model_io/network_file.h"
 
@@ -76,6 +80,24 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log)
   return m;
 }
 
+// Tests make one rank fail mid-epoch to check that the whole job ends cleanly:
+// NN_TEST_FAIL_RANK=r NN_TEST_FAIL_STEP=s [NN_TEST_FAIL_MODE=throw|exit|hang] (default throw).
+std::function<void(uint64_t)> test_failure_injection(int rank) {
+  const char* r = std::getenv("NN_TEST_FAIL_RANK");
+  const char* s = std::getenv("NN_TEST_FAIL_STEP");
+  if (!r || !s || std::atoi(r) != rank) return nullptr;
+  const uint64_t at = std::strtoull(s, nullptr, 10);
+  const char* m = std::getenv("NN_TEST_FAIL_MODE");
+  const std::string mode = m ? m : "throw";
+  return [at, mode](uint64_t step) {
+    if (step != at) return;
+    if (mode == "exit") std::_Exit(3);  // dies without a word, as a crashed rank would
+    if (mode == "hang")
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    throw Error("injected failure at step " + std::to_string(step) + " (NN_TEST_FAIL_RANK)");
+  };
+}
+
 // The trainer's divergence message with the checkpoint to go back to named (or its absence).
 std::string with_checkpoint_note(std::string message, const std::string& checkpoint) {
   const size_t generic = message.find(" The last checkpoint");
@@ -117,7 +139,11 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   if (!resumed) net.initialize(options.seed);
   if (resumed) options.seed = checkpoint.training.seed;
 
-  Trainer trainer(net, bound, options, log);
+  // Under mpirun every rank trains on its slice of each minibatch (model/data_parallel.h);
+  // only rank 0 writes the result and checkpoints.
+  std::shared_ptr<Communicator> comm = world_communicator();
+  Trainer trainer(net, bound, options, log, comm.get());
+  trainer.on_step = test_failure_injection(comm->rank());
   if (resumed) trainer.restore(checkpoint.training);
   if (trainer.epoch() >= options.epochs)
     log("already trained for " + std::to_string(trainer.epoch()) + " epochs; nothing to do");
@@ -128,7 +154,7 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   } catch (const DivergenceError& e) {
     throw DivergenceError(with_checkpoint_note(e.what(), last_checkpoint));
   }
-  write_network_file(job.results, trainer.snapshot());
+  if (comm->rank() == 0) write_network_file(job.results, trainer.snapshot());
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   char buf[64];
@@ -161,6 +187,7 @@ int run_validate_job(const TrainJob& job, const GradientCheckOptions& check, con
   std::string names;
   for (const auto& p : report.parameters)
     if (!p.passed()) names += (names.empty() ? "" : ", ") + p.name;
+  if (world_rank() != 0) return 1;  // rank 0 reports; every rank computed the same check
   std::fprintf(stderr,
                "%s: error: gradient check failed for %zu of %zu weight and bias arrays: %s\n",
                kToolName, failed, report.parameters.size(), names.c_str());
