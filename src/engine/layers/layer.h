@@ -11,6 +11,7 @@
 #include "backend/device_array.h"
 #include "config/network_spec.h"
 #include "core/random.h"
+#include "dist/communicator.h"
 #include "layers/parameter.h"
 #include "model_io/network_file.h"
 
@@ -26,6 +27,9 @@ struct LayerContext {
   // Data parallelism: position of this process's first row in the global minibatch. Dropout
   // masks are drawn for global positions, so N processes draw what one process would.
   uint64_t row_offset = 0;
+  // Data parallelism: the ranks sharing this minibatch (batch normalisation reduces its
+  // statistics over them); null or one rank otherwise.
+  Communicator* comm = nullptr;
 };
 
 // The dropout stream of layer `layer_index` (`width` values per row) for this step's rows.

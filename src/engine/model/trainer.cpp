@@ -65,6 +65,7 @@ Trainer::Trainer(Network& net, const BoundData& data, TrainOptions options, LogS
   for (Parameter* p : net_.parameters()) optimizer_.prepare(*p);
   if (comm_->size() > 1)
     reducer_ = std::make_unique<GradientReducer>(net_, *comm_, options_.reduction);
+  for (const LayerSpec& l : net_.spec().layers) has_batch_norm_ |= l.batch_normalization;
 }
 
 void Trainer::restore(const TrainingState& state) {
@@ -193,15 +194,18 @@ double Trainer::train_batch(const HostBatch& hb, float alpha, RowSlice slice,
   Backend& be = net_.backend();
   ++step_;
   if (on_step) on_step(step_);
-  LayerContext ctx{be, hb.rows, true, options_.seed, step_, slice.first};
+  LayerContext ctx{be, hb.rows, true, options_.seed, step_, slice.first, comm_};
+  // A rank can get no rows of a short last batch. It still joins the reductions; with batch
+  // normalisation it runs the (empty) passes too, whose statistics are reduced layer by layer.
+  const bool run_passes = hb.rows > 0 || has_batch_norm_;
   double err = 0.0;
-  if (hb.rows > 0) {  // a rank can get no rows of a short last batch; it still reduces
+  if (run_passes) {
     load_inputs(net_, data_, hb);
     net_.forward(ctx);
     err = losses_.evaluate(hb, /*write_deltas=*/true);
     // The sparseness penalty (0 unless a Sparse hidden layer has one) is part of the objective
     // that backward() differentiates, so it is reported with the data error.
-    err += net_.sparseness_penalty(hb.rows);
+    if (hb.rows > 0) err += net_.sparseness_penalty(hb.rows);
   }
   // Losses are sums over examples: the global batch's loss is the sum over ranks.
   comm_->all_reduce_sum(&err, 1);
@@ -210,10 +214,12 @@ double Trainer::train_batch(const HostBatch& hb, float alpha, RowSlice slice,
     // Local gradients are means over this rank's rows; weighting them by rows / global rows
     // before summing gives the global batch mean exactly, however the rows were split.
     reducer_->begin(float(double(hb.rows) / double(global_rows)));
-    if (hb.rows > 0)
+    if (hb.rows > 0) {
       net_.backward(ctx, [this](Layer& l) { reducer_->layer_done(l); });
-    else
+    } else {
+      if (run_passes) net_.backward(ctx);  // for batch norm's reductions; gradients unused
       reducer_->zero_gradients();
+    }
     reducer_->finish();
   } else {
     net_.backward(ctx);

@@ -86,6 +86,7 @@ class Trainer {
   uint64_t epoch_ = 0, step_ = 0;
   Rng shuffle_rng_;
   std::unique_ptr<GradientReducer> reducer_;  // data parallel only
+  bool has_batch_norm_ = false;
 };
 
 }  // namespace nn
