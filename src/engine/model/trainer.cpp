@@ -115,6 +115,12 @@ std::vector<EpochReport> Trainer::run() {
          " updates done)");
   while (epoch_ < options_.epochs) {
     reports.push_back(run_epoch());
+    if (reducer_)
+      log_(format("data parallel: %.2f s of epoch %.0f waiting for gradient all-reduce after "
+                  "backward (%s)",
+                  reducer_->wait_seconds() - reduce_wait_reported_, double(epoch_),
+                  reducer_->overlapping() ? "overlapped" : "not overlapped"));
+    if (reducer_) reduce_wait_reported_ = reducer_->wait_seconds();
     if (!options_.checkpoint_name.empty() && options_.checkpoint_interval > 0 &&
         epoch_ % uint64_t(options_.checkpoint_interval) == 0 && comm_->rank() == 0) {
       const std::string path = checkpoint_path(epoch_);

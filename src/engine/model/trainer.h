@@ -87,6 +87,7 @@ class Trainer {
   Rng shuffle_rng_;
   std::unique_ptr<GradientReducer> reducer_;  // data parallel only
   bool has_batch_norm_ = false;
+  double reduce_wait_reported_ = 0;
 };
 
 }  // namespace nn

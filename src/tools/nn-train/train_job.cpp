@@ -117,6 +117,8 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   TrainOptions options = job.options;
   options.shuffle = job.shuffle.value_or(spec.shuffle_indices);
   options.optimizer.decay = spec.decay;
+  // For measurements: NN_GRADIENT_OVERLAP=0 reduces gradients only after the backward pass.
+  if (const char* v = std::getenv("NN_GRADIENT_OVERLAP")) options.reduction.overlap = *v != '0';
 
   NetworkFile checkpoint;
   bool resumed = false;
