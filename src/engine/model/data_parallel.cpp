@@ -1,6 +1,7 @@
 // Row slicing and the bucketed, row-weighted gradient all-reduce of data-parallel training.
 #include "model/data_parallel.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/error.h"
@@ -91,27 +92,30 @@ void GradientReducer::layer_done(Layer& layer) {
   }
 }
 
-void GradientReducer::zero_gradients() {
-  for (Parameter* p : net_.parameters()) backend_.fill(p->grad.data(), p->size(), 0.0f);
-}
-
 void GradientReducer::start(Bucket& b) {
   if (b.started) return;
   b.started = true;
   if (host_memory_ && b.params.size() == 1) {
     Parameter* p = b.params[0];
-    if (weight_ != 1.0f) backend_.scale(p->grad.data(), p->size(), weight_);
+    if (weight_ == 0.0f)
+      backend_.fill(p->grad.data(), p->size(), 0.0f);
+    else if (weight_ != 1.0f)
+      backend_.scale(p->grad.data(), p->size(), weight_);
     b.op = comm_.start_all_reduce_sum(p->grad.data(), p->size());
     return;
   }
   b.staging.resize(b.floats);
-  size_t off = 0;
-  for (Parameter* p : b.params) {
-    backend_.download(b.staging.data() + off, p->grad.data(), p->size() * sizeof(float));
-    off += p->size();
+  if (weight_ == 0.0f) {
+    std::fill(b.staging.begin(), b.staging.end(), 0.0f);
+  } else {
+    size_t off = 0;
+    for (Parameter* p : b.params) {
+      backend_.download(b.staging.data() + off, p->grad.data(), p->size() * sizeof(float));
+      off += p->size();
+    }
+    if (weight_ != 1.0f)
+      for (float& v : b.staging) v *= weight_;
   }
-  if (weight_ != 1.0f)
-    for (float& v : b.staging) v *= weight_;
   b.op = comm_.start_all_reduce_sum(b.staging.data(), b.floats);
 }
 

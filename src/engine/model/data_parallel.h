@@ -41,12 +41,11 @@ class GradientReducer {
   ~GradientReducer();
 
   // Before backward: this rank's gradients will be weighted by `weight` (its rows / the global
-  // batch's rows).
+  // batch's rows). Weight 0 (a rank without rows) contributes zeros whatever the gradient
+  // arrays hold, even when no backward pass ran or an empty one left NaNs.
   void begin(float weight);
   // Network::backward's after_layer hook: starts the buckets this layer completes.
   void layer_done(Layer& layer);
-  // For a rank with no rows this step: its gradients are zero (no backward was run).
-  void zero_gradients();
   // Starts what is left and waits for every bucket: gradients then hold the gradient of the
   // global batch-mean loss, identical on every rank.
   void finish();

@@ -220,12 +220,9 @@ double Trainer::train_batch(const HostBatch& hb, float alpha, RowSlice slice,
     // Local gradients are means over this rank's rows; weighting them by rows / global rows
     // before summing gives the global batch mean exactly, however the rows were split.
     reducer_->begin(float(double(hb.rows) / double(global_rows)));
-    if (hb.rows > 0) {
-      net_.backward(ctx, [this](Layer& l) { reducer_->layer_done(l); });
-    } else {
-      if (run_passes) net_.backward(ctx);  // for batch norm's reductions; gradients unused
-      reducer_->zero_gradients();
-    }
+    // A rank without rows contributes zeros (weight 0). With batch normalisation it still runs
+    // the backward pass, hook included, so its collectives come in the same order as everyone's.
+    if (run_passes) net_.backward(ctx, [this](Layer& l) { reducer_->layer_done(l); });
     reducer_->finish();
   } else {
     net_.backward(ctx);

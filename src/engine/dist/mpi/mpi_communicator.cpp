@@ -121,6 +121,13 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, bool adopt) {
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  // The communication thread's duplicate is made now, while every rank constructs this object
+  // at the same point, rather than at the first asynchronous call, whose position relative to
+  // blocking collectives may differ between ranks.
+  if (size_ > 1 && mpi::thread_multiple()) {
+    check(MPI_Comm_dup(comm_, &async_comm_), "MPI_Comm_dup");
+    MPI_Comm_set_errhandler(async_comm_, MPI_ERRORS_RETURN);
+  }
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -221,16 +228,11 @@ std::unique_ptr<Communicator> MpiCommunicator::split_by_host() {
 
 std::unique_ptr<PendingOp> MpiCommunicator::start_all_reduce_raw(void* data, size_t n,
                                                                  CommType type, ReduceOp op) {
-  if (size_ == 1 || !mpi::thread_multiple()) return Communicator::start_all_reduce_raw(data, n, type, op);
+  if (async_comm_ == MPI_COMM_NULL) return Communicator::start_all_reduce_raw(data, n, type, op);
   auto task = std::make_shared<Task>();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (async_comm_ == MPI_COMM_NULL) {
-      // First use: every rank reaches this in the same order (ORDER rule), so the dup matches.
-      check(MPI_Comm_dup(comm_, &async_comm_), "MPI_Comm_dup");
-      MPI_Comm_set_errhandler(async_comm_, MPI_ERRORS_RETURN);
-      worker_ = std::thread([this] { worker_loop(); });
-    }
+    if (!worker_.joinable()) worker_ = std::thread([this] { worker_loop(); });
     MPI_Comm c = async_comm_;
     task->run = [c, data, n, type, op] {
       mpi::CollectiveWatch watch("asynchronous all_reduce");
