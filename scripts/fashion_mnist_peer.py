@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """PyTorch peer of the Fashion-MNIST samples: the same MLP and CNN as
-samples/fashion-mnist/config.json and config-cnn.json, trained the same way (Adam, the same
-minibatch, learning-rate schedule and epochs as train.cdl / train-cnn.cdl), reporting test
+configs/image-mlp-28x28 and configs/image-cnn-28x28 (network.json), trained the same way (Adam,
+the same minibatch, learning-rate schedule and epochs as their train.cdl), reporting test
 accuracy and seconds per epoch for scripts/fashion_mnist_quality.sh to print next to the engine's
 numbers.
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Full Fashion-MNIST runs of the shipped samples next to their PyTorch peers: the MLP
-# (samples/fashion-mnist/config.json + train.cdl) and the CNN (config-cnn.json + train-cnn.cdl)
+# (configs/image-mlp-28x28: network.json + train.cdl) and the CNN (configs/image-cnn-28x28)
 # on all 60,000 training images, test accuracy on the 10,000 test images and seconds per epoch,
 # then scripts/fashion_mnist_peer.py trains the same networks with the same minibatch, learning-rate
 # schedule and epochs. Targets: MLP >= 88%, CNN >= 91% test accuracy.
@@ -32,8 +32,8 @@ cdl_value() {
 results=$work/results.txt
 : > "$results"
 for model in ${models//,/ }; do
-  cdl=$sample/train.cdl
-  [ "$model" = cnn ] && cdl=$sample/train-cnn.cdl
+  cdl=$root/configs/image-mlp-28x28/train.cdl
+  [ "$model" = cnn ] && cdl=$root/configs/image-cnn-28x28/train.cdl
   epochs=${NN_EPOCHS:-$(cdl_value "$cdl" Epochs)}
   batch=$(cdl_value "$cdl" MiniBatch)
   alpha=$(cdl_value "$cdl" Alpha)
@@ -42,9 +42,9 @@ for model in ${models//,/ }; do
   echo "== nn: $model, $epochs epochs, minibatch $batch, Adam alpha $alpha x $multiplier every $interval epochs"
   NN_EPOCHS=$epochs bash "$sample/run.sh" "$model" "$work/nn" "$data" > "$work/run-$model.log"
   grep -E '^epoch' "$work/nn/train-$model.log" | tail -2
-  # Mean seconds per epoch from nn-train's "epoch k/N: ... , X s" lines.
+  # Mean seconds per epoch from nn-train's "epoch k/N: ..., E examples/s, X s[, ETA ...]" lines.
   spe=$(grep -E '^epoch [0-9]+/' "$work/nn/train-$model.log" |
-        sed -E 's/.* ([0-9.]+) s$/\1/' | awk '{s += $1; n++} END {if (n) printf "%.2f", s / n}')
+        sed -E 's/.* examples\/s, ([0-9.]+) s.*/\1/' | awk '{s += $1; n++} END {if (n) printf "%.2f", s / n}')
   acc=$(awk '/^accuracy/ {print $2}' "$work/nn/accuracy-$model.txt")
   printf '%-4s %-12s %6s %8s %10s\n' "$model" nn "$epochs" "$spe" "$acc" >> "$results"
   if [ $peers = 1 ]; then

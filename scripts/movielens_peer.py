@@ -35,7 +35,7 @@ on 2 quiet cores. recall@10 (@N = after N epochs):
   ae-softmax, 1 hidden layer of 256 unless said, batch 32:
     sigmoid, Adam lr 3e-3, no denoising      0.307 @20 (the default), then overfits (0.269 @60)
     512 sigmoid, Adam lr 1e-3, denoising 0.5 0.308 @50
-    tanh, Adam 1e-3, batch 64, L2 1e-5, denoising 0.5 (samples/movielens/config.json): 0.303 @30,
+    tanh, Adam 1e-3, batch 64, L2 1e-5, denoising 0.5 (configs/recommender-softmax): 0.303 @30,
                                              0.302 @40, 0.290 @60
 --tune trains a grid (hidden sizes x learning rates x optimizers, per ae method) and prints the
 recall every epochs/8 epochs; each point takes about a minute on 2 quiet cores.

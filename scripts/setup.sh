@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make pkg-config libopenmpi-dev openmpi-bin libnetcdf-c++4-dev libnetcdf-dev
           netcdf-bin nlohmann-json3-dev libcli11-dev libopenblas-dev libgtest-dev python3
-          libdnnl-dev ocl-icd-opencl-dev opencl-headers zlib1g-dev dataset-fashion-mnist)
+          libdnnl-dev ocl-icd-opencl-dev opencl-headers zlib1g-dev dataset-fashion-mnist
+          gnuplot-nox)  # gnuplot: nn-train's loss curve PNG (optional; training works without)
 if [ "${NN_SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${packages[@]}"; do

@@ -25,10 +25,11 @@ echo "== generating datasets"
 rm -f features.idx samples.idx
 "$tools/nn-generate" -d input -i ratings.txt -o input.nc -f features.idx -s samples.idx -c
 "$tools/nn-generate" -d output -i ratings.txt -o output.nc -f features.idx -s samples.idx
-cp "$here/config.json" "$here/train.cdl" "$here/predict.cdl" .
-echo "== training"
+# The network and its commands come from the shelf of ready configs.
+cp "$root/configs/recommender-autoencoder/"{network.json,train.cdl,predict.cdl} .
+echo "== training (live progress; per-epoch log in network.epochs.jsonl)"
 rm -f checkpoint*.nc network.nc
-${NN_LAUNCH:-} "$tools/nn-train" train.cdl
+${NN_LAUNCH:-} "$tools/nn-train" train.cdl 2>&1
 echo "== recommending (top 10 unseen movies per user)"
 ${NN_LAUNCH:-} "$tools/nn-predict" predict.cdl
 echo "== $(wc -l < recs) users written to $out/recs; the first three:"

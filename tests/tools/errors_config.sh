@@ -97,7 +97,7 @@ expect_error 1 '^nn-predict: error: .*bad_predict\.cdl: PredictionParameters\.K:
   "$tools/nn-predict" bad_predict.cdl
 no_outputs recs.txt
 sed 's/"Kk": 3/"K": 3, "Layer": "Hiden"/' predict.cdl >bad_predict.cdl
-expect_error 1 "^nn-predict: error: .*good\.nc: layer 'Hiden' \(-l\) not found; layers are: Input, Hidden, Output$" \
+expect_error 1 "^nn-predict: error: .*good\.nc: layer 'Hiden' \(-l\) not found; layers are: Input, Hidden, Output \(did you mean 'Hidden'\?\)$" \
   "$tools/nn-predict" bad_predict.cdl
 no_outputs recs.txt
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI-sized Fashion-MNIST run on the real data of Debian's dataset-fashion-mnist package:
 # nn-encode the first 3000 training and 2000 test images, train the sample's MLP
-# (samples/fashion-mnist/config.json) for one epoch, predict the top class of every test image
+# (configs/image-mlp-28x28/network.json) for one epoch, predict the top class of every test image
 # and require an accuracy far above chance (10%). Accuracy is computed here from nn-predict's
 # top-1 output and the package's label file, independently of nn-predict's own metrics.
 # Usage: bash fashion_mnist_small.sh <tool-dir> <source-dir>
@@ -27,7 +27,7 @@ SECONDS=0
   -o test.nc --limit 2000 --class-names fashion-mnist 2>>encode.log || fail "encode test: $(cat encode.log)"
 grep -q 'wrote train.nc: 3000 images 28x28x1, 10 classes' encode.log || fail "encode: $(cat encode.log)"
 
-"$tools/nn-train" -c "$src/samples/fashion-mnist/config.json" -i train.nc -o train.nc -n net.nc \
+"$tools/nn-train" -c "$src/configs/image-mlp-28x28/network.json" -i train.nc -o train.nc -n net.nc \
   -b 32 -e 1 --optimizer Adam --alpha 0.001 --mu 0.9 --mu1 0.999 --lambda 0 --seed 1 \
   --checkpoint-interval 0 >train.log 2>&1 || fail "train: $(cat train.log)"
 grep -q 'epoch 1/1' train.log || fail "no epoch report: $(cat train.log)"

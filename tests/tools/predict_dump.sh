@@ -75,7 +75,7 @@ expect_error() {
   [[ $got == "$want" ]] || fail "$* exited $got, expected $want: $(cat err.txt)"
   grep -Eq -- "$pattern" err.txt || fail "$*: message does not match /$pattern/: $(cat err.txt)"
 }
-expect_error 1 "^nn-predict: error: net\.nc: --dump-layer 'Hiden' not found; layers are: Input, Hidden, Output$" \
+expect_error 1 "^nn-predict: error: net\.nc: --dump-layer 'Hiden' not found; layers are: Input, Hidden, Output \(did you mean 'Hidden'\?\)$" \
   "${predict[@]}" --dump-layer Hiden --dump bad.txt
 expect_error 1 "^nn-predict: error: net\.nc: --dump-layer 'Input' is a sparse input layer" \
   "${predict[@]}" --dump-layer Input --dump bad.nc

@@ -11,6 +11,7 @@
 
 #include "config/json_reader.h"
 #include "config/parse.h"
+#include "core/memory_budget.h"
 #include "core/error.h"
 
 namespace nn {
@@ -30,7 +31,18 @@ class CdlParser {
   CdlSpec parse(const Json& root) {
     CdlSpec spec;
     bool has_network = false, has_command = false, has_data = false;
-    for (const auto& m : r_.members(root, "")) {
+    const auto members = r_.members(root, "");
+    for (const auto& m : members) {
+      // A network description given where a command file belongs is a common first mistake.
+      if (m.lower == "layers" && !root.contains("Command") && !root.contains("command"))
+        r_.fail("",
+                "this looks like a network file, not a command file: it has Layers and no "
+                "Command. A CDL command file names the network and the data, e.g. "
+                "{\"Command\": \"Train\", \"Network\": \"net.json\", \"Data\": "
+                "[\"in.nc\", \"out.nc\"], \"TrainingParameters\": {\"Epochs\": 10}}; or "
+                "give the network with -c (nn-train -c net.json -i in.nc -o out.nc -n out.nc)");
+    }
+    for (const auto& m : members) {
       const std::string& k = m.lower;
       if (k == "version") {
         spec.version = r_.get_float(m);
@@ -49,12 +61,14 @@ class CdlParser {
         // DSSTNE's CDL document: -1 means "seed from the clock", i.e. let the tool pick.
         const int64_t seed = r_.get_int(*m.value, m.path, -1, std::numeric_limits<int64_t>::max());
         if (seed >= 0) spec.random_seed = uint64_t(seed);
+      } else if (k == "memorylimit") {
+        spec.memory_limit = memory_limit(m);
       } else if (k == "trainingparameters") {
         parse_training(m, spec.training);
       } else if (k == "predictionparameters") {
         parse_prediction(m, spec.prediction);
       } else {
-        r_.unknown_key(m, {"Version", "Network", "Command", "Data", "RandomSeed",
+        r_.unknown_key(m, {"Version", "Network", "Command", "Data", "RandomSeed", "MemoryLimit",
                            "TrainingParameters", "PredictionParameters"});
       }
     }
@@ -73,6 +87,15 @@ class CdlParser {
   }
 
  private:
+  // A byte count (number) or a size with a unit ("8G", "512M").
+  uint64_t memory_limit(const Member& m) const {
+    if (m.value->is_number())
+      return uint64_t(r_.get_int(*m.value, m.path, 1, std::numeric_limits<int64_t>::max()));
+    const auto bytes = parse_byte_size(r_.get_string(m));
+    if (!bytes) r_.fail(m.path, "expected a size such as \"8G\", \"512M\" or a number of bytes");
+    return *bytes;
+  }
+
   std::string non_empty_string(const Member& m) const {
     std::string s = r_.get_string(m);
     if (s.empty()) r_.fail(m.path, "must not be empty");
@@ -131,10 +154,23 @@ class CdlParser {
         t.results = non_empty_string(m);
       } else if (k == "shuffleindices") {
         t.shuffle_indices = r_.get_bool(m);
+      } else if (k == "validationdata") {
+        t.validation_data = r_.get_string_list(*m.value, m.path, /*allow_empty=*/true);
+        for (const auto& d : t.validation_data)
+          if (d.empty()) r_.fail(m.path, "dataset file names must not be empty");
+      } else if (k == "validationinterval") {
+        t.validation_interval = positive_u32(m);
+      } else if (k == "validationk") {
+        t.validation_k = positive_u32(m);
+      } else if (k == "patience") {
+        t.patience = uint32_t(r_.get_int(*m.value, m.path, 0, kMaxU32));
+      } else if (k == "keepbest") {
+        t.keep_best = r_.get_bool(m);
       } else {
         r_.unknown_key(m, {"Epochs", "MiniBatch", "Alpha", "Lambda", "Lambda1", "Mu", "Mu1",
                            "AlphaInterval", "AlphaMultiplier", "Optimizer", "CheckpointName",
-                           "CheckpointInterval", "Results", "ShuffleIndices"});
+                           "CheckpointInterval", "Results", "ShuffleIndices", "ValidationData",
+                           "ValidationInterval", "ValidationK", "Patience", "KeepBest"});
       }
     }
   }
@@ -204,6 +240,10 @@ bool valid_score_format(const std::string& format) {
 CdlSpec parse_cdl(const std::string& text, const std::string& source) {
   using config_detail::resolve_path;
   const std::string where = source.empty() ? "<CDL>" : source;
+  if (config_detail::looks_like_netcdf(text))
+    throw ConfigError(where +
+                      ": this is a NetCDF file (a dataset or a trained network), not a "
+                      "command file; a CDL command file is JSON text");
   CdlSpec spec = CdlParser(where).parse(config_detail::parse_json_text(text, where));
   spec.source = source;
 
@@ -214,6 +254,7 @@ CdlSpec parse_cdl(const std::string& text, const std::string& source) {
   TrainingParameters& t = spec.training;
   t.results = resolve_path(base, t.results);
   t.checkpoint_name = resolve_path(base, t.checkpoint_name);
+  for (auto& d : t.validation_data) d = resolve_path(base, d);
   PredictionParameters& p = spec.prediction;
   for (std::string* path :
        {&p.output, &p.filter, &p.input_index, &p.output_index, &p.sample_index, &p.target})

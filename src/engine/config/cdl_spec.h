@@ -27,6 +27,14 @@ struct TrainingParameters {
   int checkpoint_interval = 1;    // epochs between checkpoints; 0 disables
   std::string results = "network.nc";
   std::optional<bool> shuffle_indices;  // overrides the network's ShuffleIndices when set
+  // Held-out validation set (our extension): NetCDF file(s) with datasets named like the
+  // training data, evaluated every validation_interval epochs (metric at validation_k); patience
+  // evaluations without improvement stop early (0 = never); keep_best keeps the best network.
+  std::vector<std::string> validation_data;
+  uint32_t validation_interval = 1;
+  uint32_t validation_k = 10;
+  uint32_t patience = 0;
+  bool keep_best = true;
 };
 
 struct PredictionParameters {
@@ -49,6 +57,7 @@ struct CdlSpec {
   std::string network;             // JSON (Train/Validate) or .nc (Predict)
   std::vector<std::string> data;   // one or more NetCDF dataset files
   std::optional<uint64_t> random_seed;
+  std::optional<uint64_t> memory_limit;  // MemoryLimit: bytes, or "8G"; the tool's default else
   TrainingParameters training;
   PredictionParameters prediction;
 };

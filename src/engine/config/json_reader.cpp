@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/nearest_name.h"
 
 namespace nn::config_detail {
 
@@ -22,7 +23,15 @@ std::string read_text_file(const std::string& path, const char* what) {
   std::string text;
   char buffer[1 << 16];
   size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
+  while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) {
+    if (text.size() + n > kMaxConfigBytes) {
+      std::fclose(file);
+      throw ConfigError(path + ": " + what + " is larger than " +
+                        std::to_string(kMaxConfigBytes >> 20) +
+                        " MiB, the limit for configuration files (not a configuration file?)");
+    }
+    text.append(buffer, n);
+  }
   const bool failed = std::ferror(file) != 0;
   const int err = errno;  // fread sets errno, e.g. EISDIR for a directory
   std::fclose(file);
@@ -61,6 +70,13 @@ std::string frames_path(const std::vector<Frame>& frames) {
   return path;
 }
 
+// A path for a message: "(top level)" when empty, its start and end when very long.
+std::string short_path(const std::string& path) {
+  if (path.empty()) return "(top level)";
+  if (path.size() <= 80) return path;
+  return path.substr(0, 40) + "..." + path.substr(path.size() - 37);
+}
+
 // 1-based line and column of the byte at 0-based offset `pos`.
 std::pair<size_t, size_t> line_column(const std::string& text, size_t pos) {
   pos = std::min(pos, text.size());
@@ -82,22 +98,11 @@ std::string syntax_detail(const std::string& what) {
   return colon == std::string::npos ? what : what.substr(colon + 2);
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 }  // namespace
+
+bool looks_like_netcdf(const std::string& text) {
+  return text.compare(0, 3, "CDF") == 0 || text.compare(0, 4, "\x89HDF") == 0;
+}
 
 Json parse_json_text(const std::string& text, const std::string& source) {
   std::vector<Frame> frames;
@@ -106,6 +111,13 @@ Json parse_json_text(const std::string& text, const std::string& source) {
     const auto element_done = [&] {
       if (!frames.empty() && !frames.back().is_object) ++frames.back().index;
     };
+    // Depth is checked as each level opens, so a hostile file never gets deeper than the limit
+    // into the parser or into the code that walks the result.
+    if ((event == Event::object_start || event == Event::array_start) &&
+        frames.size() >= kMaxJsonDepth)
+      throw ConfigError(source + ": " + short_path(frames_path(frames)) +
+                        ": objects and arrays nested deeper than " +
+                        std::to_string(kMaxJsonDepth) + " levels (the limit for configuration files)");
     switch (event) {
       case Event::object_start:
         frames.push_back(Frame{true, 0, {}, {}});
@@ -170,19 +182,27 @@ std::vector<Member> JsonReader::members(const Json& value, const std::string& pa
 }
 
 void JsonReader::unknown_key(const Member& m, const std::vector<std::string>& valid) const {
-  std::string list, suggestion;
-  size_t best = std::numeric_limits<size_t>::max();
-  for (const auto& name : valid) {
-    list += (list.empty() ? "" : ", ") + name;
-    const size_t d = edit_distance(m.lower, to_lower(name));
-    if (d < best && d <= 2 && d < name.size()) {
-      best = d;
-      suggestion = name;
-    }
-  }
+  std::string list;
+  for (const auto& name : valid) list += (list.empty() ? "" : ", ") + name;
+  const std::string suggestion = nearest_name(m.key, valid);
   std::string problem = "unknown key; expected one of " + list;
   if (!suggestion.empty()) problem += " (did you mean " + suggestion + "?)";
   fail(m.path, problem);
+}
+
+std::string suggest_from_choices(const std::string& text, const std::string& choices) {
+  std::vector<std::string> names;
+  std::string current;
+  for (char c : choices + ",") {
+    if (c == ',' || c == '(' || c == ')') {
+      const size_t a = current.find_first_not_of(' '), b = current.find_last_not_of(' ');
+      if (a != std::string::npos) names.push_back(current.substr(a, b - a + 1));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  return did_you_mean(text, names);
 }
 
 void JsonReader::wrong_type(const Json& value, const std::string& path,

@@ -17,12 +17,22 @@ namespace nn::config_detail {
 // Keeps the document's key order, so "the first unknown key" is the first one in the file.
 using Json = nlohmann::ordered_json;
 
-// Reads a whole file; throws IoError("<path>: cannot open <what>: <reason>").
+// Limits on configuration files (network JSON, CDL): real ones are a few KB and a few levels
+// deep; these stop a hostile or mistaken file before it costs memory or stack.
+constexpr size_t kMaxConfigBytes = size_t(16) << 20;
+constexpr size_t kMaxJsonDepth = 256;
+
+// Reads a whole file; throws IoError("<path>: cannot open <what>: <reason>"), ConfigError when
+// it is larger than kMaxConfigBytes.
 std::string read_text_file(const std::string& path, const char* what);
+
+// True when `text` starts like a NetCDF file (classic "CDF" or HDF5-based netCDF-4).
+bool looks_like_netcdf(const std::string& text);
 
 // Parses JSON text (comments allowed, as DSSTNE's jsoncpp reader allowed them). Syntax errors
 // throw ConfigError("<source>: line L, column C: invalid JSON: ..."); a key given twice in one
-// object, ignoring case ("Name" and "name"), throws ConfigError naming its path.
+// object, ignoring case ("Name" and "name"), throws ConfigError naming its path; objects and
+// arrays nested deeper than kMaxJsonDepth throw ConfigError naming the path where it happened.
 Json parse_json_text(const std::string& text, const std::string& source);
 
 // Directory part of a path ("a/b/c.cdl" -> "a/b"), "" when there is none.
@@ -41,6 +51,10 @@ struct Member {
 
 std::string child_path(const std::string& parent, const std::string& key);
 std::string index_path(const std::string& parent, size_t index);
+
+// " (did you mean 'X'?)" for the name in a choices list ("A, B (b-alias), C") nearest to `text`,
+// or "" when none is near.
+std::string suggest_from_choices(const std::string& text, const std::string& choices);
 
 // Typed access to JSON values; every failure throws ConfigError("<source>: <path>: <problem>").
 class JsonReader {
@@ -76,7 +90,9 @@ class JsonReader {
     if (!value.is_string()) wrong_type(value, path, "a string, one of " + enum_choices<E>());
     const std::string& text = value.get_ref<const std::string&>();
     if (auto parsed = enum_from_string<E>(text)) return *parsed;
-    fail(path, "unknown \"" + text + "\"; expected one of " + enum_choices<E>());
+    const std::string choices = enum_choices<E>();
+    fail(path, "unknown \"" + text + "\"; expected one of " + choices +
+                   suggest_from_choices(text, choices));
   }
 
   // Member overloads: the path comes with the member.

@@ -11,8 +11,10 @@
 #include <set>
 
 #include "config/json_reader.h"
+#include "core/memory_budget.h"
 #include "config/parse.h"
 #include "core/error.h"
+#include "core/nearest_name.h"
 
 namespace nn {
 namespace {
@@ -158,6 +160,16 @@ class NetworkParser {
     const Member* layers = nullptr;
     std::set<std::string> seen;
     const auto members = r_.members(root, "");
+    for (const auto& m : members) {
+      // A command file given where a network belongs (nn-train -c train.cdl).
+      if (m.lower == "command" && !root.contains("Layers") && !root.contains("layers"))
+        r_.fail("",
+                "this looks like a command file (CDL), not a network file: it has Command "
+                "and no Layers. Run it as nn-train " +
+                    r_.source() +
+                    " (or nn-predict for Command Predict); -c expects the network JSON that its "
+                    "\"Network\" key names");
+    }
     for (const auto& m : members) {
       const char* canonical = parse_top_key(m, spec);
       if (!canonical) {
@@ -452,8 +464,17 @@ class NetworkParser {
       layer.n[0] = uint32_t(r_.get_int(v, m.path, 1, kMaxU32));
       layer.dimensions = 1;
     } else if (v.is_array() && !v.empty() && v.size() <= 4) {
-      for (size_t i = 0; i < v.size(); ++i)
+      std::optional<uint64_t> units = 1;
+      std::string product;
+      for (size_t i = 0; i < v.size(); ++i) {
         layer.n[i] = uint32_t(r_.get_int(v[i], index_path(m.path, i), 1, kMaxU32));
+        if (units) units = checked_mul(*units, layer.n[i]);
+        product += (i ? " x " : "") + std::to_string(layer.n[i]);
+      }
+      // Layers count their units in 32 bits; a product beyond that must not wrap to a small one.
+      if (!units || *units > kMaxU32)
+        r_.fail(m.path, product + " = " + (units ? std::to_string(*units) : "more than 2^64") +
+                            " units; a layer has at most 4294967295 units");
       layer.dimensions = int(v.size());
     } else if (v.is_array()) {
       r_.fail(m.path, std::string("expected ") + expected + ", got an array of " +
@@ -588,7 +609,8 @@ class NetworkParser {
            {&shared.source_input_layer, &shared.source_output_layer, &shared.input_layer}) {
         if (!index.count(*name)) {
           r_.fail(path, "layer \"" + layer.name + "\" names unknown layer \"" + *name +
-                            "\"; layers are " + layer_list(spec));
+                            "\"; layers are " + layer_list(spec) +
+                            did_you_mean(*name, names_from(index)));
         }
       }
       if (std::find(layer.sources.begin(), layer.sources.end(), shared.input_layer) ==
@@ -614,7 +636,8 @@ class NetworkParser {
     for (const auto& name : names) {
       if (!index.count(name)) {
         r_.fail(path, "layer \"" + layer.name + "\" names unknown " + role + " layer \"" + name +
-                          "\"; layers are " + layer_list_from(index));
+                          "\"; layers are " + layer_list_from(index) +
+                          did_you_mean(name, names_from(index)));
       }
       if (name == layer.name) r_.fail(path, "layer \"" + layer.name + "\" names itself");
       if (!seen.insert(name).second)
@@ -653,10 +676,15 @@ class NetworkParser {
     return join(names);
   }
 
-  static std::string layer_list_from(const std::map<std::string, size_t>& index) {
+  // Layer names in document order.
+  static std::vector<std::string> names_from(const std::map<std::string, size_t>& index) {
     std::vector<std::string> names(index.size());
     for (const auto& [name, i] : index) names[i] = name;
-    return join(names);
+    return names;
+  }
+
+  static std::string layer_list_from(const std::map<std::string, size_t>& index) {
+    return join(names_from(index));
   }
 
   JsonReader r_;
@@ -667,6 +695,11 @@ class NetworkParser {
 
 NetworkSpec parse_network_json(const std::string& text, const std::string& source) {
   const std::string where = source.empty() ? "<network JSON>" : source;
+  if (config_detail::looks_like_netcdf(text))
+    throw ConfigError(where +
+                      ": this is a NetCDF file (a dataset or a trained network), not a "
+                      "network description; the network is JSON text (a trained .nc "
+                      "network is for nn-predict -n)");
   const Json root = config_detail::parse_json_text(text, where);
   NetworkSpec spec = NetworkParser(where).parse(root);
   spec.source = source;

@@ -51,7 +51,11 @@ struct LayerSpec {
   int maxout_k = 2;             // resolved: the network's Maxout.k (pieces per MaxOut unit)
   std::vector<SharedWeightSpec> shared_weights;
 
-  uint64_t units() const { return uint64_t(n[0]) * n[1] * n[2] * n[3]; }
+  // N0 x N1 x N2 x N3; UINT64_MAX when the product does not fit 64 bits.
+  uint64_t units() const {
+    uint64_t a = uint64_t(n[0]) * n[1], b = uint64_t(n[2]) * n[3], r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+  }
 };
 
 struct NetworkSpec {

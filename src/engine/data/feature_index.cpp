@@ -1,10 +1,7 @@
 // Label <-> index maps for features and samples, and their "label<TAB>index" files
 // (dsstne-reference.md §5.2). Files are validated strictly (a bad index file would silently
 // shift every feature column) and written atomically, sorted by index, so diffs stay readable.
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -12,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/text_examples.h"
 
@@ -63,26 +61,6 @@ std::string read_whole_file(const std::string& path) {
   return data;
 }
 
-// Writes `data` to a temporary file beside `path`, then renames it over `path`.
-void write_file_atomically(const std::string& path, const std::string& data) {
-  static std::atomic<unsigned> counter{0};
-  const std::string tmp =
-      path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw IoError(path + ": cannot create " + tmp + ": " + std::strerror(errno));
-  const bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
-  const int err = errno;
-  if (std::fclose(f) != 0 || !ok) {
-    std::remove(tmp.c_str());
-    throw IoError(path + ": cannot write " + tmp + ": " + std::strerror(ok ? errno : err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int rename_err = errno;
-    std::remove(tmp.c_str());
-    throw IoError(path + ": cannot rename " + tmp + " into place: " + std::strerror(rename_err));
-  }
-}
-
 }  // namespace
 
 FeatureIndex load_index(const std::string& path) {
@@ -126,7 +104,7 @@ FeatureIndex load_index(const std::string& path) {
   return index;
 }
 
-void save_index(const std::string& path, const FeatureIndex& index) {
+std::string format_index(const std::string& path, const FeatureIndex& index) {
   std::string out;
   out.reserve(index.size() * 16);
   char num[24];
@@ -142,7 +120,11 @@ void save_index(const std::string& path, const FeatureIndex& index) {
     out.append(num, res.ptr);
     out += '\n';
   }
-  write_file_atomically(path, out);
+  return out;
+}
+
+void save_index(const std::string& path, const FeatureIndex& index) {
+  write_file_atomically(path, format_index(path, index));
 }
 
 }  // namespace nn

@@ -4,19 +4,22 @@
 #include "data/netcdf_dataset.h"
 
 #include <netcdf.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
+#include "core/netcdf_storage.h"
+#include "core/netcdf_output.h"
 
 namespace nn {
 
@@ -104,7 +107,7 @@ std::string num(double v) {
 
 class Reader {
  public:
-  explicit Reader(const std::string& path) : path_(path) {
+  explicit Reader(const std::string& path) : path_(path), storage_(path) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) throw DataError(path + ": file not found");
     if (std::filesystem::is_directory(path, ec))
@@ -194,15 +197,20 @@ class Reader {
     int ndims = 0;
     int dimids[NC_MAX_VAR_DIMS];
     check(nc_inq_var(nc_, id, nullptr, type, &ndims, dimids, nullptr), name);
-    uint64_t count = 1;
-    for (int d = 0; d < ndims; ++d) {
+    std::optional<uint64_t> count = 1;
+    for (int d = 0; d < ndims && count; ++d) {
       size_t len = 0;
       check(nc_inq_dimlen(nc_, dimids[d], &len), name);
-      count *= len;
+      count = checked_mul(*count, len);
     }
-    if (count != expected)
-      fail(name, "has " + std::to_string(count) + " entries; expected " + std::to_string(expected) +
+    if (!count) fail(name, "has more entries than 64 bits can count; the file is damaged");
+    if (*count != expected)
+      fail(name, "has " + std::to_string(*count) + " entries; expected " + std::to_string(expected) +
                      " (" + expected_why + ")");
+    // Before anything is allocated for it: can the file hold that many, does it fit in memory?
+    size_t type_size = 1;
+    check(nc_inq_type(nc_, *type, nullptr, &type_size), name);
+    storage_.check(name, expected, type_size);
     return id;
   }
 
@@ -249,8 +257,33 @@ class Reader {
   }
 
   const std::string& path_;
+  NetcdfStorage storage_;  // looked at before nc_open
   int nc_ = -1;
 };
+
+// The memory a dataset's arrays will take once read (with the transient copies of the reader),
+// checked against the budget before any of them is allocated.
+void check_dataset_memory(const Reader& r, const DataSet& ds, const std::string& sfx,
+                          uint64_t entries, const std::string& entries_dim) {
+  std::optional<uint64_t> bytes = 0;
+  const auto add = [&](uint64_t count, uint64_t size) {
+    if (bytes) bytes = checked_add(*bytes, checked_mul(count, size).value_or(UINT64_MAX));
+  };
+  if (ds.is_sparse()) {
+    add(ds.unique_examples, 2 * 2 * sizeof(uint64_t));  // start/end, read as 64-bit then copied
+    add(entries, sizeof(uint32_t));                      // sparseIndex
+    if (!ds.is_boolean()) add(entries, sizeof(float) + 1);
+  } else {
+    add(entries, sizeof(float) + 1);
+  }
+  if (ds.is_weighted()) add(ds.examples, sizeof(float));
+  if (ds.is_indexed()) add(ds.examples, sizeof(uint32_t));
+  const std::string problem = over_budget(bytes);
+  if (!problem.empty())
+    r.fail(entries_dim, "dataset " + sfx + " claims " + std::to_string(ds.examples) +
+                            " examples and " + std::to_string(entries) + " entries, which " +
+                            problem);
+}
 
 std::vector<uint64_t> read_offsets(const Reader& r, const std::string& name, uint64_t u,
                                    const std::string& why) {
@@ -293,6 +326,12 @@ DataSet read_one(const Reader& r, const std::string& path, uint64_t n) {
   ds.width = size_att("width" + sfx);
   if (dims > 1) ds.height = size_att("height" + sfx);
   if (dims > 2) ds.length = size_att("length" + sfx);
+  // Features are addressed with 32-bit indices (sparseIndex, layer units).
+  const auto features = checked_mul(uint64_t(ds.width) * ds.height, ds.length);
+  if (!features || *features > std::numeric_limits<uint32_t>::max())
+    r.fail("width" + sfx, "width x height x length = " + std::to_string(ds.width) + " x " +
+                              std::to_string(ds.height) + " x " + std::to_string(ds.length) +
+                              " features; at most 4294967295 fit the 32-bit feature indices");
 
   ds.examples = r.dim("examplesDim" + sfx);
   ds.unique_examples = ds.examples;
@@ -302,6 +341,7 @@ DataSet read_one(const Reader& r, const std::string& path, uint64_t n) {
 
   if (ds.is_sparse()) {
     const uint64_t nnz = r.dim("sparseDataDim" + sfx);
+    check_dataset_memory(r, ds, sfx, nnz, "sparseDataDim" + sfx);
     ds.sparse_start = read_offsets(r, "sparseStart" + sfx, ds.unique_examples, rows_why);
     ds.sparse_end = read_offsets(r, "sparseEnd" + sfx, ds.unique_examples, rows_why);
     ds.sparse_index =
@@ -310,12 +350,14 @@ DataSet read_one(const Reader& r, const std::string& path, uint64_t n) {
       ds.sparse_value = r.values("sparseData" + sfx, nnz, "sparseDataDim" + sfx, ds.type);
   } else {
     const uint64_t len = r.dim("dataDim" + sfx);
-    const uint64_t expected =
-        ds.is_boolean() ? ds.unique_examples : ds.unique_examples * ds.features();
-    if (len != expected)
+    const std::optional<uint64_t> expected =
+        ds.is_boolean() ? ds.unique_examples : checked_mul(ds.unique_examples, ds.features());
+    if (!expected || len != *expected)
       r.fail("dataDim" + sfx,
-             "is " + std::to_string(len) + "; expected " + std::to_string(expected) +
+             "is " + std::to_string(len) + "; expected " +
+                 (expected ? std::to_string(*expected) : std::string("more than 2^64")) +
                  (ds.is_boolean() ? " (one class id per example)" : " (examples x features)"));
+    check_dataset_memory(r, ds, sfx, len, "dataDim" + sfx);
     ds.dense = r.values("data" + sfx, len, "dataDim" + sfx, ds.type);
   }
   if (ds.is_weighted())
@@ -333,20 +375,11 @@ DataSet read_one(const Reader& r, const std::string& path, uint64_t n) {
 
 class Writer {
  public:
-  Writer(const std::string& path, const std::string& tmp) : path_(path), tmp_(tmp) {
-    check(nc_create(tmp.c_str(), NC_CLOBBER | NC_NETCDF4, &nc_), "create");
-    created_ = true;
+  Writer(const std::string& path, int nc) : path_(path), nc_(nc) {
     int old_mode;
     // Every variable is written in full, so prefilling with fill values is wasted work.
-    const int rc = nc_set_fill(nc_, NC_NOFILL, &old_mode);
-    if (rc != NC_NOERR) {
-      cleanup();  // the destructor does not run when a constructor throws
-      check(rc, "set_fill");
-    }
+    check(nc_set_fill(nc_, NC_NOFILL, &old_mode), "set_fill");
   }
-  ~Writer() { cleanup(); }
-  Writer(const Writer&) = delete;
-  Writer& operator=(const Writer&) = delete;
 
   void check(int rc, const std::string& what) const {
     if (rc != NC_NOERR)
@@ -375,28 +408,10 @@ class Writer {
   void put(int id, const std::string& name, const std::vector<T>& v, Put fn) {
     if (!v.empty()) check(fn(nc_, id, v.data()), name);
   }
-  // Closes the temporary file and moves it over the destination.
-  void commit() {
-    const int rc = nc_close(nc_);
-    nc_ = -1;
-    check(rc, "close");
-    if (std::rename(tmp_.c_str(), path_.c_str()) != 0)
-      throw IoError(path_ + ": cannot rename " + tmp_ + " into place: " + std::strerror(errno));
-    created_ = false;
-  }
 
  private:
-  void cleanup() {
-    if (nc_ >= 0) nc_close(nc_);
-    nc_ = -1;
-    if (created_) std::remove(tmp_.c_str());
-    created_ = false;
-  }
-
   const std::string& path_;
-  std::string tmp_;
-  int nc_ = -1;
-  bool created_ = false;
+  int nc_;
 };
 
 // Integer file types cannot hold fractions or out-of-range values; refuse rather than truncate.
@@ -486,9 +501,14 @@ void put_one(Writer& w, const DataSet& ds, size_t n, const PendingVars& p) {
   if (p.example_index >= 0) w.put(p.example_index, "index" + sfx, ds.index, nc_put_var_uint);
 }
 
-std::string temp_name(const std::string& path) {
-  static std::atomic<unsigned> counter{0};
-  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+// Bytes the file's arrays take (a size hint for the in-memory file).
+size_t payload_bytes(const std::vector<DataSet>& sets) {
+  size_t bytes = 0;
+  for (const DataSet& ds : sets)
+    bytes += 8 * (ds.sparse_start.size() + ds.sparse_end.size()) +
+             4 * (ds.sparse_index.size() + ds.sparse_value.size() + ds.dense.size() +
+                  ds.example_weight.size() + ds.index.size());
+  return bytes;
 }
 
 }  // namespace
@@ -503,7 +523,8 @@ std::vector<DataSet> read_datasets(const std::string& path) {
   return sets;
 }
 
-void write_datasets(const std::string& path, const std::vector<DataSet>& sets) {
+void write_datasets(AtomicFile& out, const std::vector<DataSet>& sets) {
+  const std::string& path = out.target();
   if (sets.empty()) throw DataError(path + ": datasets: nothing to write (no datasets)");
   for (size_t n = 0; n < sets.size(); ++n) {
     const DataSet& ds = sets[n];
@@ -516,14 +537,22 @@ void write_datasets(const std::string& path, const std::vector<DataSet>& sets) {
       throw DataError(path + ": examplesDim" + sfx + ": dataset \"" + ds.name +
                       "\" has no examples; DSSTNE readers need at least one");
   }
+  write_netcdf(out, payload_bytes(sets), [&](int nc) {
+    Writer w(path, nc);
+    w.uint_att("datasets", sets.size());
+    std::vector<PendingVars> pending;
+    for (size_t n = 0; n < sets.size(); ++n) pending.push_back(define_one(w, sets[n], n));
+    w.end_define();
+    for (size_t n = 0; n < sets.size(); ++n) put_one(w, sets[n], n, pending[n]);
+  });
+}
 
-  Writer w(path, temp_name(path));
-  w.uint_att("datasets", sets.size());
-  std::vector<PendingVars> pending;
-  for (size_t n = 0; n < sets.size(); ++n) pending.push_back(define_one(w, sets[n], n));
-  w.end_define();
-  for (size_t n = 0; n < sets.size(); ++n) put_one(w, sets[n], n, pending[n]);
-  w.commit();
+void write_datasets(const std::string& path, const std::vector<DataSet>& sets) {
+  if (sets.empty()) throw DataError(path + ": datasets: nothing to write (no datasets)");
+  for (size_t n = 0; n < sets.size(); ++n) sets[n].validate(path, std::to_string(n));
+  AtomicFile out(path);
+  write_datasets(out, sets);
+  out.commit();
 }
 
 }  // namespace nn

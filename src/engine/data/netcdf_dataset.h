@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "data/dataset.h"
 
 namespace nn {
@@ -17,5 +18,9 @@ std::vector<DataSet> read_datasets(const std::string& path);
 // Writes the datasets (suffix 0..D-1) in the layout the reader expects. The file is written to a
 // temporary name and renamed, so a failure never leaves a partial file at `path`.
 void write_datasets(const std::string& path, const std::vector<DataSet>& sets);
+
+// Writes the datasets into `out` without committing it, so a tool can commit the dataset and
+// other outputs (index files) as one unit with commit_all(). out.target() names the file.
+void write_datasets(AtomicFile& out, const std::vector<DataSet>& sets);
 
 }  // namespace nn

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 
 namespace nn {
 
@@ -141,11 +142,18 @@ class Parser {
 
   // Reads blocks and hands complete lines to parse_line; a partial last line is carried over.
   void stream(std::FILE* f, const std::string& path) {
-    std::vector<char> buf(size_t(8) << 20);
+    std::vector<char> buf(
+        std::min<uint64_t>(uint64_t(8) << 20, std::max<uint64_t>(options_.max_line_bytes, 1)));
     size_t have = 0;
     uint64_t line_no = 0;
     for (;;) {
-      if (have == buf.size()) buf.resize(buf.size() * 2);  // a line longer than the buffer
+      if (have == buf.size()) {  // a line longer than the buffer
+        if (buf.size() >= options_.max_line_bytes)
+          fail(path, line_no + 1,
+               "line longer than " + format_bytes(options_.max_line_bytes) +
+                   " (the limit for one example); is this a text examples file?");
+        buf.resize(std::min<uint64_t>(buf.size() * 2, options_.max_line_bytes));
+      }
       const size_t got = std::fread(buf.data() + have, 1, buf.size() - have, f);
       if (got == 0 && std::ferror(f)) throw DataError(path + ": read error");
       const bool eof = got == 0;

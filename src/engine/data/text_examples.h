@@ -38,6 +38,8 @@ class FeatureIndex {
 FeatureIndex load_index(const std::string& path);
 // Written sorted by index, atomically (temporary file + rename).
 void save_index(const std::string& path, const FeatureIndex& index);
+// The file content save_index writes (for tools that commit it with other outputs as one unit).
+std::string format_index(const std::string& path, const FeatureIndex& index);
 
 enum class ExampleMode { Indicator, Analog };
 
@@ -47,6 +49,9 @@ struct TextExamplesOptions {
   bool allow_new_samples = true;
   uint32_t width_align = 128;  // width rounded up to a multiple of this (1 = none)
   uint32_t min_width = 0;      // at least this wide (e.g. an existing feature index size)
+  // Longest line accepted: a file without line breaks must not grow the line buffer without end
+  // (one example with a million features is ~10 MB).
+  uint64_t max_line_bytes = uint64_t(256) << 20;
 };
 
 struct TextExamplesStats {

@@ -2,6 +2,8 @@
 // forward and backward through the Backend (the rest is layers/weighted_layer.cpp).
 #include "layers/fully_connected_layer.h"
 
+#include "core/allocation_context.h"
+
 #include "core/error.h"
 
 namespace nn {
@@ -15,6 +17,9 @@ void FullyConnectedLayer::build(Backend& backend) {
     auto c = std::make_unique<Connection>();
     c->source = src;
     const size_t n_in = src->units(), n_out = pre_units();
+    const AllocationContext context("layer '" + name() + "' weights from '" + src->name() +
+                                    "' (" + std::to_string(n_in) + " x " +
+                                    std::to_string(n_out) + ")");
     add_connection(std::move(c), n_in * n_out, n_out, static_cast<uint32_t>(n_in), false);
   }
   if (spec_.batch_normalization) bn_ = std::make_unique<BatchNorm>(backend, name(), pre_units());

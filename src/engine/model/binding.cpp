@@ -2,6 +2,7 @@
 #include "model/binding.h"
 
 #include "core/error.h"
+#include "core/nearest_name.h"
 
 namespace nn {
 namespace {
@@ -16,6 +17,13 @@ std::string available(const std::vector<DataSet>& sets) {
   std::string out;
   for (const auto& s : sets) out += (out.empty() ? "'" : ", '") + s.name + "'";
   return out.empty() ? "none" : out;
+}
+
+// " (did you mean 'x'?)" when a loaded dataset's name is near the one the layer asks for.
+std::string suggest_set(const std::vector<DataSet>& sets, const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& s : sets) names.push_back(s.name);
+  return did_you_mean(name, names);
 }
 
 std::string layer_where(const NetworkSpec& spec, const LayerSpec& l) {
@@ -36,7 +44,8 @@ void resolve_auto_sizes(NetworkSpec& spec, const std::vector<DataSet>& sets) {
     const DataSet* ds = find_set(sets, l.dataset);
     if (!ds)
       throw ConfigError(layer_where(spec, l) + ": \"N\": \"auto\" needs dataset '" + l.dataset +
-                        "', which was not loaded; available: " + available(sets));
+                        "', which was not loaded; available: " + available(sets) +
+                        suggest_set(sets, l.dataset));
     l.n = {ds->width, ds->height, ds->length, 1};
     l.dimensions = ds->dimensions;
     l.n_auto = false;
@@ -52,7 +61,7 @@ BoundData bind_datasets(const NetworkSpec& spec, const std::vector<DataSet>& set
     const DataSet* ds = find_set(sets, l.dataset);
     if (!ds)
       throw ConfigError(layer_where(spec, l) + ": dataset '" + l.dataset + "' not found in " +
-                        files + "; available: " + available(sets));
+                        files + "; available: " + available(sets) + suggest_set(sets, l.dataset));
     const uint64_t units = l.units();
     if (ds->features() > units || (!ds->is_sparse() && ds->features() != units))
       throw ConfigError(layer_where(spec, l) + ": dataset '" + ds->name + "' (" + files +

@@ -3,9 +3,11 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "core/random.h"
 #include "layers/convolutional_layer.h"
 #include "layers/layer_registry.h"
@@ -21,6 +23,27 @@ std::string where(const NetworkSpec& spec, const LayerSpec& l) {
 
 }  // namespace
 
+// Fully connected weights are source units x units floats each; with their gradients and up to
+// two optimizer moments that is 4 copies. Checked against the memory budget before any is made.
+void Network::check_weight_memory() const {
+  std::optional<uint64_t> total = 0;
+  for (const auto& layer : layers_) {
+    const LayerSpec& l = layer->spec();
+    if (l.type != LayerType::FullyConnected || l.kind == LayerKind::Input) continue;
+    for (const Layer* src : layer->sources()) {
+      const auto params = checked_add(checked_mul(src->units(), l.units()).value_or(UINT64_MAX),
+                                      l.units());
+      const auto bytes = params ? checked_mul(*params, 4 * sizeof(float)) : std::nullopt;
+      total = total && bytes ? checked_add(*total, *bytes) : std::nullopt;
+      const std::string problem = over_budget(total);
+      if (!problem.empty())
+        throw ConfigError(where(spec_, l) + ": weights from '" + src->spec().name + "' (" +
+                          std::to_string(src->units()) + " x " + std::to_string(l.units()) +
+                          " parameters, with the layers before) " + problem);
+    }
+  }
+}
+
 Network::Network(Backend& backend, NetworkSpec spec,
                  const std::map<std::string, bool>& sparse_inputs)
     : backend_(backend), spec_(std::move(spec)) {
@@ -33,6 +56,14 @@ Network::Network(Backend& backend, NetworkSpec spec,
     if (l.n_auto)
       throw ConfigError(where(spec_, l) + ": size \"auto\" was not resolved against a dataset");
     if (l.units() == 0) throw ConfigError(where(spec_, l) + ": N must be positive");
+    // Units are counted in 32 bits (Layer::units); a larger product must not wrap around.
+    if (l.units() > UINT32_MAX)
+      throw ConfigError(where(spec_, l) + ": N = " + std::to_string(l.n[0]) + " x " +
+                        std::to_string(l.n[1]) + " x " + std::to_string(l.n[2]) + " x " +
+                        std::to_string(l.n[3]) + " = " +
+                        (l.units() == UINT64_MAX ? std::string("more than 2^64")
+                                                 : std::to_string(l.units())) +
+                        " units; a layer has at most 4294967295 units");
     auto it = sparse_inputs.find(l.name);
     std::unique_ptr<Layer> layer =
         create_layer(l, i, it != sparse_inputs.end() && it->second, where(spec_, l));
@@ -77,6 +108,7 @@ Network::Network(Backend& backend, NetworkSpec spec,
     order_.push_back(x);
   };
   for (auto& layer : layers_) visit(layer.get());
+  check_weight_memory();
   for (auto& layer : layers_) layer->build(backend_);
   link_layer_features();
   if (outputs().empty()) throw ConfigError(spec_.source + ": the network has no Output layer");

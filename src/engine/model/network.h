@@ -57,6 +57,8 @@ class Network {
   size_t parameter_count() const;
 
  private:
+  // Throws ConfigError when the fully connected weights would not fit the memory budget.
+  void check_weight_memory() const;
   // After every layer is built: SharedWeights links and sparseness penalty settings.
   void link_layer_features();
 

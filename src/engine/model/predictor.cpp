@@ -82,6 +82,14 @@ void top_k_rows(const float* scores, uint32_t rows, uint32_t cols, uint32_t vali
   }
 }
 
+void sorted_items(const DataSet& ds, uint64_t e, std::vector<uint32_t>& out) {
+  const uint64_t u = ds.row(e);
+  out.assign(ds.sparse_index.begin() + ds.sparse_start[u],
+             ds.sparse_index.begin() + ds.sparse_end[u]);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
 void RankingMetrics::add(const uint32_t* ranked, uint32_t count,
                          const std::vector<uint32_t>& truth) {
   if (truth.empty()) return;

@@ -44,6 +44,10 @@ void top_k_rows(const float* scores, uint32_t rows, uint32_t cols, uint32_t vali
                 const std::function<const std::vector<uint32_t>*(uint32_t row)>& exclude,
                 TopK& out, int threads = 0);
 
+// The distinct columns stored for example `e` of a sparse dataset, ascending (the held-out
+// items of a ranking metric, or the items to leave out of a ranking).
+void sorted_items(const DataSet& ds, uint64_t e, std::vector<uint32_t>& out);
+
 // Accumulates DSSTNE-style ranking metrics at cut-offs 1..K (dsstne-reference.md §5.6):
 // precision@j, recall@j (hits / min(j, |truth|)), NDCG@j. Examples with no truth are skipped.
 class RankingMetrics {

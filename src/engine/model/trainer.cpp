@@ -26,6 +26,29 @@ std::string format(const char* fmt, Args... args) {
   return buf;
 }
 
+// "45 s", "3 min 20 s", "2 h 05 min": for ETAs.
+std::string format_duration(double seconds) {
+  const long s = std::lround(std::max(seconds, 0.0));
+  char buf[48];
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%ld s", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%ld min %02ld s", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld h %02ld min", s / 3600, (s % 3600) / 60);
+  return buf;
+}
+
+std::string format_values(const ValidationResult& r) {
+  std::string out;
+  char buf[96];
+  for (const auto& [name, value] : r.values) {
+    std::snprintf(buf, sizeof buf, "%s%s %.4f", out.empty() ? "" : ", ", name.c_str(), value);
+    out += buf;
+  }
+  return out;
+}
+
 std::vector<DenoiseSetting> denoise_settings(const Network& net, const BoundData& data) {
   std::vector<DenoiseSetting> out;
   const NetworkSpec& spec = net.spec();
@@ -66,6 +89,11 @@ Trainer::Trainer(Network& net, const BoundData& data, TrainOptions options, LogS
   if (comm_->size() > 1)
     reducer_ = std::make_unique<GradientReducer>(net_, *comm_, options_.reduction);
   for (const LayerSpec& l : net_.spec().layers) has_batch_norm_ |= l.batch_normalization;
+}
+
+void Trainer::set_validation(const BoundData& data) {
+  validator_ = std::make_unique<Validator>(net_, data, options_.validation_k,
+                                           *data_.outputs[0].dataset);
 }
 
 void Trainer::restore(const TrainingState& state) {
@@ -113,6 +141,13 @@ std::vector<EpochReport> Trainer::run() {
   if (epoch_ > 0)
     log_("resuming after epoch " + std::to_string(epoch_) + " (" + std::to_string(step_) +
          " updates done)");
+  if (validator_)
+    log_("validation: " + validator_->metric() + " every " +
+         std::to_string(std::max<uint32_t>(options_.validation_interval, 1)) + " epoch(s)" +
+         (options_.patience ? ", early stopping after " + std::to_string(options_.patience) +
+                                  " evaluations without improvement"
+                            : std::string()) +
+         (options_.keep_best ? ", the best network is kept" : ""));
   while (epoch_ < options_.epochs) {
     reports.push_back(run_epoch());
     if (reducer_)
@@ -121,6 +156,8 @@ std::vector<EpochReport> Trainer::run() {
                   reducer_->wait_seconds() - reduce_wait_reported_, double(epoch_),
                   reducer_->overlapping() ? "overlapped" : "not overlapped"));
     if (reducer_) reduce_wait_reported_ = reducer_->wait_seconds();
+    const bool go_on = validate(reports.back());
+    if (on_epoch) on_epoch(reports.back());
     if (!options_.checkpoint_name.empty() && options_.checkpoint_interval > 0 &&
         epoch_ % uint64_t(options_.checkpoint_interval) == 0 && comm_->rank() == 0) {
       const std::string path = checkpoint_path(epoch_);
@@ -128,8 +165,48 @@ std::vector<EpochReport> Trainer::run() {
       log_("checkpoint: " + path);
       if (on_checkpoint) on_checkpoint(path);
     }
+    if (!go_on) break;
+  }
+  if (validator_ && options_.keep_best && have_best_ && best_epoch_ != epoch_) {
+    net_.load_arrays(best_file_);
+    restored_epoch_ = best_epoch_;
+    log_("kept the network of epoch " + std::to_string(best_epoch_) + " (best " + best_.metric +
+         format(" %.4f", best_.value) + ")");
   }
   return reports;
+}
+
+bool Trainer::validate(EpochReport& report) {
+  if (!validator_) return true;
+  const uint32_t interval = std::max<uint32_t>(options_.validation_interval, 1);
+  if (epoch_ % interval != 0 && epoch_ < options_.epochs) return true;
+  report.validation = validator_->evaluate();
+  report.validated = true;
+  const ValidationResult& r = report.validation;
+  const bool better = !have_best_ || best_.improved_by(r);
+  if (better) {
+    have_best_ = true;
+    best_ = r;
+    best_epoch_ = epoch_;
+    evaluations_since_best_ = 0;
+    if (options_.keep_best) best_file_ = net_.to_file();
+  } else {
+    ++evaluations_since_best_;
+  }
+  log_("validation after epoch " + std::to_string(epoch_) + " (" + std::to_string(r.examples) +
+       " examples): " + format_values(r) +
+       (better ? " (best so far)"
+               : format(" (best %.4f after epoch %.0f)", best_.value, double(best_epoch_))));
+  if (options_.patience > 0 && evaluations_since_best_ >= options_.patience &&
+      epoch_ < options_.epochs) {
+    stop_reason_ = "early stopping after epoch " + std::to_string(epoch_) + ": " + r.metric +
+                   " did not improve in " + std::to_string(evaluations_since_best_) +
+                   " evaluations (best " + format("%.4f", best_.value) + " after epoch " +
+                   std::to_string(best_epoch_) + ")";
+    log_(stop_reason_);
+    return false;
+  }
+  return true;
 }
 
 EpochReport Trainer::run_epoch() {
@@ -142,8 +219,7 @@ EpochReport Trainer::run_epoch() {
 
   const uint32_t batch = options_.minibatch;
   const uint64_t batches = (n + batch - 1) / batch;
-  const float alpha_epoch = optimizer_.learning_rate(epoch_, 0);
-  (void)alpha_epoch;
+  const float alpha_epoch = optimizer_.learning_rate(epoch_, step_);
   double total = 0.0;
   auto last_progress = start;
 
@@ -176,9 +252,14 @@ EpochReport Trainer::run_epoch() {
         std::chrono::duration<double>(Clock::now() - last_progress).count() >=
             options_.progress_seconds) {
       last_progress = Clock::now();
-      log_(format("epoch %.0f: batch %.0f/%.0f (%.0f%%), loss so far %.6f, %.1f s", double(epoch_ + 1),
-                  double(b + 1), double(batches), 100.0 * double(b + 1) / double(batches),
-                  total / double(std::min<uint64_t>(n, (b + 1) * batch)), seconds_since(start)));
+      const double done = double(std::min<uint64_t>(n, (b + 1) * batch));
+      const double elapsed = seconds_since(start);
+      const double rate = done / std::max(elapsed, 1e-9);
+      log_(format("epoch %.0f: batch %.0f/%.0f (%.0f%%), loss so far %.6f, %.0f examples/s, %.1f s, "
+                  "epoch ETA ",
+                  double(epoch_ + 1), double(b + 1), double(batches),
+                  100.0 * double(b + 1) / double(batches), total / done, rate, elapsed) +
+           format_duration((double(n) - done) / std::max(rate, 1e-9)));
     }
   }
   ++epoch_;
@@ -189,9 +270,15 @@ EpochReport Trainer::run_epoch() {
   r.loss = r.data_loss + r.reg_loss;
   r.seconds = seconds_since(start);
   r.examples_per_second = double(n) / std::max(r.seconds, 1e-9);
+  r.alpha = alpha_epoch;
+  epoch_seconds_sum_ += r.seconds;
+  ++epochs_timed_;
+  const double remaining =
+      epoch_seconds_sum_ / double(epochs_timed_) * double(options_.epochs - epoch_);
   log_(format("epoch %.0f/%.0f: loss %.6f (data %.6f + regularisation %.6f), %.0f examples/s, %.2f s",
               double(r.epoch), double(options_.epochs), r.loss, r.data_loss, r.reg_loss,
-              r.examples_per_second, r.seconds));
+              r.examples_per_second, r.seconds) +
+       (epoch_ < options_.epochs ? ", ETA " + format_duration(remaining) : std::string()));
   return r;
 }
 

@@ -19,6 +19,7 @@
 #include "model/data_parallel.h"
 #include "model/network.h"
 #include "model/step.h"
+#include "model/validation.h"
 #include "optim/optimizer.h"
 
 namespace nn {
@@ -35,6 +36,13 @@ struct TrainOptions {
   // Data parallelism (a communicator with several ranks): gradient buckets and whether their
   // all-reduce overlaps the backward pass (model/data_parallel.h).
   GradientReducerOptions reduction;
+  // Validation set (see set_validation): evaluated after every `validation_interval` epochs and
+  // after the last one; `patience` evaluations without improvement stop training early (0 =
+  // never); `keep_best` puts the best evaluated weights back into the network at the end.
+  uint32_t validation_interval = 1;
+  uint32_t validation_k = 10;
+  uint32_t patience = 0;
+  bool keep_best = true;
 };
 
 struct EpochReport {
@@ -44,6 +52,9 @@ struct EpochReport {
   double reg_loss = 0;
   double seconds = 0;
   double examples_per_second = 0;
+  double alpha = 0;       // learning rate at the start of the epoch
+  bool validated = false; // a validation result follows
+  ValidationResult validation;
 };
 
 class Trainer {
@@ -51,6 +62,9 @@ class Trainer {
   Trainer(Network& net, const BoundData& data, TrainOptions options, LogSink log,
           Communicator* comm = nullptr);
 
+  // Evaluates `data` (bound to the same layers as the training data) during training; call before
+  // run(). The datasets must outlive the trainer.
+  void set_validation(const BoundData& data);
   // Continues from a checkpoint's training state (weights are loaded into the network already).
   void restore(const TrainingState& state);
   // Runs the remaining epochs; returns one report per epoch run. Throws DivergenceError on a
@@ -68,8 +82,18 @@ class Trainer {
   // Called at the start of every update with its 1-based step number (fault-injection tests).
   std::function<void(uint64_t step)> on_step;
 
+  // Called after each epoch (and its validation) with its report; for per-epoch logs.
+  std::function<void(const EpochReport&)> on_epoch;
+  // After run(): the epoch whose weights the network holds when keep_best restored them (0 when
+  // no validation ran or the last epoch was the best), and why training stopped early ("" when
+  // it ran every epoch).
+  uint64_t restored_epoch() const { return restored_epoch_; }
+  const std::string& stop_reason() const { return stop_reason_; }
+
  private:
   EpochReport run_epoch();
+  // Validation after an epoch: logs, tracks the best; returns false to stop early.
+  bool validate(EpochReport& report);
   // `slice`: where the batch's rows sit in the global minibatch of `global_rows`.
   double train_batch(const HostBatch& batch, float alpha, RowSlice slice, uint32_t global_rows);
   double regularization_loss();
@@ -88,6 +112,15 @@ class Trainer {
   std::unique_ptr<GradientReducer> reducer_;  // data parallel only
   bool has_batch_norm_ = false;
   double reduce_wait_reported_ = 0;
+  std::unique_ptr<Validator> validator_;
+  bool have_best_ = false;
+  ValidationResult best_;
+  uint64_t best_epoch_ = 0, restored_epoch_ = 0;
+  uint32_t evaluations_since_best_ = 0;
+  NetworkFile best_file_;  // the best evaluated weights (keep_best)
+  std::string stop_reason_;
+  double epoch_seconds_sum_ = 0;  // for the ETA
+  uint64_t epochs_timed_ = 0;
 };
 
 }  // namespace nn

@@ -5,9 +5,11 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 
 namespace nn {
 
@@ -196,10 +198,17 @@ std::vector<float> NcAttributeReader::float_variable(const std::string& name) co
     fail_variable(name, "has NetCDF type '" + var.getType().getName() + "', expected float");
   std::vector<float> values;
   try {
-    size_t count = 1;
-    for (const auto& dim : var.getDims()) count *= dim.getSize();
-    values.resize(count);
-    if (count > 0) var.getVar(values.data());
+    std::optional<uint64_t> count = 1;
+    for (const auto& dim : var.getDims()) count = count ? checked_mul(*count, dim.getSize()) : count;
+    if (!count) fail_variable(name, "has more entries than 64 bits can count");
+    if (storage_) {
+      storage_->check(name, *count, var.getType().getSize());
+    } else if (const std::string problem = over_budget(checked_mul(*count, sizeof(float)));
+               !problem.empty()) {
+      fail_variable(name, "claims " + std::to_string(*count) + " values, which " + problem);
+    }
+    values.resize(*count);
+    if (*count > 0) var.getVar(values.data());
   } catch (const NcException& e) {
     fail_variable(name, "cannot be read (" + nc_error_text(e) + ")");
   }

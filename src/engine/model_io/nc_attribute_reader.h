@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <map>
 #include <netcdf>
+
+#include "core/netcdf_storage.h"
 #include <string>
 #include <vector>
 
@@ -18,6 +20,9 @@ class NcAttributeReader {
   NcAttributeReader(const netCDF::NcGroup& group, std::string file);
 
   const std::string& file() const { return file_; }
+  // Bounds for variable sizes, looked at before the file was opened (float_variable checks every
+  // claimed size against it before allocating); optional.
+  void set_storage(const NetcdfStorage* storage) { storage_ = storage; }
   bool has(const std::string& name) const { return atts_.count(name) != 0; }
   bool has_variable(const std::string& name) const { return vars_.count(name) != 0; }
 
@@ -67,6 +72,7 @@ class NcAttributeReader {
   const netCDF::NcGroupAtt& find(const std::string& name) const;
 
   std::string file_;
+  const NetcdfStorage* storage_ = nullptr;
   std::multimap<std::string, netCDF::NcGroupAtt> atts_;
   std::multimap<std::string, netCDF::NcVar> vars_;
 };

@@ -22,6 +22,7 @@
 #include <netcdf>
 #include <string>
 
+#include "core/netcdf_storage.h"
 #include "model_io/network_file.h"
 
 namespace nn {
@@ -46,9 +47,11 @@ void validate_network_file(const NetworkFile& net, const std::string& file);
 
 // Writes every attribute, dimension and variable into a freshly created NETCDF4 file.
 // Throws netCDF exceptions; the caller turns them into IoError.
-void write_network_layout(const netCDF::NcFile& nc, const NetworkFile& net);
+void write_network_layout(const netCDF::NcGroup& nc, const NetworkFile& net);
 
-// Builds a NetworkFile from an open file (ours or DSSTNE's); not yet validated.
-NetworkFile read_network_layout(const netCDF::NcFile& nc, const std::string& file);
+// Builds a NetworkFile from an open file (ours or DSSTNE's); not yet validated. Variable sizes are
+// checked against `storage` (when given) and the memory budget before they are read.
+NetworkFile read_network_layout(const netCDF::NcFile& nc, const std::string& file,
+                                const NetcdfStorage* storage = nullptr);
 
 }  // namespace nn

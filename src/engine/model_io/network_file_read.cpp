@@ -14,7 +14,10 @@ namespace {
 
 class LayoutReader {
  public:
-  LayoutReader(const netCDF::NcFile& nc, const std::string& file) : in_(nc, file) {}
+  LayoutReader(const netCDF::NcFile& nc, const std::string& file, const NetcdfStorage* storage)
+      : in_(nc, file) {
+    in_.set_storage(storage);
+  }
 
   NetworkFile read() {
     ours_ = in_.has("nn_format_version");
@@ -240,8 +243,9 @@ class LayoutReader {
 
 }  // namespace
 
-NetworkFile read_network_layout(const netCDF::NcFile& nc, const std::string& file) {
-  return LayoutReader(nc, file).read();
+NetworkFile read_network_layout(const netCDF::NcFile& nc, const std::string& file,
+                                const NetcdfStorage* storage) {
+  return LayoutReader(nc, file, storage).read();
 }
 
 }  // namespace nn

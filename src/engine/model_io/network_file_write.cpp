@@ -8,7 +8,7 @@ namespace nn {
 namespace {
 
 using netCDF::NcDim;
-using netCDF::NcFile;
+using netCDF::NcGroup;
 using netCDF::ncFloat;
 using netCDF::ncInt;
 using netCDF::ncUint;
@@ -17,7 +17,7 @@ using netCDF::NcVar;
 
 class LayoutWriter {
  public:
-  LayoutWriter(const NcFile& nc, const NetworkFile& net) : nc_(nc), net_(net) {}
+  LayoutWriter(const NcGroup& nc, const NetworkFile& net) : nc_(nc), net_(net) {}
 
   void write() {
     write_globals();
@@ -235,13 +235,13 @@ class LayoutWriter {
     states(key("nn_bias_states"), key("nn_biasStateDim"), key("nn_bias_state"), w.bias_state);
   }
 
-  const NcFile& nc_;
+  const NcGroup& nc_;
   const NetworkFile& net_;
 };
 
 }  // namespace
 
-void write_network_layout(const NcFile& nc, const NetworkFile& net) {
+void write_network_layout(const NcGroup& nc, const NetworkFile& net) {
   LayoutWriter(nc, net).write();
 }
 

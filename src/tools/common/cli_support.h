@@ -10,6 +10,7 @@
 
 #include "common/tool_main.h"
 #include "core/log.h"
+#include "core/memory_budget.h"
 #include "dist/process.h"
 
 namespace nn::tool {
@@ -41,6 +42,27 @@ inline bool parse_or_exit(CLI::App& app, std::vector<std::string> args, int& sta
     throw UsageError(e.what());
   }
   return false;
+}
+
+// --memory-limit SIZE: the budget that sizes read from files and configs are checked against
+// before anything is allocated for them (core/memory_budget.h).
+inline CLI::Option* add_memory_limit_option(CLI::App& app, std::string& value) {
+  return app.add_option("--memory-limit", value,
+                        "memory budget for sizes read from files, e.g. 8G or 512M (default: "
+                        "this machine's memory, " + format_bytes(default_memory_budget()) + ")");
+}
+
+// Sets the budget from the flag (wins) or the CDL's MemoryLimit; UsageError when malformed.
+inline void apply_memory_limit(const std::string& flag, std::optional<uint64_t> from_cdl) {
+  if (!flag.empty()) {
+    const auto bytes = parse_byte_size(flag);
+    if (!bytes)
+      throw UsageError("--memory-limit: expected a size such as 8G, 512M or 1000000 (bytes), got '" +
+                       flag + "'");
+    set_memory_budget(*bytes);
+  } else if (from_cdl) {
+    set_memory_budget(*from_cdl);
+  }
 }
 
 // Log sink printing each line to `stream` (flushes so pipes see progress). Under mpirun only

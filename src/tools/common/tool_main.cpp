@@ -9,7 +9,9 @@
 #include <string>
 
 #include "common/tool_main.h"
+#include "core/allocation_context.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "dist/process.h"
 
 namespace {
@@ -30,7 +32,12 @@ int run_tool(int argc, char** argv) {
   } catch (const nn::Error& e) {
     return fail(1, e.what(), false);
   } catch (const std::bad_alloc&) {
-    return fail(1, "out of memory", false);
+    const std::string& what = nn::current_allocation();
+    return fail(1,
+                "out of memory" + (what.empty() ? std::string() : " while allocating " + what) +
+                    " (memory budget " + nn::format_bytes(nn::memory_budget()) +
+                    "; see --memory-limit)",
+                false);
   } catch (const std::exception& e) {
     return fail(1, e.what(), false);
   }

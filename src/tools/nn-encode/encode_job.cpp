@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "common/tool_main.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/image_corpus.h"
 #include "data/netcdf_dataset.h"
@@ -61,9 +63,10 @@ std::string describe(const ImageCorpus& c, const std::vector<uint64_t>& ids) {
 }
 
 void write_part(const EncodeJob& job, const ImageCorpus& c, const std::vector<uint64_t>& ids,
-                const std::string& path, const LogSink& log) {
-  write_datasets(path,
+                AtomicFile& out, const LogSink& log) {
+  write_datasets(out,
                  {image_dataset(c, ids, job.input_name), label_dataset(c, ids, job.output_name)});
+  const std::string& path = out.target();
   log("wrote " + path + ": " + describe(c, ids) + "; datasets \"" + job.input_name +
       "\" (dense UChar image) and \"" + job.output_name + "\" (sparse one-hot labels)");
 }
@@ -93,9 +96,20 @@ int run_encode_job(const EncodeJob& job, const LogSink& log) {
     throw UsageError("--split " + std::to_string(job.split) + " leaves no images for " +
                      job.output2 + " (of " + std::to_string(corpus.images()) + ")");
 
-  write_part(job, corpus, first, job.output, log);
-  if (!job.output2.empty()) write_part(job, corpus, second, job.output2, log);
-  save_index(index_path, index);
+  // The data files and the class index are one unit: none replaces its target unless all were
+  // written (a full disk leaves the previous set as it was).
+  std::vector<std::unique_ptr<AtomicFile>> outputs;
+  outputs.push_back(std::make_unique<AtomicFile>(job.output));
+  write_part(job, corpus, first, *outputs.back(), log);
+  if (!job.output2.empty()) {
+    outputs.push_back(std::make_unique<AtomicFile>(job.output2));
+    write_part(job, corpus, second, *outputs.back(), log);
+  }
+  outputs.push_back(std::make_unique<AtomicFile>(index_path));
+  outputs.back()->write(format_index(index_path, index));
+  std::vector<AtomicFile*> unit;
+  for (auto& f : outputs) unit.push_back(f.get());
+  commit_all(unit);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f s", secs);

@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 #include "common/cli_support.h"
 #include "common/tool_main.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/netcdf_dataset.h"
 #include "data/text_examples.h"
@@ -97,11 +99,24 @@ int nn::tool::run(int argc, char** argv) {
   if (ds.examples == 0)
     throw DataError(o.input + ": no examples found (expected lines \"sample<TAB>features\")");
 
-  write_datasets(o.output, {ds});
+  // The dataset and the index files are one unit: all are written in full before any replaces
+  // its target, so a failure (full disk, no permission) leaves the previous set as it was.
   // Index files are rewritten only when labels were added, as generateNetCDF does; -c replaces
   // the feature index even when this input has no features at all.
-  if (features.changed() || o.create_features) save_index(o.features, features);
-  if (samples.changed()) save_index(o.samples, samples);
+  std::vector<std::unique_ptr<AtomicFile>> outputs;
+  outputs.push_back(std::make_unique<AtomicFile>(o.output));
+  write_datasets(*outputs.back(), {ds});
+  if (features.changed() || o.create_features) {
+    outputs.push_back(std::make_unique<AtomicFile>(o.features));
+    outputs.back()->write(format_index(o.features, features));
+  }
+  if (samples.changed()) {
+    outputs.push_back(std::make_unique<AtomicFile>(o.samples));
+    outputs.back()->write(format_index(o.samples, samples));
+  }
+  std::vector<AtomicFile*> unit;
+  for (auto& f : outputs) unit.push_back(f.get());
+  commit_all(unit);
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

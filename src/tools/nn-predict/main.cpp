@@ -74,6 +74,8 @@ int run(int argc, char** argv) {
                  "CPU threads (default: the CPUs this process may use, shared among the ranks "
                  "of an mpirun job on this host)");
   app.add_flag("-q,--quiet", quiet, "print errors only");
+  std::string memory_limit;
+  add_memory_limit_option(app, memory_limit);
   int status = 0;
   if (parse_or_exit(app, rewrite_single_dash(argc, argv, {}), status)) return status;
 
@@ -84,6 +86,7 @@ int run(int argc, char** argv) {
     if (spec.command != Command::Predict)
       throw UsageError(cdl + ": Command is " + to_string(spec.command) +
                        "; nn-predict runs Predict (use nn-train for Train)");
+    apply_memory_limit(memory_limit, spec.memory_limit);
     const PredictionParameters& p = spec.prediction;
     job.network = spec.network;
     job.data_files = spec.data;
@@ -98,6 +101,7 @@ int run(int argc, char** argv) {
     if (score_opt->count() == 0) job.score_format = p.score_format;
     if (batch_opt->count() == 0) job.minibatch = p.minibatch;
   } else {
+    apply_memory_limit(memory_limit, std::nullopt);
     if (k_opt->count() == 0) job.k = 100;
     if (job.network.empty()) throw UsageError("need a CDL file or -n network.nc");
     if (job.text_input.empty() && job.data_files.empty())

@@ -3,6 +3,7 @@
 #include "nn-predict/predict_job.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <limits>
@@ -12,13 +13,15 @@
 #include "backend/backend.h"
 #include "config/parse.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
+#include "core/nearest_name.h"
 #include "data/netcdf_dataset.h"
 #include "data/text_examples.h"
 #include "dist/process.h"
 #include "model/binding.h"
 #include "model_io/network_file.h"
 #include "model/predictor.h"
-#include "nn-predict/classifier_report.h"
+#include "model/classifier_report.h"
 #include "nn-predict/layer_dump.h"
 #include "nn-predict/output_file.h"
 #include "nn-predict/sample_filter.h"
@@ -37,10 +40,15 @@ std::string printf_format(std::string f) {
   return f;
 }
 
-std::string layer_names(const NetworkSpec& spec) {
+// "A, B, C" plus " (did you mean 'B'?)" when `wanted` is near one of the names.
+std::string layer_names(const NetworkSpec& spec, const std::string& wanted = "") {
   std::string names;
-  for (const auto& l : spec.layers) names += (names.empty() ? "" : ", ") + l.name;
-  return names;
+  std::vector<std::string> list;
+  for (const auto& l : spec.layers) {
+    names += (names.empty() ? "" : ", ") + l.name;
+    list.push_back(l.name);
+  }
+  return names + (wanted.empty() ? std::string() : did_you_mean(wanted, list));
 }
 
 // The layer to score: the one requested, else the network's output layer.
@@ -48,7 +56,7 @@ std::string scored_layer(const PredictJob& job, const NetworkSpec& spec) {
   if (!job.layer.empty()) {
     if (!spec.find_layer(job.layer))
       throw ConfigError(job.network + ": layer '" + job.layer +
-                        "' (-l) not found; layers are: " + layer_names(spec));
+                        "' (-l) not found; layers are: " + layer_names(spec, job.layer));
     return job.layer;
   }
   for (const auto& l : spec.layers)
@@ -98,11 +106,27 @@ const DataSet* pick_target(const std::vector<DataSet>& sets, const std::string& 
                     "' (the scored layer's DataSet); it holds " + names);
 }
 
+// True when the file's first non-blank byte opens a JSON object.
+bool starts_like_json(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return false;
+  int c = 0;
+  while ((c = std::fgetc(f)) != EOF && std::isspace(c)) {
+  }
+  std::fclose(f);
+  return c == '{';
+}
+
 // Reads the network, telling the user when the file is a dataset rather than a network.
 NetworkFile read_network(const std::string& path) {
   try {
     return read_network_file(path);
   } catch (const DataError&) {
+    if (starts_like_json(path))
+      throw DataError(path +
+                      ": not a NetCDF file: this looks like a network JSON description (or a "
+                      "command file), not a trained network file; -n (CDL Network with Command "
+                      "Predict) expects the .nc that nn-train wrote from it");
     bool is_dataset = false;
     try {
       is_dataset = !read_datasets(path).empty();
@@ -119,7 +143,8 @@ NetworkFile read_network(const std::string& path) {
 
 }  // namespace
 
-int run_predict_job(const PredictJob& job, const LogSink& log) {
+int run_predict_job(const PredictJob& requested, const LogSink& log) {
+  PredictJob job = requested;  // -b and -k get capped by what the data needs
   const auto start = std::chrono::steady_clock::now();
   NetworkFile file = read_network(job.network);
   NetworkSpec& spec = file.spec;
@@ -152,6 +177,27 @@ int run_predict_job(const PredictJob& job, const LogSink& log) {
   Network net(*backend, spec, bound.sparse_inputs());
   net.load_arrays(file);
   const uint32_t units = net.layer(layer).units();
+  // A minibatch larger than the examples, or more recommendations than the layer has units,
+  // would only cost memory (-b 4000000000 asked for 16 GB): cap both.
+  if (job.k > units) {
+    log("-k " + std::to_string(job.k) + " is more than layer '" + layer + "' has units; using " +
+        std::to_string(units));
+    job.k = units;
+  }
+  job.minibatch = static_cast<uint32_t>(
+      std::max<uint64_t>(1, std::min<uint64_t>(job.minibatch, bound.examples)));
+  {
+    uint64_t widest = 0;
+    for (const LayerSpec& l : spec.layers) widest += std::min<uint64_t>(l.units(), UINT32_MAX);
+    const auto per_row = checked_add(checked_mul(widest, 3 * sizeof(float)).value_or(UINT64_MAX),
+                                     uint64_t(job.k) * 2 * sizeof(float));
+    const std::string problem =
+        over_budget(per_row ? checked_mul(*per_row, job.minibatch) : std::nullopt);
+    if (!problem.empty())
+      throw ConfigError("-b " + std::to_string(job.minibatch) + " (minibatch) with " +
+                        std::to_string(widest) + " units over all layers " + problem +
+                        "; use a smaller -b");
+  }
 
   // The output index and the filter describe the output layer's units; a hidden layer's units
   // are printed as numbers and never filtered.
@@ -209,7 +255,7 @@ int run_predict_job(const PredictJob& job, const LogSink& log) {
     dump_source = net.find(dump_layer);
     if (!dump_source)
       throw ConfigError(job.network + ": --dump-layer '" + dump_layer +
-                        "' not found; layers are: " + layer_names(spec));
+                        "' not found; layers are: " + layer_names(spec, dump_layer));
     if (dump_source->has_sparse_output())
       throw ConfigError(job.network + ": --dump-layer '" + dump_layer +
                         "' is a sparse input layer; its activations are the input data");
@@ -306,11 +352,7 @@ int run_predict_job(const PredictJob& job, const LogSink& log) {
       if (classify) {
         classifier.add(classes[e], ranked, job.k);
       } else if (truth) {
-        const uint64_t u = truth->row(e);
-        truth_row.assign(truth->sparse_index.begin() + truth->sparse_start[u],
-                         truth->sparse_index.begin() + truth->sparse_end[u]);
-        std::sort(truth_row.begin(), truth_row.end());
-        truth_row.erase(std::unique(truth_row.begin(), truth_row.end()), truth_row.end());
+        sorted_items(*truth, e, truth_row);
         metrics.add(ranked, job.k, truth_row);
       }
     }

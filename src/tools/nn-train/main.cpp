@@ -75,6 +75,20 @@ int run(int argc, char** argv) {
                  "checkpoint prefix: files are <prefix><epoch>.nc (default: the -n value)");
   app.add_option("--checkpoint-interval", checkpoint_interval,
                  "epochs between checkpoints, 0 = none (default 10 with flags)");
+  std::vector<std::string> validation;
+  uint32_t validation_interval = 0, validation_k = 0, patience = 0;
+  bool no_keep_best = false;
+  app.add_option("--validation", validation,
+                 "held-out NetCDF file(s) with datasets named like the training data; evaluated "
+                 "during training (CDL TrainingParameters.ValidationData)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--validation-interval", validation_interval,
+                 "epochs between validation evaluations (default 1)");
+  app.add_option("--validation-k", validation_k, "cut-off K of recall@K/NDCG@K (default 10)");
+  app.add_option("--patience", patience,
+                 "stop after this many evaluations without improvement (default 0 = never)");
+  app.add_flag("--no-keep-best", no_keep_best,
+               "write the last epoch's network instead of the best evaluated one");
   app.add_flag("--resume", resume, "continue from the newest checkpoint if there is one");
   app.add_flag("--validate", validate,
                "check gradients against finite differences on the first minibatch instead of "
@@ -94,6 +108,8 @@ int run(int argc, char** argv) {
                  "CPU threads (default: the CPUs this process may use, shared among the ranks "
                  "of an mpirun job on this host)");
   app.add_flag("-q,--quiet", quiet, "print errors only");
+  std::string memory_limit;
+  add_memory_limit_option(app, memory_limit);
   int status = 0;
   if (parse_or_exit(app,
                     rewrite_single_dash(argc, argv, {"alpha", "lambda", "lambda1", "mu", "mu1"}),
@@ -113,6 +129,7 @@ int run(int argc, char** argv) {
       throw UsageError(cdl + ": Command is " + to_string(spec.command) +
                        "; nn-train runs Train and Validate (use nn-predict for Predict)");
     validate = validate || spec.command == Command::Validate;
+    apply_memory_limit(memory_limit, spec.memory_limit);
     const TrainingParameters& t = spec.training;
     job.network_json = spec.network;
     job.data_files = spec.data;
@@ -126,11 +143,17 @@ int run(int argc, char** argv) {
                    t.mu1,       0.0f,    t.alpha_interval, t.alpha_multiplier};
     o.checkpoint_name = checkpoint_name.empty() ? t.checkpoint_name : checkpoint_name;
     o.checkpoint_interval = checkpoint_interval >= 0 ? checkpoint_interval : t.checkpoint_interval;
+    job.validation_files = t.validation_data;
+    o.validation_interval = t.validation_interval;
+    o.validation_k = t.validation_k;
+    o.patience = t.patience;
+    o.keep_best = t.keep_best;
   } else {
     if (config.empty() || input.empty() || output.empty() || (network.empty() && !validate))
       throw UsageError(validate ? "--validate needs -c, -i and -o (or a CDL file)"
                                 : "need a CDL file, or all of -c, -i, -o and -n");
     if (batch == 0) throw UsageError("-b: the minibatch must be positive");
+    apply_memory_limit(memory_limit, std::nullopt);
     if (epochs == 0) throw UsageError("-e: epochs must be positive");
     job.network_json = config;
     job.data_files = {input};
@@ -145,6 +168,16 @@ int run(int argc, char** argv) {
     o.checkpoint_name = checkpoint_name.empty() ? network : checkpoint_name;
     o.checkpoint_interval = checkpoint_interval >= 0 ? checkpoint_interval : 10;
   }
+  // Validation flags override the CDL's keys (a flag set to its "unset" value leaves the CDL's).
+  if (!validation.empty()) job.validation_files = validation;
+  if (validation_interval) job.options.validation_interval = validation_interval;
+  if (validation_k) job.options.validation_k = validation_k;
+  if (patience) job.options.patience = patience;
+  if (no_keep_best) job.options.keep_best = false;
+  if (job.validation_files.empty() && job.options.patience > 0)
+    throw UsageError(
+        "--patience (CDL Patience) needs a validation set (--validation or CDL "
+        "ValidationData)");
   const LogSink log = quiet ? null_log() : stream_log(stdout);
   if (validate) {
     if (!(check.epsilon > 0) || check.abs_tolerance < 0 || check.rel_tolerance < 0)

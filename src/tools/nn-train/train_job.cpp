@@ -13,11 +13,14 @@
 #include "backend/backend.h"
 #include "common/tool_main.h"
 #include "config/parse.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/netcdf_dataset.h"
 #include "dist/process.h"
 #include "model/binding.h"
+#include "model/model_summary.h"
 #include "model_io/network_file.h"
+#include "nn-train/epoch_log.h"
 
 namespace nn::tool {
 namespace fs = std::filesystem;
@@ -52,7 +55,8 @@ namespace {
 
 // Datasets, resolved spec and the network built on them; shared by training and validation.
 struct LoadedModel {
-  std::vector<DataSet> sets;
+  std::vector<DataSet> sets, validation_sets;
+  BoundData validation;  // examples == 0 when there is no validation set
   NetworkSpec spec;
   BoundData bound;
   std::unique_ptr<Backend> backend;
@@ -75,6 +79,19 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log)
   }
   resolve_auto_sizes(m->spec, m->sets);
   m->bound = bind_datasets(m->spec, m->sets, /*need_outputs=*/true, files);
+  std::string validation_files;
+  for (const auto& f : job.validation_files) {
+    auto more = read_datasets(f);
+    for (auto& s : more) {
+      log("validation dataset '" + s.name + "' from " + f + ": " + std::to_string(s.examples) +
+          " examples");
+      m->validation_sets.push_back(std::move(s));
+    }
+    validation_files += (validation_files.empty() ? "" : ", ") + f;
+  }
+  if (!m->validation_sets.empty())
+    m->validation =
+        bind_datasets(m->spec, m->validation_sets, /*need_outputs=*/true, validation_files);
   m->backend = make_backend(job.backend, job.threads);
   m->net = std::make_unique<Network>(*m->backend, m->spec, m->bound.sparse_inputs());
   return m;
@@ -120,6 +137,12 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   // For measurements: NN_GRADIENT_OVERLAP=0 reduces gradients only after the backward pass.
   if (const char* v = std::getenv("NN_GRADIENT_OVERLAP")) options.reduction.overlap = *v != '0';
 
+  // Temporary files of checkpoints a killed run was writing are incomplete: never resumed from,
+  // removed here once their process is gone.
+  if (!options.checkpoint_name.empty())
+    for (const std::string& stale : remove_stale_temp_files(options.checkpoint_name, true))
+      log("removed stale temporary file " + stale);
+
   NetworkFile checkpoint;
   bool resumed = false;
   std::string resumed_from;
@@ -147,6 +170,17 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   Trainer trainer(net, bound, options, log, comm.get());
   trainer.on_step = test_failure_injection(comm->rank());
   if (resumed) trainer.restore(checkpoint.training);
+  if (model->validation.examples > 0) trainer.set_validation(model->validation);
+  log("model '" + (spec.name.empty() ? job.network_json : spec.name) + "':");
+  for (const auto& line : format_summary(summarize(net), net.max_batch())) log(line);
+
+  // The per-epoch log is written as epochs end; a resumed run appends to it.
+  const std::string log_path = beside_results(job.results, ".epochs.jsonl");
+  std::unique_ptr<EpochLog> epoch_log;  // rank 0's alone under mpirun
+  if (comm->rank() == 0) {
+    epoch_log = std::make_unique<EpochLog>(log_path, resumed);
+    trainer.on_epoch = [&](const EpochReport& r) { epoch_log->write(r); };
+  }
   if (trainer.epoch() >= options.epochs)
     log("already trained for " + std::to_string(trainer.epoch()) + " epochs; nothing to do");
   std::string last_checkpoint = resumed ? resumed_from : std::string();
@@ -161,7 +195,8 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f", secs);
-  log("wrote " + job.results + " (total " + buf + " s)");
+  log("wrote " + job.results + " (total " + buf + " s); per-epoch log " + log_path);
+  if (comm->rank() == 0) plot_epoch_log(log_path, beside_results(job.results, ".curve.png"), log);
   return 0;
 }
 

@@ -17,7 +17,9 @@ struct TrainJob {
   std::vector<std::string> data_files;
   TrainOptions options;
   std::optional<bool> shuffle;  // overrides the network's ShuffleIndices
-  std::string results;          // final network file
+  std::string results;          // final network file; the per-epoch log (<stem>.epochs.jsonl)
+                                // and the loss curve (<stem>.curve.png) are written beside it
+  std::vector<std::string> validation_files;  // held-out dataset files (empty = none)
   bool resume = false;          // continue from the newest checkpoint, if any
   std::string backend = "auto";
   int threads = 0;

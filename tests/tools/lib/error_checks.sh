@@ -15,6 +15,8 @@ no_outputs() {
   for f in "$@"; do
     [[ ! -e $f ]] || fail "output '$f' left behind after an error"
   done
-  if compgen -G '*.tmp*' >/dev/null; then fail "temporary file left: $(ls ./*.tmp*)"; fi
+  if compgen -G '*.tmp*' >/dev/null || compgen -G '.*.tmp.*' >/dev/null; then
+    fail "temporary file left: $(ls -a | grep '\.tmp')"
+  fi
 }
 

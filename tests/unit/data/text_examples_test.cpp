@@ -218,8 +218,28 @@ TEST(TextExamples, LineLongerThanReadBuffer) {
   EXPECT_EQ(row(p.ds, 1), (std::vector<uint32_t>{1}));
 }
 
-TEST(TextExamples, RatingsSizedInputParsesQuickly) {
-  // 20,000 users x 100 ratings over 27,000 movies: 2M entries, a tenth of ML-20M.
+TEST(TextExamples, LineLongerThanTheLimitIsRejected) {
+  TextExamplesOptions opt;
+  opt.max_line_bytes = 1024;
+  std::string line = "u1\t";
+  for (int k = 0; k < 1000; ++k) line += "f" + std::to_string(k) + ":";
+  try {
+    parse("u0\ta:b\n" + line + "\n", opt);
+    ADD_FAILURE() << "no DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("in.txt:2: line longer than 1.0 KiB"), std::string::npos)
+        << e.what();
+  }
+  // Lines within the limit, many of them, still parse with the small buffer.
+  std::string many;
+  for (int u = 0; u < 500; ++u) many += "u" + std::to_string(u) + "\ta:b:c\n";
+  EXPECT_EQ(parse(many, opt).ds.examples, 500u);
+}
+
+TEST(TextExamples, RatingsSizedInputParses) {
+  // 20,000 users x 100 ratings over 27,000 movies: 2M entries, a tenth of ML-20M. Its speed is
+  // measured by scripts/bench_text_examples.sh (no timing assertions in unit tests: they fail
+  // under load).
   std::string text;
   text.reserve(2'000'000 * 12);
   for (int u = 0; u < 20000; ++u) {
@@ -233,12 +253,9 @@ TEST(TextExamples, RatingsSizedInputParsesQuickly) {
   }
   TextExamplesOptions opt;
   opt.mode = ExampleMode::Analog;
-  const auto t0 = std::chrono::steady_clock::now();
   const Parsed p = parse(text, opt);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(p.ds.nnz(), 2'000'000u);
   EXPECT_EQ(p.ds.examples, 20000u);
-  EXPECT_LT(s, 3.0) << "2M entries took " << s << " s";
 }
 
 }  // namespace

@@ -22,8 +22,10 @@
 
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
+#include "core/allocation_context.h"
 #include "core/cpu_count.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "core/random.h"
 
 namespace nn {
@@ -73,9 +75,12 @@ void* CpuBackend::allocate(size_t bytes) {
   // and one AVX-512 vector.
   const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
   void* p = std::aligned_alloc(64, rounded);
-  if (!p)
-    throw BackendError(std::string(__FILE__) + ":" + std::to_string(__LINE__) +
-                       ": aligned_alloc(64, " + std::to_string(rounded) + "): out of host memory");
+  if (!p) {
+    const std::string& what = current_allocation();
+    throw BackendError("out of host memory: cannot allocate " + format_bytes(rounded) +
+                       (what.empty() ? std::string() : " for " + what) +
+                       " (memory budget " + format_bytes(memory_budget()) + ")");
+  }
   return p;
 }
 

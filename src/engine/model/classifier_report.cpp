@@ -1,5 +1,5 @@
 // Classifier accuracy and confusion matrix (see classifier_report.h).
-#include "nn-predict/classifier_report.h"
+#include "model/classifier_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 
-namespace nn::tool {
+namespace nn {
 namespace {
 
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
@@ -150,4 +150,4 @@ std::vector<std::string> ClassifierReport::format(const FeatureIndex* labels,
   return lines;
 }
 
-}  // namespace nn::tool
+}  // namespace nn

@@ -1,6 +1,7 @@
-// Classifier evaluation for nn-predict --target: the true class of each example from a target
-// dataset (one item per example, or the largest value with --classify), top-1 and top-K accuracy,
-// and a confusion matrix (rows: true class, columns: predicted class).
+// Classifier evaluation, shared by nn-predict --target and the trainer's validation set: the true
+// class of each example from a target dataset (one item per example, or the largest value with
+// --classify), top-1 and top-K accuracy, and a confusion matrix (rows: true class, columns:
+// predicted class).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@
 #include "data/dataset.h"
 #include "data/text_examples.h"
 
-namespace nn::tool {
+namespace nn {
 
 // True when every example of `truth` names exactly one class: sparse rows with one entry, dense
 // Boolean data (one class id per example), or dense rows with exactly one non-zero value.
@@ -45,4 +46,4 @@ class ClassifierReport {
   std::unordered_map<uint64_t, uint64_t> confusion_;  // truth * classes + predicted -> count
 };
 
-}  // namespace nn::tool
+}  // namespace nn

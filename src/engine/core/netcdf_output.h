@@ -1,0 +1,21 @@
+// NetCDF-4 outputs through the atomic write path: the file is built in memory (netCDF's memio),
+// then written with AtomicFile. No NetCDF/HDF5 handle is ever open on a disk file while writing,
+// so a full disk or a refused write is reported with the OS reason by AtomicFile, and nothing is
+// left open for HDF5 to trip over when the process exits.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+#include "core/atomic_file.h"
+
+namespace nn {
+
+// Creates an in-memory NETCDF4 file, lets `fill` define and write everything through the netCDF C
+// API (`ncid`), closes it and appends its bytes to `out` (not committed: the caller commits, alone
+// or together with other outputs). `size_hint` is the expected file size in bytes (0: unknown).
+// Exceptions from `fill` pass through after the in-memory file is released; netCDF failures when
+// creating or closing it become IoError naming out.target().
+void write_netcdf(AtomicFile& out, size_t size_hint, const std::function<void(int ncid)>& fill);
+
+}  // namespace nn

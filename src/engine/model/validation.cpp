@@ -1,0 +1,113 @@
+// Validation-set evaluation during training (see validation.h).
+#include "model/validation.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.h"
+#include "model/classifier_report.h"
+#include "model/predictor.h"
+
+namespace nn {
+
+Validator::Validator(Network& net, const BoundData& data, uint32_t k, const DataSet& training_truth)
+    : net_(net),
+      data_(data),
+      k_(std::max<uint32_t>(k, 1)),
+      loader_(data, {}, 0),
+      losses_(net, data) {
+  if (data_.outputs.empty()) throw ConfigError("validation needs datasets bound to output layers");
+  const DataSet& truth = *data_.outputs[0].dataset;
+  const uint32_t units = net_.layer(data_.outputs[0].layer).units();
+  k_ = std::min(k_, units);
+  if (is_single_label(training_truth)) {
+    mode_ = Mode::Classify;
+    metric_ = "accuracy";
+    classes_ = true_classes(truth, units, "validation dataset '" + truth.name + "'");
+  } else if (truth.is_sparse()) {
+    mode_ = Mode::Rank;
+    metric_ = "recall@" + std::to_string(k_);
+    // A recommender's input items are known to the user: ranking them again would make the
+    // metric measure reconstruction rather than recommendation.
+    for (const auto& in : data_.inputs)
+      if (in.dataset->is_sparse() && in.dataset->features() == truth.features())
+        exclude_ = in.dataset;
+  } else {
+    metric_ = "loss";
+  }
+}
+
+ValidationResult Validator::evaluate() {
+  Backend& be = net_.backend();
+  const uint32_t saved_rows = net_.max_batch();
+  const uint32_t batch = std::max<uint32_t>(saved_rows, 1);
+  const uint64_t n = data_.examples;
+  net_.set_max_batch(static_cast<uint32_t>(std::min<uint64_t>(batch, n)));
+  Layer& out = net_.layer(data_.outputs[0].layer);
+  const DataSet& truth = *data_.outputs[0].dataset;
+  const uint32_t units = out.units();
+  const uint32_t k = k_;
+
+  RankingMetrics ranking(k);
+  ClassifierReport classifier(units, k);
+  double loss = 0.0;
+  std::vector<uint32_t> ids(batch), truth_row;
+  std::vector<float> scores;
+  std::vector<std::vector<uint32_t>> excluded;
+  HostBatch hb;
+  TopK top;
+  for (uint64_t first = 0; first < n; first += batch) {
+    const uint32_t rows = static_cast<uint32_t>(std::min<uint64_t>(batch, n - first));
+    std::iota(ids.begin(), ids.begin() + rows, static_cast<uint32_t>(first));
+    loader_.assemble(ids.data(), rows, 0, false, hb);
+    load_inputs(net_, data_, hb);
+    LayerContext ctx{be, rows, false, 0, 0};
+    net_.forward(ctx);
+    loss += losses_.evaluate(hb, /*write_deltas=*/false);
+    if (mode_ == Mode::Loss) continue;
+    scores.resize(size_t(rows) * units);
+    be.download(scores.data(), out.activations(), scores.size() * sizeof(float));
+    excluded.assign(rows, {});
+    if (exclude_) {
+      for (uint32_t r = 0; r < rows; ++r) sorted_items(*exclude_, first + r, excluded[r]);
+    }
+    top_k_rows(
+        scores.data(), rows, units, units, k,
+        [&](uint32_t r) { return exclude_ ? &excluded[r] : nullptr; }, top);
+    for (uint32_t r = 0; r < rows; ++r) {
+      const uint32_t* ranked = &top.index[size_t(r) * k];
+      if (mode_ == Mode::Classify) {
+        classifier.add(classes_[first + r], ranked, k);
+        continue;
+      }
+      sorted_items(truth, first + r, truth_row);
+      ranking.add(ranked, k, truth_row);
+    }
+  }
+  net_.set_max_batch(saved_rows);
+
+  ValidationResult r;
+  r.metric = metric_;
+  r.examples = n;
+  const double mean_loss = loss / double(std::max<uint64_t>(n, 1));
+  if (mode_ == Mode::Classify) {
+    r.value = classifier.top1();
+    r.values = {{"accuracy", r.value},
+                {"top" + std::to_string(k) + "_accuracy", classifier.topk()}};
+  } else if (mode_ == Mode::Rank) {
+    r.value = ranking.recall(k);
+    r.values = {{metric_, r.value},
+                {"ndcg@" + std::to_string(k), ranking.ndcg(k)},
+                {"precision@" + std::to_string(k), ranking.precision(k)}};
+  } else {
+    r.value = mean_loss;
+    r.higher_is_better = false;
+  }
+  if (mode_ != Mode::Loss)
+    r.values.push_back({"loss", mean_loss});
+  else
+    r.values = {{"loss", mean_loss}};
+  return r;
+}
+
+}  // namespace nn

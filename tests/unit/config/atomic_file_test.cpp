@@ -1,0 +1,174 @@
+// core/atomic_file: outputs replace their target only when complete, report the OS reason on
+// failure, never leave a temporary file, commit several files as one unit, and clear temporary
+// files left by killed processes. Write failures come from RLIMIT_FSIZE ("File too large"),
+// which needs no root and no special file system.
+#include "core/atomic_file.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "config_test_util.h"
+#include "core/error.h"
+
+namespace nn {
+namespace {
+
+namespace fs = std::filesystem;
+using test::error_of;
+using test::ScratchDir;
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Limits the size of files this process may write, for the lifetime of the object.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    old_handler_ = ::signal(SIGXFSZ, SIG_IGN);  // write() then fails with EFBIG
+    ::getrlimit(RLIMIT_FSIZE, &old_);
+    rlimit rl = old_;
+    rl.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &rl);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &old_);
+    ::signal(SIGXFSZ, old_handler_);
+  }
+
+ private:
+  rlimit old_;
+  sighandler_t old_handler_;
+};
+
+TEST(AtomicFile, CommitReplacesTheTargetAndLeavesNoTemporaryFile) {
+  ScratchDir dir;
+  const std::string target = dir.write("out.txt", "old");
+  AtomicFile f(target);
+  f.write("new ");
+  f.write(std::string(200000, 'x'));  // beyond the buffer: written straight through
+  EXPECT_EQ(slurp(target), "old");    // nothing visible before commit
+  f.commit();
+  EXPECT_EQ(slurp(target), "new " + std::string(200000, 'x'));
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"out.txt"});
+}
+
+TEST(AtomicFile, WithoutCommitNothingChanges) {
+  ScratchDir dir;
+  const std::string target = dir.write("out.txt", "old");
+  {
+    AtomicFile f(target);
+    f.write("partial");
+  }
+  EXPECT_EQ(slurp(target), "old");
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"out.txt"});
+}
+
+TEST(AtomicFile, WriteFailureNamesTheFileAndTheReasonAndRemovesTheTemporaryFile) {
+  ScratchDir dir;
+  const std::string target = dir.write("out.txt", "old");
+  std::string message;
+  {
+    FileSizeLimit limit(4096);
+    message = error_of<IoError>([&] {
+      AtomicFile f(target);
+      f.write(std::string(100000, 'x'));
+      f.commit();
+    });
+  }
+  EXPECT_CONTAINS(message, target + ": write failed: File too large");
+  EXPECT_CONTAINS(message, "removed");
+  EXPECT_EQ(slurp(target), "old");
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"out.txt"});
+}
+
+TEST(AtomicFile, CommitAllReplacesNoTargetWhenAnyFileFails) {
+  ScratchDir dir;
+  const std::string a = dir.write("a.txt", "old a"), b = dir.write("b.txt", "old b");
+  std::string message;
+  {
+    FileSizeLimit limit(4096);
+    message = error_of<IoError>([&] {
+      AtomicFile fa(a), fb(b);
+      fa.write("new a");                    // fits
+      fb.write(std::string(100000, 'x'));  // does not
+      commit_all({&fa, &fb});
+    });
+  }
+  EXPECT_CONTAINS(message, b + ": write failed: File too large");
+  EXPECT_EQ(slurp(a), "old a");
+  EXPECT_EQ(slurp(b), "old b");
+  EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"a.txt", "b.txt"}));
+}
+
+TEST(AtomicFile, MissingDirectoryIsNamed) {
+  ScratchDir dir;
+  const std::string target = dir.path() + "/no/such/out.txt";
+  EXPECT_CONTAINS(error_of<IoError>([&] { AtomicFile f(target); }),
+                  target + ": cannot write: directory '" + dir.path() + "/no/such' does not exist");
+}
+
+TEST(AtomicFile, ReadOnlyDirectoryReportsTheReason) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions";
+  ScratchDir dir;
+  fs::create_directory(dir.path() + "/ro");
+  fs::permissions(dir.path() + "/ro", fs::perms::owner_read | fs::perms::owner_exec);
+  EXPECT_CONTAINS(error_of<IoError>([&] { AtomicFile f(dir.path() + "/ro/out.txt"); }),
+                  "Permission denied");
+  fs::permissions(dir.path() + "/ro", fs::perms::owner_all);
+}
+
+// A pid that no longer names a process: a child that has exited and been reaped.
+long dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return child;
+}
+
+TEST(AtomicFile, StaleTemporaryFilesOfDeadProcessesAreRemoved) {
+  ScratchDir dir;
+  const std::string dead = "." + std::string("out.nc.tmp.") + std::to_string(dead_pid()) + ".0";
+  const std::string live = ".out.nc.tmp." + std::to_string(::getpid()) + ".99";
+  dir.write(dead, "killed mid-write");
+  dir.write(live, "being written by this process");
+  dir.write(".other.nc.tmp.1.0", "another target's");
+  AtomicFile f(dir.path() + "/out.nc");  // clears stale ones of its target
+  f.write("x");
+  f.commit();
+  EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{".other.nc.tmp.1.0", live, "out.nc"}));
+}
+
+TEST(AtomicFile, StaleCheckpointTemporariesAreFoundByPrefix) {
+  ScratchDir dir;
+  const std::string pid = std::to_string(dead_pid());
+  dir.write(".ck7.nc.tmp." + pid + ".3", "");
+  dir.write(".ck12.nc.tmp." + pid + ".4", "");
+  dir.write(".other.nc.tmp." + pid + ".0", "");
+  dir.write("ck7.nc", "a checkpoint");
+  const auto removed = remove_stale_temp_files(dir.path() + "/ck", /*any_target=*/true);
+  EXPECT_EQ(removed.size(), 2u);
+  EXPECT_EQ(entries(dir.path()),
+            (std::vector<std::string>{".other.nc.tmp." + pid + ".0", "ck7.nc"}));
+}
+
+}  // namespace
+}  // namespace nn
