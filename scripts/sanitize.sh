@@ -18,5 +18,5 @@ built=$(date +%s)
 # detect_leaks=0: OpenMP/OpenBLAS/HDF5 keep process-lifetime allocations that LSan would flag.
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=0:detect_leaks=0:detect_odr_violation=0
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@"
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -LE mpi "$@"  # MPI is not built here
 echo "sanitize: build $((built - start)) s, tests $(($(date +%s) - built)) s"

@@ -36,7 +36,10 @@ fill_to() {
 }
 
 # expect_full OUTPUTS -- command...: exit 1 with "No space left on device" naming one of the
-# OUTPUTS, and the disk holds exactly what it held before (same files, same contents).
+# OUTPUTS, and the disk holds exactly what it held before (same files, same contents). The one
+# exception is nn-train's per-epoch log (*.epochs.jsonl): it records epochs that completed before
+# the failure, like the checkpoints a failed run keeps, and is itself written atomically (when it
+# is there, it is complete; the 0 KiB case checks it cannot appear half-written).
 expect_full() {
   local outputs=() got=0
   while [[ $1 != -- ]]; do outputs+=("$1"); shift; done
@@ -49,7 +52,13 @@ expect_full() {
   local named=0 o
   for o in "${outputs[@]}"; do grep -qF "disk/$o" err.txt && named=1; done
   ((named)) || fail "$*: message names none of ${outputs[*]}: $(cat err.txt)"
-  (cd disk && ls -A | sort | xargs -r md5sum) >after.txt
+  (cd disk && ls -A | grep -v '\.epochs\.jsonl$' | sort | xargs -r md5sum) >after.txt
+  for o in disk/*.epochs.jsonl; do
+    [[ -e $o ]] || continue
+    python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$o" ||
+      fail "$*: $o is not complete JSON lines"
+    rm -f "$o"
+  done
   cmp -s before.txt after.txt || fail "$*: files on the full disk changed: $(diff before.txt after.txt)"
 }
 
@@ -64,7 +73,7 @@ for free in 0 4; do
   rm -f disk/gen.nc disk/f.idx disk/s.idx
 
   fill_to $free
-  expect_full net.nc ck1.nc -- "$tools/nn-train" -c config.json -i input.nc -o output.nc \
+  expect_full net.nc ck1.nc net.epochs.jsonl -- "$tools/nn-train" -c config.json -i input.nc -o output.nc \
     -n disk/net.nc -e 1 --checkpoint-name disk/ck --checkpoint-interval 1 -q
   expect_full recs.txt -- "$tools/nn-predict" -n net.nc -r ratings.txt -i features.idx \
     -o features.idx -k 100 -s disk/recs.txt -q

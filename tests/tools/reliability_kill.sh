@@ -26,13 +26,16 @@ for round in 1 2 3 4 5 6; do
   [[ -e net.nc ]] && break
   "${train[@]}" --resume &
   pid=$!
+  deadline=$((SECONDS + 60))
   if ((round % 2)); then
     # Mid-checkpoint: wait until a checkpoint's temporary file exists, then kill at once.
-    for _ in $(seq 1 20000); do
-      if [[ -n $(temps) ]] || ! kill -0 "$pid" 2>/dev/null; then break; fi
-    done
+    while [[ -z $(temps) ]] && kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do :; done
   else
-    sleep "0.$((RANDOM % 30 + 5))"
+    # At a random moment once training is under way (a checkpoint exists).
+    while [[ -z $(newest_checkpoint) ]] && kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+      sleep 0.01
+    done
+    sleep "0.$((RANDOM % 20))"
   fi
   [[ -n $(temps) ]] && mid_checkpoint=$((mid_checkpoint + 1))
   kill -9 "$pid" 2>/dev/null || true

@@ -152,6 +152,15 @@ Json parse_json_text(const std::string& text, const std::string& source) {
     const auto [line, column] = line_column(text, e.byte == 0 ? 0 : e.byte - 1);
     throw ConfigError(source + ": line " + std::to_string(line) + ", column " +
                       std::to_string(column) + ": invalid JSON: " + syntax_detail(e.what()));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond double's range (1e400): nlohmann reports it without a position, so the
+    // message names the JSON path the parser was in. (Found by fuzzing: it escaped untyped.)
+    const std::string what = e.what();
+    const size_t prefix = what.find("] ");
+    const std::string path = frames_path(frames);
+    throw ConfigError(
+        source + ": " + (path.empty() ? std::string("(top level)") : path) +
+        ": invalid JSON: " + (prefix == std::string::npos ? what : what.substr(prefix + 2)));
   }
 }
 

@@ -11,6 +11,7 @@
 #include <netcdf.h>
 #include <netcdf_mem.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -52,7 +53,11 @@ Image empty_netcdf4_image(const std::string& target, size_t* size) {
       H5Pset_link_creation_order(fcpl.id, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0 ||
       H5Pset_attr_creation_order(fcpl.id, H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED) < 0)
     return fail("setting HDF5 properties");
-  H5Handle file{H5Fcreate(target.c_str(), H5F_ACC_TRUNC, fcpl.id, fapl.id), H5Fclose};
+  // The core driver keeps the file in memory only; a name of its own keeps HDF5 from taking it
+  // for a file of the same name that is open on disk.
+  static std::atomic<unsigned> counter{0};
+  const std::string name = "nn-netcdf-image-" + std::to_string(counter++);
+  H5Handle file{H5Fcreate(name.c_str(), H5F_ACC_TRUNC, fcpl.id, fapl.id), H5Fclose};
   if (file.id < 0 || H5Fflush(file.id, H5F_SCOPE_GLOBAL) < 0) return fail("H5Fcreate");
   const ssize_t n = H5Fget_file_image(file.id, nullptr, 0);
   if (n <= 0) return fail("H5Fget_file_image");
@@ -94,10 +99,8 @@ void write_netcdf(AtomicFile& out, size_t size_hint, const std::function<void(in
   NC_memio seed_memio{seed_size, seed.release(), 0};  // netCDF owns (and may realloc) it now
   int ncid = -1;
   int rc = nc_open_memio(out.target().c_str(), NC_WRITE, &seed_memio, &ncid);
-  if (rc != NC_NOERR) {
-    std::free(seed_memio.memory);
+  if (rc != NC_NOERR)  // the few hundred bytes of the seed stay with netCDF (may be freed there)
     throw IoError(out.target() + ": cannot create NetCDF file in memory: " + nc_strerror(rc));
-  }
   try {
     fill(ncid);
   } catch (...) {

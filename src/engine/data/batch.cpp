@@ -62,6 +62,7 @@ void gather_sparse(const DataSet& ds, const uint32_t* ids, uint32_t count, Spars
     const uint64_t r = ds.row(ids[i]);
     const uint64_t s = ds.sparse_start[r], n = ds.sparse_end[r] - s;
     const uint32_t at = out.row_ptr[i];
+    if (n == 0) continue;  // an empty example: `idx` may be null when the whole batch is empty
     std::memcpy(idx + at, ds.sparse_index.data() + s, n * sizeof(uint32_t));
     if (values) std::memcpy(val + at, ds.sparse_value.data() + s, n * sizeof(float));
   }

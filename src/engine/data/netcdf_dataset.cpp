@@ -18,8 +18,9 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
-#include "core/netcdf_storage.h"
+#include "core/netcdf_header_check.h"
 #include "core/netcdf_output.h"
+#include "core/netcdf_storage.h"
 
 namespace nn {
 
@@ -112,6 +113,7 @@ class Reader {
     if (!std::filesystem::exists(path, ec)) throw DataError(path + ": file not found");
     if (std::filesystem::is_directory(path, ec))
       throw DataError(path + ": is a directory; expected a NetCDF dataset file");
+    check_netcdf_classic_header(path);  // libnetcdf's own parser crashes on some bad headers
     const int rc = nc_open(path.c_str(), NC_NOWRITE, &nc_);
     if (rc != NC_NOERR) {
       nc_ = -1;
@@ -517,8 +519,7 @@ std::vector<DataSet> read_datasets(const std::string& path) {
   const Reader r(path);
   const uint64_t count = r.uint_att("datasets");
   if (count == 0) r.fail("datasets", "is 0; expected at least one dataset");
-  std::vector<DataSet> sets;
-  sets.reserve(count);
+  std::vector<DataSet> sets;  // not reserved: `count` is a claim; each dataset read proves itself
   for (uint64_t n = 0; n < count; ++n) sets.push_back(read_one(r, path, n));
   return sets;
 }

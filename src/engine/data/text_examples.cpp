@@ -4,6 +4,8 @@
 // sample just points at its newer range) instead of one vector per sample.
 #include "data/text_examples.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -142,8 +144,15 @@ class Parser {
 
   // Reads blocks and hands complete lines to parse_line; a partial last line is carried over.
   void stream(std::FILE* f, const std::string& path) {
-    std::vector<char> buf(
-        std::min<uint64_t>(uint64_t(8) << 20, std::max<uint64_t>(options_.max_line_bytes, 1)));
+    // 8 MiB blocks (at most one line's limit), or one block of the file's size when it is
+    // smaller: many small files (and the fuzzer's inputs) would otherwise each allocate and zero
+    // 8 MiB.
+    uint64_t initial =
+        std::min<uint64_t>(uint64_t(8) << 20, std::max<uint64_t>(options_.max_line_bytes, 1));
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && uint64_t(st.st_size) < initial)
+      initial = uint64_t(st.st_size) + 1;
+    std::vector<char> buf(initial);
     size_t have = 0;
     uint64_t line_no = 0;
     for (;;) {

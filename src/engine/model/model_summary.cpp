@@ -57,19 +57,6 @@ ModelSummary summarize(Network& net) {
   return s;
 }
 
-std::string format_bytes(uint64_t bytes) {
-  char buf[32];
-  if (bytes >= (uint64_t(1) << 30))
-    std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(uint64_t(1) << 30));
-  else if (bytes >= (uint64_t(1) << 20))
-    std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(uint64_t(1) << 20));
-  else if (bytes >= 1024)
-    std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024.0);
-  else
-    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  return buf;
-}
-
 std::vector<std::string> format_summary(const ModelSummary& s, uint32_t minibatch) {
   std::vector<std::vector<std::string>> cells = {
       {"layer", "kind", "shape", "parameters", "memory"}};

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/memory_budget.h"  // format_bytes
 #include "model/network.h"
 
 namespace nn {
@@ -32,8 +33,5 @@ ModelSummary summarize(Network& net);
 
 // The summary as aligned text lines (a header, one line per layer, a totals line).
 std::vector<std::string> format_summary(const ModelSummary& summary, uint32_t minibatch);
-
-// "12.5 MiB", "840 KiB", "96 B".
-std::string format_bytes(uint64_t bytes);
 
 }  // namespace nn

@@ -179,6 +179,18 @@ NetworkFile Network::to_file() const {
 
 void Network::set_max_batch(uint32_t rows) {
   if (rows == max_batch_) return;
+  // Activations, deltas and dropout masks: up to 3 floats per unit and row (sparse inputs hold
+  // no dense activations: a million-item input costs nothing here).
+  uint64_t units = 0;
+  for (const auto& layer : layers_)
+    if (!layer->has_sparse_output()) units += layer->units();
+  const std::string problem =
+      over_budget(checked_mul(units, uint64_t(rows) * 3 * sizeof(float)));
+  if (!problem.empty())
+    throw ConfigError((spec_.source.empty() ? std::string("network") : spec_.source) +
+                      ": a minibatch of " + std::to_string(rows) + " rows over " +
+                      std::to_string(units) + " units in all layers " + problem +
+                      "; use a smaller minibatch");
   for (auto& layer : layers_) layer->allocate(backend_, rows);
   max_batch_ = rows;
 }

@@ -10,6 +10,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/netcdf_header_check.h"
 #include "core/netcdf_output.h"
 #include "core/netcdf_storage.h"
 #include "model_io/nc_attribute_reader.h"
@@ -62,6 +63,7 @@ NetworkFile read_network_file(const std::string& path) {
   if (!std::ifstream(path, std::ios::binary))
     throw IoError(path + ": cannot open network file: " + std::strerror(errno));
 
+  check_netcdf_classic_header(path);  // libnetcdf's own parser crashes on some bad headers
   const NetcdfStorage storage(path);  // looked at before netCDF opens the file
   NcFile nc;
   try {

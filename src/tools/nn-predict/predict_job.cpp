@@ -13,7 +13,6 @@
 #include "backend/backend.h"
 #include "config/parse.h"
 #include "core/error.h"
-#include "core/memory_budget.h"
 #include "core/nearest_name.h"
 #include "data/netcdf_dataset.h"
 #include "data/text_examples.h"
@@ -186,18 +185,8 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
   }
   job.minibatch = static_cast<uint32_t>(
       std::max<uint64_t>(1, std::min<uint64_t>(job.minibatch, bound.examples)));
-  {
-    uint64_t widest = 0;
-    for (const LayerSpec& l : spec.layers) widest += std::min<uint64_t>(l.units(), UINT32_MAX);
-    const auto per_row = checked_add(checked_mul(widest, 3 * sizeof(float)).value_or(UINT64_MAX),
-                                     uint64_t(job.k) * 2 * sizeof(float));
-    const std::string problem =
-        over_budget(per_row ? checked_mul(*per_row, job.minibatch) : std::nullopt);
-    if (!problem.empty())
-      throw ConfigError("-b " + std::to_string(job.minibatch) + " (minibatch) with " +
-                        std::to_string(widest) + " units over all layers " + problem +
-                        "; use a smaller -b");
-  }
+  // The network checks its activation memory for this minibatch against the budget
+  // (Network::set_max_batch).
 
   // The output index and the filter describe the output layer's units; a hidden layer's units
   // are printed as numbers and never filtered.

@@ -10,10 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace nn::tool {
@@ -150,17 +152,19 @@ std::string epoch_record(const EpochReport& r) {
 }
 
 EpochLog::EpochLog(const std::string& path, bool append) : path_(path) {
-  file_ = std::fopen(path.c_str(), append ? "a" : "w");
-  if (!file_) throw IoError(path + ": cannot write the per-epoch log: " + std::strerror(errno));
+  if (!append) return;
+  std::ifstream in(path, std::ios::binary);
+  if (in) content_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-EpochLog::~EpochLog() {
-  if (file_) std::fclose(file_);
-}
-
+// The whole log is rewritten through the atomic write path each epoch (a few hundred bytes per
+// epoch): a full disk or a kill leaves the previous complete log, never a truncated or empty one.
 void EpochLog::write(const EpochReport& r) {
-  std::fprintf(file_, "%s\n", epoch_record(r).c_str());
-  std::fflush(file_);
+  content_ += epoch_record(r);
+  content_ += '\n';
+  AtomicFile out(path_);
+  out.write(content_);
+  out.commit();
 }
 
 bool plot_epoch_log(const std::string& log_path, const std::string& png, const LogSink& log) {

@@ -22,17 +22,17 @@ std::string epoch_record(const EpochReport& r);
 
 class EpochLog {
  public:
-  // Opens `path` for writing; `append` keeps earlier records (a resumed run). Throws IoError.
+  // A log at `path`; `append` keeps the records already there (a resumed run). Nothing is
+  // written until the first epoch ends.
   EpochLog(const std::string& path, bool append);
-  ~EpochLog();
-  EpochLog(const EpochLog&) = delete;
-  EpochLog& operator=(const EpochLog&) = delete;
+  // Adds one record and atomically replaces the file with all records so far. Throws IoError
+  // (with the operating system's reason) when the file cannot be written.
   void write(const EpochReport& r);
   const std::string& path() const { return path_; }
 
  private:
   std::string path_;
-  std::FILE* file_ = nullptr;
+  std::string content_;
 };
 
 // Draws the loss (and validation metric, when the log has one) per epoch from a log written by
