@@ -5,7 +5,8 @@
 #   ratings.csv  MovieLens userId,movieId,rating,timestamp (default: the bundled ml-latest-small)
 #   output-dir   where everything is written (default: samples/movielens/work)
 # NN_TOOLS overrides the directory holding nn-generate/nn-train/nn-predict (default: build/src/tools,
-# built by scripts/setup.sh when missing).
+# built by scripts/setup.sh when missing). NN_LAUNCH runs training and prediction under a launcher,
+# e.g. NN_LAUNCH="mpirun -np 2" (docs/scaling.md).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -28,9 +29,9 @@ rm -f features.idx samples.idx
 cp "$root/configs/recommender-autoencoder/"{network.json,train.cdl,predict.cdl} .
 echo "== training (live progress; per-epoch log in network.epochs.jsonl)"
 rm -f checkpoint*.nc network.nc
-"$tools/nn-train" train.cdl 2>&1
+${NN_LAUNCH:-} "$tools/nn-train" train.cdl 2>&1
 echo "== recommending (top 10 unseen movies per user)"
-"$tools/nn-predict" predict.cdl
+${NN_LAUNCH:-} "$tools/nn-predict" predict.cdl
 echo "== $(wc -l < recs) users written to $out/recs; the first three:"
 movies="$(dirname "$ratings")/movies.csv"
 [ -f "$movies" ] || movies="$here/movies.csv"

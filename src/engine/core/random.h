@@ -22,10 +22,28 @@ NN_HD uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// The multiplier uniform_at() applies to the stream, and its inverse modulo 2^64 (it is odd).
+constexpr uint64_t kStreamMultiplier = 0xD1B54A32D192ED03ull;
+constexpr uint64_t stream_multiplier_inverse() {
+  uint64_t x = kStreamMultiplier;  // Newton's iteration doubles the correct low bits each step
+  for (int i = 0; i < 6; ++i) x *= 2 - kStreamMultiplier * x;
+  return x;
+}
+constexpr uint64_t kStreamMultiplierInverse = stream_multiplier_inverse();
+static_assert(kStreamMultiplier * kStreamMultiplierInverse == 1, "inverse modulo 2^64");
+
 // Uniform float in [0, 1) for (seed, stream, counter).
 NN_HD float uniform_at(uint64_t seed, uint64_t stream, uint64_t counter) {
-  uint64_t h = mix64(seed ^ mix64(stream * 0xD1B54A32D192ED03ull + counter));
+  uint64_t h = mix64(seed ^ mix64(stream * kStreamMultiplier + counter));
   return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
+}
+
+// The stream whose counter i draws exactly what `stream` draws at counter i + offset. A process
+// that holds rows [first, ...) of a minibatch masks them with shift_stream(stream, first * width)
+// and so draws the same numbers as one process holding the whole batch (data parallelism),
+// without any backend learning about offsets.
+NN_HD uint64_t shift_stream(uint64_t stream, uint64_t offset) {
+  return stream + offset * kStreamMultiplierInverse;
 }
 
 // Sequential generator (SplitMix64 stream) for host code: shuffles and weight initialisation.

@@ -46,9 +46,13 @@ BatchNormParams BatchNorm::params(uint32_t rows) const {
   return p;
 }
 
-void BatchNorm::forward(uint32_t rows, bool training, const float* x, float* y) {
+void BatchNorm::forward(uint32_t rows, bool training, const float* x, float* y,
+                        Communicator* comm) {
   last_training_ = training;
-  if (training)
+  last_distributed_ = training && comm && comm->size() > 1;
+  if (last_distributed_)
+    forward_distributed(rows, x, y, *comm);
+  else if (training)
     backend_.batch_norm_forward_training(
         params(rows), x, y, scale_.value.data(), bias_.value.data(), running_mean_.data(),
         running_var_.data(), save_mean_.data(), save_inv_std_.data());
@@ -58,9 +62,13 @@ void BatchNorm::forward(uint32_t rows, bool training, const float* x, float* y) 
                                           running_var_.data());
 }
 
-void BatchNorm::backward(uint32_t rows, const float* x, const float* dy, float* dx) {
+void BatchNorm::backward(uint32_t rows, const float* x, const float* dy, float* dx,
+                         Communicator* comm) {
   const float alpha = rows ? 1.0f / static_cast<float>(rows) : 0.0f;
-  if (last_training_)
+  if (last_distributed_) {
+    NN_CHECK(comm && comm->size() > 1, "distributed batch norm backward without communicator");
+    backward_distributed(rows, x, dy, dx, *comm);
+  } else if (last_training_)
     backend_.batch_norm_backward(params(rows), x, dy, scale_.value.data(), save_mean_.data(),
                                  save_inv_std_.data(), alpha, dx, scale_.grad.data(),
                                  bias_.grad.data());

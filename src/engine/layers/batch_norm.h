@@ -18,6 +18,7 @@
 
 #include "backend/backend.h"
 #include "backend/device_array.h"
+#include "dist/communicator.h"
 #include "layers/parameter.h"
 #include "model_io/network_file.h"
 
@@ -43,13 +44,18 @@ class BatchNorm {
   void initialize();
 
   // y = normalised x (y may alias x). Training: batch statistics, saved for backward, and a
-  // running-statistics update; otherwise the running statistics.
-  void forward(uint32_t rows, bool training, const float* x, float* y);
+  // running-statistics update; otherwise the running statistics. With a communicator of several
+  // ranks (data parallelism) the batch is the union of every rank's rows: the statistics and
+  // backward's sums are all-reduced (batch_norm_distributed.cpp), so every rank normalises as
+  // one process holding the whole batch would. Every rank must call it, even with 0 rows.
+  void forward(uint32_t rows, bool training, const float* x, float* y,
+               Communicator* comm = nullptr);
   // Backward of the last forward over the same x, in the same mode (training: through the batch
   // statistics; inference: the running statistics are constants): dx = dE/dx from dy = dE/dy
   // (dx may alias dy; dy holds per-example derivatives of the summed loss, as every layer delta
   // does). The scale and bias gradients are those of the batch-mean loss (sums over rows / rows).
-  void backward(uint32_t rows, const float* x, const float* dy, float* dx);
+  void backward(uint32_t rows, const float* x, const float* dy, float* dx,
+                Communicator* comm = nullptr);
 
   Parameter& scale() { return scale_; }
   Parameter& bias() { return bias_; }
@@ -64,6 +70,10 @@ class BatchNorm {
 
  private:
   BatchNormParams params(uint32_t rows) const;
+  // The cross-rank versions of the training forward and backward (host arithmetic).
+  void forward_distributed(uint32_t rows, const float* x, float* y, Communicator& comm);
+  void backward_distributed(uint32_t rows, const float* x, const float* dy, float* dx,
+                            Communicator& comm);
 
   Backend& backend_;
   std::string owner_;
@@ -72,7 +82,9 @@ class BatchNorm {
   Parameter scale_, bias_;
   DeviceArray<float> running_mean_, running_var_;
   DeviceArray<float> save_mean_, save_inv_std_;  // batch statistics of the last training forward
+  DeviceArray<float> save_var_;                  // distributed: the batch variance
   bool last_training_ = false;                   // mode of the last forward
+  bool last_distributed_ = false;                // the last training forward was cross-rank
 };
 
 }  // namespace nn

@@ -37,7 +37,7 @@ void InputLayer::load_sparse(Backend& backend, const SparseBatch& batch) {
 void InputLayer::forward(const LayerContext& ctx) {
   if (!sparse_ && ctx.training && spec_.p_dropout > 0.0f)
     ctx.backend.dropout(a_.data(), size_t(ctx.rows) * units(), spec_.p_dropout, ctx.seed,
-                        ctx.step * 4096 + index());
+                        dropout_stream(ctx, index(), units()));
 }
 
 }  // namespace nn

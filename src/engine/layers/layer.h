@@ -11,6 +11,7 @@
 #include "backend/device_array.h"
 #include "config/network_spec.h"
 #include "core/random.h"
+#include "dist/communicator.h"
 #include "layers/parameter.h"
 #include "model_io/network_file.h"
 
@@ -23,7 +24,18 @@ struct LayerContext {
   bool training;      // dropout and denoising only in training
   uint64_t seed;      // run seed
   uint64_t step;      // update counter; varies the dropout masks from batch to batch
+  // Data parallelism: position of this process's first row in the global minibatch. Dropout
+  // masks are drawn for global positions, so N processes draw what one process would.
+  uint64_t row_offset = 0;
+  // Data parallelism: the ranks sharing this minibatch (batch normalisation reduces its
+  // statistics over them); null or one rank otherwise.
+  Communicator* comm = nullptr;
 };
+
+// The dropout stream of layer `layer_index` (`width` values per row) for this step's rows.
+inline uint64_t dropout_stream(const LayerContext& ctx, uint32_t layer_index, size_t width) {
+  return shift_stream(ctx.step * 4096 + layer_index, ctx.row_offset * uint64_t(width));
+}
 
 ActivationParams activation_params(const LayerSpec& spec);
 

@@ -138,7 +138,7 @@ void PoolingLayer::forward(const LayerContext& ctx) {
   }
   for (Layer* skip : skips_) be.axpy(n, 1.0f, skip->activations(), y);
   if (ctx.training && spec_.p_dropout > 0.0f && kind() == LayerKind::Hidden)
-    be.dropout(y, n, spec_.p_dropout, ctx.seed, ctx.step * 4096 + index());
+    be.dropout(y, n, spec_.p_dropout, ctx.seed, dropout_stream(ctx, index(), units()));
 }
 
 void PoolingLayer::backward(const LayerContext& ctx) {
@@ -147,7 +147,7 @@ void PoolingLayer::backward(const LayerContext& ctx) {
   const size_t n = size_t(rows) * units();
   float* d = delta_.data();
   if (ctx.training && spec_.p_dropout > 0.0f && kind() == LayerKind::Hidden)
-    be.dropout_backward(d, n, spec_.p_dropout, ctx.seed, ctx.step * 4096 + index());
+    be.dropout_backward(d, n, spec_.p_dropout, ctx.seed, dropout_stream(ctx, index(), units()));
   if (is_similarity()) {
     Layer* first = sources_[0];
     float* d_first = first->needs_delta() ? first->delta() : nullptr;

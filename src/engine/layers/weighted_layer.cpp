@@ -324,7 +324,7 @@ void WeightedLayer<C>::finish_forward(const LayerContext& ctx, float* z) {
   if (maxout()) {
     const float* pieces = z;
     if (bn_) {
-      bn_->forward(rows, ctx.training, z, z_norm_.data());
+      bn_->forward(rows, ctx.training, z, z_norm_.data(), ctx.comm);
       pieces = z_norm_.data();
     }
     const uint32_t inner = maxout_inner();
@@ -333,13 +333,13 @@ void WeightedLayer<C>::finish_forward(const LayerContext& ctx, float* z) {
     for (Layer* skip : skips_) be.axpy(n, 1.0f, skip->activations(), a_.data());
   } else {
     for (Layer* skip : skips_) be.axpy(n, 1.0f, skip->activations(), z);
-    if (bn_) bn_->forward(rows, ctx.training, z, a_.data());
+    if (bn_) bn_->forward(rows, ctx.training, z, a_.data(), ctx.comm);
     be.activate(activation_params(spec_), a_.data(), rows, units());
   }
   if (bn_) bn_trained_ = ctx.training;
   if (ctx.training && spec_.p_dropout > 0.0f && kind() == LayerKind::Hidden) {
     be.copy(pre_dropout_.data(), a_.data(), n * sizeof(float));
-    be.dropout(a_.data(), n, spec_.p_dropout, ctx.seed, ctx.step * 4096 + index());
+    be.dropout(a_.data(), n, spec_.p_dropout, ctx.seed, dropout_stream(ctx, index(), units()));
   }
 }
 
@@ -354,7 +354,7 @@ float* WeightedLayer<C>::start_backward(const LayerContext& ctx) {
     // (The sparseness penalty's derivative is already in d: Network::backward adds it.)
     const float* a = a_.data();
     if (ctx.training && spec_.p_dropout > 0.0f && kind() == LayerKind::Hidden) {
-      be.dropout_backward(d, n, spec_.p_dropout, ctx.seed, ctx.step * 4096 + index());
+      be.dropout_backward(d, n, spec_.p_dropout, ctx.seed, dropout_stream(ctx, index(), units()));
       a = pre_dropout_.data();
     }
     if (!maxout()) be.activation_backward(activation_params(spec_), a, d, rows, units());
@@ -371,7 +371,7 @@ float* WeightedLayer<C>::start_backward(const LayerContext& ctx) {
   // DeltaNorm caps each example's delta before it reaches the weights (DSSTNE's order: after
   // the activation derivative, before batch normalisation's backward).
   if (spec_.delta_norm > 0.0f) be.clip_row_norms(d, rows, pre_units(), spec_.delta_norm);
-  if (bn_) bn_->backward(rows, z_.data(), d, d);  // in the mode of the forward
+  if (bn_) bn_->backward(rows, z_.data(), d, d, ctx.comm);  // in the mode of the forward
   return d;
 }
 

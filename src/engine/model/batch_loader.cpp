@@ -24,7 +24,8 @@ void BatchLoader::assemble(const uint32_t* ids, uint32_t count, uint64_t step, b
         *(is_input ? data_.inputs[i] : data_.outputs[i - data_.inputs.size()]).dataset;
     if (ds.is_sparse()) {
       gather_sparse(ds, ids, count, out.sparse[i]);
-      if (is_input && training && denoise_[i].p > 0.0f) denoise(out.sparse[i], denoise_[i], step);
+      if (is_input && training && denoise_[i].p > 0.0f)
+        denoise(out.sparse[i], ids, denoise_[i], step);
     } else {
       out.dense[i].resize(size_t(count) * ds.features());
       gather_dense(ds, ids, count, is_input, out.dense[i].data());
@@ -34,10 +35,14 @@ void BatchLoader::assemble(const uint32_t* ids, uint32_t count, uint64_t step, b
 }
 
 // Drops each stored entry with probability p and scales survivors by 1/(1-p), so the expected
-// input is unchanged (DSSTNE's denoising, dsstne-reference.md §6.3).
-void BatchLoader::denoise(SparseBatch& b, const DenoiseSetting& d, uint64_t step) const {
+// input is unchanged (DSSTNE's denoising, dsstne-reference.md §6.3). The draw for an entry is
+// keyed by (step, layer, example id, entry within the example), never by the entry's position
+// in this batch, so a process holding part of a minibatch (data parallelism) drops exactly what
+// one process holding all of it would.
+void BatchLoader::denoise(SparseBatch& b, const uint32_t* ids, const DenoiseSetting& d,
+                          uint64_t step) const {
   const float keep_scale = 1.0f / (1.0f - d.p);
-  const uint64_t stream = step * 4096 + d.layer_index;
+  const uint64_t step_seed = seed_ ^ mix64(step * 4096 + d.layer_index);
   std::vector<uint32_t> row_ptr(b.rows + 1, 0);
   std::vector<uint32_t> index;
   std::vector<float> value;
@@ -45,7 +50,7 @@ void BatchLoader::denoise(SparseBatch& b, const DenoiseSetting& d, uint64_t step
   value.reserve(b.index.size());
   for (uint32_t r = 0; r < b.rows; ++r) {
     for (uint32_t e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e) {
-      if (uniform_at(seed_, stream, e) < d.p) continue;
+      if (uniform_at(step_seed, ids[r], e - b.row_ptr[r]) < d.p) continue;
       index.push_back(b.index[e]);
       value.push_back((b.value.empty() ? 1.0f : b.value[e]) * keep_scale);
     }

@@ -30,12 +30,13 @@ class BatchLoader {
   BatchLoader(const BoundData& data, std::vector<DenoiseSetting> denoise, uint64_t seed);
 
   // Gathers examples ids[0..count). `step` selects the denoising masks; `training` enables them.
+  // Masks depend on the example ids and the step only (not on the batch's composition).
   void assemble(const uint32_t* ids, uint32_t count, uint64_t step, bool training,
                 HostBatch& out) const;
   const BoundData& data() const { return data_; }
 
  private:
-  void denoise(SparseBatch& b, const DenoiseSetting& d, uint64_t step) const;
+  void denoise(SparseBatch& b, const uint32_t* ids, const DenoiseSetting& d, uint64_t step) const;
   BoundData data_;
   std::vector<DenoiseSetting> denoise_;
   uint64_t seed_;

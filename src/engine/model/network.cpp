@@ -200,7 +200,7 @@ void Network::forward(const LayerContext& ctx) {
   for (Layer* l : order_) l->forward(ctx);
 }
 
-void Network::backward(const LayerContext& ctx) {
+void Network::backward(const LayerContext& ctx, const std::function<void(Layer&)>& after_layer) {
   for (auto& layer : layers_) {
     if (auto* fc = dynamic_cast<FullyConnectedLayer*>(layer.get()))
       fc->zero_shared_gradients(backend_);
@@ -215,6 +215,7 @@ void Network::backward(const LayerContext& ctx) {
     // sparseness penalty's derivative completes it here, for every layer type alike.
     (*it)->add_sparseness_penalty_delta(backend_, ctx.rows);
     (*it)->backward(ctx);
+    if (after_layer) after_layer(**it);
   }
 }
 

@@ -3,6 +3,7 @@
 // BatchLoader. Converts to and from the NetworkFile form for .nc files and checkpoints.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -40,8 +41,10 @@ class Network {
   // backward() differentiates.
   double sparseness_penalty(uint32_t rows);
   // Zeroes hidden deltas, then runs backward in reverse order. Output layers' deltas must
-  // already hold dE/dz.
-  void backward(const LayerContext& ctx);
+  // already hold dE/dz. `after_layer` (optional) is called as each layer's backward finishes,
+  // so gradient communication can start while earlier layers still compute.
+  void backward(const LayerContext& ctx,
+                const std::function<void(Layer&)>& after_layer = nullptr);
 
   const NetworkSpec& spec() const { return spec_; }
   Backend& backend() { return backend_; }

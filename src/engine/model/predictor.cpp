@@ -6,6 +6,8 @@
 #include <limits>
 #include <numeric>
 
+#include <omp.h>
+
 #include "core/error.h"
 #include "model/step.h"
 
@@ -22,16 +24,17 @@ Predictor::Predictor(Network& net, const BoundData& inputs, uint32_t minibatch)
 
 void Predictor::run(
     const std::string& layer_name,
-    const std::function<void(uint64_t, uint32_t, const float*)>& consume) {
+    const std::function<void(uint64_t, uint32_t, const float*)>& consume, uint64_t begin,
+    uint64_t end) {
   Backend& be = net_.backend();
   Layer& layer = net_.layer(layer_name);
   if (layer.has_sparse_output())
     throw ConfigError("layer '" + layer_name + "' is a sparse input; it has no scores");
-  const uint64_t n = data_.examples;
+  const uint64_t n = std::min<uint64_t>(data_.examples, end);
   std::vector<uint32_t> ids(minibatch_);
   std::vector<float> scores;
   HostBatch hb;
-  for (uint64_t first = 0; first < n; first += minibatch_) {
+  for (uint64_t first = begin; first < n; first += minibatch_) {
     const uint32_t rows = static_cast<uint32_t>(std::min<uint64_t>(minibatch_, n - first));
     std::iota(ids.begin(), ids.begin() + rows, static_cast<uint32_t>(first));
     loader_.assemble(ids.data(), rows, 0, false, hb);
@@ -45,11 +48,13 @@ void Predictor::run(
 }
 
 void top_k_rows(const float* scores, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
-                const std::function<const std::vector<uint32_t>*(uint32_t)>& exclude, TopK& out) {
+                const std::function<const std::vector<uint32_t>*(uint32_t)>& exclude, TopK& out,
+                int threads) {
   out.index.assign(size_t(rows) * k, std::numeric_limits<uint32_t>::max());
   out.score.assign(size_t(rows) * k, -std::numeric_limits<float>::infinity());
   valid_cols = std::min(valid_cols, cols);
-#pragma omp parallel
+  if (threads <= 0) threads = omp_get_max_threads();
+#pragma omp parallel num_threads(threads)
   {
     std::vector<uint32_t> cand;
 #pragma omp for schedule(dynamic, 8)
@@ -107,6 +112,25 @@ void RankingMetrics::add(const uint32_t* ranked, uint32_t count,
     precision_[j] += hits / cut;
     recall_[j] += hits / std::min(cut, double(truth.size()));
     ndcg_[j] += dcg / idcg[j];
+  }
+}
+
+std::vector<double> RankingMetrics::sums() const {
+  std::vector<double> out;
+  out.push_back(double(examples_));
+  out.insert(out.end(), precision_.begin(), precision_.end());
+  out.insert(out.end(), recall_.begin(), recall_.end());
+  out.insert(out.end(), ndcg_.begin(), ndcg_.end());
+  return out;
+}
+
+void RankingMetrics::add_sums(const std::vector<double>& s) {
+  NN_CHECK(s.size() == 1 + 3 * size_t(k_), "ranking metric sums of another k");
+  examples_ += uint64_t(s[0] + 0.5);
+  for (uint32_t j = 0; j < k_; ++j) {
+    precision_[j] += s[1 + j];
+    recall_[j] += s[1 + k_ + j];
+    ndcg_[j] += s[1 + 2 * k_ + j];
   }
 }
 

@@ -18,9 +18,11 @@ class Predictor {
   Predictor(Network& net, const BoundData& inputs, uint32_t minibatch);
 
   // Calls `consume(first_example, rows, scores)` for each batch, where scores is
-  // [rows][layer units] on the host. Examples are visited in dataset order.
+  // [rows][layer units] on the host. Examples are visited in dataset order; only those in
+  // [begin, end) when a range is given (one rank's share under mpirun).
   void run(const std::string& layer,
-           const std::function<void(uint64_t first, uint32_t rows, const float* scores)>& consume);
+           const std::function<void(uint64_t first, uint32_t rows, const float* scores)>& consume,
+           uint64_t begin = 0, uint64_t end = UINT64_MAX);
 
  private:
   Network& net_;
@@ -35,11 +37,12 @@ struct TopK {
 };
 
 // Per row, the k best columns among [0, valid_cols) in descending score order (ties: lower
-// index first), skipping columns listed in `exclude` for that row (may be null). Parallel.
-// exclude(row) returns a sorted list of columns to skip.
+// index first), skipping columns listed in `exclude` for that row (may be null). Parallel over
+// `threads` OpenMP threads (0: OpenMP's default). exclude(row) returns a sorted list of columns
+// to skip.
 void top_k_rows(const float* scores, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
                 const std::function<const std::vector<uint32_t>*(uint32_t row)>& exclude,
-                TopK& out);
+                TopK& out, int threads = 0);
 
 // The distinct columns stored for example `e` of a sparse dataset, ascending (the held-out
 // items of a ranking metric, or the items to leave out of a ranking).
@@ -56,6 +59,10 @@ class RankingMetrics {
   double precision(uint32_t j) const { return examples_ ? precision_[j - 1] / examples_ : 0; }
   double recall(uint32_t j) const { return examples_ ? recall_[j - 1] / examples_ : 0; }
   double ndcg(uint32_t j) const { return examples_ ? ndcg_[j - 1] / examples_ : 0; }
+  // The accumulated sums as one array (examples, then precision, recall and NDCG sums), so
+  // processes that scored different examples can add theirs up (add_sums).
+  std::vector<double> sums() const;
+  void add_sums(const std::vector<double>& sums);
 
  private:
   uint32_t k_;

@@ -84,8 +84,11 @@ Trainer::Trainer(Network& net, const BoundData& data, TrainOptions options, LogS
   if (data_.outputs.empty()) throw ConfigError("training needs datasets bound to output layers");
   const uint32_t max_rows =
       static_cast<uint32_t>(std::min<uint64_t>(options_.minibatch, data_.examples));
-  net_.set_max_batch(max_rows);
+  net_.set_max_batch(std::max<uint32_t>(1, max_rank_rows(max_rows, comm_->size())));
   for (Parameter* p : net_.parameters()) optimizer_.prepare(*p);
+  if (comm_->size() > 1)
+    reducer_ = std::make_unique<GradientReducer>(net_, *comm_, options_.reduction);
+  for (const LayerSpec& l : net_.spec().layers) has_batch_norm_ |= l.batch_normalization;
 }
 
 void Trainer::set_validation(const BoundData& data) {
@@ -129,6 +132,12 @@ std::vector<EpochReport> Trainer::run() {
   log_("training: " + std::to_string(data_.examples) + " examples, minibatch " +
        std::to_string(options_.minibatch) + ", " + std::to_string(net_.parameter_count()) +
        " parameters, " + describe(options_.optimizer) + ", backend " + net_.backend().name());
+  if (reducer_)
+    log_(format("data parallel: %d ranks (%s), each takes its slice of every minibatch of %u; "
+                "gradients %.1f MB per step in %zu buckets, %s the backward pass",
+                comm_->size(), comm_->name().c_str(), options_.minibatch,
+                double(reducer_->bytes_per_step()) / 1e6, reducer_->buckets(),
+                reducer_->overlapping() ? "reduced during" : "reduced after"));
   if (epoch_ > 0)
     log_("resuming after epoch " + std::to_string(epoch_) + " (" + std::to_string(step_) +
          " updates done)");
@@ -141,6 +150,12 @@ std::vector<EpochReport> Trainer::run() {
          (options_.keep_best ? ", the best network is kept" : ""));
   while (epoch_ < options_.epochs) {
     reports.push_back(run_epoch());
+    if (reducer_)
+      log_(format("data parallel: %.2f s of epoch %.0f waiting for gradient all-reduce after "
+                  "backward (%s)",
+                  reducer_->wait_seconds() - reduce_wait_reported_, double(epoch_),
+                  reducer_->overlapping() ? "overlapped" : "not overlapped"));
+    if (reducer_) reduce_wait_reported_ = reducer_->wait_seconds();
     const bool go_on = validate(reports.back());
     if (on_epoch && comm_->rank() == 0) on_epoch(reports.back());
     if (!options_.checkpoint_name.empty() && options_.checkpoint_interval > 0 &&
@@ -208,11 +223,14 @@ EpochReport Trainer::run_epoch() {
   double total = 0.0;
   auto last_progress = start;
 
+  // Every rank holds the same order; each assembles only its slice of global batch b.
+  auto global_rows = [&](uint64_t b) {
+    return static_cast<uint32_t>(std::min<uint64_t>(batch, n - b * batch));
+  };
   auto assemble = [&](uint64_t b, uint64_t step) {
     HostBatch hb;
-    const uint64_t pos = b * batch;
-    const uint32_t count = static_cast<uint32_t>(std::min<uint64_t>(batch, n - pos));
-    loader_.assemble(order.data() + pos, count, step, true, hb);
+    const RowSlice slice = rank_rows(global_rows(b), comm_->rank(), comm_->size());
+    loader_.assemble(order.data() + b * batch + slice.first, slice.count, step, true, hb);
     return hb;
   };
   // Double buffering: batch b+1 is assembled while batch b trains.
@@ -221,7 +239,9 @@ EpochReport Trainer::run_epoch() {
     HostBatch current = next.get();
     if (b + 1 < batches) next = std::async(std::launch::async, assemble, b + 1, step_ + 2);
     const float alpha = optimizer_.learning_rate(epoch_, step_);
-    const double err = train_batch(current, alpha);
+    const uint32_t rows = global_rows(b);
+    const double err =
+        train_batch(current, alpha, rank_rows(rows, comm_->rank(), comm_->size()), rows);
     if (!std::isfinite(err))
       throw DivergenceError("training diverged: loss is " + std::string(std::isnan(err) ? "NaN" : "infinite") +
                             " at epoch " + std::to_string(epoch_ + 1) + ", batch " +
@@ -262,26 +282,39 @@ EpochReport Trainer::run_epoch() {
   return r;
 }
 
-double Trainer::train_batch(const HostBatch& hb, float alpha) {
+double Trainer::train_batch(const HostBatch& hb, float alpha, RowSlice slice,
+                            uint32_t global_rows) {
   Backend& be = net_.backend();
-  load_inputs(net_, data_, hb);
   ++step_;
-  LayerContext ctx{be, hb.rows, true, options_.seed, step_};
-  net_.forward(ctx);
-  double err = losses_.evaluate(hb, /*write_deltas=*/true);
-  // The sparseness penalty (0 unless a Sparse hidden layer has one) is part of the objective
-  // that backward() differentiates, so it is reported with the data error.
-  err += net_.sparseness_penalty(hb.rows);
+  if (on_step) on_step(step_);
+  LayerContext ctx{be, hb.rows, true, options_.seed, step_, slice.first, comm_};
+  // A rank can get no rows of a short last batch. It still joins the reductions; with batch
+  // normalisation it runs the (empty) passes too, whose statistics are reduced layer by layer.
+  const bool run_passes = hb.rows > 0 || has_batch_norm_;
+  double err = 0.0;
+  if (run_passes) {
+    load_inputs(net_, data_, hb);
+    net_.forward(ctx);
+    err = losses_.evaluate(hb, /*write_deltas=*/true);
+    // The sparseness penalty (0 unless a Sparse hidden layer has one) is part of the objective
+    // that backward() differentiates, so it is reported with the data error.
+    if (hb.rows > 0) err += net_.sparseness_penalty(hb.rows);
+  }
+  // Losses are sums over examples: the global batch's loss is the sum over ranks.
   comm_->all_reduce_sum(&err, 1);
   if (!std::isfinite(err)) return err;
-  net_.backward(ctx);
-  for (Parameter* p : net_.parameters()) {
-    if (comm_->size() > 1) {
-      comm_->all_reduce_sum(p->grad.data(), p->size());
-      be.scale(p->grad.data(), p->size(), 1.0f / float(comm_->size()));
-    }
-    optimizer_.update(*p, step_, alpha);
+  if (reducer_) {
+    // Local gradients are means over this rank's rows; weighting them by rows / global rows
+    // before summing gives the global batch mean exactly, however the rows were split.
+    reducer_->begin(float(double(hb.rows) / double(global_rows)));
+    // A rank without rows contributes zeros (weight 0). With batch normalisation it still runs
+    // the backward pass, hook included, so its collectives come in the same order as everyone's.
+    if (run_passes) net_.backward(ctx, [this](Layer& l) { reducer_->layer_done(l); });
+    reducer_->finish();
+  } else {
+    net_.backward(ctx);
   }
+  for (Parameter* p : net_.parameters()) optimizer_.update(*p, step_, alpha);
   return err;
 }
 

@@ -1,6 +1,9 @@
 // The training loop: epochs of shuffled minibatches (the next batch is assembled on another
 // thread while the current one trains), loss and output deltas per output layer, backward pass,
 // optimizer updates, per-epoch reports, atomic checkpoints, and exact resumption from one.
+// With a communicator of several ranks the loop is data parallel: every rank draws the same
+// shuffle, takes its slice of each global minibatch (rank_rows), and the gradients and losses
+// are summed across ranks weighted by rows; only rank 0 writes checkpoints.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +16,7 @@
 #include "core/random.h"
 #include "dist/communicator.h"
 #include "model/batch_loader.h"
+#include "model/data_parallel.h"
 #include "model/network.h"
 #include "model/step.h"
 #include "model/validation.h"
@@ -29,6 +33,9 @@ struct TrainOptions {
   std::string checkpoint_name;   // "" => no checkpoints
   int checkpoint_interval = 0;   // epochs between checkpoints
   double progress_seconds = 10;  // in-epoch progress lines when an epoch runs longer than this
+  // Data parallelism (a communicator with several ranks): gradient buckets and whether their
+  // all-reduce overlaps the backward pass (model/data_parallel.h).
+  GradientReducerOptions reduction;
   // Validation set (see set_validation): evaluated after every `validation_interval` epochs and
   // after the last one; `patience` evaluations without improvement stop training early (0 =
   // never); `keep_best` puts the best evaluated weights back into the network at the end.
@@ -72,6 +79,9 @@ class Trainer {
   uint64_t step() const { return step_; }
   // Called after each checkpoint is written (path); for tools that track files.
   std::function<void(const std::string&)> on_checkpoint;
+  // Called at the start of every update with its 1-based step number (fault-injection tests).
+  std::function<void(uint64_t step)> on_step;
+
   // Called after each epoch (and its validation) with its report, on rank 0 only (like
   // checkpoints); for per-epoch logs.
   std::function<void(const EpochReport&)> on_epoch;
@@ -87,7 +97,8 @@ class Trainer {
   EpochReport run_epoch();
   // Validation after an epoch: logs, tracks the best; returns false to stop early.
   bool validate(EpochReport& report);
-  double train_batch(const HostBatch& batch, float alpha);
+  // `slice`: where the batch's rows sit in the global minibatch of `global_rows`.
+  double train_batch(const HostBatch& batch, float alpha, RowSlice slice, uint32_t global_rows);
   double regularization_loss();
 
   Network& net_;
@@ -101,6 +112,9 @@ class Trainer {
   OutputLosses losses_;
   uint64_t epoch_ = 0, step_ = 0;
   Rng shuffle_rng_;
+  std::unique_ptr<GradientReducer> reducer_;  // data parallel only
+  bool has_batch_norm_ = false;
+  double reduce_wait_reported_ = 0;
   std::unique_ptr<Validator> validator_;
   bool have_best_ = false;
   ValidationResult best_;

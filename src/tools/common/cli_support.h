@@ -11,6 +11,7 @@
 #include "common/tool_main.h"
 #include "core/log.h"
 #include "core/memory_budget.h"
+#include "dist/process.h"
 
 namespace nn::tool {
 
@@ -35,7 +36,7 @@ inline bool parse_or_exit(CLI::App& app, std::vector<std::string> args, int& sta
     app.parse(rev);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) {
-      status = app.exit(e);
+      status = world_rank() == 0 ? app.exit(e) : 0;  // --help / --version: one copy under mpirun
       return true;
     }
     throw UsageError(e.what());
@@ -64,8 +65,10 @@ inline void apply_memory_limit(const std::string& flag, std::optional<uint64_t> 
   }
 }
 
-// Log sink printing each line to `stream` (flushes so pipes see progress).
+// Log sink printing each line to `stream` (flushes so pipes see progress). Under mpirun only
+// rank 0 prints: one voice for the whole job (errors are printed by every rank, see tool_main).
 inline LogSink stream_log(std::FILE* stream, const std::string& prefix = "") {
+  if (world_rank() != 0) return null_log();
   return [stream, prefix](const std::string& line) {
     std::fprintf(stream, "%s%s\n", prefix.c_str(), line.c_str());
     std::fflush(stream);

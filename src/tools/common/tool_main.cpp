@@ -1,31 +1,57 @@
-// main() for every tool: runs the tool body and maps exceptions to messages and exit codes.
+// main() for every tool: starts MPI when launched by mpirun (dist/process.h), runs the tool body
+// and maps exceptions to messages and exit codes. Under mpirun every rank's error is printed with
+// its rank, and a failing rank ends the whole job (MPI_Abort) instead of leaving the others
+// waiting for it.
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <new>
+#include <string>
 
 #include "common/tool_main.h"
 #include "core/allocation_context.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "dist/process.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int fail(int status, const std::string& message, bool usage) {
+  const std::string rank = nn::rank_prefix();
+  std::fprintf(stderr, "%s: %serror: %s\n", nn::tool::kToolName, rank.c_str(), message.c_str());
+  if (usage) std::fprintf(stderr, "(run '%s --help' for usage)\n", nn::tool::kToolName);
+  if (nn::world_size() > 1) nn::abort_job(status);
+  return status;
+}
+
+int run_tool(int argc, char** argv) {
   try {
     return nn::tool::run(argc, argv);
   } catch (const nn::tool::UsageError& e) {
-    std::fprintf(stderr, "%s: error: %s\n(run '%s --help' for usage)\n", nn::tool::kToolName,
-                 e.what(), nn::tool::kToolName);
-    return 2;
+    return fail(2, e.what(), true);
   } catch (const nn::Error& e) {
-    std::fprintf(stderr, "%s: error: %s\n", nn::tool::kToolName, e.what());
-    return 1;
+    return fail(1, e.what(), false);
   } catch (const std::bad_alloc&) {
     const std::string& what = nn::current_allocation();
-    std::fprintf(stderr, "%s: error: out of memory%s%s (memory budget %s; see --memory-limit)\n",
-                 nn::tool::kToolName, what.empty() ? "" : " while allocating ", what.c_str(),
-                 nn::format_bytes(nn::memory_budget()).c_str());
-    return 1;
+    return fail(1,
+                "out of memory" + (what.empty() ? std::string() : " while allocating " + what) +
+                    " (memory budget " + nn::format_bytes(nn::memory_budget()) +
+                    "; see --memory-limit)",
+                false);
+  } catch (const std::exception& e) {
+    return fail(1, e.what(), false);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::unique_ptr<nn::ProcessSession> session;
+  try {
+    session = std::make_unique<nn::ProcessSession>(&argc, &argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", nn::tool::kToolName, e.what());
     return 1;
   }
+  return run_tool(argc, argv);
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/cli_support.h"
+#include "dist/process.h"
 #include "nn-encode/encode_job.h"
 
 const char* const nn::tool::kToolName = "nn-encode";
@@ -53,6 +54,8 @@ int run(int argc, char** argv) {
                  "class index file to write (default: classes.idx beside --output)");
   int status = 0;
   if (parse_or_exit(app, std::vector<std::string>(argv, argv + argc), status)) return status;
+  // Under mpirun the conversion is not split: rank 0 does it; the others have nothing to do.
+  if (world_rank() != 0) return 0;
 
   const bool idx = job.format == "idx", cifar100 = job.format == "cifar100";
   if (idx && job.labels.empty()) throw UsageError("idx format needs the label file (--labels)");

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "data/netcdf_dataset.h"
 #include "data/text_examples.h"
+#include "dist/process.h"
 
 const char* const nn::tool::kToolName = "nn-generate";
 
@@ -75,6 +76,8 @@ int nn::tool::run(int argc, char** argv) {
   define_flags(app, o);
   int status = 0;
   if (parse_or_exit(app, std::vector<std::string>(argv, argv + argc), status)) return status;
+  // Under mpirun the conversion is not split: rank 0 does it; the others have nothing to do.
+  if (world_rank() != 0) return 0;
 
   // Feature index: new (-c), extended (-m) or fixed (default: unknown features are dropped).
   FeatureIndex features;

@@ -70,7 +70,9 @@ int run(int argc, char** argv) {
                  "after the layer, else text lines sample<TAB>v1,v2,...; recommendations are then "
                  "written only with -s");
   app.add_option("--backend", job.backend, "cpu, cuda or auto (default auto)");
-  app.add_option("--threads", job.threads, "CPU threads (default: all cores)");
+  app.add_option("--threads", job.threads,
+                 "CPU threads (default: the CPUs this process may use, shared among the ranks "
+                 "of an mpirun job on this host)");
   app.add_flag("-q,--quiet", quiet, "print errors only");
   std::string memory_limit;
   add_memory_limit_option(app, memory_limit);
@@ -120,6 +122,7 @@ int run(int argc, char** argv) {
       is_stdout_path(job.top_classes))
     throw UsageError("--top-classes -: standard output already carries the recommendations");
   if (job.minibatch == 0) throw UsageError("-b: must be positive");
+  if (job.threads <= 0) job.threads = default_thread_count();
   return run_predict_job(job,
                          quiet ? null_log() : stream_log(stderr, to_stdout ? "nn-predict: " : ""));
 }

@@ -16,6 +16,7 @@
 #include "core/nearest_name.h"
 #include "data/netcdf_dataset.h"
 #include "data/text_examples.h"
+#include "dist/process.h"
 #include "model/binding.h"
 #include "model_io/network_file.h"
 #include "model/predictor.h"
@@ -249,6 +250,21 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
                         "' is a sparse input layer; its activations are the input data");
   }
 
+  // Under mpirun the ranks split the examples into contiguous ranges; rank 0 writes every line
+  // in example order and the ranking metrics are summed, so the output is a single process's.
+  // Layer dumps and classifier reports are produced by rank 0 alone.
+  std::shared_ptr<Communicator> comm = world_communicator();
+  const bool split = comm->size() > 1 && !dump_source && !classify;
+  if (comm->size() > 1 && !split && comm->rank() != 0) return 0;
+  const bool writer = comm->rank() == 0;
+  uint64_t begin = 0, end = bound.examples;
+  if (split) {
+    const uint64_t n = bound.examples, r = uint64_t(comm->rank()), p = uint64_t(comm->size());
+    begin = n * r / p;
+    end = n * (r + 1) / p;
+  }
+  std::string lines;  // this rank's recommendation lines (split mode)
+
   const std::string fmt = printf_format(job.score_format);
   auto sample_name = [&](uint64_t e) {
     return have_samples && e < samples.size() ? samples.label(e) : std::to_string(e);
@@ -256,8 +272,10 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
   // Outputs are created before the (long) scoring pass so an unwritable path fails early.
   std::unique_ptr<OutputFile> recs, top_classes;
   std::unique_ptr<LayerDump> dump;
-  if (job.write_recs) recs = std::make_unique<OutputFile>(job.output);
-  if (!job.top_classes.empty()) top_classes = std::make_unique<OutputFile>(job.top_classes);
+  const bool want_lines = job.write_recs || !job.top_classes.empty();
+  if (job.write_recs && writer) recs = std::make_unique<OutputFile>(job.output);
+  if (!job.top_classes.empty() && writer)
+    top_classes = std::make_unique<OutputFile>(job.top_classes);
   if (dump_source)
     dump = std::make_unique<LayerDump>(job.dump, dump_source->spec(), bound.examples);
 
@@ -278,7 +296,7 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
       }
       dump->add(first, rows, values, sample_name);
     }
-    if (!recs && !top_classes && !truth) return;
+    if (!want_lines && !truth) return;
 
     const float* scores = scores_in;
     std::vector<const std::vector<uint32_t>*> excluded(rows, nullptr);
@@ -297,11 +315,12 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
     }
     if (multiplied) scores = scaled.data();
     top_k_rows(
-        scores, rows, units, valid_cols, job.k, [&](uint32_t r) { return excluded[r]; }, top);
+        scores, rows, units, valid_cols, job.k, [&](uint32_t r) { return excluded[r]; }, top,
+        job.threads);
     for (uint32_t r = 0; r < rows; ++r) {
       const uint64_t e = first + r;
       const uint32_t* ranked = &top.index[size_t(r) * job.k];
-      if (recs || top_classes) {
+      if (want_lines) {
         line = sample_name(e);
         line += '\t';
         for (uint32_t j = 0; j < job.k && ranked[j] != kNone; ++j) {
@@ -312,8 +331,12 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
           line += ':';
         }
         line += '\n';
-        if (recs) recs->write(line);
-        if (top_classes) top_classes->write(line);
+        if (split) {
+          lines += line;
+        } else {
+          if (recs) recs->write(line);
+          if (top_classes) top_classes->write(line);
+        }
       }
       if (classify) {
         classifier.add(classes[e], ranked, job.k);
@@ -322,7 +345,29 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
         metrics.add(ranked, job.k, truth_row);
       }
     }
-  });
+  }, begin, end);
+  if (split) {
+    // Rank 0 receives every rank's lines, in rank (= example) order.
+    std::vector<uint64_t> sizes(size_t(comm->size()));
+    const uint64_t mine = lines.size();
+    comm->all_gather(&mine, 1, sizes.data());
+    std::string all;
+    if (writer) {
+      uint64_t total = 0;
+      for (uint64_t z : sizes) total += z;
+      all.resize(total);
+    }
+    std::vector<size_t> counts(sizes.begin(), sizes.end());
+    comm->gather_v(lines.data(), writer ? &all[0] : nullptr, counts, 0);
+    if (recs) recs->write(all);
+    if (top_classes) top_classes->write(all);
+    if (truth && !classify) {
+      std::vector<double> sums = metrics.sums();
+      comm->all_reduce_sum(sums.data(), sums.size());
+      metrics = RankingMetrics(job.k);
+      metrics.add_sums(sums);
+    }
+  }
   if (dump) dump->commit();
   if (top_classes) top_classes->commit();
   if (recs) recs->commit();

@@ -6,6 +6,7 @@
 #include "common/cli_support.h"
 #include "config/parse.h"
 #include "core/error.h"
+#include "dist/process.h"
 #include "nn-train/train_job.h"
 
 const char* const nn::tool::kToolName = "nn-train";
@@ -103,7 +104,9 @@ int run(int argc, char** argv) {
   app.add_option("--check-rel-tolerance", check.rel_tolerance,
                  "Validate: see --check-abs-tolerance (default rel 0.02)");
   app.add_option("--backend", backend, "cpu, cuda or auto (default auto)");
-  app.add_option("--threads", threads, "CPU threads (default: all cores)");
+  app.add_option("--threads", threads,
+                 "CPU threads (default: the CPUs this process may use, shared among the ranks "
+                 "of an mpirun job on this host)");
   app.add_flag("-q,--quiet", quiet, "print errors only");
   std::string memory_limit;
   add_memory_limit_option(app, memory_limit);
@@ -115,7 +118,8 @@ int run(int argc, char** argv) {
 
   TrainJob job;
   job.backend = backend;
-  job.threads = threads;
+  // Under mpirun the ranks on a host share its CPUs (dist/process.h).
+  job.threads = threads > 0 ? threads : default_thread_count();
   job.resume = resume;
   if (!cdl.empty()) {
     if (!config.empty() || !input.empty() || !output.empty() || !network.empty())

@@ -5,7 +5,10 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <cstdlib>
+#include <functional>
 #include <memory>
+#include <thread>
 
 #include "backend/backend.h"
 #include "common/tool_main.h"
@@ -13,6 +16,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/netcdf_dataset.h"
+#include "dist/process.h"
 #include "model/binding.h"
 #include "model/model_summary.h"
 #include "model_io/network_file.h"
@@ -93,6 +97,24 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log)
   return m;
 }
 
+// Tests make one rank fail mid-epoch to check that the whole job ends cleanly:
+// NN_TEST_FAIL_RANK=r NN_TEST_FAIL_STEP=s [NN_TEST_FAIL_MODE=throw|exit|hang] (default throw).
+std::function<void(uint64_t)> test_failure_injection(int rank) {
+  const char* r = std::getenv("NN_TEST_FAIL_RANK");
+  const char* s = std::getenv("NN_TEST_FAIL_STEP");
+  if (!r || !s || std::atoi(r) != rank) return nullptr;
+  const uint64_t at = std::strtoull(s, nullptr, 10);
+  const char* m = std::getenv("NN_TEST_FAIL_MODE");
+  const std::string mode = m ? m : "throw";
+  return [at, mode](uint64_t step) {
+    if (step != at) return;
+    if (mode == "exit") std::_Exit(3);  // dies without a word, as a crashed rank would
+    if (mode == "hang")
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    throw Error("injected failure at step " + std::to_string(step) + " (NN_TEST_FAIL_RANK)");
+  };
+}
+
 // The trainer's divergence message with the checkpoint to go back to named (or its absence).
 std::string with_checkpoint_note(std::string message, const std::string& checkpoint) {
   const size_t generic = message.find(" The last checkpoint");
@@ -112,6 +134,8 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   TrainOptions options = job.options;
   options.shuffle = job.shuffle.value_or(spec.shuffle_indices);
   options.optimizer.decay = spec.decay;
+  // For measurements: NN_GRADIENT_OVERLAP=0 reduces gradients only after the backward pass.
+  if (const char* v = std::getenv("NN_GRADIENT_OVERLAP")) options.reduction.overlap = *v != '0';
 
   // Temporary files of checkpoints a killed run was writing are incomplete: never resumed from,
   // removed here once their process is gone.
@@ -140,7 +164,11 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   if (!resumed) net.initialize(options.seed);
   if (resumed) options.seed = checkpoint.training.seed;
 
-  Trainer trainer(net, bound, options, log);
+  // Under mpirun every rank trains on its slice of each minibatch (model/data_parallel.h);
+  // only rank 0 writes the result and checkpoints.
+  std::shared_ptr<Communicator> comm = world_communicator();
+  Trainer trainer(net, bound, options, log, comm.get());
+  trainer.on_step = test_failure_injection(comm->rank());
   if (resumed) trainer.restore(checkpoint.training);
   if (model->validation.examples > 0) trainer.set_validation(model->validation);
   log("model '" + (spec.name.empty() ? job.network_json : spec.name) + "':");
@@ -148,8 +176,11 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
 
   // The per-epoch log is written as epochs end; a resumed run appends to it.
   const std::string log_path = beside_results(job.results, ".epochs.jsonl");
-  EpochLog epoch_log(log_path, resumed);
-  trainer.on_epoch = [&](const EpochReport& r) { epoch_log.write(r); };
+  std::unique_ptr<EpochLog> epoch_log;  // rank 0's alone under mpirun
+  if (comm->rank() == 0) {
+    epoch_log = std::make_unique<EpochLog>(log_path, resumed);
+    trainer.on_epoch = [&](const EpochReport& r) { epoch_log->write(r); };
+  }
   if (trainer.epoch() >= options.epochs)
     log("already trained for " + std::to_string(trainer.epoch()) + " epochs; nothing to do");
   std::string last_checkpoint = resumed ? resumed_from : std::string();
@@ -159,13 +190,13 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   } catch (const DivergenceError& e) {
     throw DivergenceError(with_checkpoint_note(e.what(), last_checkpoint));
   }
-  write_network_file(job.results, trainer.snapshot());
+  if (comm->rank() == 0) write_network_file(job.results, trainer.snapshot());
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f", secs);
   log("wrote " + job.results + " (total " + buf + " s); per-epoch log " + log_path);
-  if (trainer.rank() == 0) plot_epoch_log(log_path, beside_results(job.results, ".curve.png"), log);
+  if (comm->rank() == 0) plot_epoch_log(log_path, beside_results(job.results, ".curve.png"), log);
   return 0;
 }
 
@@ -193,6 +224,7 @@ int run_validate_job(const TrainJob& job, const GradientCheckOptions& check, con
   std::string names;
   for (const auto& p : report.parameters)
     if (!p.passed()) names += (names.empty() ? "" : ", ") + p.name;
+  if (world_rank() != 0) return 1;  // rank 0 reports; every rank computed the same check
   std::fprintf(stderr,
                "%s: error: gradient check failed for %zu of %zu weight and bias arrays: %s\n",
                kToolName, failed, report.parameters.size(), names.c_str());

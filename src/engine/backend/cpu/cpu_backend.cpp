@@ -23,6 +23,7 @@
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
 #include "core/allocation_context.h"
+#include "core/cpu_count.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/random.h"
@@ -61,7 +62,7 @@ double blocked_sum(cpu::ThreadPool& pool, const float* x, size_t n, F term) {
 }  // namespace
 
 CpuBackend::CpuBackend(int threads)
-    : threads_(threads > 0 ? threads : std::max(1, int(std::thread::hardware_concurrency()))),
+    : threads_(threads > 0 ? threads : available_cpus()),
       pool_(std::make_unique<cpu::ThreadPool>(threads_)) {
   // OpenBLAS only ever runs single-threaded, inside our pool's threads (see the top comment).
   openblas_set_num_threads(1);

@@ -32,7 +32,7 @@ void destroy_dnnl_conv(DnnlConv* conv) noexcept;
 
 class CpuBackend final : public Backend {
  public:
-  // threads = 0 uses every available core.
+  // threads = 0 uses every CPU in the process's affinity mask (core/cpu_count.h).
   explicit CpuBackend(int threads = 0);
   ~CpuBackend() override;
   std::string name() const override { return "cpu"; }

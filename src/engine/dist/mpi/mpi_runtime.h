@@ -1,0 +1,35 @@
+// MPI start-up, shutdown, abort and the collective watchdog (used by dist/process.cpp). No MPI
+// types appear here, so callers need not include <mpi.h>.
+#pragma once
+
+#include <memory>
+
+#include "dist/communicator.h"
+
+namespace nn::mpi {
+
+// Initialises MPI (MPI_THREAD_MULTIPLE requested) unless it already is; true if it did.
+bool initialise(int* argc, char*** argv);
+void finalise();
+bool active();
+// True when MPI granted MPI_THREAD_MULTIPLE (asynchronous collectives run on their own thread).
+bool thread_multiple();
+int world_rank();
+int world_size();
+std::shared_ptr<Communicator> make_world();
+[[noreturn]] void abort_world(int status);
+
+// Marks a blocking collective in progress on this thread; the watchdog aborts the job when one
+// stays in progress longer than collective_timeout_seconds().
+class CollectiveWatch {
+ public:
+  explicit CollectiveWatch(const char* what);
+  ~CollectiveWatch();
+  CollectiveWatch(const CollectiveWatch&) = delete;
+  CollectiveWatch& operator=(const CollectiveWatch&) = delete;
+
+ private:
+  unsigned long long id_ = 0;
+};
+
+}  // namespace nn::mpi

@@ -1,0 +1,145 @@
+// Launcher detection, the world communicator and job abort; the MPI-specific halves are in
+// dist/mpi/mpi_runtime.cpp (compiled only with NN_HAVE_MPI).
+#include "dist/process.h"
+
+#include <cstdio>
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "core/cpu_count.h"
+#include "core/error.h"
+#ifdef NN_HAVE_MPI
+#include "dist/mpi/mpi_runtime.h"
+#endif
+
+namespace nn {
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+std::mutex world_mutex;
+std::shared_ptr<Communicator> world;
+
+}  // namespace
+
+bool launched_by_mpi() {
+  return env("OMPI_COMM_WORLD_SIZE") || env("PMI_SIZE") || env("PMI_RANK") || env("PMIX_RANK") ||
+         env("MV2_COMM_WORLD_SIZE");
+}
+
+ProcessSession::ProcessSession(int* argc, char*** argv) {
+  if (!launched_by_mpi()) return;
+#ifdef NN_HAVE_MPI
+  initialised_here_ = mpi::initialise(argc, argv);
+#else
+  // A launcher started several copies of a build that cannot talk to each other: each would
+  // train alone and overwrite the same files, so refuse instead.
+  const char* n = env("OMPI_COMM_WORLD_SIZE");
+  if (!n) n = env("PMI_SIZE");
+  if (n && std::atoi(n) > 1)
+    throw BackendError("started by an MPI launcher with " + std::string(n) +
+                       " processes, but this build has no MPI support (rebuild with "
+                       "libopenmpi-dev installed and -DNN_ENABLE_MPI=ON)");
+#endif
+}
+
+ProcessSession::~ProcessSession() {
+  {
+    std::lock_guard<std::mutex> lock(world_mutex);
+    world.reset();
+  }
+#ifdef NN_HAVE_MPI
+  if (initialised_here_) mpi::finalise();
+#endif
+}
+
+bool mpi_active() {
+#ifdef NN_HAVE_MPI
+  return mpi::active();
+#else
+  return false;
+#endif
+}
+
+std::shared_ptr<Communicator> world_communicator() {
+  std::lock_guard<std::mutex> lock(world_mutex);
+  if (!world) {
+#ifdef NN_HAVE_MPI
+    if (mpi::active()) world = mpi::make_world();
+#endif
+    if (!world) world = std::make_shared<LocalCommunicator>();
+  }
+  return world;
+}
+
+int world_rank() {
+#ifdef NN_HAVE_MPI
+  if (mpi::active()) return mpi::world_rank();
+#endif
+  return 0;
+}
+
+int world_size() {
+#ifdef NN_HAVE_MPI
+  if (mpi::active()) return mpi::world_size();
+#endif
+  return 1;
+}
+
+int ranks_on_this_host() {
+  if (world_size() <= 1) return 1;
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE"})
+    if (const char* v = env(name)) {
+      const int n = std::atoi(v);
+      if (n > 0) return n;
+    }
+  return world_communicator()->split_by_host()->size();
+}
+
+int default_thread_count() {
+  if (world_size() <= 1) return available_cpus();
+  // Each CPU this rank may run on counts 1/k when k ranks of this host may run on it: exact for
+  // no binding (every rank sees every CPU), binding to cores, and binding to shared sockets.
+  auto host = world_communicator()->split_by_host();
+  const std::vector<uint64_t> mine = cpu_affinity_mask();
+  std::vector<uint64_t> all(mine.size() * size_t(host->size()));
+  host->all_gather(mine.data(), mine.size(), all.data());
+  double share = 0.0;
+  for (size_t w = 0; w < mine.size(); ++w)
+    for (int bit = 0; bit < 64; ++bit) {
+      const uint64_t m = uint64_t(1) << bit;
+      if (!(mine[w] & m)) continue;
+      int sharers = 0;
+      for (int r = 0; r < host->size(); ++r) sharers += (all[size_t(r) * mine.size() + w] & m) ? 1 : 0;
+      share += 1.0 / double(sharers);
+    }
+  return std::max(1, int(share + 1e-6));
+}
+
+std::string rank_prefix() {
+  return world_size() > 1 ? "rank " + std::to_string(world_rank()) + ": " : std::string();
+}
+
+void abort_job(int status) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+#ifdef NN_HAVE_MPI
+  if (mpi::active() && mpi::world_size() > 1) mpi::abort_world(status);
+#endif
+  std::exit(status);
+}
+
+double collective_timeout_seconds() {
+  const char* v = env("NN_MPI_TIMEOUT");
+  if (!v) return 600.0;
+  char* end = nullptr;
+  const double s = std::strtod(v, &end);
+  return end != v && s >= 0 ? s : 600.0;
+}
+
+}  // namespace nn
