@@ -9,9 +9,17 @@
 namespace nn {
 namespace {
 
+// "224 bytes", "12.5 kB", "33.3 MB", "1.2 GB" (decimal units: bytes on a wire).
 std::string mb(uint64_t bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MB", double(bytes) / 1e6);
+  if (bytes < 1000)
+    std::snprintf(buf, sizeof buf, "%llu bytes", static_cast<unsigned long long>(bytes));
+  else if (bytes < 1000000)
+    std::snprintf(buf, sizeof buf, "%.1f kB", double(bytes) / 1e3);
+  else if (bytes < 1000000000)
+    std::snprintf(buf, sizeof buf, "%.1f MB", double(bytes) / 1e6);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f GB", double(bytes) / 1e9);
   return buf;
 }
 
