@@ -3,8 +3,9 @@
 # layers split by units over 2 and 3 ranks (uneven: 7 hidden units, 131 output units), with
 # dropout, denoising and uneven row splits (batches of 7): loss per epoch, final weights and
 # top-10 lists (nn-predict with the layers split too); a SoftMax output normalised over the whole
-# layer; a data-parallel hidden layer feeding a split output; a checkpoint written by 2 ranks
-# resumed under 3 and under 1. Only rank 0 prints, and the per-layer choice is printed once.
+# layer; a last batch of one row (ranks without rows); a data-parallel hidden layer feeding a
+# split output; a checkpoint written by 2 ranks resumed under 3 and under 1. Only rank 0 prints,
+# and the per-layer choice is printed once.
 # Usage: mpi_model_parallel.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$1
@@ -78,4 +79,10 @@ grep -q SoftMax softmax.json || fail "softmax config not made"
 mv softmax.json config.json
 single
 compare "SoftMax output" 3
+
+# A last batch of one row (batches of 13): two of three ranks hold no rows of it but still
+# compute the split layers for that row.
+train_cdl 13
+single
+compare "batches of 13" 3
 echo "mpi_model_parallel: ok"

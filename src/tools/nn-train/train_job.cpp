@@ -64,7 +64,10 @@ struct LoadedModel {
   std::unique_ptr<Network> net;
 };
 
-std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log) {
+// `split_layers`: let the data/model parallel rule split layers over the ranks (training);
+// the gradient check keeps every layer whole on every rank.
+std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
+                                        bool split_layers) {
   auto m = std::make_unique<LoadedModel>();
   m->spec = load_network_json(job.network_json);
   std::string files;
@@ -97,7 +100,7 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log)
   // Under mpirun the rule of model/parallel_plan.h picks data or model parallelism per layer;
   // the choice and its reason are printed once.
   NetworkParallel parallel;
-  parallel.comm = world_communicator().get();
+  if (split_layers) parallel.comm = world_communicator().get();
   parallel.settings.minibatch = static_cast<uint32_t>(
       std::min<uint64_t>(job.options.minibatch, std::max<uint64_t>(m->bound.examples, 1)));
   parallel.settings.training = true;
@@ -142,7 +145,7 @@ std::string with_checkpoint_note(std::string message, const std::string& checkpo
 
 int run_train_job(const TrainJob& job, const LogSink& log) {
   const auto start = std::chrono::steady_clock::now();
-  auto model = load_model(job, log);
+  auto model = load_model(job, log, /*split_layers=*/true);
   const BoundData& bound = model->bound;
   const NetworkSpec& spec = model->spec;
   Network& net = *model->net;
@@ -219,7 +222,7 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
 }
 
 int run_validate_job(const TrainJob& job, const GradientCheckOptions& check, const LogSink& log) {
-  auto model = load_model(job, log);
+  auto model = load_model(job, log, /*split_layers=*/false);
   Network& net = *model->net;
   net.initialize(job.options.seed);
   const HostBatch batch = first_batch(model->bound, job.options.minibatch);
