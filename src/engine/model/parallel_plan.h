@@ -55,6 +55,9 @@ struct ParallelSettings {
   bool training = true;
   int optimizer_states = 0;  // state arrays per parameter (Adam: 2)
   uint64_t memory_budget = 0;  // bytes per rank; 0 = no memory criterion
+  // Non-empty: why nothing may be split unless the key asks for it (e.g. a validation set,
+  // which split layers do not support yet); "Auto" layers stay data parallel with this reason.
+  std::string keep_whole;
 };
 
 struct LayerChoice {

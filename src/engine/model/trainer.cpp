@@ -136,9 +136,14 @@ NetworkFile Trainer::snapshot() const {
 
 std::vector<EpochReport> Trainer::run() {
   std::vector<EpochReport> reports;
+  // Split layers' parameters are counted over every rank (each holds its slice).
+  uint64_t parameters = 0, split_parameters = 0;
+  for (Parameter* p : net_.parameters()) (p->sharded ? split_parameters : parameters) += p->size();
+  if (model_parallel_) comm_->all_reduce_sum(&split_parameters, 1);
   log_("training: " + std::to_string(data_.examples) + " examples, minibatch " +
-       std::to_string(options_.minibatch) + ", " + std::to_string(net_.parameter_count()) +
-       " parameters, " + describe(options_.optimizer) + ", backend " + net_.backend().name());
+       std::to_string(options_.minibatch) + ", " +
+       std::to_string(parameters + split_parameters) + " parameters, " +
+       describe(options_.optimizer) + ", backend " + net_.backend().name());
   if (reducer_ && reducer_->buckets() > 0)
     log_(format("data parallel: %d ranks (%s), each takes its slice of every minibatch of %u; "
                 "gradients %.1f MB per step in %zu buckets, %s the backward pass",

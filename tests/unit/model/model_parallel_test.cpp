@@ -109,6 +109,15 @@ TEST(ParallelPlan, LayersThatCannotBeSplitStayDataParallelOrFailWhenForced) {
             "data parallel: only fully connected layers are split");
 }
 
+TEST(ParallelPlan, KeepWholeLeavesAutoLayersDataParallel) {
+  ParallelSettings s = settings(2, 256);
+  s.keep_whole = "a validation set is used";
+  auto l = fc("Out", 1000000, 128, false, true);
+  EXPECT_EQ(choose_parallel({l}, s)[0].reason, "data parallel: a validation set is used");
+  l.requested = ParallelMode::Model;
+  EXPECT_TRUE(choose_parallel({l}, s)[0].model_parallel);
+}
+
 TEST(ParallelPlan, PredictionSplitsOnlyForMemory) {
   ParallelSettings s = settings(2, 256);
   s.training = false;
