@@ -89,6 +89,10 @@ Trainer::Trainer(Network& net, const BoundData& data, TrainOptions options, LogS
                      std::max<uint32_t>(1, max_rows));
   model_parallel_ = net_.model_parallel();
   for (Parameter* p : net_.parameters()) optimizer_.prepare(*p);
+  // Split layers issue blocking collectives during backward; the communicator's contract keeps
+  // those apart from asynchronous all-reduces, so with split layers the data-parallel gradients
+  // are reduced after the backward pass.
+  if (model_parallel_) options_.reduction.overlap = false;
   if (comm_->size() > 1)
     reducer_ = std::make_unique<GradientReducer>(net_, *comm_, options_.reduction);
   for (const LayerSpec& l : net_.spec().layers) has_batch_norm_ |= l.batch_normalization;
