@@ -456,8 +456,8 @@ class NetworkParser {
       else if (mode == "model")
         layer.parallel = ParallelMode::Model;
       else
-        r_.fail(m.path, "expected \"Auto\", \"Data\" or \"Model\", not \"" +
-                            r_.get_string(m) + "\"");
+        r_.fail(m.path,
+                "expected \"Auto\", \"Data\" or \"Model\", not \"" + r_.get_string(m) + "\"");
     }
   }
 

@@ -78,10 +78,10 @@ class FullyConnectedLayer : public WeightedLayer<Connection> {
   void local_to_rows(Backend& be, const LayerContext& ctx, const float* local, float* out);
   void rows_to_local(Backend& be, const LayerContext& ctx, const float* in, float* local);
 
-  DeviceArray<float> a_local_, d_local_;  // Hidden: [global rows][count]
+  DeviceArray<float> a_local_, d_local_;    // Hidden: [global rows][count]
   std::vector<DeviceArray<float>> x_full_;  // per connection: gathered dense source
-  DeviceArray<float> dx_full_, dx_rows_;  // dE/dx of every row, then of this rank's rows
-  std::vector<float> host_a_, host_b_;  // staging for the exchanges
+  DeviceArray<float> dx_full_, dx_rows_;    // dE/dx of every row, then of this rank's rows
+  std::vector<float> host_a_, host_b_;      // staging for the exchanges
 };
 
 extern template class WeightedLayer<Connection>;

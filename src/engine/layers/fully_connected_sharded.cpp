@@ -132,8 +132,7 @@ void FullyConnectedLayer::local_to_rows(Backend& be, const LayerContext& ctx, co
   host_b_.resize(g * n);
   be.download(host_b_.data(), local, host_b_.size() * sizeof(float));
   host_a_.assign(g * u, 0.0f);
-  for (size_t r = 0; r < g; ++r)
-    std::copy_n(host_b_.data() + r * n, n, host_a_.data() + r * u + f);
+  for (size_t r = 0; r < g; ++r) std::copy_n(host_b_.data() + r * n, n, host_a_.data() + r * u + f);
   const std::vector<size_t> counts = row_counts(ctx, u);
   if (host_memory(be, comm)) {
     comm.reduce_scatter_sum_v(host_a_.data(), out, counts);
@@ -333,7 +332,8 @@ void FullyConnectedLayer::load(const NetworkFile& file, size_t& cursor) {
     part.locked = wa.locked;
     part.weights = slice(wa.weights, n_in, "the weight matrix");
     part.bias = slice(wa.bias, 1, "the bias");
-    for (const auto& s : wa.weight_state) part.weight_state.push_back(slice(s, n_in, "optimizer state"));
+    for (const auto& s : wa.weight_state)
+      part.weight_state.push_back(slice(s, n_in, "optimizer state"));
     for (const auto& s : wa.bias_state) part.bias_state.push_back(slice(s, 1, "optimizer state"));
     load_connection(*backend_, part, c->source->name(), name(), c->weights, c->bias);
   }

@@ -160,8 +160,8 @@ void WeightedLayer<C>::initialize(uint64_t seed) {
     if (!c->shared) {
       const auto [fan_in, fan_out] = weight_fans(*c);
       c->weights.value.upload(initial_weights(spec_, fan_in, fan_out, seed,
-                                              weight_stream(index(), uint32_t(k)),
-                                              shard_.first, c->weights.size() / fan_in));
+                                              weight_stream(index(), uint32_t(k)), shard_.first,
+                                              c->weights.size() / fan_in));
     }
     c->bias.value.upload(std::vector<float>(c->bias.size(), spec_.bias_init));
   }

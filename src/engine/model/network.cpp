@@ -34,8 +34,7 @@ void Network::check_weight_memory() const {
     // A model-parallel layer holds its slice of the units only.
     const uint64_t held = layer->local_units();
     for (const Layer* src : layer->sources()) {
-      const auto params = checked_add(checked_mul(src->units(), held).value_or(UINT64_MAX),
-                                      held);
+      const auto params = checked_add(checked_mul(src->units(), held).value_or(UINT64_MAX), held);
       const auto bytes = params ? checked_mul(*params, 4 * sizeof(float)) : std::nullopt;
       total = total && bytes ? checked_add(*total, *bytes) : std::nullopt;
       const std::string problem = over_budget(total);
@@ -129,8 +128,9 @@ void Network::plan_parallel(const NetworkParallel& parallel) {
     for (const auto& s : l.skips) read_by_others.insert(s);
     for (const auto& w : l.shared_weights) shared_owners.insert(w.source_output_layer);
   }
-  const bool softmax_loss_splits = spec_.error_function == ErrorFunction::CrossEntropy ||
-                                   spec_.error_function == ErrorFunction::ScaledMarginalCrossEntropy;
+  const bool softmax_loss_splits =
+      spec_.error_function == ErrorFunction::CrossEntropy ||
+      spec_.error_function == ErrorFunction::ScaledMarginalCrossEntropy;
   std::vector<LayerCostInput> in;
   std::vector<Layer*> who;
   for (auto& layer : layers_) {
@@ -250,12 +250,13 @@ void Network::set_max_batch(uint32_t rows, uint32_t global_rows) {
     if (layer->has_sparse_output()) continue;
     if (layer->sharded()) sharded_units += layer->local_units();
     if (!layer->sharded() || layer->kind() != LayerKind::Output) units += layer->units();
-    if (layer->feeds_sharded() && layer->kind() == LayerKind::Input) sharded_units += layer->units();
+    if (layer->feeds_sharded() && layer->kind() == LayerKind::Input)
+      sharded_units += layer->units();
   }
   const auto per_row = checked_add(checked_mul(units, rows).value_or(UINT64_MAX),
                                    checked_mul(sharded_units, global_rows).value_or(UINT64_MAX));
-  const std::string problem = over_budget(
-      per_row ? checked_mul(*per_row, 3 * sizeof(float)) : std::nullopt);
+  const std::string problem =
+      over_budget(per_row ? checked_mul(*per_row, 3 * sizeof(float)) : std::nullopt);
   if (!problem.empty())
     throw ConfigError((spec_.source.empty() ? std::string("network") : spec_.source) +
                       ": a minibatch of " + std::to_string(rows) + " rows over " +

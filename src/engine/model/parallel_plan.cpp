@@ -38,7 +38,7 @@ std::vector<LayerChoice> choose_parallel(const std::vector<LayerCostInput>& laye
     double model = 0.0;
     for (const auto& src : l.sources) {
       params += (src.units + 1) * l.units;
-      if (!src.input) model += f * 4.0 * b * double(src.units);                    // gather
+      if (!src.input) model += f * 4.0 * b * double(src.units);                     // gather
       if (src.needs_delta && s.training) model += f * 4.0 * b * double(src.units);  // scatter
     }
     if (!l.output) model += (s.training ? 2.0 : 1.0) * f * 4.0 * b * double(l.units);
@@ -55,8 +55,7 @@ std::vector<LayerChoice> choose_parallel(const std::vector<LayerCostInput>& laye
       c.reason = "data parallel: \"Parallel\": \"Data\" in the network";
     } else if (l.requested == ParallelMode::Model) {
       if (!l.cannot_split.empty())
-        throw ConfigError("layer '" + l.name + "': \"Parallel\": \"Model\", but " +
-                          l.cannot_split);
+        throw ConfigError("layer '" + l.name + "': \"Parallel\": \"Model\", but " + l.cannot_split);
       c.model_parallel = true;
       c.reason = "model parallel: \"Parallel\": \"Model\" in the network";
     } else if (!l.cannot_split.empty()) {
@@ -82,6 +81,8 @@ std::vector<LayerChoice> choose_parallel(const std::vector<LayerCostInput>& laye
   return out;
 }
 
-std::string describe(const LayerChoice& c) { return "layer '" + c.layer + "': " + c.reason; }
+std::string describe(const LayerChoice& c) {
+  return "layer '" + c.layer + "': " + c.reason;
+}
 
 }  // namespace nn

@@ -53,7 +53,7 @@ struct ParallelSettings {
   int ranks = 1;
   uint32_t minibatch = 1024;
   bool training = true;
-  int optimizer_states = 0;  // state arrays per parameter (Adam: 2)
+  int optimizer_states = 0;    // state arrays per parameter (Adam: 2)
   uint64_t memory_budget = 0;  // bytes per rank; 0 = no memory criterion
   // Non-empty: why nothing may be split unless the key asks for it (e.g. a validation set,
   // which split layers do not support yet); "Auto" layers stay data parallel with this reason.

@@ -1,12 +1,12 @@
 // Batched forward evaluation, top-K selection and ranking metrics.
 #include "model/predictor.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
-
-#include <omp.h>
 
 #include "core/error.h"
 #include "model/data_parallel.h"
@@ -14,8 +14,7 @@
 
 namespace nn {
 
-Predictor::Predictor(Network& net, const BoundData& inputs, uint32_t minibatch,
-                     Communicator* comm)
+Predictor::Predictor(Network& net, const BoundData& inputs, uint32_t minibatch, Communicator* comm)
     : net_(net),
       data_(inputs),
       minibatch_(minibatch),
@@ -147,12 +146,14 @@ void merge_top_k(Communicator& comm, const TopK& mine, uint32_t rows, uint32_t k
     for (size_t q = 0; q < p; ++q)
       for (uint32_t j = 0; j < k; ++j) {
         const size_t at = q * n + size_t(r) * k + j;
-        if (index[at] != std::numeric_limits<uint32_t>::max()) cand.emplace_back(score[at], index[at]);
+        if (index[at] != std::numeric_limits<uint32_t>::max())
+          cand.emplace_back(score[at], index[at]);
       }
     const size_t take = std::min<size_t>(k, cand.size());
-    std::partial_sort(cand.begin(), cand.begin() + take, cand.end(), [](const auto& a, const auto& b) {
-      return a.first > b.first || (a.first == b.first && a.second < b.second);
-    });
+    std::partial_sort(cand.begin(), cand.begin() + take, cand.end(),
+                      [](const auto& a, const auto& b) {
+                        return a.first > b.first || (a.first == b.first && a.second < b.second);
+                      });
     for (size_t j = 0; j < take; ++j) {
       merged.score[size_t(r) * k + j] = cand[j].first;
       merged.index[size_t(r) * k + j] = cand[j].second;

@@ -104,7 +104,8 @@ double OutputLosses::evaluate(const HostBatch& batch, bool write_deltas, const H
           double sum = 0.0;
           for (size_t j = 0; j < u; ++j) sum += d[r * u + j];
           row_sum_[r] = static_cast<float>(sum);
-          std::copy_n(d.data() + r * u + sh.first, sh.count, dense_slice_.data() + size_t(r) * sh.count);
+          std::copy_n(d.data() + r * u + sh.first, sh.count,
+                      dense_slice_.data() + size_t(r) * sh.count);
         }
         tv = targets_[o]->load_dense(be, dense_slice_, sh.count, whole->weights[slot]);
       }

@@ -100,9 +100,10 @@ Trainer::Trainer(Network& net, const BoundData& data, TrainOptions options, LogS
 
 void Trainer::set_validation(const BoundData& data) {
   if (model_parallel_)
-    throw ConfigError("a validation set is not supported yet when layers are split over "
-                      "processes (model parallel); train without it, or set \"Parallel\": "
-                      "\"Data\" on the split layers");
+    throw ConfigError(
+        "a validation set is not supported yet when layers are split over "
+        "processes (model parallel); train without it, or set \"Parallel\": "
+        "\"Data\" on the split layers");
   validator_ = std::make_unique<Validator>(net_, data, options_.validation_k,
                                            *data_.outputs[0].dataset);
 }
@@ -145,9 +146,8 @@ std::vector<EpochReport> Trainer::run() {
   for (Parameter* p : net_.parameters()) (p->sharded ? split_parameters : parameters) += p->size();
   if (model_parallel_) comm_->all_reduce_sum(&split_parameters, 1);
   log_("training: " + std::to_string(data_.examples) + " examples, minibatch " +
-       std::to_string(options_.minibatch) + ", " +
-       std::to_string(parameters + split_parameters) + " parameters, " +
-       describe(options_.optimizer) + ", backend " + net_.backend().name());
+       std::to_string(options_.minibatch) + ", " + std::to_string(parameters + split_parameters) +
+       " parameters, " + describe(options_.optimizer) + ", backend " + net_.backend().name());
   if (reducer_ && reducer_->buckets() > 0)
     log_(format("data parallel: %d ranks (%s), each takes its slice of every minibatch of %u; "
                 "gradients %.1f MB per step in %zu buckets, %s the backward pass",
@@ -155,9 +155,10 @@ std::vector<EpochReport> Trainer::run() {
                 double(reducer_->bytes_per_step()) / 1e6, reducer_->buckets(),
                 reducer_->overlapping() ? "reduced during" : "reduced after"));
   if (model_parallel_)
-    log_(format("model parallel: %d ranks; every rank reads every example of each minibatch and "
-                "computes its slice of the split layers for all of them",
-                comm_->size()));
+    log_(
+        format("model parallel: %d ranks; every rank reads every example of each minibatch and "
+               "computes its slice of the split layers for all of them",
+               comm_->size()));
   if (epoch_ > 0)
     log_("resuming after epoch " + std::to_string(epoch_) + " (" + std::to_string(step_) +
          " updates done)");
@@ -358,7 +359,8 @@ double Trainer::regularization_loss() {
   for (Parameter* p : net_.parameters()) {
     if (!p->regularize) continue;
     double& into = p->sharded ? sharded : r;
-    if (o.lambda != 0.0f) into += 0.5 * o.lambda * net_.backend().sum_squares(p->value.data(), p->size());
+    if (o.lambda != 0.0f)
+      into += 0.5 * o.lambda * net_.backend().sum_squares(p->value.data(), p->size());
     if (o.lambda1 != 0.0f) into += o.lambda1 * net_.backend().sum_abs(p->value.data(), p->size());
   }
   if (model_parallel_) comm_->all_reduce_sum(&sharded, 1);

@@ -19,9 +19,9 @@
 #include "data/text_examples.h"
 #include "dist/process.h"
 #include "model/binding.h"
-#include "model_io/network_file.h"
-#include "model/predictor.h"
 #include "model/classifier_report.h"
+#include "model/predictor.h"
+#include "model_io/network_file.h"
 #include "nn-predict/layer_dump.h"
 #include "nn-predict/output_file.h"
 #include "nn-predict/sample_filter.h"
@@ -270,8 +270,9 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
   // With model-parallel layers every rank runs every example (each its slice of the split
   // layers); rank 0 merges the ranks' top-k candidates and writes.
   if (model_parallel && dump_source)
-    throw ConfigError("--dump is not supported when layers are split over processes (model "
-                      "parallel); run nn-predict with one process, or set \"Parallel\": \"Data\"");
+    throw ConfigError(
+        "--dump is not supported when layers are split over processes (model "
+        "parallel); run nn-predict with one process, or set \"Parallel\": \"Data\"");
   const bool split = comm->size() > 1 && !dump_source && !classify && !model_parallel;
   if (comm->size() > 1 && !split && !model_parallel && comm->rank() != 0) return 0;
   const bool writer = comm->rank() == 0;
@@ -302,8 +303,7 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
   // slice on this rank, else all of them.
   const auto [col_first, cols] = predictor.columns(layer);
   const bool merge = model_parallel && cols != units;
-  const uint32_t valid_local =
-      valid_cols > col_first ? std::min(valid_cols - col_first, cols) : 0;
+  const uint32_t valid_local = valid_cols > col_first ? std::min(valid_cols - col_first, cols) : 0;
   std::vector<std::vector<uint32_t>> local_excluded;
   TopK top, merged;
   std::string line;
@@ -343,7 +343,8 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
       } else {  // this rank's columns of the (sorted) list, counted from its first unit
         local_excluded[r].clear();
         for (uint32_t item : it->second.items)
-          if (item >= col_first && item - col_first < cols) local_excluded[r].push_back(item - col_first);
+          if (item >= col_first && item - col_first < cols)
+            local_excluded[r].push_back(item - col_first);
         excluded[r] = &local_excluded[r];
       }
     }

@@ -4,8 +4,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -107,7 +107,8 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
   parallel.settings.optimizer_states = optimizer_state_count(job.options.optimizer.kind);
   parallel.settings.memory_budget = memory_budget() / uint64_t(std::max(ranks_on_this_host(), 1));
   if (!job.validation_files.empty())
-    parallel.settings.keep_whole = "a validation set is used, which split layers do not support yet";
+    parallel.settings.keep_whole =
+        "a validation set is used, which split layers do not support yet";
   m->net = std::make_unique<Network>(*m->backend, m->spec, m->bound.sparse_inputs(), parallel);
   if (!m->net->parallel_plan().empty()) {
     log("parallel plan for " + std::to_string(world_size()) +

@@ -407,7 +407,8 @@ namespace {
 // default, and written back by the JSON writer.
 TEST(NetworkJson, ParallelKeyPerLayer) {
   const NetworkSpec s = parse_network_json(R"({"Layers": [{"N": 10},
-      {"N": 7, "Parallel": "data"}, {"N": 5, "Parallel": "Model"}]})", "net.json");
+      {"N": 7, "Parallel": "data"}, {"N": 5, "Parallel": "Model"}]})",
+                                           "net.json");
   EXPECT_EQ(s.layers[0].parallel, ParallelMode::Auto);
   EXPECT_EQ(s.layers[1].parallel, ParallelMode::Data);
   EXPECT_EQ(s.layers[2].parallel, ParallelMode::Model);

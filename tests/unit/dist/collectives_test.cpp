@@ -236,7 +236,8 @@ TEST(Collectives, MergeTopKOfColumnSlices) {
   const uint32_t last = uint32_t(uint64_t(cols) * (c->rank() + 1) / c->size());
   std::vector<float> part(size_t(rows) * (last - first));
   for (uint32_t r = 0; r < rows; ++r)
-    for (uint32_t j = first; j < last; ++j) part[size_t(r) * (last - first) + j - first] = score(r, j);
+    for (uint32_t j = first; j < last; ++j)
+      part[size_t(r) * (last - first) + j - first] = score(r, j);
   top_k_rows(part.data(), rows, last - first, last - first, k, nullptr, mine, 1);
   for (uint32_t& i : mine.index)
     if (i != UINT32_MAX) i += first;
