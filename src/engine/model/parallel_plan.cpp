@@ -60,6 +60,11 @@ std::vector<LayerChoice> choose_parallel(const std::vector<LayerCostInput>& laye
       c.reason = "model parallel: \"Parallel\": \"Model\" in the network";
     } else if (!l.cannot_split.empty()) {
       c.reason = "data parallel: " + l.cannot_split;
+    } else if (s.default_mode == ParallelMode::Data) {
+      c.reason = "data parallel: \"Parallel\": \"Data\" in the command file";
+    } else if (s.default_mode == ParallelMode::Model) {
+      c.model_parallel = true;
+      c.reason = "model parallel: \"Parallel\": \"Model\" in the command file";
     } else if (!s.keep_whole.empty()) {
       c.reason = "data parallel: " + s.keep_whole;
     } else if (s.memory_budget > 0 && c.replicated_bytes > s.memory_budget / 4) {

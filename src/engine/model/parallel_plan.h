@@ -58,6 +58,9 @@ struct ParallelSettings {
   // Non-empty: why nothing may be split unless the key asks for it (e.g. a validation set,
   // which split layers do not support yet); "Auto" layers stay data parallel with this reason.
   std::string keep_whole;
+  // The mode of layers whose key is Auto (the CDL key "Parallel"): Auto leaves them to the
+  // rule, Data keeps them whole, Model splits those that can be split.
+  ParallelMode default_mode = ParallelMode::Auto;
 };
 
 struct LayerChoice {

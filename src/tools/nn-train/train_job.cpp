@@ -106,13 +106,14 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
   parallel.settings.training = true;
   parallel.settings.optimizer_states = optimizer_state_count(job.options.optimizer.kind);
   parallel.settings.memory_budget = memory_budget() / uint64_t(std::max(ranks_on_this_host(), 1));
+  parallel.settings.default_mode = job.parallel;
   if (!job.validation_files.empty())
     parallel.settings.keep_whole =
         "a validation set is used, which split layers do not support yet";
   m->net = std::make_unique<Network>(*m->backend, m->spec, m->bound.sparse_inputs(), parallel);
   if (!m->net->parallel_plan().empty()) {
     log("parallel plan for " + std::to_string(world_size()) +
-        " processes (per layer; \"Parallel\" in the network overrides it):");
+        " processes (per layer; \"Parallel\" in the network or the command file overrides it):");
     for (const LayerChoice& c : m->net->parallel_plan()) log("  " + describe(c));
   }
   return m;

@@ -118,6 +118,20 @@ TEST(ParallelPlan, KeepWholeLeavesAutoLayersDataParallel) {
   EXPECT_TRUE(choose_parallel({l}, s)[0].model_parallel);
 }
 
+TEST(ParallelPlan, CommandFileDefaultAppliesToLayersWithoutTheirOwnKey) {
+  ParallelSettings s = settings(2, 100);
+  s.default_mode = ParallelMode::Model;
+  auto small = fc("H", 10, 20, false, false);  // data parallel by bytes
+  EXPECT_TRUE(choose_parallel({small}, s)[0].model_parallel);
+  small.requested = ParallelMode::Data;  // the layer's own key wins
+  EXPECT_FALSE(choose_parallel({small}, s)[0].model_parallel);
+  auto bn = fc("B", 10, 20, false, false);
+  bn.cannot_split = "batch-normalised layers are not split";
+  EXPECT_FALSE(choose_parallel({bn}, s)[0].model_parallel);  // Model splits what can be split
+  s.default_mode = ParallelMode::Data;
+  EXPECT_FALSE(choose_parallel({fc("Out", 1000000, 128, false, true)}, s)[0].model_parallel);
+}
+
 TEST(ParallelPlan, PredictionSplitsOnlyForMemory) {
   ParallelSettings s = settings(2, 256);
   s.training = false;
