@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Data-parallel benchmark: the MovieLens-20M-shaped sparse autoencoder of bench_autoencoder.sh
+# Multi-process benchmark: the MovieLens-20M-shaped sparse autoencoder of bench_autoencoder.sh
 # (27,278 items, ~144 non-zeros per example with Zipf popularity, batch 256, RMSProp, Sigmoid
-# hidden layers) trained by nn-train as one process and under `mpirun -np 2`, the latter with the
-# gradient all-reduce overlapped with the backward pass and without (NN_GRADIENT_OVERLAP=0).
+# hidden layers) trained by nn-train as one process and under `mpirun -np 2`: data parallel on
+# every layer ("Parallel": "Data") with the gradient all-reduce overlapped with the backward pass
+# and without (NN_GRADIENT_OVERLAP=0), and with the per-layer rule (which splits these layers:
+# model parallel).
 # Prints seconds per epoch (the last epoch's, from nn-train's own report) and the time the
 # data-parallel runs spent waiting for the all-reduce after backward. Every run uses the default
 # threads: one process gets all the CPUs it may use, each of two ranks half of them.
@@ -54,23 +56,32 @@ for h in $hidden; do
   /usr/bin/python3 - "$h" <<'PY'
 import json, sys
 h = sys.argv[1]
+def write(name, mode):
+    for l in layers:
+        if l["Kind"] != "Input" and mode:
+            l["Parallel"] = mode
+    json.dump({"Name": "bench", "ErrorFunction": "CrossEntropy", "Layers": layers}, open(name, "w"))
 width, _, count = h.partition("x")
 layers = [{"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": True}]
 for i in range(int(count or 1)):
     layers.append({"Name": f"Hidden{i}", "Kind": "Hidden", "N": int(width), "Activation": "Sigmoid"})
 layers.append({"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid"})
-json.dump({"Name": "bench", "ErrorFunction": "CrossEntropy", "Layers": layers}, open("config.json", "w"))
+write("config.json", None)
+write("data.json", "Data")
 PY
   cat >train.cdl <<JSON
 { "Network": "config.json", "Command": "Train", "RandomSeed": 1, "Data": ["input.nc", "output.nc"],
   "TrainingParameters": { "Epochs": $epochs, "MiniBatch": 256, "Optimizer": "RMSProp", "Alpha": 0.001,
     "mu": 0.9, "Lambda": 0, "Results": "net.nc" } }
 JSON
-  for run in "1 process" "2 ranks, overlapped" "2 ranks, after backward"; do
+  sed 's/config.json/data.json/' train.cdl >data.cdl
+  for run in "1 process" "2 ranks, data, overlapped" "2 ranks, data, after bwd" "2 ranks, rule (model)"; do
     case $run in
       "1 process") "$tools/nn-train" train.cdl >log.txt ;;
-      "2 ranks, overlapped") mpirun -np 2 "$tools/nn-train" train.cdl >log.txt ;;
-      *) NN_GRADIENT_OVERLAP=0 mpirun -np 2 -x NN_GRADIENT_OVERLAP "$tools/nn-train" train.cdl >log.txt ;;
+      "2 ranks, data, overlapped") mpirun -np 2 "$tools/nn-train" data.cdl >log.txt ;;
+      "2 ranks, data, after bwd")
+        NN_GRADIENT_OVERLAP=0 mpirun -np 2 -x NN_GRADIENT_OVERLAP "$tools/nn-train" data.cdl >log.txt ;;
+      *) mpirun -np 2 "$tools/nn-train" train.cdl >log.txt ;;
     esac
     last=$(grep -E "^epoch $epochs/$epochs:" log.txt)
     secs=$(echo "$last" | grep -oE '[0-9.]+ s$' | cut -d' ' -f1)

@@ -9,6 +9,9 @@ source "$here/lib/common.sh"
 enter_work_dir
 require_netcdf_bin
 source "$here/lib/mpi.sh"
+# Data parallel on every layer (mpi_model_parallel.sh resumes split layers).
+pin_parallel Data config.json dp.json
+mv dp.json config.json
 # Resume under another process count: 2 ranks write ck3, 3 ranks continue to epoch 6.
 train_cdl 7
 run_np 2 "$tools/nn-train" train.cdl >/dev/null

@@ -11,6 +11,9 @@ source "$here/lib/common.sh"
 enter_work_dir
 require_netcdf_bin
 source "$here/lib/mpi.sh"
+# Data parallel on every layer (the rule would split these small layers: fewer bytes move).
+pin_parallel Data config.json dp.json
+mv dp.json config.json
 
 for batch in 7 13; do
   train_cdl $batch

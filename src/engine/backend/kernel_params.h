@@ -34,6 +34,11 @@ struct TargetView {
   SparseView sp;
   bool ignore_zero = false;            // SparseIgnoreZero: only stored entries count
   const float* row_weight = nullptr;   // per-example weights (dense targets); nullptr => 1
+  // SoftMax outputs split over processes (model parallelism) see only some columns of each
+  // row. row_sum[r] (backend memory, one per row) is then the sum of row r's targets over the
+  // whole layer: SoftMax CrossEntropy uses it for sum(t), and sparse targets are normalised by
+  // it instead of by the sum of the columns at hand. nullptr: the columns are the whole row.
+  const float* row_sum = nullptr;
 };
 
 struct LossParams {

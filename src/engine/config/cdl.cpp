@@ -63,13 +63,24 @@ class CdlParser {
         if (seed >= 0) spec.random_seed = uint64_t(seed);
       } else if (k == "memorylimit") {
         spec.memory_limit = memory_limit(m);
+      } else if (k == "parallel") {
+        const std::string mode = to_lower(r_.get_string(m));
+        if (mode == "auto")
+          spec.parallel = ParallelMode::Auto;
+        else if (mode == "data")
+          spec.parallel = ParallelMode::Data;
+        else if (mode == "model")
+          spec.parallel = ParallelMode::Model;
+        else
+          r_.fail(m.path,
+                  "expected \"Auto\", \"Data\" or \"Model\", not \"" + r_.get_string(m) + "\"");
       } else if (k == "trainingparameters") {
         parse_training(m, spec.training);
       } else if (k == "predictionparameters") {
         parse_prediction(m, spec.prediction);
       } else {
         r_.unknown_key(m, {"Version", "Network", "Command", "Data", "RandomSeed", "MemoryLimit",
-                           "TrainingParameters", "PredictionParameters"});
+                           "Parallel", "TrainingParameters", "PredictionParameters"});
       }
     }
     if (!has_network) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/enums.h"
+#include "config/network_spec.h"
 
 namespace nn {
 
@@ -58,6 +59,9 @@ struct CdlSpec {
   std::vector<std::string> data;   // one or more NetCDF dataset files
   std::optional<uint64_t> random_seed;
   std::optional<uint64_t> memory_limit;  // MemoryLimit: bytes, or "8G"; the tool's default else
+  // Parallel (ours): the mode of every layer that has no "Parallel" key of its own under
+  // mpirun: Auto (the rule decides), Data (split nothing), Model (split every layer that can be).
+  ParallelMode parallel = ParallelMode::Auto;
   TrainingParameters training;
   PredictionParameters prediction;
 };

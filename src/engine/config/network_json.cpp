@@ -74,6 +74,7 @@ const LayerKey kLayerKeys[] = {
     {"SharedWeights", nullptr, kHiddenBit | kOutputBit, TypeRule::NotPooling},
     {"BatchNormalization", nullptr, kHiddenBit, TypeRule::Any},
     {"SparsenessPenalty", nullptr, kHiddenBit, TypeRule::Any},
+    {"Parallel", nullptr, kHiddenBit | kOutputBit, TypeRule::Any},
 };
 
 // Top-level keys, aliases included, as listed in "expected one of" messages.
@@ -446,6 +447,17 @@ class NetworkParser {
       layer.batch_normalization = r_.get_bool(m);
     } else if (key == "SparsenessPenalty") {
       parse_sparseness(m, layer.sparseness_penalty_p, layer.sparseness_penalty_beta);
+    } else if (key == "Parallel") {
+      const std::string mode = to_lower(r_.get_string(m));
+      if (mode == "auto")
+        layer.parallel = ParallelMode::Auto;
+      else if (mode == "data")
+        layer.parallel = ParallelMode::Data;
+      else if (mode == "model")
+        layer.parallel = ParallelMode::Model;
+      else
+        r_.fail(m.path,
+                "expected \"Auto\", \"Data\" or \"Model\", not \"" + r_.get_string(m) + "\"");
     }
   }
 

@@ -71,6 +71,7 @@ Json layer_json(const LayerSpec& l, const NetworkSpec& spec) {
     if (l.activation_max != spec.activation_max) j["ActivationMax"] = number(l.activation_max);
     if (l.weight_norm != 0) j["WeightNorm"] = number(l.weight_norm);
     if (l.delta_norm != 0) j["DeltaNorm"] = number(l.delta_norm);
+    if (l.parallel != ParallelMode::Auto) j["Parallel"] = to_string(l.parallel);
     if (l.weight_init != WeightInit::Xavier || l.weight_init_scale != 1 || l.bias_init != 0) {
       j["WeightInit"] = {{"Scheme", to_string(l.weight_init)},
                          {"Scale", number(l.weight_init_scale)},

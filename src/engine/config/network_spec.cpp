@@ -6,6 +6,18 @@
 
 namespace nn {
 
+const char* to_string(ParallelMode m) {
+  switch (m) {
+    case ParallelMode::Data:
+      return "Data";
+    case ParallelMode::Model:
+      return "Model";
+    case ParallelMode::Auto:
+      break;
+  }
+  return "Auto";
+}
+
 bool operator==(const SharedWeightSpec& a, const SharedWeightSpec& b) {
   return std::tie(a.source_input_layer, a.source_output_layer, a.input_layer, a.transposed) ==
          std::tie(b.source_input_layer, b.source_output_layer, b.input_layer, b.transposed);
@@ -18,7 +30,7 @@ bool operator==(const LayerSpec& a, const LayerSpec& b) {
                     l.weight_init_scale, l.bias_init, l.weight_norm, l.delta_norm, l.kernel,
                     l.kernel_dimensions, l.kernel_stride, l.batch_normalization,
                     l.sparseness_penalty_p, l.sparseness_penalty_beta, l.relu_slope, l.elu_alpha,
-                    l.selu_lambda, l.activation_max, l.maxout_k, l.shared_weights);
+                    l.selu_lambda, l.activation_max, l.maxout_k, l.shared_weights, l.parallel);
   };
   return fields(a) == fields(b);
 }

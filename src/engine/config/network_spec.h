@@ -19,6 +19,12 @@ struct SharedWeightSpec {
   bool transposed = false;
 };
 
+// How a layer runs under several processes (the layer key "Parallel"): the rule of
+// model/parallel_plan.h decides (Auto), or the user does: every rank holds the whole layer and
+// takes its rows of each minibatch (Data), or every rank holds a slice of its units (Model).
+enum class ParallelMode { Auto, Data, Model };
+const char* to_string(ParallelMode m);
+
 struct LayerSpec {
   std::string name;
   LayerKind kind = LayerKind::Hidden;
@@ -50,6 +56,7 @@ struct LayerSpec {
   float activation_max = 0.0f;  // resolved: the bound of ReluMax and LinearMax
   int maxout_k = 2;             // resolved: the network's Maxout.k (pieces per MaxOut unit)
   std::vector<SharedWeightSpec> shared_weights;
+  ParallelMode parallel = ParallelMode::Auto;
 
   // N0 x N1 x N2 x N3; UINT64_MAX when the product does not fit 64 bits.
   uint64_t units() const {

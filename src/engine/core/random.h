@@ -38,6 +38,14 @@ NN_HD float uniform_at(uint64_t seed, uint64_t stream, uint64_t counter) {
   return static_cast<float>(h >> 40) * (1.0f / 16777216.0f);
 }
 
+// Uniform double in [0, 1) with 53 bits for (seed, stream, counter): weight initialisation,
+// where every weight is drawn from its own counter (its global position), so a network split
+// over processes starts from exactly the weights of a single-process one.
+NN_HD double uniform53_at(uint64_t seed, uint64_t stream, uint64_t counter) {
+  const uint64_t h = mix64(seed ^ mix64(stream * kStreamMultiplier + counter));
+  return static_cast<double>(h >> 11) * (1.0 / 9007199254740992.0);
+}
+
 // The stream whose counter i draws exactly what `stream` draws at counter i + offset. A process
 // that holds rows [first, ...) of a minibatch masks them with shift_stream(stream, first * width)
 // and so draws the same numbers as one process holding the whole batch (data parallelism),
@@ -46,7 +54,7 @@ NN_HD uint64_t shift_stream(uint64_t stream, uint64_t offset) {
   return stream + offset * kStreamMultiplierInverse;
 }
 
-// Sequential generator (SplitMix64 stream) for host code: shuffles and weight initialisation.
+// Sequential generator (SplitMix64 stream) for host code: shuffles.
 class Rng {
  public:
   explicit Rng(uint64_t seed = 0) : state_(seed) {}

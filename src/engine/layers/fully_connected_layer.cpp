@@ -16,11 +16,14 @@ void FullyConnectedLayer::build(Backend& backend) {
   for (Layer* src : sources_) {
     auto c = std::make_unique<Connection>();
     c->source = src;
-    const size_t n_in = src->units(), n_out = pre_units();
+    // A sharded layer holds its columns of the matrix (and their biases) only.
+    const size_t n_in = src->units(), n_out = sharded() ? shard_.count : pre_units();
     const AllocationContext context("layer '" + name() + "' weights from '" + src->name() +
                                     "' (" + std::to_string(n_in) + " x " +
                                     std::to_string(n_out) + ")");
-    add_connection(std::move(c), n_in * n_out, n_out, static_cast<uint32_t>(n_in), false);
+    Connection& added =
+        add_connection(std::move(c), n_in * n_out, n_out, static_cast<uint32_t>(n_in), false);
+    added.weights.sharded = added.bias.sharded = sharded();
   }
   if (spec_.batch_normalization) bn_ = std::make_unique<BatchNorm>(backend, name(), pre_units());
 }
@@ -56,6 +59,7 @@ void FullyConnectedLayer::check_shared_shape(const std::string& entry, const Sha
 }
 
 void FullyConnectedLayer::forward(const LayerContext& ctx) {
+  if (sharded()) return forward_sharded(ctx);
   Backend& be = ctx.backend;
   const uint32_t rows = ctx.rows, n_out = pre_units();
   float* z = z_buffer();
@@ -82,6 +86,7 @@ void FullyConnectedLayer::forward(const LayerContext& ctx) {
 }
 
 void FullyConnectedLayer::backward(const LayerContext& ctx) {
+  if (sharded()) return backward_sharded(ctx);
   Backend& be = ctx.backend;
   const uint32_t rows = ctx.rows, n_out = pre_units();
   const float* d = start_backward(ctx);

@@ -13,6 +13,15 @@
 // and batch normalisation are k times wider: unit j's pieces are z columns j*k .. j*k+k-1) and
 // a_j is the largest of them. Skip activations are added after the max, which is the same as
 // adding them to every piece when there is no batch normalisation.
+//
+// Model parallelism (set_shard before build; fully_connected_sharded.cpp): the layer holds
+// output units [first, first + count) of every rank's share: weight columns, biases and their
+// optimizer state. It computes every row of the global minibatch for those units: dense
+// sources are all-gathered from the ranks' rows (input layers hold the whole batch already),
+// and the partial dE/dx for a source is reduce-scattered back to the ranks' rows. A Hidden
+// layer hands its activations to consumers in the ordinary per-rank layout ([rows][units]),
+// exchanged by an all-to-all; an Output layer keeps [global rows][count] for the loss and for
+// prediction. SoftMax is normalised over the whole layer (row max and sum all-reduced).
 #pragma once
 
 #include <array>
@@ -40,6 +49,12 @@ class FullyConnectedLayer : public WeightedLayer<Connection> {
   void build(Backend& backend) override;
   void forward(const LayerContext& ctx) override;
   void backward(const LayerContext& ctx) override;
+  void allocate(Backend& backend, uint32_t max_rows) override;
+  bool can_shard(std::string* why_not) const override;
+  // Sharded layers gather their slices to rank 0 (collective over the shard's ranks: every
+  // rank must call it; only rank 0's file is complete) and load their slice of a whole file.
+  void save(NetworkFile& file) const override;
+  void load(const NetworkFile& file, size_t& cursor) override;
 
  protected:
   const char* weights_noun() const override { return "matrix"; }
@@ -48,6 +63,25 @@ class FullyConnectedLayer : public WeightedLayer<Connection> {
   std::string foreign_owner(const Layer* owner, const SharedWeightSpec& s) const override;
   void check_shared_shape(const std::string& entry, const SharedWeightSpec& s, const Connection& c,
                           const Connection& oc, const WeightedLayer& owner) const override;
+
+ private:
+  // ---- model parallelism (fully_connected_sharded.cpp) ----------------------------------------
+  void forward_sharded(const LayerContext& ctx);
+  void backward_sharded(const LayerContext& ctx);
+  // The whole minibatch of dense source k ([global rows][source units]).
+  const float* gathered_input(size_t k, const LayerContext& ctx);
+  // Row counts of every rank times `width` (counts for collectives over rows).
+  std::vector<size_t> row_counts(const LayerContext& ctx, size_t width) const;
+  // SoftMax over the whole layer of x [rows][count] (this rank's columns).
+  void sharded_softmax(Backend& be, float* x, uint32_t rows);
+  // [global rows][count] (local) -> this rank's rows of every unit, and back.
+  void local_to_rows(Backend& be, const LayerContext& ctx, const float* local, float* out);
+  void rows_to_local(Backend& be, const LayerContext& ctx, const float* in, float* local);
+
+  DeviceArray<float> a_local_, d_local_;    // Hidden: [global rows][count]
+  std::vector<DeviceArray<float>> x_full_;  // per connection: gathered dense source
+  DeviceArray<float> dx_full_, dx_rows_;    // dE/dx of every row, then of this rank's rows
+  std::vector<float> host_a_, host_b_;      // staging for the exchanges
 };
 
 extern template class WeightedLayer<Connection>;

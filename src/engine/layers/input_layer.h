@@ -21,6 +21,15 @@ class InputLayer : public Layer {
   void load_dense(Backend& backend, const float* host, uint32_t rows);
   void load_sparse(Backend& backend, const SparseBatch& batch);
 
+  // Model parallelism: a layer that feeds a sharded layer (feeds_sharded()) also holds the
+  // whole global minibatch, every rank's rows, which the sharded layer reads without any
+  // communication. Dropout on a dense one draws the masks of the global row positions, so the
+  // rows this rank also holds in activations() get the same masks there.
+  void load_full_dense(Backend& backend, const float* host, uint32_t rows);
+  void load_full_sparse(Backend& backend, const SparseBatch& batch);
+  const float* full_activations() const { return full_a_.data(); }
+  const SparseView& full_sparse_output() const { return full_view_; }
+
   void forward(const LayerContext& ctx) override;
   void backward(const LayerContext&) override {}
 
@@ -29,6 +38,10 @@ class InputLayer : public Layer {
   DeviceArray<uint32_t> row_ptr_, index_;
   DeviceArray<float> value_, row_weight_;
   SparseView view_;
+  DeviceArray<float> full_a_;
+  DeviceArray<uint32_t> full_row_ptr_, full_index_;
+  DeviceArray<float> full_value_, full_row_weight_;
+  SparseView full_view_;
 };
 
 }  // namespace nn

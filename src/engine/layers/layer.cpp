@@ -21,6 +21,17 @@ ActivationParams activation_params(const LayerSpec& spec) {
 
 Layer::Layer(const LayerSpec& spec, uint32_t index) : spec_(spec), index_(index) {}
 
+std::pair<uint32_t, uint32_t> unit_range(uint32_t units, int rank, int ranks) {
+  const uint64_t lo = uint64_t(units) * uint64_t(rank) / uint64_t(ranks);
+  const uint64_t hi = uint64_t(units) * uint64_t(rank + 1) / uint64_t(ranks);
+  return {uint32_t(lo), uint32_t(hi - lo)};
+}
+
+bool Layer::can_shard(std::string* why_not) const {
+  if (why_not) *why_not = "only fully connected Hidden and Output layers are split over processes";
+  return false;
+}
+
 void Layer::allocate(Backend& backend, uint32_t max_rows) {
   const size_t n = size_t(max_rows) * units();
   const AllocationContext context("layer '" + name() + "' activations (" +

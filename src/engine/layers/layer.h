@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.h"
@@ -30,7 +31,23 @@ struct LayerContext {
   // Data parallelism: the ranks sharing this minibatch (batch normalisation reduces its
   // statistics over them); null or one rank otherwise.
   Communicator* comm = nullptr;
+  // Rows of the whole (global) minibatch, over every rank; 0 means `rows` (one process).
+  // Model-parallel layers compute every row of it for their slice of the units.
+  uint32_t global_rows = 0;
+  uint32_t all_rows() const { return global_rows ? global_rows : rows; }
 };
+
+// Model parallelism (model/parallel_plan.h): a layer whose units are split over the ranks of
+// `comm` holds units [first, first + count) of its units() (the same rule as rank_rows: sizes
+// differ by at most one). Unsharded layers hold everything (first 0, count units()).
+struct ShardInfo {
+  bool sharded = false;
+  int rank = 0, ranks = 1;
+  uint32_t first = 0, count = 0;
+  Communicator* comm = nullptr;
+};
+// Units [floor(units * rank / ranks), floor(units * (rank + 1) / ranks)) as {first, count}.
+std::pair<uint32_t, uint32_t> unit_range(uint32_t units, int rank, int ranks);
 
 // The dropout stream of layer `layer_index` (`width` values per row) for this step's rows.
 inline uint64_t dropout_stream(const LayerContext& ctx, uint32_t layer_index, size_t width) {
@@ -52,6 +69,21 @@ class Layer {
   uint32_t index() const { return index_; }
   uint32_t units() const { return static_cast<uint32_t>(spec_.units()); }
 
+  // Model parallelism: set by the Network before build() on layers that support it.
+  virtual bool can_shard(std::string* why_not) const;
+  void set_shard(const ShardInfo& s) { shard_ = s; }
+  const ShardInfo& shard() const { return shard_; }
+  bool sharded() const { return shard_.sharded; }
+  // Units this process holds (units() unless sharded).
+  uint32_t local_units() const { return shard_.sharded ? shard_.count : units(); }
+  // Consumers of this layer that are sharded read the whole minibatch (all ranks' rows) of it;
+  // set by the Network. Input layers then hold the whole batch (HostBatch of every row).
+  void set_feeds_sharded(bool v) { feeds_sharded_ = v; }
+  bool feeds_sharded() const { return feeds_sharded_; }
+  // Largest global minibatch (model-parallel layers size their buffers for it); set by the
+  // Network before allocate().
+  void set_max_global_rows(uint32_t rows) { max_global_rows_ = rows; }
+
   void add_source(Layer* l) { sources_.push_back(l); }
   void add_skip(Layer* l) { skips_.push_back(l); }
   const std::vector<Layer*>& sources() const { return sources_; }
@@ -60,8 +92,9 @@ class Layer {
   // ---- lifecycle (called by Network) -------------------------------------------------------
   // Creates parameters once sources and skips are wired. Throws ConfigError naming the layer.
   virtual void build(Backend& backend) {}
-  // Random initialisation of parameters (deterministic for the generator's state).
-  virtual void initialize(Rng& rng) {}
+  // Random initialisation of parameters: every weight from a counter keyed by the seed and its
+  // position in the whole layer (core/random.h), whatever the sharding.
+  virtual void initialize(uint64_t seed) {}
   // Appends this layer's weights (DSSTNE order: one per source) and extra arrays to `file`.
   virtual void save(NetworkFile& file) const {}
   // Loads this layer's weights from file.weights[cursor...] (advancing cursor) and extra arrays.
@@ -106,6 +139,9 @@ class Layer {
   DeviceArray<float> pre_dropout_;  // activations before dropout (only when pDropout > 0)
   DeviceArray<float> delta_;
   float penalty_p_ = 0.0f, penalty_beta_ = 0.0f;
+  ShardInfo shard_;
+  bool feeds_sharded_ = false;
+  uint32_t max_global_rows_ = 0;
 };
 
 }  // namespace nn

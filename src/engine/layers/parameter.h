@@ -26,6 +26,9 @@ struct Parameter {
   // connected matrices are [in][out], one output unit per column). The limit is still
   // max_column_norm.
   bool norm_over_rows = false;
+  // A model-parallel slice (layers/layer.h ShardInfo): each rank holds different values, so the
+  // data-parallel gradient reduction leaves it alone and regularisation sums it over the ranks.
+  bool sharded = false;
   size_t size() const { return value.size(); }
 };
 

@@ -31,11 +31,25 @@ void load_state(Backend& backend, const std::string& what, Parameter& p,
 
 }  // namespace
 
-std::vector<float> initial_weights(const LayerSpec& l, size_t n_in, size_t n_out, Rng& rng) {
-  std::vector<float> w(n_in * n_out);
+std::vector<float> initial_weights(const LayerSpec& l, size_t n_in, size_t n_out, uint64_t seed,
+                                   uint64_t stream, size_t col_first, size_t col_count) {
+  if (col_count == SIZE_MAX) col_count = n_out - col_first;
+  std::vector<float> w(n_in * col_count);
   const double s = l.weight_init_scale;
+  // Weight (i, j) of the whole [n_in][n_out] matrix draws from counter i * n_out + j alone.
+  auto each = [&](auto&& value_at) {
+    for (size_t i = 0; i < n_in; ++i)
+      for (size_t j = 0; j < col_count; ++j)
+        w[i * col_count + j] = static_cast<float>(value_at(uint64_t(i) * n_out + col_first + j));
+  };
   auto uniform = [&](double lo, double hi) {
-    for (auto& v : w) v = static_cast<float>(lo + (hi - lo) * rng.uniform());
+    each([&](uint64_t k) { return lo + (hi - lo) * uniform53_at(seed, stream, k); });
+  };
+  // Box-Muller from two counters of the position (2k and 2k + 1).
+  auto normal = [&](uint64_t k) {
+    double u1 = uniform53_at(seed, stream, 2 * k), u2 = uniform53_at(seed, stream, 2 * k + 1);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
   };
   switch (l.weight_init) {
     case WeightInit::Xavier: {
@@ -55,13 +69,13 @@ std::vector<float> initial_weights(const LayerSpec& l, size_t n_in, size_t n_out
       uniform(0, s);
       break;
     case WeightInit::Gaussian:
-      for (auto& v : w) v = static_cast<float>(s * rng.normal());
+      each([&](uint64_t k) { return s * normal(k); });
       break;
     case WeightInit::SELU:
-      for (auto& v : w) v = static_cast<float>(rng.normal() / std::sqrt(double(n_in)));
+      each([&](uint64_t k) { return normal(k) / std::sqrt(double(n_in)); });
       break;
     case WeightInit::Constant:
-      for (auto& v : w) v = static_cast<float>(s);
+      each([&](uint64_t) { return s; });
       break;
   }
   return w;
@@ -139,12 +153,15 @@ C& WeightedLayer<C>::add_connection(std::unique_ptr<C> c, size_t weight_size, si
 }
 
 template <class C>
-void WeightedLayer<C>::initialize(Rng& rng) {
-  for (auto& c : connections_) {
+void WeightedLayer<C>::initialize(uint64_t seed) {
+  for (size_t k = 0; k < connections_.size(); ++k) {
+    auto& c = connections_[k];
     // Shared weights are initialised by their owner; only the bias is this connection's.
     if (!c->shared) {
       const auto [fan_in, fan_out] = weight_fans(*c);
-      c->weights.value.upload(initial_weights(spec_, fan_in, fan_out, rng));
+      c->weights.value.upload(initial_weights(spec_, fan_in, fan_out, seed,
+                                              weight_stream(index(), uint32_t(k)), shard_.first,
+                                              c->weights.size() / fan_in));
     }
     c->bias.value.upload(std::vector<float>(c->bias.size(), spec_.bias_init));
   }

@@ -51,7 +51,7 @@ class WeightedLayer : public Layer {
  public:
   using Layer::Layer;
 
-  void initialize(Rng& rng) override;
+  void initialize(uint64_t seed) override;
   void save(NetworkFile& file) const override;
   void load(const NetworkFile& file, size_t& cursor) override;
   void allocate(Backend& backend, uint32_t max_rows) override;
@@ -133,8 +133,17 @@ class WeightedLayer : public Layer {
 };
 
 // Host-side initial weights for a [n_in][n_out] matrix per the layer's WeightInit
-// (dsstne-reference.md §3.5). Shared by every layer type with weights.
-std::vector<float> initial_weights(const LayerSpec& spec, size_t n_in, size_t n_out, Rng& rng);
+// (dsstne-reference.md §3.5), columns [col_first, col_first + col_count) of it (all by
+// default): weight (i, j) is drawn from counter i * n_out + j of (seed, stream) alone, so a
+// slice of the columns holds exactly what the whole matrix holds there. Shared by every layer
+// type with weights.
+std::vector<float> initial_weights(const LayerSpec& spec, size_t n_in, size_t n_out, uint64_t seed,
+                                   uint64_t stream, size_t col_first = 0,
+                                   size_t col_count = SIZE_MAX);
+// The random stream of connection `connection` of layer `layer_index`'s initial weights.
+inline uint64_t weight_stream(uint32_t layer_index, uint32_t connection) {
+  return mix64(0x1417000000000000ull + uint64_t(layer_index) * 4096 + connection);
+}
 // Copies weights/biases/optimizer state of one WeightArrays into a connection's parameters,
 // checking names and sizes (DataError naming the weight).
 void load_connection(Backend& backend, const WeightArrays& wa, const std::string& input,

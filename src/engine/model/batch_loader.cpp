@@ -1,6 +1,7 @@
 // Host-side minibatch assembly.
 #include "model/batch_loader.h"
 
+#include "core/error.h"
 #include "core/random.h"
 
 namespace nn {
@@ -59,6 +60,43 @@ void BatchLoader::denoise(SparseBatch& b, const uint32_t* ids, const DenoiseSett
   b.row_ptr.swap(row_ptr);
   b.index.swap(index);
   b.value.swap(value);
+}
+
+HostBatch slice_rows(const HostBatch& whole, uint32_t first, uint32_t count) {
+  NN_CHECK(uint64_t(first) + count <= whole.rows, "slice_rows: rows out of range");
+  HostBatch out;
+  out.rows = count;
+  out.sparse.resize(whole.sparse.size());
+  out.dense.resize(whole.dense.size());
+  out.weights.resize(whole.weights.size());
+  for (size_t i = 0; i < whole.sparse.size(); ++i) {
+    const SparseBatch& w = whole.sparse[i];
+    if (w.row_ptr.empty()) continue;  // a dense slot
+    SparseBatch& s = out.sparse[i];
+    s.rows = count;
+    s.cols = w.cols;
+    s.ignore_zero = w.ignore_zero;
+    const uint32_t lo = w.row_ptr[first], hi = w.row_ptr[first + count];
+    s.row_ptr.resize(size_t(count) + 1);
+    for (uint32_t r = 0; r <= count; ++r) s.row_ptr[r] = w.row_ptr[first + r] - lo;
+    s.index.assign(w.index.begin() + lo, w.index.begin() + hi);
+    if (!w.value.empty()) s.value.assign(w.value.begin() + lo, w.value.begin() + hi);
+    if (!w.row_weight.empty())
+      s.row_weight.assign(w.row_weight.begin() + first, w.row_weight.begin() + first + count);
+  }
+  for (size_t i = 0; i < whole.dense.size(); ++i) {
+    const std::vector<float>& d = whole.dense[i];
+    if (!d.empty() && whole.rows > 0) {
+      const size_t width = d.size() / whole.rows;
+      out.dense[i].assign(d.begin() + size_t(first) * width,
+                          d.begin() + size_t(first + count) * width);
+    }
+  }
+  for (size_t i = 0; i < whole.weights.size(); ++i) {
+    const std::vector<float>& w = whole.weights[i];
+    if (!w.empty()) out.weights[i].assign(w.begin() + first, w.begin() + first + count);
+  }
+  return out;
 }
 
 }  // namespace nn

@@ -19,6 +19,10 @@ struct HostBatch {
   std::vector<std::vector<float>> weights;  // dense targets' example weights (may be empty)
 };
 
+// Rows [first, first + count) of a batch (model parallelism: every rank assembles the whole
+// global minibatch and takes its rows of it for the data-parallel layers).
+HostBatch slice_rows(const HostBatch& whole, uint32_t first, uint32_t count);
+
 struct DenoiseSetting {
   float p = 0.0f;            // drop probability for stored entries (0 = off)
   uint32_t layer_index = 0;  // part of the random stream

@@ -40,7 +40,8 @@ GradientReducer::GradientReducer(Network& net, Communicator& comm, GradientReduc
   };
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     for (Parameter* p : (*it)->parameters()) {
-      if (bucket_of_.count(p)) continue;
+      // A model-parallel slice is this rank's alone, its gradient already over every row.
+      if (bucket_of_.count(p) || p->sharded) continue;
       const size_t bytes = p->size() * sizeof(float);
       if (bytes >= options.bucket_bytes) {  // a large parameter is a bucket of its own
         close();
@@ -57,7 +58,7 @@ GradientReducer::GradientReducer(Network& net, Communicator& comm, GradientReduc
   }
   close();
   for (Parameter* p : net.parameters())  // parameters of no layer in order() (none today)
-    if (!bucket_of_.count(p)) {
+    if (!bucket_of_.count(p) && !p->sharded) {
       current.params.push_back(p);
       current.floats += p->size();
     }

@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/memory_budget.h"
@@ -30,9 +31,10 @@ void Network::check_weight_memory() const {
   for (const auto& layer : layers_) {
     const LayerSpec& l = layer->spec();
     if (l.type != LayerType::FullyConnected || l.kind == LayerKind::Input) continue;
+    // A model-parallel layer holds its slice of the units only.
+    const uint64_t held = layer->local_units();
     for (const Layer* src : layer->sources()) {
-      const auto params = checked_add(checked_mul(src->units(), l.units()).value_or(UINT64_MAX),
-                                      l.units());
+      const auto params = checked_add(checked_mul(src->units(), held).value_or(UINT64_MAX), held);
       const auto bytes = params ? checked_mul(*params, 4 * sizeof(float)) : std::nullopt;
       total = total && bytes ? checked_add(*total, *bytes) : std::nullopt;
       const std::string problem = over_budget(total);
@@ -45,7 +47,7 @@ void Network::check_weight_memory() const {
 }
 
 Network::Network(Backend& backend, NetworkSpec spec,
-                 const std::map<std::string, bool>& sparse_inputs)
+                 const std::map<std::string, bool>& sparse_inputs, const NetworkParallel& parallel)
     : backend_(backend), spec_(std::move(spec)) {
   // Convolutional and Pooling layers take their sizes from their sources (DSSTNE's derived
   // dimensions); a no-op for specs that already carry them.
@@ -108,11 +110,71 @@ Network::Network(Backend& backend, NetworkSpec spec,
     order_.push_back(x);
   };
   for (auto& layer : layers_) visit(layer.get());
+  if (parallel.comm && parallel.comm->size() > 1) plan_parallel(parallel);
   check_weight_memory();
   for (auto& layer : layers_) layer->build(backend_);
   link_layer_features();
   if (outputs().empty()) throw ConfigError(spec_.source + ": the network has no Output layer");
   if (inputs().empty()) throw ConfigError(spec_.source + ": the network has no Input layer");
+}
+
+void Network::plan_parallel(const NetworkParallel& parallel) {
+  Communicator& comm = *parallel.comm;
+  ParallelSettings settings = parallel.settings;
+  settings.ranks = comm.size();
+  std::set<std::string> read_by_others, shared_owners;
+  for (const LayerSpec& l : spec_.layers) {
+    for (const auto& s : l.sources) read_by_others.insert(s);
+    for (const auto& s : l.skips) read_by_others.insert(s);
+    for (const auto& w : l.shared_weights) shared_owners.insert(w.source_output_layer);
+  }
+  const bool softmax_loss_splits =
+      spec_.error_function == ErrorFunction::CrossEntropy ||
+      spec_.error_function == ErrorFunction::ScaledMarginalCrossEntropy;
+  std::vector<LayerCostInput> in;
+  std::vector<Layer*> who;
+  for (auto& layer : layers_) {
+    const LayerSpec& l = layer->spec();
+    if (l.kind == LayerKind::Input) continue;
+    LayerCostInput c;
+    c.name = l.name;
+    c.fully_connected = l.type == LayerType::FullyConnected;
+    c.output = l.kind == LayerKind::Output;
+    c.softmax = l.activation == Activation::SoftMax;
+    c.units = layer->units();
+    c.requested = l.parallel;
+    for (Layer* src : layer->sources())
+      c.sources.push_back({src->units(), src->kind() == LayerKind::Input, src->needs_delta()});
+    std::string why;
+    if (!layer->can_shard(&why))
+      c.cannot_split = why;
+    else if (c.units < uint64_t(comm.size()))
+      c.cannot_split = "it has fewer units than there are processes";
+    else if (c.output && read_by_others.count(l.name))
+      c.cannot_split = "other layers read this Output layer";
+    else if (shared_owners.count(l.name))
+      c.cannot_split = "another layer shares its weights (SharedWeights)";
+    else if (c.output && c.softmax && !softmax_loss_splits)
+      c.cannot_split = std::string("a SoftMax output with ErrorFunction ") +
+                       to_string(spec_.error_function) +
+                       " needs whole rows (CrossEntropy and ScaledMarginalCrossEntropy split)";
+    in.push_back(c);
+    who.push_back(layer.get());
+  }
+  plan_ = choose_parallel(in, settings);
+  for (size_t i = 0; i < plan_.size(); ++i) {
+    if (!plan_[i].model_parallel) continue;
+    Layer* layer = who[i];
+    ShardInfo shard;
+    shard.sharded = true;
+    shard.rank = comm.rank();
+    shard.ranks = comm.size();
+    std::tie(shard.first, shard.count) = unit_range(layer->units(), comm.rank(), comm.size());
+    shard.comm = &comm;
+    layer->set_shard(shard);
+    for (Layer* src : layer->sources()) src->set_feeds_sharded(true);
+    model_parallel_ = true;
+  }
 }
 
 void Network::link_layer_features() {
@@ -158,8 +220,8 @@ double Network::sparseness_penalty(uint32_t rows) {
 }
 
 void Network::initialize(uint64_t seed) {
-  Rng rng(mix64(seed ^ 0x5EEDu));
-  for (auto& layer : layers_) layer->initialize(rng);
+  const uint64_t s = mix64(seed ^ 0x5EEDu);
+  for (auto& layer : layers_) layer->initialize(s);
 }
 
 void Network::load_arrays(const NetworkFile& file) {
@@ -177,22 +239,35 @@ NetworkFile Network::to_file() const {
   return f;
 }
 
-void Network::set_max_batch(uint32_t rows) {
-  if (rows == max_batch_) return;
+void Network::set_max_batch(uint32_t rows, uint32_t global_rows) {
+  global_rows = std::max(global_rows, rows);
+  if (rows == max_batch_ && global_rows == max_global_batch_) return;
   // Activations, deltas and dropout masks: up to 3 floats per unit and row (sparse inputs hold
-  // no dense activations: a million-item input costs nothing here).
-  uint64_t units = 0;
-  for (const auto& layer : layers_)
-    if (!layer->has_sparse_output()) units += layer->units();
+  // no dense activations: a million-item input costs nothing here). Model-parallel layers
+  // hold their units of every row of the global batch as well.
+  uint64_t units = 0, sharded_units = 0;
+  for (const auto& layer : layers_) {
+    if (layer->has_sparse_output()) continue;
+    if (layer->sharded()) sharded_units += layer->local_units();
+    if (!layer->sharded() || layer->kind() != LayerKind::Output) units += layer->units();
+    if (layer->feeds_sharded() && layer->kind() == LayerKind::Input)
+      sharded_units += layer->units();
+  }
+  const auto per_row = checked_add(checked_mul(units, rows).value_or(UINT64_MAX),
+                                   checked_mul(sharded_units, global_rows).value_or(UINT64_MAX));
   const std::string problem =
-      over_budget(checked_mul(units, uint64_t(rows) * 3 * sizeof(float)));
+      over_budget(per_row ? checked_mul(*per_row, 3 * sizeof(float)) : std::nullopt);
   if (!problem.empty())
     throw ConfigError((spec_.source.empty() ? std::string("network") : spec_.source) +
                       ": a minibatch of " + std::to_string(rows) + " rows over " +
                       std::to_string(units) + " units in all layers " + problem +
                       "; use a smaller minibatch");
-  for (auto& layer : layers_) layer->allocate(backend_, rows);
+  for (auto& layer : layers_) {
+    layer->set_max_global_rows(global_rows);
+    layer->allocate(backend_, rows);
+  }
   max_batch_ = rows;
+  max_global_batch_ = global_rows;
 }
 
 void Network::forward(const LayerContext& ctx) {

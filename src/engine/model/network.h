@@ -13,26 +13,45 @@
 #include "config/network_spec.h"
 #include "layers/fully_connected_layer.h"
 #include "layers/input_layer.h"
+#include "model/parallel_plan.h"
 #include "model_io/network_file.h"
 
 namespace nn {
+
+// Several processes: the ranks of `comm` and what the data/model parallel rule needs
+// (model/parallel_plan.h). Without a communicator of more than one rank every layer is whole.
+struct NetworkParallel {
+  Communicator* comm = nullptr;
+  ParallelSettings settings;  // ranks is taken from comm
+};
 
 class Network {
  public:
   // Builds layers and allocates parameters (uninitialised: call initialize() or load_arrays()).
   // `sparse_inputs` names the input layers fed by sparse datasets. Throws ConfigError for
   // unsupported layer types, cycles, or size mismatches (naming the layer).
-  Network(Backend& backend, NetworkSpec spec, const std::map<std::string, bool>& sparse_inputs);
+  // With `parallel` naming several ranks, the rule picks data or model parallelism per layer
+  // (parallel_plan()); model-parallel layers hold their slice only. Every rank must build the
+  // same network with the same settings.
+  Network(Backend& backend, NetworkSpec spec, const std::map<std::string, bool>& sparse_inputs,
+          const NetworkParallel& parallel = {});
 
   // Random initialisation per each layer's WeightInit (deterministic for `seed`).
   void initialize(uint64_t seed);
   // Copies weights/biases (and optimizer state, if any) from a network file.
   void load_arrays(const NetworkFile& file);
   // Topology, weights and optimizer state in file form (training state left for the caller).
+  // With model-parallel layers this is collective (every rank must call it) and only rank 0's
+  // file is complete: the slices are gathered there.
   NetworkFile to_file() const;
 
-  // Allocates activation/delta buffers for minibatches of up to `rows` examples.
-  void set_max_batch(uint32_t rows);
+  // Allocates activation/delta buffers for minibatches of up to `rows` examples (this rank's
+  // rows; `global_rows`, the whole minibatch over every rank, sizes the model-parallel layers).
+  void set_max_batch(uint32_t rows, uint32_t global_rows = 0);
+  // The data/model choice per fully connected layer (empty for one process).
+  const std::vector<LayerChoice>& parallel_plan() const { return plan_; }
+  // True when some layer is split over the ranks (model parallel).
+  bool model_parallel() const { return model_parallel_; }
   uint32_t max_batch() const { return max_batch_; }
 
   void forward(const LayerContext& ctx);
@@ -61,12 +80,16 @@ class Network {
   void check_weight_memory() const;
   // After every layer is built: SharedWeights links and sparseness penalty settings.
   void link_layer_features();
+  // Runs the data/model parallel rule and marks the split layers (before build()).
+  void plan_parallel(const NetworkParallel& parallel);
 
   Backend& backend_;
   NetworkSpec spec_;
   std::vector<std::unique_ptr<Layer>> layers_;  // declaration order
   std::vector<Layer*> order_;                   // forward order
-  uint32_t max_batch_ = 0;
+  uint32_t max_batch_ = 0, max_global_batch_ = 0;
+  std::vector<LayerChoice> plan_;
+  bool model_parallel_ = false;
 };
 
 }  // namespace nn

@@ -1,25 +1,41 @@
 // Batched forward evaluation, top-K selection and ranking metrics.
 #include "model/predictor.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
 
-#include <omp.h>
-
 #include "core/error.h"
+#include "model/data_parallel.h"
 #include "model/step.h"
 
 namespace nn {
 
-Predictor::Predictor(Network& net, const BoundData& inputs, uint32_t minibatch)
+Predictor::Predictor(Network& net, const BoundData& inputs, uint32_t minibatch, Communicator* comm)
     : net_(net),
       data_(inputs),
       minibatch_(minibatch),
-      loader_(BoundData{inputs.inputs, {}, inputs.examples}, {}, 0) {
+      loader_(BoundData{inputs.inputs, {}, inputs.examples}, {}, 0),
+      comm_(comm) {
   if (minibatch_ == 0) throw ConfigError("minibatch must be positive");
-  net_.set_max_batch(static_cast<uint32_t>(std::min<uint64_t>(minibatch_, data_.examples)));
+  const uint32_t rows = static_cast<uint32_t>(std::min<uint64_t>(minibatch_, data_.examples));
+  if (net_.model_parallel()) {
+    NN_CHECK(comm_ != nullptr, "a model-parallel network needs its communicator to predict");
+    net_.set_max_batch(std::max<uint32_t>(1, max_rank_rows(rows, comm_->size())),
+                       std::max<uint32_t>(1, rows));
+  } else {
+    net_.set_max_batch(rows);
+  }
+}
+
+std::pair<uint32_t, uint32_t> Predictor::columns(const std::string& layer_name) {
+  Layer& layer = net_.layer(layer_name);
+  if (layer.sharded() && layer.kind() == LayerKind::Output)
+    return {layer.shard().first, layer.shard().count};
+  return {0, layer.units()};
 }
 
 void Predictor::run(
@@ -34,6 +50,37 @@ void Predictor::run(
   std::vector<uint32_t> ids(minibatch_);
   std::vector<float> scores;
   HostBatch hb;
+  if (net_.model_parallel()) {
+    // Every rank runs every batch: its rows through the whole layers, every row through its
+    // slice of the split ones.
+    const uint32_t cols = columns(layer_name).second;
+    const bool local_columns = layer.sharded() && layer.kind() == LayerKind::Output;
+    std::vector<float> mine;
+    for (uint64_t first = begin; first < n; first += minibatch_) {
+      const uint32_t rows = static_cast<uint32_t>(std::min<uint64_t>(minibatch_, n - first));
+      std::iota(ids.begin(), ids.begin() + rows, static_cast<uint32_t>(first));
+      loader_.assemble(ids.data(), rows, 0, false, hb);
+      const RowSlice slice = rank_rows(rows, comm_->rank(), comm_->size());
+      const HostBatch local = slice_rows(hb, slice.first, slice.count);
+      load_inputs(net_, data_, local);
+      load_full_inputs(net_, data_, hb);
+      LayerContext ctx{be, slice.count, false, 0, 0, slice.first, comm_, rows};
+      net_.forward(ctx);
+      scores.resize(size_t(rows) * cols);
+      if (local_columns) {
+        be.download(scores.data(), layer.activations(), scores.size() * sizeof(float));
+      } else {  // this rank's rows of every unit: gathered from every rank
+        mine.resize(size_t(slice.count) * cols);
+        be.download(mine.data(), layer.activations(), mine.size() * sizeof(float));
+        std::vector<size_t> counts(size_t(comm_->size()));
+        for (int q = 0; q < comm_->size(); ++q)
+          counts[size_t(q)] = size_t(rank_rows(rows, q, comm_->size()).count) * cols;
+        comm_->all_gather_v(mine.data(), scores.data(), counts);
+      }
+      consume(first, rows, scores.data());
+    }
+    return;
+  }
   for (uint64_t first = begin; first < n; first += minibatch_) {
     const uint32_t rows = static_cast<uint32_t>(std::min<uint64_t>(minibatch_, n - first));
     std::iota(ids.begin(), ids.begin() + rows, static_cast<uint32_t>(first));
@@ -78,6 +125,38 @@ void top_k_rows(const float* scores, uint32_t rows, uint32_t cols, uint32_t vali
         out.index[size_t(r) * k + j] = cand[j];
         out.score[size_t(r) * k + j] = s[cand[j]];
       }
+    }
+  }
+}
+
+void merge_top_k(Communicator& comm, const TopK& mine, uint32_t rows, uint32_t k, TopK& merged) {
+  const size_t n = size_t(rows) * k;
+  const bool root = comm.rank() == 0;
+  const size_t p = size_t(comm.size());
+  std::vector<uint32_t> index(root ? n * p : 0);
+  std::vector<float> score(root ? n * p : 0);
+  comm.gather(mine.index.data(), n, root ? index.data() : nullptr, 0);
+  comm.gather(mine.score.data(), n, root ? score.data() : nullptr, 0);
+  if (!root) return;
+  merged.index.assign(n, std::numeric_limits<uint32_t>::max());
+  merged.score.assign(n, -std::numeric_limits<float>::infinity());
+  std::vector<std::pair<float, uint32_t>> cand;
+  for (uint32_t r = 0; r < rows; ++r) {
+    cand.clear();
+    for (size_t q = 0; q < p; ++q)
+      for (uint32_t j = 0; j < k; ++j) {
+        const size_t at = q * n + size_t(r) * k + j;
+        if (index[at] != std::numeric_limits<uint32_t>::max())
+          cand.emplace_back(score[at], index[at]);
+      }
+    const size_t take = std::min<size_t>(k, cand.size());
+    std::partial_sort(cand.begin(), cand.begin() + take, cand.end(),
+                      [](const auto& a, const auto& b) {
+                        return a.first > b.first || (a.first == b.first && a.second < b.second);
+                      });
+    for (size_t j = 0; j < take; ++j) {
+      merged.score[size_t(r) * k + j] = cand[j].first;
+      merged.index[size_t(r) * k + j] = cand[j].second;
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/batch_loader.h"
@@ -13,28 +14,41 @@
 
 namespace nn {
 
+struct TopK {
+  std::vector<uint32_t> index;  // rows * k, UINT32_MAX when a row has fewer candidates
+  std::vector<float> score;
+};
+
 class Predictor {
  public:
-  Predictor(Network& net, const BoundData& inputs, uint32_t minibatch);
+  // With a network that has model-parallel layers, `comm` (its ranks) is required: every rank
+  // then runs every minibatch together, each taking its rows for the whole layers.
+  Predictor(Network& net, const BoundData& inputs, uint32_t minibatch,
+            Communicator* comm = nullptr);
 
   // Calls `consume(first_example, rows, scores)` for each batch, where scores is
-  // [rows][layer units] on the host. Examples are visited in dataset order; only those in
-  // [begin, end) when a range is given (one rank's share under mpirun).
+  // [rows][columns(layer).second] on the host: the layer's units from columns(layer).first.
+  // Examples are visited in dataset order; only those in [begin, end) when a range is given
+  // (one rank's share under mpirun). With model-parallel layers every rank gets every row:
+  // a split Output layer gives this rank's columns, any other layer all of them.
   void run(const std::string& layer,
            const std::function<void(uint64_t first, uint32_t rows, const float* scores)>& consume,
            uint64_t begin = 0, uint64_t end = UINT64_MAX);
+  // {first unit, units} of the scores run() hands over for `layer`.
+  std::pair<uint32_t, uint32_t> columns(const std::string& layer);
 
  private:
   Network& net_;
   BoundData data_;
   uint32_t minibatch_;
   BatchLoader loader_;
+  Communicator* comm_;
 };
 
-struct TopK {
-  std::vector<uint32_t> index;  // rows * k, UINT32_MAX when a row has fewer candidates
-  std::vector<float> score;
-};
+// Model parallelism: merges every rank's top-k candidates (`mine`, global column indices) into
+// the global top k per row on rank 0 (ties: lower index first, as top_k_rows). Collective;
+// `merged` is filled on rank 0 only.
+void merge_top_k(Communicator& comm, const TopK& mine, uint32_t rows, uint32_t k, TopK& merged);
 
 // Per row, the k best columns among [0, valid_cols) in descending score order (ties: lower
 // index first), skipping columns listed in `exclude` for that row (may be null). Parallel over

@@ -15,6 +15,9 @@ namespace nn {
 
 // Uploads the input slots of `batch` into the network's bound input layers.
 void load_inputs(Network& net, const BoundData& data, const HostBatch& batch);
+// Model parallelism: uploads the whole global minibatch into the input layers that feed
+// model-parallel layers (Layer::feeds_sharded); the others are left alone.
+void load_full_inputs(Network& net, const BoundData& data, const HostBatch& whole);
 
 class OutputLosses {
  public:
@@ -22,13 +25,19 @@ class OutputLosses {
   OutputLosses(Network& net, const BoundData& data);
   // Sum over the batch and all output layers of the per-example error. With `write_deltas`,
   // each output layer's delta buffer receives dE/dz. Call after a forward pass.
-  double evaluate(const HostBatch& batch, bool write_deltas);
+  // Model-parallel output layers hold every row of the global minibatch for their columns:
+  // their targets come from `whole` (the global minibatch; required when there are such
+  // layers), matched to the slice by global column, and their part of the error is this
+  // rank's columns only (the ranks' errors add up to the whole).
+  double evaluate(const HostBatch& batch, bool write_deltas, const HostBatch* whole = nullptr);
 
  private:
   Network& net_;
   BoundData data_;
   std::vector<LossParams> params_;
   std::vector<std::unique_ptr<TargetBuffer>> targets_;
+  SparseBatch slice_;  // staging for a model-parallel layer's columns
+  std::vector<float> dense_slice_, row_sum_;
 };
 
 }  // namespace nn

@@ -13,10 +13,15 @@ class TargetBuffer {
   const TargetView& load_dense(Backend& backend, const std::vector<float>& values, uint32_t cols,
                                const std::vector<float>& weights);
   const TargetView& view() const { return view_; }
+  // Uploads per-row target sums (model-parallel SoftMax outputs, TargetView::row_sum).
+  const float* load_row_sum(Backend& backend, const std::vector<float>& sums) {
+    row_sum_.assign(backend, sums);
+    return row_sum_.data();
+  }
 
  private:
   DeviceArray<uint32_t> row_ptr_, index_;
-  DeviceArray<float> value_, row_weight_, dense_;
+  DeviceArray<float> value_, row_weight_, dense_, row_sum_;
   TargetView view_;
 };
 

@@ -84,14 +84,26 @@ Trainer::Trainer(Network& net, const BoundData& data, TrainOptions options, LogS
   if (data_.outputs.empty()) throw ConfigError("training needs datasets bound to output layers");
   const uint32_t max_rows =
       static_cast<uint32_t>(std::min<uint64_t>(options_.minibatch, data_.examples));
-  net_.set_max_batch(std::max<uint32_t>(1, max_rank_rows(max_rows, comm_->size())));
+  // Model-parallel layers compute every row of the global minibatch for their units.
+  net_.set_max_batch(std::max<uint32_t>(1, max_rank_rows(max_rows, comm_->size())),
+                     std::max<uint32_t>(1, max_rows));
+  model_parallel_ = net_.model_parallel();
   for (Parameter* p : net_.parameters()) optimizer_.prepare(*p);
+  // Split layers issue blocking collectives during backward; the communicator's contract keeps
+  // those apart from asynchronous all-reduces, so with split layers the data-parallel gradients
+  // are reduced after the backward pass.
+  if (model_parallel_) options_.reduction.overlap = false;
   if (comm_->size() > 1)
     reducer_ = std::make_unique<GradientReducer>(net_, *comm_, options_.reduction);
   for (const LayerSpec& l : net_.spec().layers) has_batch_norm_ |= l.batch_normalization;
 }
 
 void Trainer::set_validation(const BoundData& data) {
+  if (model_parallel_)
+    throw ConfigError(
+        "a validation set is not supported yet when layers are split over "
+        "processes (model parallel); train without it, or set \"Parallel\": "
+        "\"Data\" on the split layers");
   validator_ = std::make_unique<Validator>(net_, data, options_.validation_k,
                                            *data_.outputs[0].dataset);
 }
@@ -129,15 +141,24 @@ NetworkFile Trainer::snapshot() const {
 
 std::vector<EpochReport> Trainer::run() {
   std::vector<EpochReport> reports;
+  // Split layers' parameters are counted over every rank (each holds its slice).
+  uint64_t parameters = 0, split_parameters = 0;
+  for (Parameter* p : net_.parameters()) (p->sharded ? split_parameters : parameters) += p->size();
+  if (model_parallel_) comm_->all_reduce_sum(&split_parameters, 1);
   log_("training: " + std::to_string(data_.examples) + " examples, minibatch " +
-       std::to_string(options_.minibatch) + ", " + std::to_string(net_.parameter_count()) +
+       std::to_string(options_.minibatch) + ", " + std::to_string(parameters + split_parameters) +
        " parameters, " + describe(options_.optimizer) + ", backend " + net_.backend().name());
-  if (reducer_)
+  if (reducer_ && reducer_->buckets() > 0)
     log_(format("data parallel: %d ranks (%s), each takes its slice of every minibatch of %u; "
                 "gradients %.1f MB per step in %zu buckets, %s the backward pass",
                 comm_->size(), comm_->name().c_str(), options_.minibatch,
                 double(reducer_->bytes_per_step()) / 1e6, reducer_->buckets(),
                 reducer_->overlapping() ? "reduced during" : "reduced after"));
+  if (model_parallel_)
+    log_(
+        format("model parallel: %d ranks; every rank reads every example of each minibatch and "
+               "computes its slice of the split layers for all of them",
+               comm_->size()));
   if (epoch_ > 0)
     log_("resuming after epoch " + std::to_string(epoch_) + " (" + std::to_string(step_) +
          " updates done)");
@@ -150,7 +171,7 @@ std::vector<EpochReport> Trainer::run() {
          (options_.keep_best ? ", the best network is kept" : ""));
   while (epoch_ < options_.epochs) {
     reports.push_back(run_epoch());
-    if (reducer_)
+    if (reducer_ && reducer_->buckets() > 0)
       log_(format("data parallel: %.2f s of epoch %.0f waiting for gradient all-reduce after "
                   "backward (%s)",
                   reducer_->wait_seconds() - reduce_wait_reported_, double(epoch_),
@@ -159,11 +180,15 @@ std::vector<EpochReport> Trainer::run() {
     const bool go_on = validate(reports.back());
     if (on_epoch && comm_->rank() == 0) on_epoch(reports.back());
     if (!options_.checkpoint_name.empty() && options_.checkpoint_interval > 0 &&
-        epoch_ % uint64_t(options_.checkpoint_interval) == 0 && comm_->rank() == 0) {
-      const std::string path = checkpoint_path(epoch_);
-      write_network_file(path, snapshot());
-      log_("checkpoint: " + path);
-      if (on_checkpoint) on_checkpoint(path);
+        epoch_ % uint64_t(options_.checkpoint_interval) == 0) {
+      // Every rank takes part (model-parallel slices are gathered); rank 0 writes.
+      const NetworkFile file = snapshot();
+      if (comm_->rank() == 0) {
+        const std::string path = checkpoint_path(epoch_);
+        write_network_file(path, file);
+        log_("checkpoint: " + path);
+        if (on_checkpoint) on_checkpoint(path);
+      }
     }
     if (!go_on) break;
   }
@@ -223,25 +248,32 @@ EpochReport Trainer::run_epoch() {
   double total = 0.0;
   auto last_progress = start;
 
-  // Every rank holds the same order; each assembles only its slice of global batch b.
+  // Every rank holds the same order; each assembles only its slice of global batch b (with
+  // model-parallel layers, the whole batch, and its slice cut from it).
   auto global_rows = [&](uint64_t b) {
     return static_cast<uint32_t>(std::min<uint64_t>(batch, n - b * batch));
   };
+  using Batches = std::pair<HostBatch, HostBatch>;  // this rank's rows, the whole batch
   auto assemble = [&](uint64_t b, uint64_t step) {
-    HostBatch hb;
+    Batches hb;
     const RowSlice slice = rank_rows(global_rows(b), comm_->rank(), comm_->size());
-    loader_.assemble(order.data() + b * batch + slice.first, slice.count, step, true, hb);
+    if (model_parallel_) {
+      loader_.assemble(order.data() + b * batch, global_rows(b), step, true, hb.second);
+      hb.first = slice_rows(hb.second, slice.first, slice.count);
+    } else {
+      loader_.assemble(order.data() + b * batch + slice.first, slice.count, step, true, hb.first);
+    }
     return hb;
   };
   // Double buffering: batch b+1 is assembled while batch b trains.
-  std::future<HostBatch> next = std::async(std::launch::async, assemble, 0, step_ + 1);
+  std::future<Batches> next = std::async(std::launch::async, assemble, 0, step_ + 1);
   for (uint64_t b = 0; b < batches; ++b) {
-    HostBatch current = next.get();
+    Batches current = next.get();
     if (b + 1 < batches) next = std::async(std::launch::async, assemble, b + 1, step_ + 2);
     const float alpha = optimizer_.learning_rate(epoch_, step_);
     const uint32_t rows = global_rows(b);
-    const double err =
-        train_batch(current, alpha, rank_rows(rows, comm_->rank(), comm_->size()), rows);
+    const double err = train_batch(current.first, model_parallel_ ? &current.second : nullptr,
+                                   alpha, rank_rows(rows, comm_->rank(), comm_->size()), rows);
     if (!std::isfinite(err))
       throw DivergenceError("training diverged: loss is " + std::string(std::isnan(err) ? "NaN" : "infinite") +
                             " at epoch " + std::to_string(epoch_ + 1) + ", batch " +
@@ -282,20 +314,22 @@ EpochReport Trainer::run_epoch() {
   return r;
 }
 
-double Trainer::train_batch(const HostBatch& hb, float alpha, RowSlice slice,
-                            uint32_t global_rows) {
+double Trainer::train_batch(const HostBatch& hb, const HostBatch* whole, float alpha,
+                            RowSlice slice, uint32_t global_rows) {
   Backend& be = net_.backend();
   ++step_;
   if (on_step) on_step(step_);
-  LayerContext ctx{be, hb.rows, true, options_.seed, step_, slice.first, comm_};
+  LayerContext ctx{be, hb.rows, true, options_.seed, step_, slice.first, comm_, global_rows};
   // A rank can get no rows of a short last batch. It still joins the reductions; with batch
-  // normalisation it runs the (empty) passes too, whose statistics are reduced layer by layer.
-  const bool run_passes = hb.rows > 0 || has_batch_norm_;
+  // normalisation or model-parallel layers it runs the (empty) passes too, whose collectives
+  // run layer by layer.
+  const bool run_passes = hb.rows > 0 || has_batch_norm_ || model_parallel_;
   double err = 0.0;
   if (run_passes) {
     load_inputs(net_, data_, hb);
+    if (whole) load_full_inputs(net_, data_, *whole);
     net_.forward(ctx);
-    err = losses_.evaluate(hb, /*write_deltas=*/true);
+    err = losses_.evaluate(hb, /*write_deltas=*/true, whole);
     // The sparseness penalty (0 unless a Sparse hidden layer has one) is part of the objective
     // that backward() differentiates, so it is reported with the data error.
     if (hb.rows > 0) err += net_.sparseness_penalty(hb.rows);
@@ -321,13 +355,16 @@ double Trainer::train_batch(const HostBatch& hb, float alpha, RowSlice slice,
 double Trainer::regularization_loss() {
   const auto& o = options_.optimizer;
   if (o.lambda == 0.0f && o.lambda1 == 0.0f) return 0.0;
-  double r = 0.0;
+  double r = 0.0, sharded = 0.0;  // model-parallel slices add up over the ranks
   for (Parameter* p : net_.parameters()) {
     if (!p->regularize) continue;
-    if (o.lambda != 0.0f) r += 0.5 * o.lambda * net_.backend().sum_squares(p->value.data(), p->size());
-    if (o.lambda1 != 0.0f) r += o.lambda1 * net_.backend().sum_abs(p->value.data(), p->size());
+    double& into = p->sharded ? sharded : r;
+    if (o.lambda != 0.0f)
+      into += 0.5 * o.lambda * net_.backend().sum_squares(p->value.data(), p->size());
+    if (o.lambda1 != 0.0f) into += o.lambda1 * net_.backend().sum_abs(p->value.data(), p->size());
   }
-  return r;
+  if (model_parallel_) comm_->all_reduce_sum(&sharded, 1);
+  return r + sharded;
 }
 
 }  // namespace nn

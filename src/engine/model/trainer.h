@@ -71,7 +71,8 @@ class Trainer {
   // NaN/infinite loss (the last checkpoint on disk stays intact).
   std::vector<EpochReport> run();
 
-  // Network + training state, ready to write.
+  // Network + training state, ready to write. Collective with model-parallel layers (every
+  // rank calls it; rank 0's file is the complete one).
   NetworkFile snapshot() const;
   // Checkpoint path for an epoch: "<checkpoint_name><epoch>.nc".
   std::string checkpoint_path(uint64_t epoch) const;
@@ -97,8 +98,10 @@ class Trainer {
   EpochReport run_epoch();
   // Validation after an epoch: logs, tracks the best; returns false to stop early.
   bool validate(EpochReport& report);
-  // `slice`: where the batch's rows sit in the global minibatch of `global_rows`.
-  double train_batch(const HostBatch& batch, float alpha, RowSlice slice, uint32_t global_rows);
+  // `slice`: where the batch's rows sit in the global minibatch of `global_rows`; `whole`: that
+  // global minibatch (model parallel only, else null).
+  double train_batch(const HostBatch& batch, const HostBatch* whole, float alpha, RowSlice slice,
+                     uint32_t global_rows);
   double regularization_loss();
 
   Network& net_;
@@ -114,6 +117,7 @@ class Trainer {
   Rng shuffle_rng_;
   std::unique_ptr<GradientReducer> reducer_;  // data parallel only
   bool has_batch_norm_ = false;
+  bool model_parallel_ = false;  // some layers are split over the ranks
   double reduce_wait_reported_ = 0;
   std::unique_ptr<Validator> validator_;
   bool have_best_ = false;

@@ -132,6 +132,11 @@ class LayoutReader {
                            ? in_.finite_float(key("nn_activationMax"))
                            : net.spec.activation_max;
     l.maxout_k = net.spec.maxout_k;
+    // The "Parallel" key (ours; absent means Auto): 0 Auto, 1 Data, 2 Model.
+    if (ours_ && in_.has(key("nn_parallel"))) {
+      const uint64_t mode = in_.unsigned_value(key("nn_parallel"), 2);
+      l.parallel = static_cast<ParallelMode>(mode);
+    }
     const uint32_t attributes = in_.uint32(key("attributes"));
     const uint32_t known = kLayerSparse | kLayerDenoising | kLayerBatchNormalization;
     if (attributes & ~known)

@@ -157,6 +157,8 @@ class LayoutWriter {
     float_(key("ELUAlpha"), l.elu_alpha);
     float_(key("SELULambda"), l.selu_lambda);
     float_(key("nn_activationMax"), l.activation_max);
+    if (l.parallel != ParallelMode::Auto)
+      uint32_(key("nn_parallel"), static_cast<uint32_t>(l.parallel));
     uint32_t attributes = 0;
     if (l.sparse) attributes |= kLayerSparse;
     // DSSTNE marks sparse Input layers as denoised when the network has Denoising.p > 0 (§3.1).

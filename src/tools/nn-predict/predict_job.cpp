@@ -13,14 +13,15 @@
 #include "backend/backend.h"
 #include "config/parse.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "core/nearest_name.h"
 #include "data/netcdf_dataset.h"
 #include "data/text_examples.h"
 #include "dist/process.h"
 #include "model/binding.h"
-#include "model_io/network_file.h"
-#include "model/predictor.h"
 #include "model/classifier_report.h"
+#include "model/predictor.h"
+#include "model_io/network_file.h"
 #include "nn-predict/layer_dump.h"
 #include "nn-predict/output_file.h"
 #include "nn-predict/sample_filter.h"
@@ -173,7 +174,20 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
   const std::string layer = scored_layer(job, spec);
 
   auto backend = make_backend(job.backend, job.threads);
-  Network net(*backend, spec, bound.sparse_inputs());
+  // Under mpirun a layer too large for one process (or marked "Parallel": "Model") is split
+  // over the ranks (model/parallel_plan.h); prediction moves no gradients, so nothing else is.
+  std::shared_ptr<Communicator> comm = world_communicator();
+  NetworkParallel parallel;
+  parallel.comm = comm.get();
+  parallel.settings.minibatch = static_cast<uint32_t>(
+      std::max<uint64_t>(1, std::min<uint64_t>(job.minibatch, bound.examples)));
+  parallel.settings.training = false;
+  parallel.settings.memory_budget = memory_budget() / uint64_t(std::max(ranks_on_this_host(), 1));
+  Network net(*backend, spec, bound.sparse_inputs(), parallel);
+  const bool model_parallel = net.model_parallel();
+  if (model_parallel)
+    for (const LayerChoice& c : net.parallel_plan())
+      if (c.model_parallel) log(describe(c));
   net.load_arrays(file);
   const uint32_t units = net.layer(layer).units();
   // A minibatch larger than the examples, or more recommendations than the layer has units,
@@ -253,9 +267,14 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
   // Under mpirun the ranks split the examples into contiguous ranges; rank 0 writes every line
   // in example order and the ranking metrics are summed, so the output is a single process's.
   // Layer dumps and classifier reports are produced by rank 0 alone.
-  std::shared_ptr<Communicator> comm = world_communicator();
-  const bool split = comm->size() > 1 && !dump_source && !classify;
-  if (comm->size() > 1 && !split && comm->rank() != 0) return 0;
+  // With model-parallel layers every rank runs every example (each its slice of the split
+  // layers); rank 0 merges the ranks' top-k candidates and writes.
+  if (model_parallel && dump_source)
+    throw ConfigError(
+        "--dump is not supported when layers are split over processes (model "
+        "parallel); run nn-predict with one process, or set \"Parallel\": \"Data\"");
+  const bool split = comm->size() > 1 && !dump_source && !classify && !model_parallel;
+  if (comm->size() > 1 && !split && !model_parallel && comm->rank() != 0) return 0;
   const bool writer = comm->rank() == 0;
   uint64_t begin = 0, end = bound.examples;
   if (split) {
@@ -279,8 +298,14 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
   if (dump_source)
     dump = std::make_unique<LayerDump>(job.dump, dump_source->spec(), bound.examples);
 
-  Predictor predictor(net, bound, job.minibatch);
-  TopK top;
+  Predictor predictor(net, bound, job.minibatch, comm.get());
+  // The scores handed over hold units [col_first, col_first + cols): a split Output layer's
+  // slice on this rank, else all of them.
+  const auto [col_first, cols] = predictor.columns(layer);
+  const bool merge = model_parallel && cols != units;
+  const uint32_t valid_local = valid_cols > col_first ? std::min(valid_cols - col_first, cols) : 0;
+  std::vector<std::vector<uint32_t>> local_excluded;
+  TopK top, merged;
   std::string line;
   char num[64];
   std::vector<uint32_t> truth_row;
@@ -300,23 +325,42 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
 
     const float* scores = scores_in;
     std::vector<const std::vector<uint32_t>*> excluded(rows, nullptr);
+    local_excluded.resize(rows);
     bool multiplied = false;
     for (uint32_t r = 0; r < rows; ++r) {
       auto it = filter.find(first + r);
       if (it == filter.end()) continue;
       if (job.filter_multiply) {
-        if (!multiplied) scaled.assign(scores_in, scores_in + size_t(rows) * units);
+        if (!multiplied) scaled.assign(scores_in, scores_in + size_t(rows) * cols);
         multiplied = true;
-        for (size_t j = 0; j < it->second.items.size(); ++j)
-          scaled[size_t(r) * units + it->second.items[j]] *= it->second.values[j];
-      } else {
+        for (size_t j = 0; j < it->second.items.size(); ++j) {
+          const uint32_t item = it->second.items[j];
+          if (item >= col_first && item - col_first < cols)
+            scaled[size_t(r) * cols + item - col_first] *= it->second.values[j];
+        }
+      } else if (col_first == 0 && cols == units) {
         excluded[r] = &it->second.items;
+      } else {  // this rank's columns of the (sorted) list, counted from its first unit
+        local_excluded[r].clear();
+        for (uint32_t item : it->second.items)
+          if (item >= col_first && item - col_first < cols)
+            local_excluded[r].push_back(item - col_first);
+        excluded[r] = &local_excluded[r];
       }
     }
     if (multiplied) scores = scaled.data();
     top_k_rows(
-        scores, rows, units, valid_cols, job.k, [&](uint32_t r) { return excluded[r]; }, top,
+        scores, rows, cols, valid_local, job.k, [&](uint32_t r) { return excluded[r]; }, top,
         job.threads);
+    if (col_first > 0)
+      for (uint32_t& i : top.index)
+        if (i != kNone) i += col_first;
+    if (merge) {
+      merge_top_k(*comm, top, rows, job.k, merged);
+      top.index.swap(merged.index);
+      top.score.swap(merged.score);
+    }
+    if (model_parallel && !writer) return;  // rank 0 writes the lines and the metrics
     for (uint32_t r = 0; r < rows; ++r) {
       const uint64_t e = first + r;
       const uint32_t* ranked = &top.index[size_t(r) * job.k];

@@ -130,6 +130,7 @@ int run(int argc, char** argv) {
                        "; nn-train runs Train and Validate (use nn-predict for Predict)");
     validate = validate || spec.command == Command::Validate;
     apply_memory_limit(memory_limit, spec.memory_limit);
+    job.parallel = spec.parallel;
     const TrainingParameters& t = spec.training;
     job.network_json = spec.network;
     job.data_files = spec.data;

@@ -4,8 +4,8 @@
 
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -15,6 +15,7 @@
 #include "config/parse.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "data/netcdf_dataset.h"
 #include "dist/process.h"
 #include "model/binding.h"
@@ -63,7 +64,10 @@ struct LoadedModel {
   std::unique_ptr<Network> net;
 };
 
-std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log) {
+// `split_layers`: let the data/model parallel rule split layers over the ranks (training);
+// the gradient check keeps every layer whole on every rank.
+std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
+                                        bool split_layers) {
   auto m = std::make_unique<LoadedModel>();
   m->spec = load_network_json(job.network_json);
   std::string files;
@@ -93,7 +97,25 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log)
     m->validation =
         bind_datasets(m->spec, m->validation_sets, /*need_outputs=*/true, validation_files);
   m->backend = make_backend(job.backend, job.threads);
-  m->net = std::make_unique<Network>(*m->backend, m->spec, m->bound.sparse_inputs());
+  // Under mpirun the rule of model/parallel_plan.h picks data or model parallelism per layer;
+  // the choice and its reason are printed once.
+  NetworkParallel parallel;
+  if (split_layers) parallel.comm = world_communicator().get();
+  parallel.settings.minibatch = static_cast<uint32_t>(
+      std::min<uint64_t>(job.options.minibatch, std::max<uint64_t>(m->bound.examples, 1)));
+  parallel.settings.training = true;
+  parallel.settings.optimizer_states = optimizer_state_count(job.options.optimizer.kind);
+  parallel.settings.memory_budget = memory_budget() / uint64_t(std::max(ranks_on_this_host(), 1));
+  parallel.settings.default_mode = job.parallel;
+  if (!job.validation_files.empty())
+    parallel.settings.keep_whole =
+        "a validation set is used, which split layers do not support yet";
+  m->net = std::make_unique<Network>(*m->backend, m->spec, m->bound.sparse_inputs(), parallel);
+  if (!m->net->parallel_plan().empty()) {
+    log("parallel plan for " + std::to_string(world_size()) +
+        " processes (per layer; \"Parallel\" in the network or the command file overrides it):");
+    for (const LayerChoice& c : m->net->parallel_plan()) log("  " + describe(c));
+  }
   return m;
 }
 
@@ -127,7 +149,7 @@ std::string with_checkpoint_note(std::string message, const std::string& checkpo
 
 int run_train_job(const TrainJob& job, const LogSink& log) {
   const auto start = std::chrono::steady_clock::now();
-  auto model = load_model(job, log);
+  auto model = load_model(job, log, /*split_layers=*/true);
   const BoundData& bound = model->bound;
   const NetworkSpec& spec = model->spec;
   Network& net = *model->net;
@@ -190,7 +212,10 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   } catch (const DivergenceError& e) {
     throw DivergenceError(with_checkpoint_note(e.what(), last_checkpoint));
   }
-  if (comm->rank() == 0) write_network_file(job.results, trainer.snapshot());
+  {
+    const NetworkFile result = trainer.snapshot();  // collective with model-parallel layers
+    if (comm->rank() == 0) write_network_file(job.results, result);
+  }
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   char buf[64];
@@ -201,7 +226,7 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
 }
 
 int run_validate_job(const TrainJob& job, const GradientCheckOptions& check, const LogSink& log) {
-  auto model = load_model(job, log);
+  auto model = load_model(job, log, /*split_layers=*/false);
   Network& net = *model->net;
   net.initialize(job.options.seed);
   const HostBatch batch = first_batch(model->bound, job.options.minibatch);

@@ -23,6 +23,7 @@ struct TrainJob {
   bool resume = false;          // continue from the newest checkpoint, if any
   std::string backend = "auto";
   int threads = 0;
+  ParallelMode parallel = ParallelMode::Auto;  // CDL "Parallel": layers without their own key
 };
 
 // Loads data and network, trains, writes the result atomically. Returns 0.

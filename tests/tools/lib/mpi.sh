@@ -29,6 +29,11 @@ cat >config.json <<'JSON'
     { "Name": "Hidden", "Kind": "Hidden", "N": 8, "Activation": "Sigmoid", "pDropout": 0.1 },
     { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid" } ] }
 JSON
+# pin_parallel MODE IN OUT: IN with "Parallel": MODE on the Hidden and Output layers (Data or
+# Model; the rule of model/parallel_plan.h picks otherwise).
+pin_parallel() {
+  sed -E 's/("Kind": "(Hidden|Output)",)/\1 "Parallel": "'"$1"'",/' "$2" >"$3"
+}
 # train_cdl MINIBATCH: 40 examples in batches of MINIBATCH (7: uneven 3-way splits; 13: a last
 # batch of 1 row, so two of three ranks have nothing to do in that step).
 train_cdl() {

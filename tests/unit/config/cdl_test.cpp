@@ -191,11 +191,28 @@ TEST(CdlErrors, DataMustBeAStringOrNonEmptyArrayOfStrings) {
                   "run.cdl: Data: dataset file names must not be empty");
 }
 
+// "Parallel" (ours): the mode under mpirun of every layer without its own key.
+TEST(Cdl, ParallelKey) {
+  EXPECT_EQ(parse_cdl(R"({"Network": "n", "Command": "Train", "Data": "d",
+                          "TrainingParameters": {"Epochs": 1}})",
+                      "run.cdl")
+                .parallel,
+            ParallelMode::Auto);
+  EXPECT_EQ(parse_cdl(R"({"Network": "n", "Command": "Train", "Data": "d", "Parallel": "model",
+                          "TrainingParameters": {"Epochs": 1}})",
+                      "run.cdl")
+                .parallel,
+            ParallelMode::Model);
+  EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
+                                "Parallel": "both", "TrainingParameters": {"Epochs": 1}})"),
+                  "run.cdl: Parallel: expected \"Auto\", \"Data\" or \"Model\", not \"both\"");
+}
+
 TEST(CdlErrors, UnknownKeysListTheValidOnes) {
   EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
                                 "Epochs": 3})"),
                   "run.cdl: Epochs: unknown key; expected one of Version, Network, Command, Data, "
-                  "RandomSeed, MemoryLimit, TrainingParameters, PredictionParameters");
+                  "RandomSeed, MemoryLimit, Parallel, TrainingParameters, PredictionParameters");
   EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
                                 "TrainingParameters": {"Epochs": 1, "MiniBach": 3}})"),
                   "run.cdl: TrainingParameters.MiniBach: unknown key; expected one of Epochs, "

@@ -399,3 +399,26 @@ TEST(NetworkJson, DsstneValidateL2_01) {
 
 }  // namespace
 }  // namespace nn
+
+namespace nn {
+namespace {
+
+// "Parallel" (ours): how a layer runs under several processes; case-insensitive, Auto by
+// default, and written back by the JSON writer.
+TEST(NetworkJson, ParallelKeyPerLayer) {
+  const NetworkSpec s = parse_network_json(R"({"Layers": [{"N": 10},
+      {"N": 7, "Parallel": "data"}, {"N": 5, "Parallel": "Model"}]})",
+                                           "net.json");
+  EXPECT_EQ(s.layers[0].parallel, ParallelMode::Auto);
+  EXPECT_EQ(s.layers[1].parallel, ParallelMode::Data);
+  EXPECT_EQ(s.layers[2].parallel, ParallelMode::Model);
+  EXPECT_TRUE(parse_network_json(network_spec_to_json(s), "again.json") == s);
+  const std::string m = test::error_of([] {
+    parse_network_json(R"({"Layers": [{"N": 10}, {"N": 5, "Parallel": "Pipeline"}]})", "net.json");
+  });
+  EXPECT_NE(m.find("Parallel"), std::string::npos) << m;
+  EXPECT_NE(m.find("\"Auto\", \"Data\" or \"Model\""), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace nn

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "dist/communicator.h"
 #include "dist/process.h"
+#include "model/predictor.h"
 
 namespace nn {
 namespace {
@@ -217,6 +218,34 @@ TEST(Collectives, AsynchronousAllReduceOverlapsCompute) {
   for (size_t b = 0; b < buckets.size(); ++b)
     for (float v : buckets[b]) ASSERT_FLOAT_EQ(v, float(b + 1) * factor);
   c->barrier();
+}
+
+// Model-parallel prediction: every rank holds the top-k of its columns of each row (global
+// column indices); rank 0 merges them into the top-k over the whole row. Scores repeat so that
+// ties across ranks are broken by the lower index, as in one process.
+TEST(Collectives, MergeTopKOfColumnSlices) {
+  auto c = world();
+  const uint32_t rows = 4, cols = 23, k = 5;
+  auto score = [](uint32_t r, uint32_t j) { return float((j * 7 + r * 3) % 11); };
+  TopK all, mine, merged;
+  std::vector<float> whole(size_t(rows) * cols);
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t j = 0; j < cols; ++j) whole[size_t(r) * cols + j] = score(r, j);
+  top_k_rows(whole.data(), rows, cols, cols, k, nullptr, all, 1);
+  const uint32_t first = uint32_t(uint64_t(cols) * c->rank() / c->size());
+  const uint32_t last = uint32_t(uint64_t(cols) * (c->rank() + 1) / c->size());
+  std::vector<float> part(size_t(rows) * (last - first));
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t j = first; j < last; ++j)
+      part[size_t(r) * (last - first) + j - first] = score(r, j);
+  top_k_rows(part.data(), rows, last - first, last - first, k, nullptr, mine, 1);
+  for (uint32_t& i : mine.index)
+    if (i != UINT32_MAX) i += first;
+  merge_top_k(*c, mine, rows, k, merged);
+  if (c->rank() == 0) {
+    EXPECT_EQ(merged.index, all.index);
+    EXPECT_EQ(merged.score, all.score);
+  }
 }
 
 TEST(Collectives, RankPrefixNamesTheRank) {

@@ -97,7 +97,7 @@ std::string conv_net(const std::string& hidden, int k) {
 }
 
 std::vector<DataSet> conv_data() {
-  return {image_set("in", 5, 4, 2, 3, random_values(4 * 40, 71, -1, 1)),
+  return {image_set("in", 5, 4, 2, 3, random_values(4 * 40, 88, -1, 1)),
           dense_set("out", 4, random_targets(4, 4, 62))};
 }
 

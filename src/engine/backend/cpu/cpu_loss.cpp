@@ -49,7 +49,7 @@ struct RowTargets {
 // Collects row r's targets; returns false (and the offending index in bad_index) when an index
 // is out of range.
 bool gather_targets(const SparseView& sp, uint32_t r, uint32_t cols, bool normalise,
-                    RowTargets& out, uint32_t& bad_index) {
+                    const float* row_sum, RowTargets& out, uint32_t& bad_index) {
   const uint32_t lo = sp.row_ptr[r], hi = sp.row_ptr[r + 1];
   out.keys.clear();
   out.index.clear();
@@ -75,6 +75,7 @@ bool gather_targets(const SparseView& sp, uint32_t r, uint32_t cols, bool normal
   if (normalise) {
     double sum = 0.0;
     for (float v : out.value) sum += v;
+    if (row_sum) sum = row_sum[r];  // the whole row's, when these are some of its columns
     if (sum > 0.0)
       for (float& v : out.value) v = static_cast<float>(v / sum);
   }
@@ -87,6 +88,9 @@ struct RowInput {
   const RowTargets* sp_t;  // merged sparse targets, or nullptr
   float w;
   float* d;  // deltas of the row, or nullptr
+  // SoftMax over a slice of the row's columns: sum(t) over the whole row (after the sparse
+  // normalisation), else negative (sum the columns at hand).
+  double t_total = -1.0;
 };
 
 struct Options {
@@ -180,7 +184,7 @@ double softmax_ce_row(const Options& o, const RowInput& in, uint32_t cols) {
       tsum += tj;
     }
     if constexpr (kDelta) {
-      const float s = static_cast<float>(tsum);
+      const float s = static_cast<float>(in.t_total >= 0.0 ? in.t_total : tsum);
 #pragma omp simd
       for (uint32_t j = 0; j < cols; ++j) d[j] = w * (a[j] * s - t[j]);
     }
@@ -193,7 +197,7 @@ double softmax_ce_row(const Options& o, const RowInput& in, uint32_t cols) {
     tsum += tg.value[i];
   }
   if constexpr (kDelta) {
-    const float s = static_cast<float>(tsum);
+    const float s = static_cast<float>(in.t_total >= 0.0 ? in.t_total : tsum);
 #pragma omp simd
     for (uint32_t j = 0; j < cols; ++j) d[j] = w * a[j] * s;
     for (size_t i = 0; i < tg.index.size(); ++i) {
@@ -353,9 +357,11 @@ double CpuBackend::loss_impl(const LossParams& p, const float* a, const TargetVi
     for (size_t r = lo; r < hi; ++r) {
       RowInput in{a + r * cols, nullptr, nullptr, weights ? weights[r] : 1.0f,
                   delta ? delta + r * cols : nullptr};
+      if (t.row_sum)  // normalised sparse targets sum to 1 over the whole row (0 when none)
+        in.t_total = t.sparse && normalise ? (t.row_sum[r] > 0.0f ? 1.0 : 0.0) : t.row_sum[r];
       if (t.sparse) {
         uint32_t bad_index = 0;
-        if (!gather_targets(t.sp, uint32_t(r), cols, normalise, scratch, bad_index)) {
+        if (!gather_targets(t.sp, uint32_t(r), cols, normalise, t.row_sum, scratch, bad_index)) {
           bad[r] = bad_index;
           continue;
         }
