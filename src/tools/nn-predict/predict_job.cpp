@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "api/model_impl.h"
 #include "backend/backend.h"
 #include "config/parse.h"
 #include "core/error.h"
@@ -172,9 +173,11 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
   const BoundData bound = bind_datasets(spec, sets, /*need_outputs=*/false, files);
   const std::string layer = scored_layer(job, spec);
 
-  auto backend = make_backend(job.backend, job.threads);
-  Network net(*backend, spec, bound.sparse_inputs());
-  net.load_arrays(file);
+  // The library's Model owns the network (the same one api::Model::load builds), with input layers
+  // of the kind of the data bound to them.
+  const std::shared_ptr<api::Model> model =
+      api::Model::Impl::from_file(file, {job.backend, job.threads}, bound.sparse_inputs());
+  Network& net = *model->impl().net;
   const uint32_t units = net.layer(layer).units();
   // A minibatch larger than the examples, or more recommendations than the layer has units,
   // would only cost memory (-b 4000000000 asked for 16 GB): cap both.

@@ -10,6 +10,7 @@
 #include <memory>
 #include <thread>
 
+#include "api/train_setup.h"
 #include "backend/backend.h"
 #include "common/tool_main.h"
 #include "config/parse.h"
@@ -132,8 +133,7 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   const NetworkSpec& spec = model->spec;
   Network& net = *model->net;
   TrainOptions options = job.options;
-  options.shuffle = job.shuffle.value_or(spec.shuffle_indices);
-  options.optimizer.decay = spec.decay;
+  api::apply_network_settings(spec, job.shuffle, options);
   // For measurements: NN_GRADIENT_OVERLAP=0 reduces gradients only after the backward pass.
   if (const char* v = std::getenv("NN_GRADIENT_OVERLAP")) options.reduction.overlap = *v != '0';
 
