@@ -48,6 +48,16 @@ struct PyModel {
   // Weights changed or the model was trained: evaluators see the same memory, nothing to do.
 };
 
+// A file name given as str or os.PathLike.
+std::string path_arg(const py::object& p, const std::string& arg) {
+  if (!py::isinstance<py::str>(p) && !py::hasattr(p, "__fspath__"))
+    throw py::type_error(arg + ": expected a path (str or os.PathLike); got " +
+                         py::str(py::type::of(p)).cast<std::string>());
+  py::object s = py::module_::import("os").attr("fspath")(p);
+  if (!py::isinstance<py::str>(s)) throw py::type_error(arg + ": expected a str path");
+  return s.cast<std::string>();
+}
+
 std::string layer_or_default(const py::object& layer) {
   if (layer.is_none()) return "";
   if (!py::isinstance<py::str>(layer))
@@ -265,6 +275,8 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const nn::DataError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const nn::IoError& e) {
+      PyErr_SetString(PyExc_OSError, e.what());
     } catch (const nn::Error& e) {
       error(e.what());
     }
@@ -322,7 +334,8 @@ PYBIND11_MODULE(_core, m) {
   py::class_<PyModel>(m, "Model")
       .def_static(
           "load",
-          [](const std::string& path, const std::string& backend, int threads) {
+          [](const py::object& path_obj, const std::string& backend, int threads) {
+            const std::string path = path_arg(path_obj, "path");
             auto opt = model_options(backend, threads);
             std::shared_ptr<Model> mdl;
             {
@@ -339,9 +352,8 @@ PYBIND11_MODULE(_core, m) {
             std::string text;
             if (py::isinstance<py::dict>(json))
               text = py::module_::import("json").attr("dumps")(json).cast<std::string>();
-            else if (py::isinstance<py::str>(json) ||
-                     py::hasattr(json, "__fspath__"))
-              text = py::str(py::module_::import("os").attr("fspath")(json)).cast<std::string>();
+            else if (py::isinstance<py::str>(json) || py::hasattr(json, "__fspath__"))
+              text = path_arg(json, "json");
             else
               throw py::type_error("json: expected a path, JSON text or a dict");
             std::map<std::string, DataShape> shapes;
@@ -360,7 +372,7 @@ PYBIND11_MODULE(_core, m) {
           py::arg("backend") = "cpu", py::arg("threads") = 0)
       .def("save",
            [](PyModel& m, const py::object& path) {
-             const std::string p = py::str(py::module_::import("os").attr("fspath")(path));
+             const std::string p = path_arg(path, "path");
              py::gil_scoped_release release;
              m.model->save(p);
            },
@@ -480,7 +492,7 @@ PYBIND11_MODULE(_core, m) {
       "train",
       [](const py::object& cdl, const py::object& callback, const std::string& backend,
          int threads, const py::object& log) {
-        const std::string path = py::str(py::module_::import("os").attr("fspath")(cdl));
+        const std::string path = path_arg(cdl, "cdl");
         auto opt = model_options(backend, threads);
         std::shared_ptr<Model> model;
         auto log_fn = CallbackBridge{}.log_fn(log);
@@ -499,7 +511,7 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "read_datasets",
       [](const py::object& path) {
-        const std::string p = py::str(py::module_::import("os").attr("fspath")(path));
+        const std::string p = path_arg(path, "path");
         std::vector<Dataset> sets;
         {
           py::gil_scoped_release release;

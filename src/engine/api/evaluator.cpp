@@ -14,6 +14,7 @@
 namespace nn::api {
 
 struct Evaluator::Impl {
+  const Model* model = nullptr;
   std::unique_ptr<Network> net;
   InputLayer* input = nullptr;
   bool sparse = false;
@@ -25,6 +26,7 @@ struct Evaluator::Impl {
 
   Layer& scored(const std::string& name) {
     if (name.empty()) return *net->outputs().front();
+    model->layer(name);  // ConfigError with the layer names and a suggestion when unknown
     Layer& l = net->layer(name);
     if (l.has_sparse_output())
       throw ConfigError("layer '" + name + "' is a sparse input layer; it has no outputs to read");
@@ -110,6 +112,7 @@ Evaluator::Evaluator(std::shared_ptr<const Model> model, uint32_t max_batch)
   if (!model_) throw ConfigError("Evaluator: no model");
   if (max_batch == 0) throw ConfigError("max_batch: must be positive");
   Model::Impl& m = model_->impl();
+  impl_->model = model_.get();
   impl_->net = std::make_unique<Network>(*m.backend, m.net->spec(), m.sparse_inputs);
   impl_->net->share_weights_of(*m.net);
   const std::vector<InputLayer*> inputs = impl_->net->inputs();

@@ -144,11 +144,15 @@ std::shared_ptr<Model> train_cdl(const std::string& cdl_path, const EpochCallbac
   resolve_auto_sizes(spec, shapes);
   TrainOptions o = cdl_train_options(cdl, /*default_seed=*/1);
   apply_network_settings(spec, cdl.training.shuffle_indices, o);
-  // Input layers take the kind of the data bound to them, as in nn-train.
-  const BoundData bound = bind_datasets(spec, shapes, /*need_outputs=*/true, files);
-  std::shared_ptr<Model> model =
-      Model::Impl::create(make_backend(options.backend, options.threads), spec,
-                          bound.sparse_inputs(), nullptr, o.seed);
+  // Input layers take the kind of the data bound to them, as in nn-train (binding checks the
+  // rest in make_impl).
+  std::map<std::string, bool> sparse = sparse_flags(spec);
+  for (auto& [layer, is_sparse] : sparse)
+    for (const auto& l : spec.layers)
+      for (const auto& s : shapes)
+        if (l.name == layer && s.name == l.dataset) is_sparse = s.is_sparse();
+  std::shared_ptr<Model> model = Model::Impl::create(
+      make_backend(options.backend, options.threads), spec, std::move(sparse), nullptr, o.seed);
   auto impl = make_impl(model, std::move(data), o, log, files);
   if (!cdl.training.validation_data.empty()) {
     // Validation sets stay alive in this scope until training ends.
