@@ -10,6 +10,7 @@
 #include <memory>
 #include <thread>
 
+#include "api/model_impl.h"
 #include "api/train_setup.h"
 #include "backend/backend.h"
 #include "common/tool_main.h"
@@ -60,8 +61,8 @@ struct LoadedModel {
   BoundData validation;  // examples == 0 when there is no validation set
   NetworkSpec spec;
   BoundData bound;
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Network> net;
+  std::shared_ptr<api::Model> model;  // the library's Model: backend + network
+  Network* net = nullptr;
 };
 
 std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log) {
@@ -93,8 +94,11 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log)
   if (!m->validation_sets.empty())
     m->validation =
         bind_datasets(m->spec, m->validation_sets, /*need_outputs=*/true, validation_files);
-  m->backend = make_backend(job.backend, job.threads);
-  m->net = std::make_unique<Network>(*m->backend, m->spec, m->bound.sparse_inputs());
+  // Built and initialised with the run's seed the way every front end builds a model
+  // (api/model_impl.h); a resumed run then loads the checkpoint's arrays over it.
+  m->model = api::Model::Impl::create(make_backend(job.backend, job.threads), m->spec,
+                                      m->bound.sparse_inputs(), nullptr, job.options.seed);
+  m->net = m->model->impl().net.get();
   return m;
 }
 
@@ -161,7 +165,6 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
       log("no checkpoint matching '" + options.checkpoint_name + "<epoch>.nc'; starting afresh");
     }
   }
-  if (!resumed) net.initialize(options.seed);
   if (resumed) options.seed = checkpoint.training.seed;
 
   // Under mpirun every rank trains on its slice of each minibatch (model/data_parallel.h);
@@ -202,8 +205,7 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
 
 int run_validate_job(const TrainJob& job, const GradientCheckOptions& check, const LogSink& log) {
   auto model = load_model(job, log);
-  Network& net = *model->net;
-  net.initialize(job.options.seed);
+  Network& net = *model->net;  // initialised with job.options.seed by load_model
   const HostBatch batch = first_batch(model->bound, job.options.minibatch);
   char buf[64];
   std::snprintf(buf, sizeof buf, "%g", check.epsilon);
