@@ -278,7 +278,7 @@ PYBIND11_MODULE(_core, m) {
     } catch (const nn::IoError& e) {
       PyErr_SetString(PyExc_OSError, e.what());
     } catch (const nn::Error& e) {
-      error(e.what());
+      PyErr_SetString(error.ptr(), e.what());  // works with pybind11 2.10 and 3.x
     }
   });
 
