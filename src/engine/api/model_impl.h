@@ -24,7 +24,6 @@ struct Model::Impl {
   std::vector<LayerInfo> layers;
   std::vector<WeightInfo> weights;
   std::vector<Parameter*> parameters;  // parallel to `weights`
-  std::vector<DeviceArray<float>*> statistics;  // batch norm statistics, after the parameters
 
   // Builds the network of `spec` (sizes resolved) on `backend`, with `arrays` loaded when given,
   // else initialised with `seed`. The one place a Model's network is made (Model::load,
