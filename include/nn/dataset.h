@@ -17,8 +17,7 @@ class Dataset {
   // Every dataset stored in a NetCDF dataset file. DataError names the file and variable.
   static std::vector<Dataset> read_netcdf(const std::string& path);
   // rows x cols floats, row-major.
-  static Dataset dense(const std::string& name, const float* values, uint64_t rows,
-                       uint64_t cols);
+  static Dataset dense(const std::string& name, const float* values, uint64_t rows, uint64_t cols);
   // CSR rows (row_ptr has rows + 1 offsets). `values` null makes an indicator dataset (every
   // stored entry is 1, DSSTNE's Boolean attribute, as nn-generate writes for -m indicator).
   // Checked: offsets start at 0 and never decrease, indices < cols, values finite.

@@ -29,18 +29,18 @@ struct DataShape {
 
 struct LayerInfo {
   std::string name;
-  std::string kind;     // "Input", "Hidden", "Output", "Target"
-  std::string type;     // "FullyConnected", "Convolutional", "Pooling"
-  std::string dataset;  // the DataSet it is bound to ("" for hidden layers)
+  std::string kind;             // "Input", "Hidden", "Output", "Target"
+  std::string type;             // "FullyConnected", "Convolutional", "Pooling"
+  std::string dataset;          // the DataSet it is bound to ("" for hidden layers)
   std::vector<uint32_t> shape;  // N as given (1 to 4 dimensions)
   uint64_t units = 0;           // product of the shape
   bool sparse_input = false;    // an input layer fed CSR batches
 };
 
 struct WeightInfo {
-  std::string name;            // "Hidden<-Input:weights", "Hidden<-Input:bias", "Hidden:scaleBN"
-  std::string layer;           // the layer that owns it
-  std::vector<size_t> shape;   // [source units][units] for fully connected matrices, else flat
+  std::string name;           // "Hidden<-Input:weights", "Hidden<-Input:bias", "Hidden:scaleBN"
+  std::string layer;          // the layer that owns it
+  std::vector<size_t> shape;  // [source units][units] for fully connected matrices, else flat
   size_t size = 0;
 };
 

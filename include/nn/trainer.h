@@ -28,10 +28,10 @@ struct TrainSettings {
   float mu1 = 0.999f;             // Adam beta2
   int alpha_interval = 0;         // epochs between alpha *= alpha_multiplier (0 = never)
   float alpha_multiplier = 0.5f;
-  uint64_t seed = 1;              // shuffles, dropout and denoising masks
-  std::optional<bool> shuffle;    // default: the network's ShuffleIndices
-  std::string checkpoint_name;    // "" = no checkpoints; else "<name><epoch>.nc"
-  int checkpoint_interval = 0;    // epochs between checkpoints
+  uint64_t seed = 1;            // shuffles, dropout and denoising masks
+  std::optional<bool> shuffle;  // default: the network's ShuffleIndices
+  std::string checkpoint_name;  // "" = no checkpoints; else "<name><epoch>.nc"
+  int checkpoint_interval = 0;  // epochs between checkpoints
   // Progress lines (training start, validation); null = silent.
   std::function<void(const std::string&)> log;
 };
@@ -72,7 +72,8 @@ class Trainer {
 // A CDL command file with Command "Train", run as nn-train runs it (same network, data, settings
 // and seed, checkpoints included; no resume and no per-epoch log file), writing its Results file.
 // Returns the trained model.
-std::shared_ptr<Model> train_cdl(const std::string& cdl_path, const EpochCallback& on_epoch = nullptr,
+std::shared_ptr<Model> train_cdl(const std::string& cdl_path,
+                                 const EpochCallback& on_epoch = nullptr,
                                  const ModelOptions& options = {},
                                  const std::function<void(const std::string&)>& log = nullptr);
 

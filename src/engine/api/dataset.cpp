@@ -21,8 +21,7 @@ std::vector<Dataset> Dataset::read_netcdf(const std::string& path) {
   return out;
 }
 
-Dataset Dataset::dense(const std::string& name, const float* values, uint64_t rows,
-                       uint64_t cols) {
+Dataset Dataset::dense(const std::string& name, const float* values, uint64_t rows, uint64_t cols) {
   if (name.empty()) throw ConfigError("dataset: the name must not be empty");
   if (cols == 0 || cols > UINT32_MAX)
     throw ConfigError("dataset '" + name + "': needs 1 to 4294967295 columns; got " +
@@ -43,8 +42,7 @@ Dataset Dataset::csr(const std::string& name, const uint64_t* row_ptr, const uin
     throw ConfigError("dataset '" + name + "': needs 1 to 4294967295 columns; got " +
                       std::to_string(cols));
   const std::string where = "dataset '" + name + "'";
-  if (rows && row_ptr[0] != 0)
-    throw ConfigError(where + ": CSR row offsets must start at 0");
+  if (rows && row_ptr[0] != 0) throw ConfigError(where + ": CSR row offsets must start at 0");
   DataSet ds;
   ds.name = name;
   ds.width = uint32_t(cols);
@@ -65,11 +63,21 @@ Dataset Dataset::csr(const std::string& name, const uint64_t* row_ptr, const uin
   return Impl::wrap(std::move(ds));
 }
 
-const std::string& Dataset::name() const { return impl_->data.name; }
-uint64_t Dataset::examples() const { return impl_->data.examples; }
-uint64_t Dataset::features() const { return impl_->data.features(); }
-bool Dataset::sparse() const { return impl_->data.is_sparse(); }
-bool Dataset::indicator() const { return impl_->data.is_sparse() && impl_->data.is_boolean(); }
+const std::string& Dataset::name() const {
+  return impl_->data.name;
+}
+uint64_t Dataset::examples() const {
+  return impl_->data.examples;
+}
+uint64_t Dataset::features() const {
+  return impl_->data.features();
+}
+bool Dataset::sparse() const {
+  return impl_->data.is_sparse();
+}
+bool Dataset::indicator() const {
+  return impl_->data.is_sparse() && impl_->data.is_boolean();
+}
 
 std::vector<float> Dataset::dense_values() const {
   const DataSet& ds = impl_->data;

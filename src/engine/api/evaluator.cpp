@@ -126,7 +126,9 @@ Evaluator::Evaluator(std::shared_ptr<const Model> model, uint32_t max_batch)
 
 Evaluator::~Evaluator() = default;
 
-uint64_t Evaluator::units(const std::string& layer) const { return impl_->scored(layer).units(); }
+uint64_t Evaluator::units(const std::string& layer) const {
+  return impl_->scored(layer).units();
+}
 
 void Evaluator::outputs(const Input& in, const std::string& layer_name, float* out) {
   Layer& layer = impl_->scored(layer_name);
@@ -145,8 +147,8 @@ void Evaluator::top_k(const Input& in, uint32_t k, const std::string& layer_name
   Layer& layer = impl_->scored(layer_name);
   const uint32_t units = layer.units();
   if (k < 1 || k > units)
-    throw ConfigError("k: must be between 1 and " + std::to_string(units) + " (the units of layer '" +
-                      layer.name() + "'); got " + std::to_string(k));
+    throw ConfigError("k: must be between 1 and " + std::to_string(units) +
+                      " (the units of layer '" + layer.name() + "'); got " + std::to_string(k));
   check_input(in, impl_->input->units(), impl_->input->name());
   if (exclude) {
     if (exclude->rows != in.rows())

@@ -6,9 +6,9 @@
 
 #include "api/model_impl.h"
 #include "config/parse.h"
-#include "model/binding.h"
 #include "core/error.h"
 #include "core/nearest_name.h"
+#include "model/binding.h"
 
 namespace nn::api {
 namespace {
@@ -67,7 +67,8 @@ std::shared_ptr<Model> Model::Impl::create(std::unique_ptr<Backend> backend, Net
       w.size = p->size();
       const std::string src = weight_source(p->name);
       const Layer* from = src.empty() ? nullptr : net.find(src);
-      const bool matrix = p->name.size() > 8 && p->name.compare(p->name.size() - 8, 8, ":weights") == 0;
+      const bool matrix =
+          p->name.size() > 8 && p->name.compare(p->name.size() - 8, 8, ":weights") == 0;
       if (matrix && from && size_t(from->units()) * layer->units() == w.size)
         w.shape = {from->units(), layer->units()};
       else
@@ -82,8 +83,8 @@ std::shared_ptr<Model> Model::Impl::create(std::unique_ptr<Backend> backend, Net
 std::shared_ptr<Model> Model::Impl::from_file(const NetworkFile& file, const ModelOptions& options,
                                               std::map<std::string, bool> sparse_inputs) {
   if (sparse_inputs.empty()) sparse_inputs = sparse_flags(file.spec);
-  return create(make_backend(options.backend, options.threads), file.spec,
-                std::move(sparse_inputs), &file, 0);
+  return create(make_backend(options.backend, options.threads), file.spec, std::move(sparse_inputs),
+                &file, 0);
 }
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -127,11 +128,19 @@ std::shared_ptr<Model> Model::from_json(const std::string& json,
                       std::move(sparse), nullptr, seed);
 }
 
-void Model::save(const std::string& path) const { write_network_file(path, impl_->net->to_file()); }
+void Model::save(const std::string& path) const {
+  write_network_file(path, impl_->net->to_file());
+}
 
-const std::string& Model::name() const { return impl_->name; }
-std::string Model::backend_name() const { return impl_->backend->name(); }
-std::vector<LayerInfo> Model::layers() const { return impl_->layers; }
+const std::string& Model::name() const {
+  return impl_->name;
+}
+std::string Model::backend_name() const {
+  return impl_->backend->name();
+}
+std::vector<LayerInfo> Model::layers() const {
+  return impl_->layers;
+}
 
 const LayerInfo& Model::layer(const std::string& name) const {
   std::vector<std::string> names;
@@ -159,7 +168,9 @@ std::vector<std::string> Model::output_layers() const {
   return out;
 }
 
-std::vector<WeightInfo> Model::weights() const { return impl_->weights; }
+std::vector<WeightInfo> Model::weights() const {
+  return impl_->weights;
+}
 
 const WeightInfo& Model::weight(const std::string& name) const {
   std::vector<std::string> names;

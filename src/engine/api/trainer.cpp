@@ -98,8 +98,15 @@ Trainer::Trainer(std::shared_ptr<Model> model, std::vector<Dataset> data, TrainS
   o.epochs = s.epochs;
   o.minibatch = s.minibatch;
   o.seed = s.seed;
-  o.optimizer = {optimizer_kind(s.optimizer), s.alpha, s.lambda, s.lambda1, s.mu, s.mu1, 0.0f,
-                 s.alpha_interval, s.alpha_multiplier};
+  o.optimizer = {optimizer_kind(s.optimizer),
+                 s.alpha,
+                 s.lambda,
+                 s.lambda1,
+                 s.mu,
+                 s.mu1,
+                 0.0f,
+                 s.alpha_interval,
+                 s.alpha_multiplier};
   o.checkpoint_name = s.checkpoint_name;
   o.checkpoint_interval = s.checkpoint_interval;
   if (!model) throw ConfigError("Trainer: no model");
@@ -113,7 +120,9 @@ std::vector<EpochStats> Trainer::run(const EpochCallback& on_epoch) {
   return run_trainer(*impl_->trainer, on_epoch);
 }
 
-uint64_t Trainer::epoch() const { return impl_->trainer->epoch(); }
+uint64_t Trainer::epoch() const {
+  return impl_->trainer->epoch();
+}
 
 std::shared_ptr<Model> train_cdl(const std::string& cdl_path, const EpochCallback& on_epoch,
                                  const ModelOptions& options,
@@ -151,8 +160,8 @@ std::shared_ptr<Model> train_cdl(const std::string& cdl_path, const EpochCallbac
     for (const auto& l : spec.layers)
       for (const auto& s : shapes)
         if (l.name == layer && s.name == l.dataset) is_sparse = s.is_sparse();
-  std::shared_ptr<Model> model = Model::Impl::create(
-      make_backend(options.backend, options.threads), spec, std::move(sparse), nullptr, o.seed);
+  std::shared_ptr<Model> model = Model::Impl::create(make_backend(options.backend, options.threads),
+                                                     spec, std::move(sparse), nullptr, o.seed);
   auto impl = make_impl(model, std::move(data), o, log, files);
   if (!cdl.training.validation_data.empty()) {
     // Validation sets stay alive in this scope until training ends.
