@@ -1,5 +1,7 @@
 // RAII array in a backend's memory (host memory for the CPU backend, device memory for CUDA).
-// Move-only; grows by reallocation (contents are not preserved on growth).
+// Move-only; grows by reallocation (contents are not preserved on growth). An array may also
+// borrow another's memory (borrow()): it then never releases it, so one copy of a model's weights
+// can serve several networks (api::Evaluator) whose activations are their own.
 #pragma once
 
 #include <cstddef>
@@ -39,10 +41,21 @@ class DeviceArray {
     size_ = capacity_ = n;
   }
   void reset() noexcept {
-    if (ptr_ && backend_) backend_->release(ptr_);
+    if (ptr_ && backend_ && owned_) backend_->release(ptr_);
     ptr_ = nullptr;
     size_ = capacity_ = 0;
+    owned_ = true;
   }
+  // Drops this array's memory and views `other`'s instead (same backend). `other` must outlive
+  // this view; a later resize() beyond the view's size allocates memory of its own.
+  void borrow(DeviceArray& other) {
+    reset();
+    backend_ = other.backend_;
+    ptr_ = other.ptr_;
+    size_ = capacity_ = other.size_;
+    owned_ = false;
+  }
+  bool borrowed() const { return !owned_; }
 
   T* data() { return ptr_; }
   const T* data() const { return ptr_; }
@@ -70,10 +83,12 @@ class DeviceArray {
     std::swap(ptr_, o.ptr_);
     std::swap(size_, o.size_);
     std::swap(capacity_, o.capacity_);
+    std::swap(owned_, o.owned_);
   }
   Backend* backend_ = nullptr;
   T* ptr_ = nullptr;
   size_t size_ = 0, capacity_ = 0;
+  bool owned_ = true;
 };
 
 }  // namespace nn

@@ -62,6 +62,8 @@ class BatchNorm {
   std::vector<Parameter*> parameters() { return {&scale_, &bias_}; }
   const DeviceArray<float>& running_mean() const { return running_mean_; }
   const DeviceArray<float>& running_variance() const { return running_var_; }
+  // The arrays inference reads besides the parameters (Layer::inference_arrays).
+  std::vector<DeviceArray<float>*> statistics() { return {&running_mean_, &running_var_}; }
 
   // File form (DSSTNE's layer<i>_scaleBN/_biasBN/_runningMeanBN/_runningVarianceBN plus our
   // optimizer state). load() throws DataError naming the layer and the array on a size mismatch.

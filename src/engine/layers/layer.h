@@ -117,6 +117,14 @@ class Layer {
   virtual void forward(const LayerContext& ctx) = 0;
   virtual void backward(const LayerContext& ctx) = 0;
   virtual std::vector<Parameter*> parameters() { return {}; }
+  // Every array a forward pass in inference reads besides activations: the parameters' values
+  // and, where a layer has them, statistics such as batch normalisation's running mean and
+  // variance. Network::share_weights_of() makes one network's arrays views of another's.
+  virtual std::vector<DeviceArray<float>*> inference_arrays() {
+    std::vector<DeviceArray<float>*> out;
+    for (Parameter* p : parameters()) out.push_back(&p->value);
+    return out;
+  }
 
   // ---- sparseness penalty (Hidden layers marked Sparse; set by the Network) ------------------
   // One implementation for every layer type: the penalty is a function of the activations a_

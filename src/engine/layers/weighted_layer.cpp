@@ -181,6 +181,14 @@ std::vector<Parameter*> WeightedLayer<C>::parameters() {
 }
 
 template <class C>
+std::vector<DeviceArray<float>*> WeightedLayer<C>::inference_arrays() {
+  std::vector<DeviceArray<float>*> out = Layer::inference_arrays();
+  if (bn_)
+    for (DeviceArray<float>* a : bn_->statistics()) out.push_back(a);
+  return out;
+}
+
+template <class C>
 C* WeightedLayer<C>::connection_from(const std::string& source) {
   for (auto& c : connections_)
     if (c->source->name() == source) return c.get();

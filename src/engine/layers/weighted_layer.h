@@ -56,6 +56,7 @@ class WeightedLayer : public Layer {
   void load(const NetworkFile& file, size_t& cursor) override;
   void allocate(Backend& backend, uint32_t max_rows) override;
   std::vector<Parameter*> parameters() override;
+  std::vector<DeviceArray<float>*> inference_arrays() override;  // + batch norm statistics
 
   std::vector<std::unique_ptr<C>>& connections() { return connections_; }
   const std::vector<std::unique_ptr<C>>& connections() const { return connections_; }

@@ -239,6 +239,25 @@ NetworkFile Network::to_file() const {
   return f;
 }
 
+void Network::share_weights_of(Network& owner) {
+  NN_CHECK(owner.layers_.size() == layers_.size(), "share_weights_of: networks differ");
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    Layer& mine = *layers_[i];
+    Layer& theirs = *owner.layers_[i];
+    NN_CHECK(mine.name() == theirs.name(), "share_weights_of: layers differ");
+    for (Parameter* p : mine.parameters()) {
+      p->grad.reset();
+      p->state.clear();
+    }
+    std::vector<DeviceArray<float>*> a = mine.inference_arrays(), b = theirs.inference_arrays();
+    NN_CHECK(a.size() == b.size(), "share_weights_of: layer arrays differ");
+    for (size_t j = 0; j < a.size(); ++j) {
+      NN_CHECK(a[j]->size() == b[j]->size(), "share_weights_of: array sizes differ");
+      a[j]->borrow(*b[j]);
+    }
+  }
+}
+
 void Network::set_max_batch(uint32_t rows, uint32_t global_rows) {
   global_rows = std::max(global_rows, rows);
   if (rows == max_batch_ && global_rows == max_global_batch_) return;

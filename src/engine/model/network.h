@@ -45,6 +45,13 @@ class Network {
   // file is complete: the slices are gathered there.
   NetworkFile to_file() const;
 
+  // Makes this network's weights, biases and inference statistics views of `owner`'s (built from
+  // the same spec): no copy, and this network's own parameter memory, gradients and optimizer
+  // state are released. Its activations stay its own, so several such networks can run forward
+  // passes over one set of weights at the same time (api::Evaluator). Inference only: training
+  // a network that borrows is not supported. `owner` must outlive this network.
+  void share_weights_of(Network& owner);
+
   // Allocates activation/delta buffers for minibatches of up to `rows` examples (this rank's
   // rows; `global_rows`, the whole minibatch over every rank, sizes the model-parallel layers).
   void set_max_batch(uint32_t rows, uint32_t global_rows = 0);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 
+#include "api/model_impl.h"
 #include "backend/backend.h"
 #include "config/parse.h"
 #include "core/error.h"
@@ -173,7 +174,6 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
   const BoundData bound = bind_datasets(spec, sets, /*need_outputs=*/false, files);
   const std::string layer = scored_layer(job, spec);
 
-  auto backend = make_backend(job.backend, job.threads);
   // Under mpirun a layer too large for one process (or marked "Parallel": "Model") is split
   // over the ranks (model/parallel_plan.h); prediction moves no gradients, so nothing else is.
   std::shared_ptr<Communicator> comm = world_communicator();
@@ -183,12 +183,15 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
       std::max<uint64_t>(1, std::min<uint64_t>(job.minibatch, bound.examples)));
   parallel.settings.training = false;
   parallel.settings.memory_budget = memory_budget() / uint64_t(std::max(ranks_on_this_host(), 1));
-  Network net(*backend, spec, bound.sparse_inputs(), parallel);
+  // The library's Model owns the network (the same one api::Model::load builds), with input layers
+  // of the kind of the data bound to them.
+  const std::shared_ptr<api::Model> model = api::Model::Impl::from_file(
+      file, {job.backend, job.threads}, bound.sparse_inputs(), parallel);
+  Network& net = *model->impl().net;
   const bool model_parallel = net.model_parallel();
   if (model_parallel)
     for (const LayerChoice& c : net.parallel_plan())
       if (c.model_parallel) log(describe(c));
-  net.load_arrays(file);
   const uint32_t units = net.layer(layer).units();
   // A minibatch larger than the examples, or more recommendations than the layer has units,
   // would only cost memory (-b 4000000000 asked for 16 GB): cap both.

@@ -7,6 +7,7 @@
 #include "config/parse.h"
 #include "core/error.h"
 #include "dist/process.h"
+#include "api/train_setup.h"
 #include "nn-train/train_job.h"
 
 const char* const nn::tool::kToolName = "nn-train";
@@ -136,19 +137,12 @@ int run(int argc, char** argv) {
     job.data_files = spec.data;
     job.results = t.results;
     job.shuffle = t.shuffle_indices;
-    TrainOptions& o = job.options;
-    o.epochs = static_cast<uint32_t>(t.epochs);
-    o.minibatch = t.minibatch;
-    o.seed = spec.random_seed.value_or(seed);
-    o.optimizer = {t.optimizer, t.alpha, t.lambda,         t.lambda1,         t.mu,
-                   t.mu1,       0.0f,    t.alpha_interval, t.alpha_multiplier};
-    o.checkpoint_name = checkpoint_name.empty() ? t.checkpoint_name : checkpoint_name;
-    o.checkpoint_interval = checkpoint_interval >= 0 ? checkpoint_interval : t.checkpoint_interval;
     job.validation_files = t.validation_data;
-    o.validation_interval = t.validation_interval;
-    o.validation_k = t.validation_k;
-    o.patience = t.patience;
-    o.keep_best = t.keep_best;
+    // The CDL's settings mean the same here as in the library's train_cdl (api/train_setup.h).
+    job.options = api::cdl_train_options(spec, seed);
+    TrainOptions& o = job.options;
+    if (!checkpoint_name.empty()) o.checkpoint_name = checkpoint_name;
+    if (checkpoint_interval >= 0) o.checkpoint_interval = checkpoint_interval;
   } else {
     if (config.empty() || input.empty() || output.empty() || (network.empty() && !validate))
       throw UsageError(validate ? "--validate needs -c, -i and -o (or a CDL file)"

@@ -10,6 +10,8 @@
 #include <memory>
 #include <thread>
 
+#include "api/model_impl.h"
+#include "api/train_setup.h"
 #include "backend/backend.h"
 #include "common/tool_main.h"
 #include "config/parse.h"
@@ -60,8 +62,8 @@ struct LoadedModel {
   BoundData validation;  // examples == 0 when there is no validation set
   NetworkSpec spec;
   BoundData bound;
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Network> net;
+  std::shared_ptr<api::Model> model;  // the library's Model: backend + network
+  Network* net = nullptr;
 };
 
 // `split_layers`: let the data/model parallel rule split layers over the ranks (training);
@@ -96,7 +98,6 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
   if (!m->validation_sets.empty())
     m->validation =
         bind_datasets(m->spec, m->validation_sets, /*need_outputs=*/true, validation_files);
-  m->backend = make_backend(job.backend, job.threads);
   // Under mpirun the rule of model/parallel_plan.h picks data or model parallelism per layer;
   // the choice and its reason are printed once.
   NetworkParallel parallel;
@@ -110,7 +111,12 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
   if (!job.validation_files.empty())
     parallel.settings.keep_whole =
         "a validation set is used, which split layers do not support yet";
-  m->net = std::make_unique<Network>(*m->backend, m->spec, m->bound.sparse_inputs(), parallel);
+  // Built and initialised with the run's seed the way every front end builds a model
+  // (api/model_impl.h); a resumed run then loads the checkpoint's arrays over it.
+  m->model = api::Model::Impl::create(make_backend(job.backend, job.threads), m->spec,
+                                      m->bound.sparse_inputs(), nullptr, job.options.seed,
+                                      parallel);
+  m->net = m->model->impl().net.get();
   if (!m->net->parallel_plan().empty()) {
     log("parallel plan for " + std::to_string(world_size()) +
         " processes (per layer; \"Parallel\" in the network or the command file overrides it):");
@@ -154,8 +160,7 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   const NetworkSpec& spec = model->spec;
   Network& net = *model->net;
   TrainOptions options = job.options;
-  options.shuffle = job.shuffle.value_or(spec.shuffle_indices);
-  options.optimizer.decay = spec.decay;
+  api::apply_network_settings(spec, job.shuffle, options);
   // For measurements: NN_GRADIENT_OVERLAP=0 reduces gradients only after the backward pass.
   if (const char* v = std::getenv("NN_GRADIENT_OVERLAP")) options.reduction.overlap = *v != '0';
 
@@ -183,7 +188,6 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
       log("no checkpoint matching '" + options.checkpoint_name + "<epoch>.nc'; starting afresh");
     }
   }
-  if (!resumed) net.initialize(options.seed);
   if (resumed) options.seed = checkpoint.training.seed;
 
   // Under mpirun every rank trains on its slice of each minibatch (model/data_parallel.h);
@@ -227,8 +231,7 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
 
 int run_validate_job(const TrainJob& job, const GradientCheckOptions& check, const LogSink& log) {
   auto model = load_model(job, log, /*split_layers=*/false);
-  Network& net = *model->net;
-  net.initialize(job.options.seed);
+  Network& net = *model->net;  // initialised with job.options.seed by load_model
   const HostBatch batch = first_batch(model->bound, job.options.minibatch);
   char buf[64];
   std::snprintf(buf, sizeof buf, "%g", check.epsilon);

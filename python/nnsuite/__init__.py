@@ -1,0 +1,29 @@
+"""nnsuite: the nn engine (a DSSTNE-style neural network suite) from Python.
+
+Model      topology + parameters: Model.load(path), Model.from_json(json, datasets), save(),
+           layers, weights as NumPy arrays (get_weights / set_weights), predict(), outputs()
+Evaluator  forward passes with buffers of its own over a shared Model (one per thread)
+Trainer    trains a Model on NumPy / scipy.sparse CSR data with a per-epoch callback
+train      runs a CDL Train command file as nn-train does
+read_datasets  a NetCDF dataset file (nn-generate's output) as NumPy / SciPy arrays
+
+See docs/python.md. Errors: ValueError / TypeError for bad arguments and bad files (the message
+names the argument, file or layer), nnsuite.Error for engine failures (divergence, I/O).
+"""
+
+from ._core import (  # noqa: F401
+    Error,
+    Evaluator,
+    LayerInfo,
+    Model,
+    Trainer,
+    WeightInfo,
+    mpi_rank,
+    mpi_size,
+    read_datasets,
+    train,
+)
+
+__all__ = ["Error", "Evaluator", "LayerInfo", "Model", "Trainer", "WeightInfo", "mpi_rank",
+           "mpi_size", "read_datasets", "train"]
+__version__ = "0.1.0"

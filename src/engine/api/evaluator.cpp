@@ -1,0 +1,187 @@
+// The public Evaluator: a Network of its own whose weights are views of the Model's
+// (Network::share_weights_of), fed from caller batches in chunks, with the predictor's top-K.
+#include "nn/evaluator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "api/model_impl.h"
+#include "core/error.h"
+#include "layers/input_layer.h"
+#include "model/predictor.h"
+
+namespace nn::api {
+
+struct Evaluator::Impl {
+  const Model* model = nullptr;
+  std::unique_ptr<Network> net;
+  InputLayer* input = nullptr;
+  bool sparse = false;
+  uint32_t max_batch = 0;
+  SparseBatch csr;            // the current chunk, when the input layer is sparse
+  std::vector<float> dense;   // the current chunk, when it is dense
+  std::vector<float> scores;  // a chunk of the scored layer's outputs
+  TopK top;
+
+  Layer& scored(const std::string& name) {
+    if (name.empty()) return *net->outputs().front();
+    model->layer(name);  // ConfigError with the layer names and a suggestion when unknown
+    Layer& l = net->layer(name);
+    if (l.has_sparse_output())
+      throw ConfigError("layer '" + name + "' is a sparse input layer; it has no outputs to read");
+    return l;
+  }
+  // Loads rows [first, first + rows) of `in` into the input layer and runs the forward pass.
+  void forward(const Input& in, uint64_t first, uint32_t rows);
+};
+
+namespace {
+
+void check_input(const Input& in, uint64_t units, const std::string& layer) {
+  if (in.cols() != units)
+    throw ConfigError("x: has " + std::to_string(in.cols()) + " columns; input layer '" + layer +
+                      "' has " + std::to_string(units) + " units");
+  if (in.is_csr) {
+    const CsrInput& c = in.csr;
+    if (c.rows && (!c.row_ptr || (!c.index && c.row_ptr[c.rows] > 0)))
+      throw ConfigError("x: CSR input without row offsets or column indices");
+    if (c.rows && c.row_ptr[0] != 0)
+      throw ConfigError("x: CSR row offsets must start at 0 (got " + std::to_string(c.row_ptr[0]) +
+                        ")");
+    for (uint64_t r = 0; r < c.rows; ++r) {
+      if (c.row_ptr[r + 1] < c.row_ptr[r])
+        throw ConfigError("x: CSR row offsets decrease at row " + std::to_string(r));
+      for (uint64_t e = c.row_ptr[r]; e < c.row_ptr[r + 1]; ++e)
+        if (c.index[e] >= c.cols)
+          throw ConfigError("x: row " + std::to_string(r) + " has column " +
+                            std::to_string(c.index[e]) + ", but there are " +
+                            std::to_string(c.cols) + " columns");
+    }
+  } else if (in.dense.rows && !in.dense.values) {
+    throw ConfigError("x: dense input without values");
+  }
+}
+
+}  // namespace
+
+void Evaluator::Impl::forward(const Input& in, uint64_t first, uint32_t rows) {
+  if (rows > net->max_batch()) net->set_max_batch(rows);
+  Backend& be = net->backend();
+  const uint64_t cols = in.cols();
+  if (sparse) {
+    csr.rows = rows;
+    csr.cols = static_cast<uint32_t>(cols);
+    csr.row_ptr.assign(1, 0);
+    csr.index.clear();
+    csr.value.clear();
+    for (uint32_t r = 0; r < rows; ++r) {
+      if (in.is_csr) {
+        const CsrInput& c = in.csr;
+        for (uint64_t e = c.row_ptr[first + r]; e < c.row_ptr[first + r + 1]; ++e) {
+          csr.index.push_back(c.index[e]);
+          csr.value.push_back(c.values ? c.values[e] : 1.0f);
+        }
+      } else {
+        const float* x = in.dense.values + (first + r) * cols;
+        for (uint64_t j = 0; j < cols; ++j)
+          if (x[j] != 0.0f) {
+            csr.index.push_back(static_cast<uint32_t>(j));
+            csr.value.push_back(x[j]);
+          }
+      }
+      csr.row_ptr.push_back(static_cast<uint32_t>(csr.index.size()));
+    }
+    input->load_sparse(be, csr);
+  } else if (in.is_csr) {
+    const CsrInput& c = in.csr;
+    dense.assign(size_t(rows) * cols, 0.0f);
+    for (uint32_t r = 0; r < rows; ++r)
+      for (uint64_t e = c.row_ptr[first + r]; e < c.row_ptr[first + r + 1]; ++e)
+        dense[size_t(r) * cols + c.index[e]] += c.values ? c.values[e] : 1.0f;
+    input->load_dense(be, dense.data(), rows);
+  } else {
+    input->load_dense(be, in.dense.values + first * cols, rows);
+  }
+  LayerContext ctx{be, rows, false, 0, 0};
+  net->forward(ctx);
+}
+
+Evaluator::Evaluator(std::shared_ptr<const Model> model, uint32_t max_batch)
+    : model_(std::move(model)), impl_(std::make_unique<Impl>()) {
+  if (!model_) throw ConfigError("Evaluator: no model");
+  if (max_batch == 0) throw ConfigError("max_batch: must be positive");
+  Model::Impl& m = model_->impl();
+  impl_->model = model_.get();
+  impl_->net = std::make_unique<Network>(*m.backend, m.net->spec(), m.sparse_inputs);
+  impl_->net->share_weights_of(*m.net);
+  const std::vector<InputLayer*> inputs = impl_->net->inputs();
+  if (inputs.size() != 1)
+    throw ConfigError("the Evaluator runs networks with one input layer; '" + m.name + "' has " +
+                      std::to_string(inputs.size()));
+  impl_->input = inputs.front();
+  impl_->sparse = inputs.front()->has_sparse_output();
+  impl_->max_batch = max_batch;
+}
+
+Evaluator::~Evaluator() = default;
+
+uint64_t Evaluator::units(const std::string& layer) const {
+  return impl_->scored(layer).units();
+}
+
+void Evaluator::outputs(const Input& in, const std::string& layer_name, float* out) {
+  Layer& layer = impl_->scored(layer_name);
+  check_input(in, impl_->input->units(), impl_->input->name());
+  Backend& be = impl_->net->backend();
+  for (uint64_t first = 0; first < in.rows(); first += impl_->max_batch) {
+    const uint32_t rows = uint32_t(std::min<uint64_t>(impl_->max_batch, in.rows() - first));
+    impl_->forward(in, first, rows);
+    be.download(out + first * layer.units(), layer.activations(),
+                size_t(rows) * layer.units() * sizeof(float));
+  }
+}
+
+void Evaluator::top_k(const Input& in, uint32_t k, const std::string& layer_name,
+                      const Exclusion* exclude, uint32_t* index, float* score) {
+  Layer& layer = impl_->scored(layer_name);
+  const uint32_t units = layer.units();
+  if (k < 1 || k > units)
+    throw ConfigError("k: must be between 1 and " + std::to_string(units) +
+                      " (the units of layer '" + layer.name() + "'); got " + std::to_string(k));
+  check_input(in, impl_->input->units(), impl_->input->name());
+  if (exclude) {
+    if (exclude->rows != in.rows())
+      throw ConfigError("exclude: has " + std::to_string(exclude->rows) + " rows; x has " +
+                        std::to_string(in.rows()));
+    for (uint64_t r = 0; r < exclude->rows; ++r)
+      if (exclude->row_ptr[r + 1] < exclude->row_ptr[r])
+        throw ConfigError("exclude: row offsets decrease at row " + std::to_string(r));
+  }
+  Backend& be = impl_->net->backend();
+  std::vector<std::vector<uint32_t>> excluded;
+  for (uint64_t first = 0; first < in.rows(); first += impl_->max_batch) {
+    const uint32_t rows = uint32_t(std::min<uint64_t>(impl_->max_batch, in.rows() - first));
+    impl_->forward(in, first, rows);
+    impl_->scores.resize(size_t(rows) * units);
+    be.download(impl_->scores.data(), layer.activations(), impl_->scores.size() * sizeof(float));
+    // top_k_rows wants each row's excluded columns sorted.
+    if (exclude) {
+      excluded.resize(rows);
+      for (uint32_t r = 0; r < rows; ++r) {
+        excluded[r].assign(exclude->index + exclude->row_ptr[first + r],
+                           exclude->index + exclude->row_ptr[first + r + 1]);
+        std::sort(excluded[r].begin(), excluded[r].end());
+      }
+    }
+    // One thread for selection: an Evaluator is one thread's; callers parallelise over
+    // Evaluators (the forward pass itself runs on the backend's threads).
+    top_k_rows(
+        impl_->scores.data(), rows, units, units, k,
+        [&](uint32_t r) { return exclude ? &excluded[r] : nullptr; }, impl_->top, 1);
+    std::copy(impl_->top.index.begin(), impl_->top.index.end(), index + first * k);
+    std::copy(impl_->top.score.begin(), impl_->top.score.end(), score + first * k);
+  }
+}
+
+}  // namespace nn::api

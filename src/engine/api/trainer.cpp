@@ -1,0 +1,181 @@
+// The public Trainer and train_cdl(): datasets bound to a Model's network, run by the engine's
+// training loop (model/trainer.h) one epoch report at a time.
+#include "nn/trainer.h"
+
+#include <memory>
+
+#include "api/dataset_impl.h"
+#include "api/model_impl.h"
+#include "api/train_setup.h"
+#include "config/enum_names.h"
+#include "config/parse.h"
+#include "core/error.h"
+#include "data/netcdf_dataset.h"
+#include "dist/process.h"
+#include "model/binding.h"
+
+namespace nn::api {
+namespace {
+
+// Thrown from the epoch callback to leave the engine's loop after a whole epoch.
+struct StopRequested {};
+
+EpochStats stats(const EpochReport& r) {
+  return {r.epoch, r.loss, r.data_loss, r.reg_loss, r.seconds, r.examples_per_second, r.alpha};
+}
+
+OptimizerKind optimizer_kind(const std::string& name) {
+  if (auto k = enum_from_string<OptimizerKind>(name)) return *k;
+  throw ConfigError("optimizer: unknown optimizer '" + name + "'; expected one of " +
+                    enum_choices<OptimizerKind>());
+}
+
+// The network's input layers must have been built for the kind of data now bound to them.
+void check_input_kinds(const Model::Impl& m, const BoundData& bound) {
+  for (const auto& in : bound.inputs) {
+    auto it = m.sparse_inputs.find(in.layer);
+    const bool built_sparse = it != m.sparse_inputs.end() && it->second;
+    if (built_sparse != in.dataset->is_sparse())
+      throw ConfigError("dataset '" + in.dataset->name + "' is " +
+                        (in.dataset->is_sparse() ? "sparse" : "dense") + " but input layer '" +
+                        in.layer + "' was built for " + (built_sparse ? "sparse" : "dense") +
+                        " data (give the model's DataShape the same kind)");
+  }
+}
+
+}  // namespace
+
+struct Trainer::Impl {
+  std::shared_ptr<Model> model;
+  std::vector<Dataset> data;
+  std::vector<DataSet> sets;  // the engine's binding takes a vector of DataSets
+  BoundData bound;
+  std::unique_ptr<nn::Trainer> trainer;
+  std::shared_ptr<Communicator> comm;
+};
+
+namespace {
+
+std::unique_ptr<Trainer::Impl> make_impl(std::shared_ptr<Model> model, std::vector<Dataset> data,
+                                         TrainOptions options,
+                                         const std::function<void(const std::string&)>& log,
+                                         const std::string& files) {
+  if (!model) throw ConfigError("Trainer: no model");
+  auto impl = std::make_unique<Trainer::Impl>();
+  impl->model = std::move(model);
+  impl->data = std::move(data);
+  for (const Dataset& d : impl->data) impl->sets.push_back(d.impl().data);
+  Model::Impl& m = impl->model->impl();
+  impl->bound = bind_datasets(m.net->spec(), impl->sets, /*need_outputs=*/true, files);
+  check_input_kinds(m, impl->bound);
+  impl->comm = world_communicator();
+  impl->trainer = std::make_unique<nn::Trainer>(*m.net, impl->bound, std::move(options),
+                                                log ? LogSink(log) : null_log(), impl->comm.get());
+  return impl;
+}
+
+std::vector<EpochStats> run_trainer(nn::Trainer& trainer, const EpochCallback& on_epoch) {
+  std::vector<EpochStats> out;
+  trainer.on_epoch = [&](const EpochReport& r) {
+    out.push_back(stats(r));
+    if (on_epoch && !on_epoch(out.back())) throw StopRequested{};
+  };
+  try {
+    trainer.run();
+  } catch (const StopRequested&) {
+  }
+  trainer.on_epoch = nullptr;
+  return out;
+}
+
+}  // namespace
+
+Trainer::Trainer(std::shared_ptr<Model> model, std::vector<Dataset> data, TrainSettings s) {
+  if (s.epochs == 0) throw ConfigError("epochs: must be positive");
+  if (s.minibatch == 0) throw ConfigError("minibatch: must be positive");
+  if (!(s.alpha > 0)) throw ConfigError("alpha: must be positive");
+  TrainOptions o;
+  o.epochs = s.epochs;
+  o.minibatch = s.minibatch;
+  o.seed = s.seed;
+  o.optimizer = {optimizer_kind(s.optimizer),
+                 s.alpha,
+                 s.lambda,
+                 s.lambda1,
+                 s.mu,
+                 s.mu1,
+                 0.0f,
+                 s.alpha_interval,
+                 s.alpha_multiplier};
+  o.checkpoint_name = s.checkpoint_name;
+  o.checkpoint_interval = s.checkpoint_interval;
+  if (!model) throw ConfigError("Trainer: no model");
+  apply_network_settings(model->impl().net->spec(), s.shuffle, o);
+  impl_ = make_impl(std::move(model), std::move(data), std::move(o), s.log, "the given datasets");
+}
+
+Trainer::~Trainer() = default;
+
+std::vector<EpochStats> Trainer::run(const EpochCallback& on_epoch) {
+  return run_trainer(*impl_->trainer, on_epoch);
+}
+
+uint64_t Trainer::epoch() const {
+  return impl_->trainer->epoch();
+}
+
+std::shared_ptr<Model> train_cdl(const std::string& cdl_path, const EpochCallback& on_epoch,
+                                 const ModelOptions& options,
+                                 const std::function<void(const std::string&)>& log) {
+  const CdlSpec cdl = load_cdl(cdl_path);
+  if (cdl.command != Command::Train)
+    throw ConfigError(cdl_path + ": Command is " + std::string(to_string(cdl.command)) +
+                      "; train_cdl runs Train commands");
+  NetworkSpec spec = load_network_json(cdl.network);
+  std::vector<Dataset> data;
+  std::vector<DataSet> shapes;
+  std::string files;
+  for (const auto& f : cdl.data) {
+    for (Dataset& d : Dataset::read_netcdf(f)) {
+      shapes.push_back(DataSet{});
+      DataSet& s = shapes.back();  // shape only, for "auto" sizes
+      const DataSet& full = d.impl().data;
+      s.name = full.name;
+      s.width = full.width;
+      s.height = full.height;
+      s.length = full.length;
+      s.dimensions = full.dimensions;
+      s.attributes = full.attributes;
+      data.push_back(std::move(d));
+    }
+    files += (files.empty() ? "" : ", ") + f;
+  }
+  resolve_auto_sizes(spec, shapes);
+  TrainOptions o = cdl_train_options(cdl, /*default_seed=*/1);
+  apply_network_settings(spec, cdl.training.shuffle_indices, o);
+  // Input layers take the kind of the data bound to them, as in nn-train (binding checks the
+  // rest in make_impl).
+  std::map<std::string, bool> sparse = sparse_flags(spec);
+  for (auto& [layer, is_sparse] : sparse)
+    for (const auto& l : spec.layers)
+      for (const auto& s : shapes)
+        if (l.name == layer && s.name == l.dataset) is_sparse = s.is_sparse();
+  std::shared_ptr<Model> model = Model::Impl::create(make_backend(options.backend, options.threads),
+                                                     spec, std::move(sparse), nullptr, o.seed);
+  auto impl = make_impl(model, std::move(data), o, log, files);
+  if (!cdl.training.validation_data.empty()) {
+    // Validation sets stay alive in this scope until training ends.
+    std::vector<DataSet> vsets;
+    for (const auto& f : cdl.training.validation_data)
+      for (DataSet& ds : read_datasets(f)) vsets.push_back(std::move(ds));
+    const BoundData vbound = bind_datasets(spec, vsets, true, "validation data");
+    impl->trainer->set_validation(vbound);
+    run_trainer(*impl->trainer, on_epoch);
+  } else {
+    run_trainer(*impl->trainer, on_epoch);
+  }
+  if (impl->comm->rank() == 0) write_network_file(cdl.training.results, impl->trainer->snapshot());
+  return model;
+}
+
+}  // namespace nn::api

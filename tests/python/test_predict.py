@@ -1,0 +1,105 @@
+# Prediction: equal to nn-predict's on the same network and data, dense and CSR inputs agree,
+# exclusion, full outputs of any layer, and several Evaluator threads equal one.
+import subprocess
+import threading
+
+import numpy as np
+import scipy.sparse as sp
+
+import nnsuite
+
+
+def labels(path):
+    return [line.split("\t")[0] for line in open(path)]
+
+
+def test_outputs_equal_nn_predict_dump(work, tools, tmp_path):
+    subprocess.run([tools / "nn-predict", "-n", work / "net.nc", "-r", work / "ratings.txt",
+                    "-i", work / "features.idx", "--dump-layer", "Output",
+                    "--dump", tmp_path / "dump.nc"], check=True, capture_output=True)
+    dumped = nnsuite.read_datasets(tmp_path / "dump.nc")
+    (reference,) = dumped.values()
+    reference = reference.toarray() if sp.issparse(reference) else reference
+    m = nnsuite.Model.load(work / "net.nc")
+    x = nnsuite.read_datasets(work / "input.nc")["input"]
+    np.testing.assert_array_equal(m.outputs(x, layer="Output"), reference)
+
+
+def test_top_k_equals_nn_predict_recs(work, tools, tmp_path):
+    out = subprocess.run([tools / "nn-predict", "-n", work / "net.nc", "-r", work / "ratings.txt",
+                          "-i", work / "features.idx", "-o", work / "features.idx",
+                          "-f", work / "ratings.txt", "-k", "5", "-p", "%.9g"],
+                         check=True, capture_output=True, text=True).stdout
+    features = labels(work / "features.idx")
+    x = nnsuite.read_datasets(work / "input.nc")["input"]
+    idx, score = nnsuite.Model.load(work / "net.nc").predict(x, k=5, exclude=x)
+    assert idx.shape == (x.shape[0], 5) and idx.dtype == np.uint32
+    for row, line in enumerate(out.splitlines()):
+        items = [t.split(",") for t in line.split("\t")[1].split(":") if t]
+        assert [features[i] for i in idx[row]] == [name for name, _ in items]
+        np.testing.assert_allclose(score[row], [float(s) for _, s in items], rtol=1e-6)
+
+
+def test_dense_and_csr_agree(work):
+    m = nnsuite.Model.load(work / "net.nc")
+    # A sparse input layer sums a row's entries in their stored order; a dense row becomes
+    # entries in column order, so the two agree exactly for CSR in scipy's canonical form.
+    x = nnsuite.read_datasets(work / "input.nc")["input"].sorted_indices()
+    dense = x.toarray()
+    i1, s1 = m.predict(x, k=7)
+    i2, s2 = m.predict(dense, k=7)
+    np.testing.assert_array_equal(i1, i2)
+    np.testing.assert_array_equal(s1, s2)
+    # Any index dtype; a single example as a 1-D array.
+    x32 = sp.csr_matrix((x.data, x.indices.astype(np.int32), x.indptr.astype(np.int32)),
+                        shape=x.shape)
+    np.testing.assert_array_equal(m.outputs(x32), m.outputs(dense))
+    # One row runs a 1-row gemm, whose rounding may differ from a batch's in the last bit.
+    np.testing.assert_allclose(m.outputs(dense[3])[0], m.outputs(dense)[3], rtol=1e-6)
+
+
+def test_hidden_layer_outputs_and_exclusion_lists(work):
+    m = nnsuite.Model.load(work / "net.nc")
+    x = nnsuite.read_datasets(work / "input.nc")["input"]
+    h = m.outputs(x, layer="Hidden")
+    assert h.shape == (x.shape[0], 8)
+    full = m.outputs(x[:2])
+    idx, score = m.predict(x[:2], k=3, exclude=[[int(np.argmax(full[0]))], []])
+    assert int(np.argmax(full[0])) not in idx[0]
+    assert idx[1][0] == int(np.argmax(full[1]))
+    np.testing.assert_array_equal(score[1], np.sort(full[1])[::-1][:3])
+
+
+def test_evaluator_threads_equal_one(work):
+    m = nnsuite.Model.load(work / "net.nc")
+    x = nnsuite.read_datasets(work / "input.nc")["input"]
+    x = sp.vstack([x] * 20).tocsr()  # enough work for the threads to overlap
+    # The same chunking as the threads below (gemm results may depend on the batch size).
+    reference = m.evaluator(max_batch=64).predict(x, k=10)
+    results = [None] * 4
+
+    def work_on(i):
+        ev = m.evaluator(max_batch=64)
+        results[i] = ev.predict(x, k=10)
+
+    threads = [threading.Thread(target=work_on, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for idx, score in results:
+        np.testing.assert_array_equal(idx, reference[0])
+        np.testing.assert_array_equal(score, reference[1])
+    # Model.predict from several threads at once takes an Evaluator each from its pool.
+    outs = [None] * 4
+
+    def predict(i):
+        outs[i] = m.predict(x, k=10)
+
+    threads = [threading.Thread(target=predict, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for idx, _ in outs:
+        np.testing.assert_array_equal(idx, reference[0])

@@ -1,0 +1,65 @@
+# Training from Python equals training from the CDL with nn-train (same seed), the per-epoch
+# callback (loss, examples/s) and stopping early.
+import os
+
+import numpy as np
+
+import nnsuite
+
+
+def assert_same_weights(a, b):
+    for w in a.weights:
+        np.testing.assert_array_equal(a.get_weights(w.name), b.get_weights(w.name), err_msg=w.name)
+
+
+def test_train_cdl_equals_nn_train(work, tmp_path):
+    cdl = (work / "train.cdl").read_text().replace('"net.nc"', '"py_net.nc"')
+    (work / "py_train.cdl").write_text(cdl)
+    epochs = []
+    model = nnsuite.train(work / "py_train.cdl", callback=epochs.append)
+    assert [e["epoch"] for e in epochs] == [1, 2, 3, 4]
+    reference = nnsuite.Model.load(work / "net.nc")
+    assert_same_weights(model, reference)
+    assert_same_weights(nnsuite.Model.load(work / "py_net.nc"), reference)
+
+
+def test_trainer_on_numpy_data_equals_nn_train(work):
+    x = nnsuite.read_datasets(work / "input.nc")["input"]
+    y = nnsuite.read_datasets(work / "output.nc")["output"]
+    model = nnsuite.Model.from_json(str(work / "network.json"),
+                                    datasets={"input": x, "output": y}, seed=7)
+    seen = []
+    trainer = nnsuite.Trainer(model, {"input": x, "output": y}, epochs=4, minibatch=8,
+                              optimizer="adam", alpha=0.01, mu=0.9, lambda_=0.001, seed=7)
+    stats = trainer.run(callback=seen.append)
+    assert len(stats) == 4 and seen == stats
+    assert all(s["loss"] > 0 and s["examples_per_second"] > 0 for s in stats)
+    assert stats[-1]["loss"] < stats[0]["loss"]
+    assert_same_weights(model, nnsuite.Model.load(work / "net.nc"))
+
+
+def test_callback_stops_early(work):
+    x = nnsuite.read_datasets(work / "input.nc")["input"]
+    model = nnsuite.Model.from_json(str(work / "network.json"),
+                                    datasets={"input": x, "output": x})
+    trainer = nnsuite.Trainer(model, {"input": x, "output": x}, epochs=10, minibatch=8)
+    stats = trainer.run(callback=lambda s: s["epoch"] < 2)
+    assert [s["epoch"] for s in stats] == [1, 2] and trainer.epoch == 2
+
+
+def test_dense_training_data(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.random((64, 6), dtype=np.float32)
+    y = (x[:, :2] > 0.5).astype(np.float32)
+    net = {"Name": "dense", "ErrorFunction": "CrossEntropy", "Layers": [
+        {"Name": "In", "Kind": "Input", "N": "auto", "DataSet": "x"},
+        {"Name": "H", "Kind": "Hidden", "N": 16, "Activation": "Tanh"},
+        {"Name": "Out", "Kind": "Output", "N": "auto", "DataSet": "y", "Activation": "Sigmoid"}]}
+    model = nnsuite.Model.from_json(net, datasets={"x": x, "y": y}, seed=2)
+    stats = nnsuite.Trainer(model, {"x": x, "y": y}, epochs=30, minibatch=16,
+                            optimizer="Adam", alpha=0.01).run()
+    assert stats[-1]["loss"] < stats[0]["loss"]
+    assert model.outputs(x).shape == (64, 2)
+    model.save(tmp_path / "dense.nc")
+    np.testing.assert_array_equal(nnsuite.Model.load(tmp_path / "dense.nc").outputs(x),
+                                  model.outputs(x))
