@@ -63,13 +63,20 @@ class CdlParser {
         if (seed >= 0) spec.random_seed = uint64_t(seed);
       } else if (k == "memorylimit") {
         spec.memory_limit = memory_limit(m);
+      } else if (k == "backend") {
+        spec.backend = r_.get_string(m);
+        if (spec.backend != "cpu" && spec.backend != "cuda" && spec.backend != "auto")
+          r_.fail(m.path,
+                  "expected \"cpu\", \"cuda\" or \"auto\", got " + Json(spec.backend).dump());
+      } else if (k == "device") {
+        spec.device = int(r_.get_int(*m.value, m.path, 0, kMaxInt));
       } else if (k == "trainingparameters") {
         parse_training(m, spec.training);
       } else if (k == "predictionparameters") {
         parse_prediction(m, spec.prediction);
       } else {
         r_.unknown_key(m, {"Version", "Network", "Command", "Data", "RandomSeed", "MemoryLimit",
-                           "TrainingParameters", "PredictionParameters"});
+                           "Backend", "Device", "TrainingParameters", "PredictionParameters"});
       }
     }
     if (!has_network) {

@@ -58,6 +58,8 @@ struct CdlSpec {
   std::vector<std::string> data;   // one or more NetCDF dataset files
   std::optional<uint64_t> random_seed;
   std::optional<uint64_t> memory_limit;  // MemoryLimit: bytes, or "8G"; the tool's default else
+  std::string backend;             // Backend: "cpu", "cuda" or "auto"; "" = the tool's flag
+  std::optional<int> device;       // Device: CUDA device index; unset = the tool's flag
   TrainingParameters training;
   PredictionParameters prediction;
 };

@@ -172,7 +172,7 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
   const BoundData bound = bind_datasets(spec, sets, /*need_outputs=*/false, files);
   const std::string layer = scored_layer(job, spec);
 
-  auto backend = make_backend(job.backend, job.threads);
+  auto backend = make_backend(job.backend, job.threads, job.device);
   Network net(*backend, spec, bound.sparse_inputs());
   net.load_arrays(file);
   const uint32_t units = net.layer(layer).units();

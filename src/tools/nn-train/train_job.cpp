@@ -92,7 +92,7 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log)
   if (!m->validation_sets.empty())
     m->validation =
         bind_datasets(m->spec, m->validation_sets, /*need_outputs=*/true, validation_files);
-  m->backend = make_backend(job.backend, job.threads);
+  m->backend = make_backend(job.backend, job.threads, job.device);
   m->net = std::make_unique<Network>(*m->backend, m->spec, m->bound.sparse_inputs());
   return m;
 }

@@ -23,6 +23,7 @@ struct TrainJob {
   bool resume = false;          // continue from the newest checkpoint, if any
   std::string backend = "auto";
   int threads = 0;
+  int device = 0;               // CUDA device index (--device, CDL Device)
 };
 
 // Loads data and network, trains, writes the result atomically. Returns 0.

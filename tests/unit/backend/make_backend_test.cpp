@@ -10,27 +10,50 @@
 namespace nn {
 namespace {
 
-std::string config_error_of(const std::string& name, int threads = 0) {
+std::string config_error_of(const std::string& name, int threads = 0, int device = 0) {
   try {
-    make_backend(name, threads);
+    make_backend(name, threads, device);
   } catch (const ConfigError& e) {
     return e.what();
   }
   return "";
 }
 
-TEST(MakeBackend, CpuAndAutoGiveTheCpuBackend) {
+TEST(MakeBackend, CpuIsAlwaysTheCpuBackend) {
   EXPECT_EQ(make_backend("cpu", 1)->name(), "cpu");
-  EXPECT_EQ(make_backend("auto")->name(), "cpu");
+  EXPECT_EQ(make_backend("cpu", 1, 7)->name(), "cpu");  // the device index is CUDA's only
 }
 
-TEST(MakeBackend, CudaIsNotAvailableYet) {
+TEST(MakeBackend, AutoChoosesCudaOnlyWithAUsableDevice) {
+#ifdef NN_HAVE_CUDA
+  const bool gpu = cuda_device_count() > 0;
+#else
+  const bool gpu = false;
+#endif
+  EXPECT_EQ(make_backend("auto")->name(), gpu ? "cuda" : "cpu");
+  // A device index past the last device falls back to the CPU.
+  EXPECT_EQ(make_backend("auto", 1, 1000)->name(), "cpu");
+}
+
+TEST(MakeBackend, CudaNeedsABuildWithCudaAndADevice) {
   const std::string msg = config_error_of("cuda");
 #ifdef NN_HAVE_CUDA
-  EXPECT_EQ(msg, "backend 'cuda': not implemented yet; use --backend cpu");
+  if (cuda_device_count() > 0) {
+    EXPECT_EQ(msg, "");
+    EXPECT_EQ(make_backend("cuda")->name(), "cuda");
+    const std::string bad = config_error_of("cuda", 0, 1000);
+    EXPECT_NE(bad.find("device 1000 does not exist"), std::string::npos) << bad;
+  } else {
+    EXPECT_EQ(msg.rfind("backend 'cuda': no usable CUDA device (", 0), 0u) << msg;
+  }
 #else
   EXPECT_EQ(msg, "backend 'cuda': this build has no CUDA support; use --backend cpu");
 #endif
+}
+
+TEST(MakeBackend, NegativeDeviceIsAConfigError) {
+  const std::string msg = config_error_of("auto", 0, -1);
+  EXPECT_NE(msg.find("device = -1"), std::string::npos) << msg;
 }
 
 TEST(MakeBackend, UnknownNamesAndBadThreadCountsAreConfigErrors) {
