@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "backend/backend.h"
+#include "backend/backend_choice.h"
 #include "config/parse.h"
 #include "core/error.h"
 #include "core/nearest_name.h"
@@ -172,7 +173,9 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
   const BoundData bound = bind_datasets(spec, sets, /*need_outputs=*/false, files);
   const std::string layer = scored_layer(job, spec);
 
-  auto backend = make_backend(job.backend, job.threads, job.device);
+  std::string note;
+  auto backend = make_backend_for(spec, job.backend, job.threads, job.device, &note);
+  if (!note.empty()) log(note);
   Network net(*backend, spec, bound.sparse_inputs());
   net.load_arrays(file);
   const uint32_t units = net.layer(layer).units();

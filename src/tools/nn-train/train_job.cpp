@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "backend/backend.h"
+#include "backend/backend_choice.h"
 #include "common/tool_main.h"
 #include "config/parse.h"
 #include "core/atomic_file.h"
@@ -92,7 +93,9 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log)
   if (!m->validation_sets.empty())
     m->validation =
         bind_datasets(m->spec, m->validation_sets, /*need_outputs=*/true, validation_files);
-  m->backend = make_backend(job.backend, job.threads, job.device);
+  std::string note;
+  m->backend = make_backend_for(m->spec, job.backend, job.threads, job.device, &note);
+  if (!note.empty()) log(note);
   m->net = std::make_unique<Network>(*m->backend, m->spec, m->bound.sparse_inputs());
   return m;
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/backend_choice.h"
 #include "backend/cuda/device_probe.h"
 #include "core/error.h"
 
@@ -60,6 +61,56 @@ TEST(MakeBackend, UnknownNamesAndBadThreadCountsAreConfigErrors) {
   EXPECT_EQ(config_error_of("gpu"), "backend 'gpu': unknown; expected one of cpu, cuda, auto");
   const std::string msg = config_error_of("cpu", -2);
   EXPECT_NE(msg.find("threads = -2"), std::string::npos) << msg;
+}
+
+NetworkSpec fc_spec() {
+  NetworkSpec s;
+  LayerSpec in, hidden, out;
+  in.name = "In";
+  in.kind = LayerKind::Input;
+  hidden.name = "H";
+  hidden.kind = LayerKind::Hidden;
+  out.name = "Out";
+  out.kind = LayerKind::Output;
+  s.layers = {in, hidden, out};
+  return s;
+}
+
+TEST(BackendChoice, FeaturesTheCudaBackendLacksAreNamed) {
+  EXPECT_EQ(cuda_unsupported_feature(fc_spec()), "");
+  NetworkSpec s = fc_spec();
+  s.layers[1].type = LayerType::Convolutional;
+  EXPECT_EQ(cuda_unsupported_feature(s), "Convolutional layer 'H'");
+  s = fc_spec();
+  s.layers[1].batch_normalization = true;
+  EXPECT_EQ(cuda_unsupported_feature(s), "BatchNormalization on layer 'H'");
+  s = fc_spec();
+  s.layers[2].delta_norm = 1.0f;
+  EXPECT_EQ(cuda_unsupported_feature(s), "DeltaNorm on layer 'Out'");
+  s = fc_spec();
+  s.layers[1].sparse = true;
+  EXPECT_EQ(cuda_unsupported_feature(s), "");  // no penalty without beta
+  s.sparseness_penalty_beta = 0.5f;
+  EXPECT_EQ(cuda_unsupported_feature(s), "the sparseness penalty on layer 'H'");
+}
+
+TEST(BackendChoice, AutoNeverPicksABackendThatCannotRunTheNetwork) {
+  NetworkSpec conv = fc_spec();
+  conv.layers[1].type = LayerType::Convolutional;
+  std::string note = "stale";
+  EXPECT_EQ(make_backend_for(conv, "auto", 1, 0, &note)->name(), "cpu");
+#ifdef NN_HAVE_CUDA
+  if (cuda_device_count() > 0)
+    EXPECT_EQ(note,
+              "backend auto: Convolutional layer 'H' is not implemented on CUDA yet; using the CPU "
+              "backend");
+  else
+    EXPECT_EQ(note, "");
+#else
+  EXPECT_EQ(note, "");
+#endif
+  EXPECT_EQ(make_backend_for(fc_spec(), "cpu", 1, 0, &note)->name(), "cpu");
+  EXPECT_EQ(note, "");
 }
 
 TEST(CudaProbe, SmokeKernelRunsOnADevice) {

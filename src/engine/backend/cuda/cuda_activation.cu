@@ -35,13 +35,14 @@ __device__ float block_max(float v, float* shared) {
   __syncthreads();
   if (lane == 0) shared[warp] = v;
   __syncthreads();
-  float m = lane < warps ? shared[lane] : -INFINITY;
-  if (warp == 0)
+  if (warp == 0) {  // only warp 0 reads the warp maxima (no reader races with the write below)
+    float m = lane < warps ? shared[lane] : -INFINITY;
     for (int off = 16; off > 0; off >>= 1) {
       const float o = __shfl_down_sync(0xffffffffu, m, off);
       m = o > m ? o : m;
     }
-  if (threadIdx.x == 0) shared[0] = m;
+    if (lane == 0) shared[0] = m;
+  }
   __syncthreads();
   return shared[0];
 }

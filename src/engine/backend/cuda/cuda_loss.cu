@@ -301,6 +301,7 @@ static void launch_loss(CudaBackend& b, const LossParams& p, const float* a, con
     // Only the first `rows` rows are targets of this batch.
     SparseView sp = t.sp;
     sp.rows = rows;
+    if (t.sp.rows != rows) sp.nnz = 0;  // t.sp.nnz counts more rows: read row_ptr[rows]
     const uint64_t nnz = b.nnz_of(sp);
     g.row_ptr = sp.row_ptr;
     g.value = sp.value;

@@ -22,9 +22,12 @@ __device__ __forceinline__ T block_sum(T v, T* shared) {
   __syncthreads();  // shared may still be read by a previous block_sum
   if (lane == 0) shared[warp] = v;
   __syncthreads();
-  T total = lane < warps ? shared[lane] : T(0);
-  if (warp == 0) total = warp_sum(total);
-  if (threadIdx.x == 0) shared[0] = total;
+  if (warp == 0) {
+    // Only warp 0 reads the warp totals, so thread 0's write below races with no reader.
+    T total = lane < warps ? shared[lane] : T(0);
+    total = warp_sum(total);
+    if (lane == 0) shared[0] = total;
+  }
   __syncthreads();
   return shared[0];
 }

@@ -68,10 +68,11 @@ const uint32_t* sort_entries(CudaBackend& b, const SparseView& x, uint64_t nnz, 
   make_keys_kernel<<<grid_for(nnz), kThreads, 0, b.stream()>>>(x.index, row_of, nnz, by_row, keys,
                                                                ids);
   NN_CUDA_LAUNCHED("make_keys_kernel");
-  // Only the bits a key can use: 32 + the bits of the row count, or 32.
+  // Only the bits a key can use: 32 + enough bits for every row value in [0, x.rows] (an entry
+  // past row_ptr[rows] gets row x.rows), or 32.
   int end_bit = 32;
   if (by_row)
-    while (end_bit < 64 && (uint64_t(1) << (end_bit - 32)) < uint64_t(x.rows)) ++end_bit;
+    while (end_bit < 64 && (uint64_t(1) << (end_bit - 32)) <= uint64_t(x.rows)) ++end_bit;
   size_t temp_bytes = 0;
   NN_CUDA_CALL(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, keys, keys_out, ids, ids_out,
                                                int(nnz), 0, end_bit, b.stream()));

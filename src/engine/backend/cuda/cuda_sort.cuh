@@ -1,6 +1,7 @@
 // CSR helpers shared by the sparse and loss kernels: the batch row of every stored entry, and a
 // stable radix sort of the entries by a key (CUB), so entries with equal keys keep their entry
-// order and every sum over them has a fixed order.
+// order and every sum over them has a fixed order. Views start at entry 0 (row_ptr[0] == 0, as
+// every batch the model builds does).
 #pragma once
 
 #include <cstdint>
