@@ -6,6 +6,9 @@
 
 #include "backend/cuda/device_probe.h"
 
+// Keep in step with backend/cuda/cuda_unimplemented.cpp: Pooling layers cover pooling, LRN
+// and similarity pooling (DotProduct, Cosine); everything else has CUDA kernels.
+
 namespace nn {
 
 std::string cuda_unsupported_feature(const NetworkSpec& spec) {
@@ -14,13 +17,6 @@ std::string cuda_unsupported_feature(const NetworkSpec& spec) {
     if (l.type == LayerType::Convolutional) return "Convolutional layer " + name;
     if (l.type == LayerType::Pooling) return "Pooling layer " + name;
     if (l.batch_normalization) return "BatchNormalization on layer " + name;
-    if (l.weight_norm > 0) return "WeightNorm on layer " + name;
-    if (l.delta_norm > 0) return "DeltaNorm on layer " + name;
-    if (!l.shared_weights.empty()) return "shared weights on layer " + name;
-    const float beta =
-        l.sparseness_penalty_beta > 0 ? l.sparseness_penalty_beta : spec.sparseness_penalty_beta;
-    if (l.kind == LayerKind::Hidden && l.sparse && beta > 0)
-      return "the sparseness penalty on layer " + name;
   }
   return "";
 }

@@ -19,6 +19,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/math/elementwise_math.h"
 #include "backend/math/loss_row_math.h"
+#include "backend/math/norm_math.h"
 #include "backend/math/optimizer_math.h"
 #include "backend_test_util.h"
 #include "core/random.h"
@@ -573,6 +574,110 @@ TEST(HostKernelMath, LossRowsMatchTheCpuBackend) {
         ++cases;
       }
   EXPECT_EQ(cases, 7 * 13 * 4);
+}
+
+// Norms and the sparseness penalty: cuda_norm.cu's per-row / per-column steps.
+TEST(HostKernelMath, NormsAndSparsenessPenaltyMatchTheCpuBackend) {
+  CpuBackend cpu(2);
+  Rng rng(8);
+  const uint32_t rows = 23, cols = 601;
+  const std::vector<float> x = test::uniform(size_t(rows) * cols, rng, -0.2, 0.2);
+  const float max_norm = 2.0f;  // some rows longer, some shorter
+  // Rows: squared length (a GPU block sums it as a tree: compare with a tolerance), then scale.
+  std::vector<float> rows_cpu = x, rows_k = x;
+  cpu.clip_row_norms(rows_cpu.data(), rows, cols, max_norm);
+  for (uint32_t r = 0; r < rows; ++r) {
+    double sq = 0.0;
+    for (uint32_t c = 0; c < cols; ++c) {
+      const double v = x[size_t(r) * cols + c];
+      sq += v * v;
+    }
+    const float s = math::clip_scale(sq, max_norm);
+    for (uint32_t c = 0; c < cols; ++c) rows_k[size_t(r) * cols + c] *= s;
+  }
+  EXPECT_TRUE(test::all_near(rows_k, std::vector<double>(rows_cpu.begin(), rows_cpu.end()), 1e-7,
+                             1e-6));
+  // Columns: the rows in order, in double (the CPU's order): bit for bit.
+  std::vector<float> cols_cpu = x, cols_k = x;
+  cpu.clip_column_norms(cols_cpu.data(), rows, cols, 0.5f);
+  for (uint32_t c = 0; c < cols; ++c) {
+    double sq = 0.0;
+    for (uint32_t r = 0; r < rows; ++r) {
+      const double v = x[size_t(r) * cols + c];
+      sq += v * v;
+    }
+    const float s = math::clip_scale(sq, 0.5f);
+    for (uint32_t r = 0; r < rows; ++r) cols_k[size_t(r) * cols + c] *= s;
+  }
+  EXPECT_TRUE(bitwise_equal(cols_k, cols_cpu));
+  EXPECT_FALSE(bitwise_equal(cols_k, x));  // some columns were clipped
+  // Sparseness penalty on sigmoid-like activations.
+  const std::vector<float> a = test::uniform(size_t(rows) * cols, rng, 0.0, 0.3);
+  const std::vector<float> d0 = test::uniform(size_t(rows) * cols, rng, -1.0, 1.0);
+  std::vector<float> d_cpu = d0, d_k = d0;
+  const float p = 0.05f, beta = 0.7f;
+  const double v_cpu = cpu.sparseness_penalty(a.data(), rows, cols, p, beta, d_cpu.data());
+  double total = 0.0;
+  for (uint32_t c = 0; c < cols; ++c) {
+    double sum = 0.0;
+    for (uint32_t r = 0; r < rows; ++r) sum += a[size_t(r) * cols + c];
+    const double rho = math::sparseness_rho(sum, rows);
+    total += math::kl_divergence(p, rho);
+    const float g = math::sparseness_gradient(p, beta, rho);
+    for (uint32_t r = 0; r < rows; ++r) d_k[size_t(r) * cols + c] += g;
+  }
+  EXPECT_NEAR(double(rows) * beta * total, v_cpu, 1e-12 * std::fabs(v_cpu));
+  EXPECT_TRUE(bitwise_equal(d_k, d_cpu));
+}
+
+// Transposed sparse weights: cuda_sparse_transposed.cu's forward (per row and output unit, the
+// entries in order) and gradient (per index run, zero deltas skipped).
+TEST(HostKernelMath, TransposedSparseMatchesTheCpuBackend) {
+  CpuBackend cpu(2);
+  Rng rng(9);
+  const uint32_t rows = 29, cols = 400, n_out = 37;
+  Csr x = test::random_csr(rows, cols, 30, rng, true, true, true, 6);
+  const SparseView v = x.view();
+  const std::vector<float> w = test::uniform(size_t(n_out) * cols, rng, -1.0, 1.0);
+  const std::vector<float> z0 = test::uniform(size_t(rows) * n_out, rng, -1.0, 1.0);
+  std::vector<float> z_cpu = z0, z = z0;
+  cpu.sparse_matmul_transposed(v, w.data(), n_out, z_cpu.data());
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t o = 0; o < n_out; ++o) {
+      float acc = 0.0f;
+      for (uint32_t e = x.row_ptr[r]; e < x.row_ptr[r + 1]; ++e)
+        acc += x.val(e) * x.weight(r) * w[size_t(o) * cols + x.index[e]];
+      z[size_t(r) * n_out + o] += acc;
+    }
+  EXPECT_TRUE(test::all_near(z, std::vector<double>(z_cpu.begin(), z_cpu.end()), 1e-6, 1e-6));
+  std::vector<float> delta = test::uniform(size_t(rows) * n_out, rng, -1.0, 1.0);
+  for (size_t i = 0; i < delta.size(); i += 4) delta[i] = 0.0f;  // skipped terms
+  const std::vector<float> g0 = test::uniform(size_t(n_out) * cols, rng, -0.1, 0.1);
+  std::vector<float> g_cpu = g0, g = g0;
+  cpu.sparse_weight_gradient_transposed(v, delta.data(), n_out, 0.4f, g_cpu.data());
+  std::vector<uint32_t> row_of(x.index.size()), order(x.index.size());
+  for (uint32_t r = 0; r < rows; ++r)
+    for (uint32_t e = x.row_ptr[r]; e < x.row_ptr[r + 1]; ++e) row_of[e] = r;
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return x.index[a] < x.index[b]; });
+  std::vector<uint32_t> sorted_index(order.size());
+  for (size_t i = 0; i < order.size(); ++i) sorted_index[i] = x.index[order[i]];
+  for (uint32_t p = 0; p < order.size(); ++p) {
+    if (!math::run_start(sorted_index.data(), 0, p)) continue;
+    const uint32_t idx = sorted_index[p];
+    for (uint32_t o = 0; o < n_out; ++o) {
+      float acc = g[size_t(o) * cols + idx];
+      for (uint32_t q = p; q < order.size() && sorted_index[q] == idx; ++q) {
+        const uint32_t e = order[q], r = row_of[e];
+        const float d = delta[size_t(r) * n_out + o];
+        if (d == 0.0f) continue;
+        acc += 0.4f * x.weight(r) * d * x.val(e);
+      }
+      g[size_t(o) * cols + idx] = acc;
+    }
+  }
+  EXPECT_TRUE(test::all_near(g, std::vector<double>(g_cpu.begin(), g_cpu.end()), 1e-6, 1e-6));
 }
 
 }  // namespace

@@ -85,13 +85,15 @@ TEST(BackendChoice, FeaturesTheCudaBackendLacksAreNamed) {
   s.layers[1].batch_normalization = true;
   EXPECT_EQ(cuda_unsupported_feature(s), "BatchNormalization on layer 'H'");
   s = fc_spec();
-  s.layers[2].delta_norm = 1.0f;
-  EXPECT_EQ(cuda_unsupported_feature(s), "DeltaNorm on layer 'Out'");
+  s.layers[2].type = LayerType::Pooling;
+  EXPECT_EQ(cuda_unsupported_feature(s), "Pooling layer 'Out'");
+  // Features with CUDA kernels: norms, the sparseness penalty.
   s = fc_spec();
+  s.layers[2].delta_norm = 1.0f;
+  s.layers[1].weight_norm = 1.0f;
   s.layers[1].sparse = true;
-  EXPECT_EQ(cuda_unsupported_feature(s), "");  // no penalty without beta
   s.sparseness_penalty_beta = 0.5f;
-  EXPECT_EQ(cuda_unsupported_feature(s), "the sparseness penalty on layer 'H'");
+  EXPECT_EQ(cuda_unsupported_feature(s), "");
 }
 
 TEST(BackendChoice, AutoNeverPicksABackendThatCannotRunTheNetwork) {

@@ -353,10 +353,53 @@ TEST_F(CudaParity, TopKIncludingKLargerThanTheWidth) {
   }
 }
 
+TEST_F(CudaParity, NormsAndSparsenessPenalty) {
+  for (uint32_t rows : {1u, 37u, 256u})
+    for (uint32_t cols : {1u, 129u, 3001u}) {
+      const std::vector<float> x = test::uniform(size_t(rows) * cols, rng_, -0.1, 0.1);
+      auto gx = on(*gpu_, x);
+      std::vector<float> cx = x;
+      gpu_->clip_row_norms(gx.data(), rows, cols, 1.0f);
+      cpu_->clip_row_norms(cx.data(), rows, cols, 1.0f);
+      EXPECT_TRUE(near(gx.to_host(), cx, 1e-7, 1e-6)) << rows << "x" << cols;
+      gpu_->clip_column_norms(gx.data(), rows, cols, 0.3f);
+      cpu_->clip_column_norms(cx.data(), rows, cols, 0.3f);
+      EXPECT_TRUE(near(gx.to_host(), cx, 1e-7, 1e-6)) << rows << "x" << cols;
+      const std::vector<float> a = test::uniform(size_t(rows) * cols, rng_, 0.0, 0.4),
+                               d = test::uniform(size_t(rows) * cols, rng_, -1, 1);
+      auto ga = on(*gpu_, a), gd = on(*gpu_, d);
+      std::vector<float> cd = d;
+      const double gv = gpu_->sparseness_penalty(ga.data(), rows, cols, 0.05f, 0.5f, gd.data());
+      const double cv = cpu_->sparseness_penalty(a.data(), rows, cols, 0.05f, 0.5f, cd.data());
+      EXPECT_NEAR(gv, cv, 1e-9 * (1 + std::fabs(cv))) << rows << "x" << cols;
+      EXPECT_TRUE(near(gd.to_host(), cd, 1e-6, 1e-6)) << rows << "x" << cols;
+    }
+}
+
+TEST_F(CudaParity, TransposedSparseWeights) {
+  for (uint32_t n_out : {1u, 33u, 300u}) {
+    const uint32_t rows = 41, cols = 1500;
+    Csr x = test::random_csr(rows, cols, 90, rng_, true, true, true, 7);
+    DeviceCsr gx(*gpu_, x);
+    const std::vector<float> w = test::uniform(size_t(n_out) * cols, rng_, -1, 1),
+                             z = test::uniform(size_t(rows) * n_out, rng_, -1, 1),
+                             delta = test::uniform(size_t(rows) * n_out, rng_, -1, 1),
+                             g = test::uniform(size_t(n_out) * cols, rng_, -1, 1);
+    auto gw = on(*gpu_, w), gz = on(*gpu_, z), gdelta = on(*gpu_, delta), gg = on(*gpu_, g);
+    std::vector<float> cz = z, cg = g;
+    gpu_->sparse_matmul_transposed(gx.v, gw.data(), n_out, gz.data());
+    cpu_->sparse_matmul_transposed(x.view(), w.data(), n_out, cz.data());
+    EXPECT_TRUE(near(gz.to_host(), cz, 1e-5, 1e-5)) << n_out;
+    gpu_->sparse_weight_gradient_transposed(gx.v, gdelta.data(), n_out, 0.3f, gg.data());
+    cpu_->sparse_weight_gradient_transposed(x.view(), delta.data(), n_out, 0.3f, cg.data());
+    EXPECT_TRUE(near(gg.to_host(), cg, 1e-5, 1e-5)) << n_out;
+  }
+}
+
 TEST_F(CudaParity, UnimplementedOperationsSaySo) {
   DeviceArray<float> x(*gpu_, 4);
   try {
-    gpu_->clip_row_norms(x.data(), 2, 2, 1.0f);
+    gpu_->lrn_forward(LrnParams{}, 1, x.data(), false, x.data());
     FAIL() << "no BackendError";
   } catch (const BackendError& e) {
     EXPECT_NE(std::string(e.what()).find("not implemented on CUDA yet"), std::string::npos)

@@ -9,8 +9,7 @@
 // file), so repeated runs give identical bits.
 //
 // Not implemented yet (they throw BackendError naming the operation): convolution, pooling, LRN,
-// batch normalisation, row/column norm clipping, the sparseness penalty, transposed sparse
-// weights and similarity pooling (cuda_unimplemented.cpp).
+// batch normalisation and similarity pooling (cuda_unimplemented.cpp).
 #pragma once
 
 #include <cublas_v2.h>
@@ -85,7 +84,8 @@ class CudaBackend final : public Backend {
   void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
              float* values, uint32_t* indices) override;
 
-  // Not implemented on CUDA yet: each throws BackendError naming the operation.
+  // Norms and the sparseness penalty (cuda_norm.cu), transposed sparse weights
+  // (cuda_sparse_transposed.cu).
   void clip_row_norms(float* x, uint32_t rows, uint32_t cols, float max_norm) override;
   void clip_column_norms(float* w, uint32_t rows, uint32_t cols, float max_norm) override;
   double sparseness_penalty(const float* a, uint32_t rows, uint32_t cols, float p, float beta,
@@ -108,6 +108,7 @@ class CudaBackend final : public Backend {
                                 float* z) override;
   void sparse_weight_gradient_transposed(const SparseView& x, const float* delta, uint32_t n_out,
                                          float alpha, float* g) override;
+  // Not implemented on CUDA yet: each throws BackendError naming the operation.
   void conv_forward(const ConvGeometry& g, uint32_t rows, const float* x, const float* w,
                     const float* bias, bool accumulate, float* y) override;
   void conv_backward_data(const ConvGeometry& g, uint32_t rows, const float* dy, const float* w,

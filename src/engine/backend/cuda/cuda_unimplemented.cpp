@@ -1,21 +1,11 @@
 // The Backend operations the CUDA backend does not implement yet. Each throws BackendError
 // naming the operation (CudaBackend::not_implemented), so a network that needs one fails at its
 // first use with a clear message instead of running a wrong kernel. To do: cuDNN convolution,
-// pooling, LRN and batch normalisation; own kernels for the norms, the sparseness penalty, the
-// transposed sparse products and similarity pooling.
+// pooling, LRN and batch normalisation; own kernels for similarity pooling.
 #include "backend/cuda/cuda_backend.h"
 
 namespace nn {
 
-void CudaBackend::clip_row_norms(float*, uint32_t, uint32_t, float) {
-  not_implemented("clip_row_norms (DeltaNorm)");
-}
-void CudaBackend::clip_column_norms(float*, uint32_t, uint32_t, float) {
-  not_implemented("clip_column_norms (WeightNorm)");
-}
-double CudaBackend::sparseness_penalty(const float*, uint32_t, uint32_t, float, float, float*) {
-  not_implemented("sparseness_penalty (SparsenessPenalty)");
-}
 void CudaBackend::batch_norm_forward_training(const BatchNormParams&, const float*, float*,
                                               const float*, const float*, float*, float*, float*,
                                               float*) {
@@ -35,13 +25,6 @@ void CudaBackend::batch_norm_backward_inference(const BatchNormParams&, const fl
                                                 const float*, const float*, const float*, float,
                                                 float*, float*, float*) {
   not_implemented("batch_norm_backward_inference");
-}
-void CudaBackend::sparse_matmul_transposed(const SparseView&, const float*, uint32_t, float*) {
-  not_implemented("sparse_matmul_transposed (shared transposed weights)");
-}
-void CudaBackend::sparse_weight_gradient_transposed(const SparseView&, const float*, uint32_t,
-                                                    float, float*) {
-  not_implemented("sparse_weight_gradient_transposed (shared transposed weights)");
 }
 void CudaBackend::conv_forward(const ConvGeometry&, uint32_t, const float*, const float*,
                                const float*, bool, float*) {
