@@ -79,10 +79,11 @@ class SparseAutoEncoder(torch.nn.Module):
 
     def forward(self, indices, dense_x):
         if self.input_mode == "sparse":
-            rows = torch.arange(indices.shape[0]).repeat_interleave(indices.shape[1])
+            rows = torch.arange(indices.shape[0], device=indices.device).repeat_interleave(
+                indices.shape[1])
             coo = torch.sparse_coo_tensor(
                 torch.stack([rows, indices.reshape(-1)]),
-                torch.ones(indices.numel()), (indices.shape[0], self.items))
+                torch.ones(indices.numel(), device=indices.device), (indices.shape[0], self.items))
             z = torch.sparse.mm(coo, self.w_in) + self.b_in
         else:
             z = torch.addmm(self.b_in, dense_x, self.w_in)
@@ -105,7 +106,8 @@ def flop_counts(batch, items, hidden, nnz):
 
 def run_config(hidden, optimizer_name, input_mode, args):
     torch.manual_seed(args.seed)
-    model = SparseAutoEncoder(ITEMS, hidden, input_mode)
+    device = torch.device(args.device)
+    model = SparseAutoEncoder(ITEMS, hidden, input_mode).to(device)
     if optimizer_name == "rmsprop":
         optimizer = torch.optim.RMSprop(model.parameters(), lr=1e-3, alpha=0.9, eps=1e-8,
                                         weight_decay=args.weight_decay, foreach=True)
@@ -117,9 +119,9 @@ def run_config(hidden, optimizer_name, input_mode, args):
     times = []
     losses = []
     for step in range(args.warmup + args.batches):
-        indices = pool[step % len(pool)]
+        indices = pool[step % len(pool)].to(device)
         start = time.perf_counter()
-        target = torch.zeros(BATCH, ITEMS).scatter_(1, indices, 1.0)
+        target = torch.zeros(BATCH, ITEMS, device=device).scatter_(1, indices, 1.0)
         logits = model(indices, target if input_mode == "dense" else None)
         loss = (torch.nn.functional.softplus(logits) - logits * target).sum() / BATCH
         optimizer.zero_grad(set_to_none=True)
@@ -140,6 +142,7 @@ def run_config(hidden, optimizer_name, input_mode, args):
         "batch": BATCH,
         "nnz_per_example": args.nnz,
         "threads": torch.get_num_threads(),
+        "device": str(device),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
         "warmup": args.warmup,
         "batches": args.batches,
@@ -176,6 +179,8 @@ def main(argv=None):
                         help="L2 weight decay (default 0)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--seed", type=int, default=12134)
+    parser.add_argument("--device", default="cpu",
+                        help="torch device: cpu (default) or cuda[:N] (scripts/gpu-check.sh)")
     args = parser.parse_args(argv)
 
     try:

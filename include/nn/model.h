@@ -18,6 +18,7 @@ namespace nn::api {
 struct ModelOptions {
   std::string backend = "cpu";  // "cpu", "cuda" or "auto"
   int threads = 0;              // CPU threads; 0 = every CPU this process may use
+  int device = 0;               // CUDA device index (backend "cuda", or "auto" picking CUDA)
 };
 
 // The shape of one dataset a JSON network names (its layers' "DataSet"), for "N": "auto" sizes

@@ -109,4 +109,33 @@ rc=$?
 set -e
 [[ $rc == 2 ]] && grep -q 'nn-train runs Train and Validate' err.txt || fail "Predict CDL: rc=$rc $(cat err.txt)"
 
+# ---- --backend / --device and the CDL keys Backend / Device ----
+"$tools/nn-train" -c config.json -i input.nc -o output.nc -n be.nc -b 8 -e 1 --backend cpu \
+  --device 3 >be.log || fail "--backend cpu --device 3 (the device index is CUDA's only)"
+grep -q 'backend cpu' be.log || fail "backend not reported: $(grep training: be.log)"
+set +e
+"$tools/nn-train" -c config.json -i input.nc -o output.nc -n be.nc -e 1 --backend gpu 2>err.txt
+rc=$?
+"$tools/nn-train" -c config.json -i input.nc -o output.nc -n be.nc -e 1 --backend cuda \
+  >cuda.log 2>cuda_err.txt
+cuda_rc=$?
+set -e
+[[ $rc != 0 ]] && grep -q "backend 'gpu': unknown; expected one of cpu, cuda, auto" err.txt ||
+  fail "--backend gpu: rc=$rc $(cat err.txt)"
+# Without a usable GPU (or a CUDA build) --backend cuda is a clear error; with one it trains.
+if [[ $cuda_rc != 0 ]]; then
+  grep -Eq "no usable CUDA device|this build has no CUDA support" cuda_err.txt ||
+    fail "--backend cuda without a GPU: $(cat cuda_err.txt)"
+fi
+sed 's/"Command": "Train"/"Backend": "cpu", "Device": 2, "Command": "Train"/' train.cdl >be.cdl
+"$tools/nn-train" be.cdl >becdl.log || fail "CDL Backend/Device"
+grep -q 'backend cpu' becdl.log || fail "CDL Backend cpu: $(grep training: becdl.log)"
+sed 's/"Command": "Train"/"Backend": "gpu", "Command": "Train"/' train.cdl >bad_be.cdl
+set +e
+"$tools/nn-train" bad_be.cdl 2>err.txt
+rc=$?
+set -e
+[[ $rc != 0 ]] && grep -q 'Backend: expected "cpu", "cuda" or "auto", got "gpu"' err.txt ||
+  fail "CDL Backend gpu: rc=$rc $(cat err.txt)"
+
 echo "train_flags: all checks passed"

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "api/model_impl.h"
+#include "backend/backend_choice.h"
 #include "config/parse.h"
 #include "core/error.h"
 #include "core/nearest_name.h"
@@ -86,7 +87,8 @@ std::shared_ptr<Model> Model::Impl::from_file(const NetworkFile& file, const Mod
                                               std::map<std::string, bool> sparse_inputs,
                                               const NetworkParallel& parallel) {
   if (sparse_inputs.empty()) sparse_inputs = sparse_flags(file.spec);
-  return create(make_backend(options.backend, options.threads), file.spec, std::move(sparse_inputs),
+  return create(make_backend_for(file.spec, options.backend, options.threads, options.device),
+                file.spec, std::move(sparse_inputs),
                 &file, 0, parallel);
 }
 
@@ -127,7 +129,8 @@ std::shared_ptr<Model> Model::from_json(const std::string& json,
       if (it != datasets.end()) is_sparse = it->second.sparse;
     }
   }
-  return Impl::create(make_backend(options.backend, options.threads), std::move(spec),
+  auto backend = make_backend_for(spec, options.backend, options.threads, options.device);
+  return Impl::create(std::move(backend), std::move(spec),
                       std::move(sparse), nullptr, seed);
 }
 

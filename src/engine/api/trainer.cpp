@@ -6,6 +6,7 @@
 
 #include "api/dataset_impl.h"
 #include "api/model_impl.h"
+#include "backend/backend_choice.h"
 #include "api/train_setup.h"
 #include "config/enum_names.h"
 #include "config/parse.h"
@@ -160,8 +161,9 @@ std::shared_ptr<Model> train_cdl(const std::string& cdl_path, const EpochCallbac
     for (const auto& l : spec.layers)
       for (const auto& s : shapes)
         if (l.name == layer && s.name == l.dataset) is_sparse = s.is_sparse();
-  std::shared_ptr<Model> model = Model::Impl::create(make_backend(options.backend, options.threads),
-                                                     spec, std::move(sparse), nullptr, o.seed);
+  std::shared_ptr<Model> model = Model::Impl::create(
+      make_backend_for(spec, options.backend, options.threads, options.device), spec,
+      std::move(sparse), nullptr, o.seed);
   auto impl = make_impl(model, std::move(data), o, log, files);
   if (!cdl.training.validation_data.empty()) {
     // Validation sets stay alive in this scope until training ends.

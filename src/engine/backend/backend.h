@@ -203,8 +203,10 @@ class Backend {
                                    uint32_t dy_stride, float* da, float* db);
 };
 
-// Creates a backend by name: "cpu", "cuda", or "auto" (cuda when a GPU is usable, else cpu).
-// `threads` = 0 uses every core. Throws ConfigError for an unknown or unavailable backend.
-std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0);
+// Creates a backend by name: "cpu", "cuda", or "auto" (cuda when this build has the CUDA backend
+// and CUDA device `device` is usable, else cpu). `threads` = 0 uses every core (CPU backend);
+// `device` is the CUDA device index (0-based; ignored by the CPU backend). Throws ConfigError for
+// an unknown or unavailable backend or device.
+std::unique_ptr<Backend> make_backend(const std::string& name, int threads = 0, int device = 0);
 
 }  // namespace nn

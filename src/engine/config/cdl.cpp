@@ -74,13 +74,21 @@ class CdlParser {
         else
           r_.fail(m.path,
                   "expected \"Auto\", \"Data\" or \"Model\", not \"" + r_.get_string(m) + "\"");
+      } else if (k == "backend") {
+        spec.backend = r_.get_string(m);
+        if (spec.backend != "cpu" && spec.backend != "cuda" && spec.backend != "auto")
+          r_.fail(m.path,
+                  "expected \"cpu\", \"cuda\" or \"auto\", got " + Json(spec.backend).dump());
+      } else if (k == "device") {
+        spec.device = int(r_.get_int(*m.value, m.path, 0, kMaxInt));
       } else if (k == "trainingparameters") {
         parse_training(m, spec.training);
       } else if (k == "predictionparameters") {
         parse_prediction(m, spec.prediction);
       } else {
         r_.unknown_key(m, {"Version", "Network", "Command", "Data", "RandomSeed", "MemoryLimit",
-                           "Parallel", "TrainingParameters", "PredictionParameters"});
+                           "Parallel", "Backend", "Device", "TrainingParameters",
+                           "PredictionParameters"});
       }
     }
     if (!has_network) {

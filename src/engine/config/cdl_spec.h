@@ -62,6 +62,8 @@ struct CdlSpec {
   // Parallel (ours): the mode of every layer that has no "Parallel" key of its own under
   // mpirun: Auto (the rule decides), Data (split nothing), Model (split every layer that can be).
   ParallelMode parallel = ParallelMode::Auto;
+  std::string backend;             // Backend: "cpu", "cuda" or "auto"; "" = the tool's flag
+  std::optional<int> device;       // Device: CUDA device index; unset = the tool's flag
   TrainingParameters training;
   PredictionParameters prediction;
 };

@@ -69,7 +69,13 @@ int run(int argc, char** argv) {
                  "write a layer's activations for every example: FILE.nc = NetCDF dataset named "
                  "after the layer, else text lines sample<TAB>v1,v2,...; recommendations are then "
                  "written only with -s");
-  app.add_option("--backend", job.backend, "cpu, cuda or auto (default auto)");
+  auto* backend_opt = app.add_option(
+      "--backend", job.backend,
+      "cpu, cuda or auto (default auto: cuda when this build has it and the device is usable; "
+      "a CDL Backend key is used when the flag is absent)");
+  auto* device_opt =
+      app.add_option("--device", job.device, "CUDA device index (default 0, or the CDL Device key)")
+          ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", job.threads,
                  "CPU threads (default: the CPUs this process may use, shared among the ranks "
                  "of an mpirun job on this host)");
@@ -87,6 +93,8 @@ int run(int argc, char** argv) {
       throw UsageError(cdl + ": Command is " + to_string(spec.command) +
                        "; nn-predict runs Predict (use nn-train for Train)");
     apply_memory_limit(memory_limit, spec.memory_limit);
+    if (backend_opt->count() == 0 && !spec.backend.empty()) job.backend = spec.backend;
+    if (device_opt->count() == 0 && spec.device) job.device = *spec.device;
     const PredictionParameters& p = spec.prediction;
     job.network = spec.network;
     job.data_files = spec.data;

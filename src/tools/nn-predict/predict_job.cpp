@@ -12,6 +12,7 @@
 
 #include "api/model_impl.h"
 #include "backend/backend.h"
+#include "backend/backend_choice.h"
 #include "config/parse.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
@@ -185,8 +186,11 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
   parallel.settings.memory_budget = memory_budget() / uint64_t(std::max(ranks_on_this_host(), 1));
   // The library's Model owns the network (the same one api::Model::load builds), with input layers
   // of the kind of the data bound to them.
-  const std::shared_ptr<api::Model> model = api::Model::Impl::from_file(
-      file, {job.backend, job.threads}, bound.sparse_inputs(), parallel);
+  std::string note;
+  auto backend = make_backend_for(spec, job.backend, job.threads, job.device, &note);
+  if (!note.empty()) log(note);
+  const std::shared_ptr<api::Model> model = api::Model::Impl::create(
+      std::move(backend), spec, bound.sparse_inputs(), &file, 0, parallel);
   Network& net = *model->impl().net;
   const bool model_parallel = net.model_parallel();
   if (model_parallel)

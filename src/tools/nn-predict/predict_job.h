@@ -34,6 +34,7 @@ struct PredictJob {
   uint32_t minibatch = 1024;
   std::string backend = "auto";
   int threads = 0;
+  int device = 0;                       // CUDA device index (--device, CDL Device)
 };
 
 int run_predict_job(const PredictJob& job, const LogSink& log);

@@ -104,7 +104,14 @@ int run(int argc, char** argv) {
                  "|finite difference| (default abs 0.002)");
   app.add_option("--check-rel-tolerance", check.rel_tolerance,
                  "Validate: see --check-abs-tolerance (default rel 0.02)");
-  app.add_option("--backend", backend, "cpu, cuda or auto (default auto)");
+  int device = 0;
+  auto* backend_opt = app.add_option(
+      "--backend", backend,
+      "cpu, cuda or auto (default auto: cuda when this build has it and the device is usable; "
+      "a CDL Backend key is used when the flag is absent)");
+  auto* device_opt =
+      app.add_option("--device", device, "CUDA device index (default 0, or the CDL Device key)")
+          ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", threads,
                  "CPU threads (default: the CPUs this process may use, shared among the ranks "
                  "of an mpirun job on this host)");
@@ -119,6 +126,7 @@ int run(int argc, char** argv) {
 
   TrainJob job;
   job.backend = backend;
+  job.device = device;
   // Under mpirun the ranks on a host share its CPUs (dist/process.h).
   job.threads = threads > 0 ? threads : default_thread_count();
   job.resume = resume;
@@ -132,6 +140,8 @@ int run(int argc, char** argv) {
     validate = validate || spec.command == Command::Validate;
     apply_memory_limit(memory_limit, spec.memory_limit);
     job.parallel = spec.parallel;
+    if (backend_opt->count() == 0 && !spec.backend.empty()) job.backend = spec.backend;
+    if (device_opt->count() == 0 && spec.device) job.device = *spec.device;
     const TrainingParameters& t = spec.training;
     job.network_json = spec.network;
     job.data_files = spec.data;

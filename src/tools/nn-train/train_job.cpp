@@ -13,6 +13,7 @@
 #include "api/model_impl.h"
 #include "api/train_setup.h"
 #include "backend/backend.h"
+#include "backend/backend_choice.h"
 #include "common/tool_main.h"
 #include "config/parse.h"
 #include "core/atomic_file.h"
@@ -113,7 +114,10 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
         "a validation set is used, which split layers do not support yet";
   // Built and initialised with the run's seed the way every front end builds a model
   // (api/model_impl.h); a resumed run then loads the checkpoint's arrays over it.
-  m->model = api::Model::Impl::create(make_backend(job.backend, job.threads), m->spec,
+  std::string note;
+  auto backend = make_backend_for(m->spec, job.backend, job.threads, job.device, &note);
+  if (!note.empty()) log(note);
+  m->model = api::Model::Impl::create(std::move(backend), m->spec,
                                       m->bound.sparse_inputs(), nullptr, job.options.seed,
                                       parallel);
   m->net = m->model->impl().net.get();

@@ -24,6 +24,7 @@ struct TrainJob {
   std::string backend = "auto";
   int threads = 0;
   ParallelMode parallel = ParallelMode::Auto;  // CDL "Parallel": layers without their own key
+  int device = 0;               // CUDA device index (--device, CDL Device)
 };
 
 // Loads data and network, trains, writes the result atomically. Returns 0.

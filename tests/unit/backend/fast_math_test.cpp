@@ -1,6 +1,6 @@
 // Accuracy of the vectorisable exp/expm1/log/log1p/sigmoid/tanh against the C library, and their
 // behaviour at the ends of the float range.
-#include "backend/cpu/fast_math.h"
+#include "backend/math/fast_math.h"
 
 #include <gtest/gtest.h>
 

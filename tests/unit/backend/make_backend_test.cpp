@@ -4,39 +4,115 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/backend_choice.h"
 #include "backend/cuda/device_probe.h"
 #include "core/error.h"
 
 namespace nn {
 namespace {
 
-std::string config_error_of(const std::string& name, int threads = 0) {
+std::string config_error_of(const std::string& name, int threads = 0, int device = 0) {
   try {
-    make_backend(name, threads);
+    make_backend(name, threads, device);
   } catch (const ConfigError& e) {
     return e.what();
   }
   return "";
 }
 
-TEST(MakeBackend, CpuAndAutoGiveTheCpuBackend) {
+TEST(MakeBackend, CpuIsAlwaysTheCpuBackend) {
   EXPECT_EQ(make_backend("cpu", 1)->name(), "cpu");
-  EXPECT_EQ(make_backend("auto")->name(), "cpu");
+  EXPECT_EQ(make_backend("cpu", 1, 7)->name(), "cpu");  // the device index is CUDA's only
 }
 
-TEST(MakeBackend, CudaIsNotAvailableYet) {
+TEST(MakeBackend, AutoChoosesCudaOnlyWithAUsableDevice) {
+#ifdef NN_HAVE_CUDA
+  const bool gpu = cuda_device_count() > 0;
+#else
+  const bool gpu = false;
+#endif
+  EXPECT_EQ(make_backend("auto")->name(), gpu ? "cuda" : "cpu");
+  // A device index past the last device falls back to the CPU.
+  EXPECT_EQ(make_backend("auto", 1, 1000)->name(), "cpu");
+}
+
+TEST(MakeBackend, CudaNeedsABuildWithCudaAndADevice) {
   const std::string msg = config_error_of("cuda");
 #ifdef NN_HAVE_CUDA
-  EXPECT_EQ(msg, "backend 'cuda': not implemented yet; use --backend cpu");
+  if (cuda_device_count() > 0) {
+    EXPECT_EQ(msg, "");
+    EXPECT_EQ(make_backend("cuda")->name(), "cuda");
+    const std::string bad = config_error_of("cuda", 0, 1000);
+    EXPECT_NE(bad.find("device 1000 does not exist"), std::string::npos) << bad;
+  } else {
+    EXPECT_EQ(msg.rfind("backend 'cuda': no usable CUDA device (", 0), 0u) << msg;
+  }
 #else
   EXPECT_EQ(msg, "backend 'cuda': this build has no CUDA support; use --backend cpu");
 #endif
+}
+
+TEST(MakeBackend, NegativeDeviceIsAConfigError) {
+  const std::string msg = config_error_of("auto", 0, -1);
+  EXPECT_NE(msg.find("device = -1"), std::string::npos) << msg;
 }
 
 TEST(MakeBackend, UnknownNamesAndBadThreadCountsAreConfigErrors) {
   EXPECT_EQ(config_error_of("gpu"), "backend 'gpu': unknown; expected one of cpu, cuda, auto");
   const std::string msg = config_error_of("cpu", -2);
   EXPECT_NE(msg.find("threads = -2"), std::string::npos) << msg;
+}
+
+NetworkSpec fc_spec() {
+  NetworkSpec s;
+  LayerSpec in, hidden, out;
+  in.name = "In";
+  in.kind = LayerKind::Input;
+  hidden.name = "H";
+  hidden.kind = LayerKind::Hidden;
+  out.name = "Out";
+  out.kind = LayerKind::Output;
+  s.layers = {in, hidden, out};
+  return s;
+}
+
+TEST(BackendChoice, FeaturesTheCudaBackendLacksAreNamed) {
+  EXPECT_EQ(cuda_unsupported_feature(fc_spec()), "");
+  NetworkSpec s = fc_spec();
+  s.layers[1].type = LayerType::Convolutional;
+  EXPECT_EQ(cuda_unsupported_feature(s), "Convolutional layer 'H'");
+  s = fc_spec();
+  s.layers[1].batch_normalization = true;
+  EXPECT_EQ(cuda_unsupported_feature(s), "BatchNormalization on layer 'H'");
+  s = fc_spec();
+  s.layers[2].type = LayerType::Pooling;
+  EXPECT_EQ(cuda_unsupported_feature(s), "Pooling layer 'Out'");
+  // Features with CUDA kernels: norms, the sparseness penalty.
+  s = fc_spec();
+  s.layers[2].delta_norm = 1.0f;
+  s.layers[1].weight_norm = 1.0f;
+  s.layers[1].sparse = true;
+  s.sparseness_penalty_beta = 0.5f;
+  EXPECT_EQ(cuda_unsupported_feature(s), "");
+}
+
+TEST(BackendChoice, AutoNeverPicksABackendThatCannotRunTheNetwork) {
+  NetworkSpec conv = fc_spec();
+  conv.layers[1].type = LayerType::Convolutional;
+  std::string note = "stale";
+  EXPECT_EQ(make_backend_for(conv, "auto", 1, 0, &note)->name(), "cpu");
+#ifdef NN_HAVE_CUDA
+  if (cuda_device_count() > 0)
+    EXPECT_EQ(note,
+              "backend auto: Convolutional layer 'H' is not implemented on CUDA yet; using the CPU "
+              "backend");
+  else
+    EXPECT_EQ(note, "");
+#else
+  EXPECT_EQ(note, "");
+#endif
+  EXPECT_EQ(make_backend_for(fc_spec(), "cpu", 1, 0, &note)->name(), "cpu");
+  EXPECT_EQ(note, "");
 }
 
 TEST(CudaProbe, SmokeKernelRunsOnADevice) {

@@ -212,7 +212,8 @@ TEST(CdlErrors, UnknownKeysListTheValidOnes) {
   EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
                                 "Epochs": 3})"),
                   "run.cdl: Epochs: unknown key; expected one of Version, Network, Command, Data, "
-                  "RandomSeed, MemoryLimit, Parallel, TrainingParameters, PredictionParameters");
+                  "RandomSeed, MemoryLimit, Parallel, Backend, Device, TrainingParameters, "
+                  "PredictionParameters");
   EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
                                 "TrainingParameters": {"Epochs": 1, "MiniBach": 3}})"),
                   "run.cdl: TrainingParameters.MiniBach: unknown key; expected one of Epochs, "

@@ -60,6 +60,21 @@ TEST(ConfigLimits, LayerSizeProductBeyond32BitsIsRejected) {
       "units");
 }
 
+TEST(ConfigLimits, CdlBackendAndDevice) {
+  const std::string base = R"({"Network": "n.json", "Command": "Train", "Data": "d.nc",
+      "TrainingParameters": {"Epochs": 1})";
+  const CdlSpec none = parse_cdl(base + "}", "a.cdl");
+  EXPECT_EQ(none.backend, "");
+  EXPECT_FALSE(none.device);
+  const CdlSpec c = parse_cdl(base + R"(, "Backend": "cuda", "Device": 3})", "a.cdl");
+  EXPECT_EQ(c.backend, "cuda");
+  EXPECT_EQ(c.device.value(), 3);
+  EXPECT_CONTAINS(error_of([&] { parse_cdl(base + R"(, "Backend": "gpu"})", "a.cdl"); }),
+                  "a.cdl: Backend: expected \"cpu\", \"cuda\" or \"auto\", got \"gpu\"");
+  EXPECT_CONTAINS(error_of([&] { parse_cdl(base + R"(, "Device": -1})", "a.cdl"); }),
+                  "a.cdl: Device:");
+}
+
 TEST(ConfigLimits, CdlMemoryLimit) {
   const std::string base = R"({"Network": "n.json", "Command": "Train", "Data": "d.nc",
       "TrainingParameters": {"Epochs": 1}, "MemoryLimit": )";

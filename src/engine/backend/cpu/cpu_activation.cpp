@@ -15,9 +15,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backend/cpu/activation_math.h"
+#include "backend/math/activation_math.h"
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/fast_math.h"
+#include "backend/math/fast_math.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
 #include "core/error.h"
@@ -78,14 +78,14 @@ void softmax_rows(cpu::ThreadPool& pool, float* x, uint32_t rows, uint32_t cols)
   });
 }
 
-template <cpu::DerivKind D>
-void backward_elementwise(cpu::ThreadPool& pool, const cpu::DerivConsts k, const float* a,
+template <math::DerivKind D>
+void backward_elementwise(cpu::ThreadPool& pool, const math::DerivConsts k, const float* a,
                           float* delta, size_t n) {
   cpu::for_chunks(pool, n, kParallelMin, [a, delta, k](size_t lo, size_t hi) {
     cpu::prefetch_ahead(a, lo);
     cpu::prefetch_ahead<1>(delta, lo);
 #pragma omp simd
-    for (size_t i = lo; i < hi; ++i) delta[i] *= cpu::fprime<D>(a[i], k);
+    for (size_t i = lo; i < hi; ++i) delta[i] *= math::fprime<D>(a[i], k);
   });
 }
 
@@ -164,11 +164,11 @@ void CpuBackend::activate(const ActivationParams& p, float* x, uint32_t rows, ui
 
 void CpuBackend::activation_backward(const ActivationParams& p, const float* a, float* delta,
                                      uint32_t rows, uint32_t cols) {
-  using cpu::DerivKind;
+  using math::DerivKind;
   const size_t n = size_t(rows) * cols;
-  const cpu::DerivConsts k = cpu::deriv_consts(p);
+  const math::DerivConsts k = math::deriv_consts(p);
   cpu::ThreadPool& t = *pool_;
-  switch (cpu::deriv_kind(p.kind)) {
+  switch (math::deriv_kind(p.kind)) {
     case DerivKind::Sigmoid:
       backward_elementwise<DerivKind::Sigmoid>(t, k, a, delta, n);
       break;

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
-#include "backend/cpu/loss_math.h"
+#include "backend/math/loss_math.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
 #include "core/error.h"
@@ -33,9 +33,9 @@
 namespace nn {
 namespace {
 
-using cpu::DerivKind;
-using cpu::Form;
-using cpu::LossConsts;
+using math::DerivKind;
+using math::Form;
+using math::LossConsts;
 
 constexpr size_t kParallelMin = size_t(1) << 14;
 
@@ -126,7 +126,7 @@ double elementwise_row(const Options& o, const RowInput& in, uint32_t cols) {
 #pragma omp simd
       for (uint32_t j = b; j < end; ++j) {
         float e, dz;
-        cpu::unit_delta<F, D>(c, a[j], t[j], w, e, dz);
+        math::unit_delta<F, D>(c, a[j], t[j], w, e, dz);
         lanes[j - b] += e;
         if constexpr (kDelta) d[j] = dz;
       }
@@ -142,7 +142,7 @@ double elementwise_row(const Options& o, const RowInput& in, uint32_t cols) {
 #pragma omp simd
       for (uint32_t j = b; j < end; ++j) {
         float e, dz;
-        cpu::unit_delta<F, D>(c, a[j], 0.0f, w, e, dz);
+        math::unit_delta<F, D>(c, a[j], 0.0f, w, e, dz);
         lanes[j - b] += e;
         if constexpr (kDelta) d[j] = dz * b0;
       }
@@ -155,11 +155,11 @@ double elementwise_row(const Options& o, const RowInput& in, uint32_t cols) {
   for (size_t i = 0; i < tg.index.size(); ++i) {
     const uint32_t j = tg.index[i];
     float e, dz;
-    cpu::unit_delta<F, D>(c, a[j], tg.value[i], w, e, dz);
+    math::unit_delta<F, D>(c, a[j], tg.value[i], w, e, dz);
     acc += e;
     if (!o.ignore_zero) {
       float e0, dz0;
-      cpu::unit_delta<F, D>(c, a[j], 0.0f, w, e0, dz0);
+      math::unit_delta<F, D>(c, a[j], 0.0f, w, e0, dz0);
       acc -= e0;
     }
     if constexpr (kDelta) d[j] = dz * o.boost_one;
@@ -180,7 +180,7 @@ double softmax_ce_row(const Options& o, const RowInput& in, uint32_t cols) {
 #pragma omp simd reduction(+ : acc, tsum)
     for (uint32_t j = 0; j < cols; ++j) {
       const float tj = t[j];
-      acc += tj != 0.0f ? -w * tj * cpu::floor_log(a[j]) : 0.0f;
+      acc += tj != 0.0f ? -w * tj * math::floor_log(a[j]) : 0.0f;
       tsum += tj;
     }
     if constexpr (kDelta) {
@@ -193,7 +193,7 @@ double softmax_ce_row(const Options& o, const RowInput& in, uint32_t cols) {
   const RowTargets& tg = *in.sp_t;
   double tsum = 0.0;
   for (size_t i = 0; i < tg.index.size(); ++i) {
-    acc += -w * tg.value[i] * cpu::floor_log(a[tg.index[i]]);
+    acc += -w * tg.value[i] * math::floor_log(a[tg.index[i]]);
     tsum += tg.value[i];
   }
   if constexpr (kDelta) {
@@ -329,13 +329,13 @@ double CpuBackend::loss_impl(const LossParams& p, const float* a, const TargetVi
   const bool softmax = p.activation.kind == Activation::SoftMax;
   const RowFn fn =
       delta ? (softmax ? softmax_for<true>(form)
-                       : elementwise_for<true>(form, cpu::deriv_kind(p.activation.kind)))
+                       : elementwise_for<true>(form, math::deriv_kind(p.activation.kind)))
             : (softmax ? softmax_for<false>(form)
-                       : elementwise_for<false>(form, cpu::deriv_kind(p.activation.kind)));
+                       : elementwise_for<false>(form, math::deriv_kind(p.activation.kind)));
   NN_CHECK(fn != nullptr, "loss: no kernel for this error function and activation");
 
   Options o;
-  o.c.k = cpu::deriv_consts(p.activation);
+  o.c.k = math::deriv_consts(p.activation);
   o.c.one_target = p.smce_one_target;
   o.c.zero_target = p.smce_zero_target;
   o.c.one_scale = p.smce_one_scale;

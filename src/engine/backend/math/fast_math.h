@@ -1,4 +1,6 @@
-// Vectorisable single-precision exp, expm1, log and log1p for the CPU kernels. glibc's scalar
+// Vectorisable single-precision exp, expm1, log and log1p, shared by the CPU kernels and the CUDA
+// kernels (every function is __host__ __device__ under nvcc, so both backends compute the same
+// bits from the same formulas). glibc's scalar
 // expf/logf block auto-vectorisation, and ~7 million elements per training batch go through a
 // sigmoid and a log-loss, so these are written as branch-free arithmetic that GCC turns into SIMD
 // code inside `#pragma omp simd` loops. Accuracy: a few ulp (~3e-7 relative) over the normal
@@ -14,8 +16,11 @@
 #include <cstring>
 
 // Forced inlining: these sit inside vectorised loops, and GCC's inliner gives up on them in
-// large translation units (the loss kernels), leaving a scalar call per element.
-#if defined(__GNUC__)
+// large translation units (the loss kernels), leaving a scalar call per element. Under nvcc the
+// same functions are also device functions (the NN_HD pattern of core/random.h).
+#if defined(__CUDACC__)
+#define NN_FORCE_INLINE __host__ __device__ __forceinline__
+#elif defined(__GNUC__)
 #define NN_FORCE_INLINE inline __attribute__((always_inline))
 #else
 #define NN_FORCE_INLINE inline
@@ -24,15 +29,33 @@
 namespace nn::fastmath {
 
 NN_FORCE_INLINE float bits_to_float(int32_t i) {
+#ifdef __CUDA_ARCH__
+  return __int_as_float(i);
+#else
   float f;
   std::memcpy(&f, &i, sizeof f);
   return f;
+#endif
 }
 
 NN_FORCE_INLINE int32_t float_to_bits(float f) {
+#ifdef __CUDA_ARCH__
+  return __float_as_int(f);
+#else
   int32_t i;
   std::memcpy(&i, &f, sizeof i);
   return i;
+#endif
+}
+
+// std::max / std::min semantics (a NaN first argument is returned, so NaN propagates where the
+// CPU code relied on it), usable in device code where std::max on a constant's reference fails.
+// Not fmaxf/fminf: those drop a NaN operand.
+NN_FORCE_INLINE float max_of(float a, float b) {
+  return a < b ? b : a;
+}
+NN_FORCE_INLINE float min_of(float a, float b) {
+  return b < a ? b : a;
 }
 
 // ln 2 split so that n * kLn2Hi is exact for |n| < 2^9 (Cody-Waite range reduction).
@@ -72,7 +95,7 @@ NN_FORCE_INLINE float reduce(float x, float& r) {
 // e^x. Returns 0 for x < -87 (true values there are below FLT_MIN ~ 1.2e-38) and saturates at
 // e^88 ~ 1.65e38 for larger x, so callers never see inf. NaN propagates.
 NN_FORCE_INLINE float exp(float x) {
-  float xc = std::min(std::max(x, kExpMin), kExpMax);
+  float xc = min_of(max_of(x, kExpMin), kExpMax);
   float r;
   float s = reduce(xc, r);
   float y = s * expm1_reduced(r) + s;
@@ -82,7 +105,7 @@ NN_FORCE_INLINE float exp(float x) {
 // e^x - 1, accurate in relative terms also for tiny |x| (where exp(x) - 1 would cancel).
 // Saturates like exp(): -1 below -87, e^88 - 1 above 88.
 NN_FORCE_INLINE float expm1(float x) {
-  float xc = std::min(std::max(x, kExpMin), kExpMax);
+  float xc = min_of(max_of(x, kExpMin), kExpMax);
   float r;
   float s = reduce(xc, r);
   float y = s * expm1_reduced(r) + (s - 1.0f);
@@ -135,9 +158,9 @@ NN_FORCE_INLINE float sigmoid(float z) {
 // tanh z = -expm1(-2|z|) / (2 + expm1(-2|z|)) with the sign of z: no cancellation near 0 and
 // exactly +-1 for large |z|.
 NN_FORCE_INLINE float tanh(float z) {
-  float u = nn::fastmath::expm1(-2.0f * std::fabs(z));
+  float u = nn::fastmath::expm1(-2.0f * fabsf(z));
   float t = -u / (2.0f + u);
-  return std::copysign(t, z);
+  return copysignf(t, z);
 }
 
 }  // namespace nn::fastmath

@@ -11,11 +11,11 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backend/cpu/activation_math.h"
-#include "backend/cpu/fast_math.h"
+#include "backend/math/activation_math.h"
+#include "backend/math/fast_math.h"
 #include "backend/kernel_params.h"
 
-namespace nn::cpu {
+namespace nn::math {
 
 // DSSTNE's MIN_ERROR: logs (and the matching 1/x factors) use max(x, 1e-12).
 constexpr float kLogFloor = 1e-12f;
@@ -31,10 +31,10 @@ struct LossConsts {
 };
 
 NN_FORCE_INLINE float floor_log(float x) {
-  return fastmath::log(std::max(x, kLogFloor));
+  return fastmath::log(fastmath::max_of(x, kLogFloor));
 }
 NN_FORCE_INLINE float floor_inv(float x) {
-  return 1.0f / std::max(x, kLogFloor);
+  return 1.0f / fastmath::max_of(x, kLogFloor);
 }
 
 // e and g = dE/da for one unit.
@@ -42,7 +42,7 @@ template <Form F>
 NN_FORCE_INLINE void unit_loss(const LossConsts& c, float a, float t, float w, float& e, float& g) {
   if constexpr (F == Form::L1) {
     const float d = a - t;
-    e = w * std::fabs(d);
+    e = w * fabsf(d);
     g = d > 0.0f ? w : (d < 0.0f ? -w : 0.0f);
   } else if constexpr (F == Form::L2) {
     const float d = a - t;
@@ -50,13 +50,13 @@ NN_FORCE_INLINE void unit_loss(const LossConsts& c, float a, float t, float w, f
     g = w * d;
   } else if constexpr (F == Form::L2Hinge) {
     // d = a - |t|, one-sided: only a below a positive target or above a non-positive one.
-    float d = a - std::fabs(t);
-    d = t > 0.0f ? std::min(d, 0.0f) : std::max(d, 0.0f);
+    float d = a - fabsf(t);
+    d = t > 0.0f ? fastmath::min_of(d, 0.0f) : fastmath::max_of(d, 0.0f);
     e = 0.5f * w * d * d;
     g = w * d;
   } else if constexpr (F == Form::Hinge) {
     const float m = 1.0f - t * a;
-    e = w * std::max(m, 0.0f);
+    e = w * fastmath::max_of(m, 0.0f);
     g = m > 0.0f ? -w * t : 0.0f;
   } else if constexpr (F == Form::CrossEntropy) {
     const float pos = t != 0.0f ? t * floor_log(a) : 0.0f;
@@ -133,4 +133,4 @@ NN_FORCE_INLINE void unit_delta(const LossConsts& c, float a, float t, float w, 
   }
 }
 
-}  // namespace nn::cpu
+}  // namespace nn::math

@@ -4,10 +4,10 @@
 // instantiated per family rather than per activation.
 #pragma once
 
-#include "backend/cpu/fast_math.h"
+#include "backend/math/fast_math.h"
 #include "backend/kernel_params.h"
 
-namespace nn::cpu {
+namespace nn::math {
 
 enum class DerivKind { Sigmoid, Tanh, One, Step, Clip, Elu, SoftPlus, SoftSign, SoftMax };
 
@@ -92,11 +92,11 @@ NN_FORCE_INLINE float fprime(float a, DerivConsts k) {
     // f'(z) = sigmoid(z) = 1 - e^-a; expm1 keeps precision when a is tiny.
     return -fastmath::expm1(-a);
   } else if constexpr (D == DerivKind::SoftSign) {
-    float m = 1.0f - std::fabs(a);
+    float m = 1.0f - fabsf(a);
     return m * m;
   } else {
     return 1.0f;
   }
 }
 
-}  // namespace nn::cpu
+}  // namespace nn::math

@@ -1,0 +1,41 @@
+// Backend choice for a network (backend_choice.h).
+#include "backend/backend_choice.h"
+
+#include <memory>
+#include <string>
+
+#include "backend/cuda/device_probe.h"
+
+// Keep in step with backend/cuda/cuda_unimplemented.cpp: Pooling layers cover pooling, LRN
+// and similarity pooling (DotProduct, Cosine); everything else has CUDA kernels.
+
+namespace nn {
+
+std::string cuda_unsupported_feature(const NetworkSpec& spec) {
+  for (const LayerSpec& l : spec.layers) {
+    const std::string name = "'" + l.name + "'";
+    if (l.type == LayerType::Convolutional) return "Convolutional layer " + name;
+    if (l.type == LayerType::Pooling) return "Pooling layer " + name;
+    if (l.batch_normalization) return "BatchNormalization on layer " + name;
+  }
+  return "";
+}
+
+std::unique_ptr<Backend> make_backend_for(const NetworkSpec& spec, const std::string& name,
+                                          int threads, int device, std::string* note) {
+  if (note) note->clear();
+#ifdef NN_HAVE_CUDA
+  if (name == "auto" && device >= 0 && device < cuda_device_count()) {
+    const std::string missing = cuda_unsupported_feature(spec);
+    if (!missing.empty()) {
+      if (note)
+        *note =
+            "backend auto: " + missing + " is not implemented on CUDA yet; using the CPU backend";
+      return make_backend("cpu", threads, device);
+    }
+  }
+#endif
+  return make_backend(name, threads, device);
+}
+
+}  // namespace nn

@@ -1,0 +1,24 @@
+// Backend choice for a given network: "auto" must not pick a backend that cannot run it. The CUDA
+// backend lacks some kernel families (docs/cuda-backend.md); a network that needs one gets the
+// CPU under "auto", with a note saying why, and a clear error under an explicit "cuda".
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "config/network_spec.h"
+
+namespace nn {
+
+// The first feature of `spec` the CUDA backend cannot run yet ("Convolutional layer 'C1'",
+// "BatchNormalization on layer 'H1'", ...), or "" when it runs every part of it.
+std::string cuda_unsupported_feature(const NetworkSpec& spec);
+
+// make_backend for `spec`: as make_backend(name, threads, device), except that "auto" picks the
+// CPU when the CUDA backend would be chosen but cannot run the network; *note (when given) then
+// says so, and is "" otherwise.
+std::unique_ptr<Backend> make_backend_for(const NetworkSpec& spec, const std::string& name,
+                                          int threads, int device, std::string* note = nullptr);
+
+}  // namespace nn

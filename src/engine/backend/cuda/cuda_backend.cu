@@ -1,0 +1,172 @@
+// CudaBackend: set-up, device memory, transfers, scratch buffers, data-error reporting and the
+// factory. The kernel families live in cuda_<family>.cu.
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_factory.h"
+#include "backend/cuda/cuda_reduce.cuh"
+#include "core/allocation_context.h"
+#include "core/error.h"
+#include "core/memory_budget.h"
+
+namespace nn {
+namespace {
+
+constexpr unsigned long long kNoError = ~0ull;
+
+// One block sums `count` doubles in a fixed order.
+__global__ void sum_doubles_kernel(const double* values, size_t count, double* out) {
+  __shared__ double shared[32];
+  double acc = 0.0;
+  for (size_t i = threadIdx.x; i < count; i += blockDim.x) acc += values[i];
+  acc = cuda::block_sum(acc, shared);
+  if (threadIdx.x == 0) *out = acc;
+}
+
+}  // namespace
+
+CudaBackend::CudaBackend(int device, bool tf32) : device_(device), tf32_(tf32) {
+  NN_CUDA_CALL(cudaSetDevice(device_));
+  NN_CUDA_CALL(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  NN_CUBLAS_CALL(cublasCreate(&blas_));
+  NN_CUBLAS_CALL(cublasSetStream(blas_, stream_));
+  NN_CUBLAS_CALL(
+      cublasSetMathMode(blas_, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  NN_CUDA_CALL(cudaMallocHost(reinterpret_cast<void**>(&pinned_), kPinnedDoubles * sizeof(double)));
+  NN_CUDA_CALL(cudaMalloc(reinterpret_cast<void**>(&error_flag_), sizeof(unsigned long long)));
+  NN_CUDA_CALL(cudaMemsetAsync(error_flag_, 0xff, sizeof(unsigned long long), stream_));
+}
+
+CudaBackend::~CudaBackend() {
+  // Destructors must not throw: statuses are ignored here (the process may be exiting after a
+  // device fault, when every call fails).
+  cudaStreamSynchronize(stream_);
+  for (Buffer& b : scratch_)
+    if (b.ptr) cudaFree(b.ptr);
+  if (error_flag_) cudaFree(error_flag_);
+  if (pinned_) cudaFreeHost(pinned_);
+  if (blas_) cublasDestroy(blas_);
+  if (stream_) cudaStreamDestroy(stream_);
+  cudaGetLastError();
+}
+
+void* CudaBackend::allocate(size_t bytes) {
+  void* p = nullptr;
+  const cudaError_t status = cudaMalloc(&p, bytes ? bytes : 1);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    const std::string& what = current_allocation();
+    size_t free_bytes = 0, total_bytes = 0;
+    cudaMemGetInfo(&free_bytes, &total_bytes);
+    cudaGetLastError();
+    throw BackendError("out of CUDA device memory: cannot allocate " + format_bytes(bytes) +
+                       (what.empty() ? std::string() : " for " + what) +
+                       " on cuda:" + std::to_string(device_) + " (" + format_bytes(free_bytes) +
+                       " free of " + format_bytes(total_bytes) + ")");
+  }
+  NN_CUDA_CALL(status);
+  return p;
+}
+
+void CudaBackend::release(void* ptr) noexcept {
+  if (!ptr) return;
+  // cudaFree waits for the device, so work still using ptr finishes first.
+  cudaFree(ptr);
+  cudaGetLastError();
+}
+
+void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
+  if (!bytes) return;
+  // From pageable memory the copy is staged by the driver and the source may be reused as soon
+  // as this returns; the device side stays ordered on the stream.
+  NN_CUDA_CALL(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+}
+
+void CudaBackend::download(void* host_dst, const void* src, size_t bytes) {
+  if (!bytes) return;
+  NN_CUDA_CALL(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  NN_CUDA_CALL(cudaStreamSynchronize(stream_));
+  check_data_errors();
+}
+
+void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
+  if (!bytes || dst == src) return;
+  NN_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+}
+
+void CudaBackend::synchronize() {
+  NN_CUDA_CALL(cudaStreamSynchronize(stream_));
+  check_data_errors();
+}
+
+void* CudaBackend::scratch(Slot slot, size_t bytes) {
+  Buffer& b = scratch_[slot];
+  if (bytes > b.bytes) {
+    if (b.ptr) {
+      NN_CUDA_CALL(cudaStreamSynchronize(stream_));
+      NN_CUDA_CALL(cudaFree(b.ptr));
+      b.ptr = nullptr;
+      b.bytes = 0;
+    }
+    const size_t grown = bytes + bytes / 2;
+    b.ptr = allocate(grown);
+    b.bytes = grown;
+  }
+  return b.ptr;
+}
+
+uint64_t CudaBackend::nnz_of(const SparseView& x) {
+  if (x.nnz || x.rows == 0) return x.nnz;
+  uint32_t last = 0;
+  NN_CUDA_CALL(
+      cudaMemcpyAsync(&last, x.row_ptr + x.rows, sizeof last, cudaMemcpyDeviceToHost, stream_));
+  NN_CUDA_CALL(cudaStreamSynchronize(stream_));
+  return last;
+}
+
+const double* CudaBackend::read_back(const double* device_values, size_t count) {
+  NN_CHECK(count <= kPinnedDoubles, "read_back: too many values");
+  NN_CUDA_CALL(cudaMemcpyAsync(pinned_, device_values, count * sizeof(double),
+                               cudaMemcpyDeviceToHost, stream_));
+  NN_CUDA_CALL(cudaStreamSynchronize(stream_));
+  check_data_errors();
+  return pinned_;
+}
+
+void CudaBackend::sum_doubles(const double* values, size_t count, double* out) {
+  sum_doubles_kernel<<<1, kThreads, 0, stream_>>>(values, count, out);
+  NN_CUDA_LAUNCHED("sum_doubles_kernel");
+}
+
+void CudaBackend::arm_data_error(std::string prefix, std::string suffix) {
+  error_prefix_ = std::move(prefix);
+  error_suffix_ = std::move(suffix);
+}
+
+void CudaBackend::check_data_errors() {
+  unsigned long long flag = kNoError;
+  NN_CUDA_CALL(cudaMemcpyAsync(&flag, error_flag_, sizeof flag, cudaMemcpyDeviceToHost, stream_));
+  NN_CUDA_CALL(cudaStreamSynchronize(stream_));
+  if (flag == kNoError) return;
+  NN_CUDA_CALL(cudaMemsetAsync(error_flag_, 0xff, sizeof flag, stream_));
+  throw DataError(error_prefix_ + std::to_string(flag >> 32) + ": index " +
+                  std::to_string(flag & 0xffffffffull) + error_suffix_);
+}
+
+void CudaBackend::not_implemented(const char* operation) const {
+  throw BackendError(std::string("backend 'cuda': ") + operation +
+                     " is not implemented on CUDA yet; use --backend cpu for networks that "
+                     "need it");
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int device) {
+  const char* tf32 = std::getenv("NN_CUDA_TF32");
+  const bool use_tf32 = tf32 && std::strcmp(tf32, "1") == 0;
+  return std::make_unique<CudaBackend>(device, use_tf32);
+}
+
+}  // namespace nn

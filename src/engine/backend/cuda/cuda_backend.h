@@ -1,0 +1,180 @@
+// The CUDA backend: device memory, one stream, cuBLAS for dense products and own kernels for the
+// rest, one kernel family per file (cuda_<family>.cu). Every kernel's per-element arithmetic is a
+// __host__ __device__ function in backend/math/, shared with the CPU backend or compared with it
+// by host tests; the wrappers here are thin and check every status (cuda_check.h).
+//
+// Ordering: every kernel, copy and cuBLAS call runs on stream_, so they execute in call order.
+// Calls that return a value to the host (losses, reductions, download) wait for the stream.
+// Determinism: no kernel uses floating-point atomics; every sum has a fixed order (see each
+// file), so repeated runs give identical bits.
+//
+// Not implemented yet (they throw BackendError naming the operation): convolution, pooling, LRN,
+// batch normalisation and similarity pooling (cuda_unimplemented.cpp).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "backend/backend.h"
+
+namespace nn {
+
+class CudaBackend final : public Backend {
+ public:
+  // Sets up device `device`: a non-blocking stream, a cuBLAS handle on it (TF32 tensor-core
+  // math when tf32, FP32 otherwise) and a small pinned buffer for results read back.
+  CudaBackend(int device, bool tf32);
+  ~CudaBackend() override;
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  std::string name() const override { return "cuda"; }
+  int device() const { return device_; }
+  bool tf32() const { return tf32_; }
+
+  void* allocate(size_t bytes) override;
+  void release(void* ptr) noexcept override;
+  void upload(void* dst, const void* host_src, size_t bytes) override;
+  void download(void* host_dst, const void* src, size_t bytes) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void synchronize() override;
+
+  void fill(float* x, size_t n, float value) override;
+  void axpy(size_t n, float a, const float* x, float* y) override;
+  void scale(float* x, size_t n, float a) override;
+  double sum_squares(const float* x, size_t n) override;
+  double sum_abs(const float* x, size_t n) override;
+
+  void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+            const float* b, int ldb, float beta, float* c, int ldc) override;
+  void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
+                      bool accumulate) override;
+  void column_sums(const float* x, uint32_t rows, uint32_t cols, float alpha, float beta,
+                   float* out) override;
+
+  void sparse_matmul(const SparseView& x, const float* w, uint32_t n_out, float* z) override;
+  void sparse_weight_gradient(const SparseView& x, const float* delta, uint32_t n_out, float alpha,
+                              float* g) override;
+
+  void activate(const ActivationParams& p, float* x, uint32_t rows, uint32_t cols) override;
+  void activation_backward(const ActivationParams& p, const float* a, float* delta, uint32_t rows,
+                           uint32_t cols) override;
+  void maxout_forward(const float* z, size_t groups, uint32_t k, uint32_t inner, float* a,
+                      uint32_t* arg) override;
+  void maxout_backward(const float* da, const uint32_t* arg, size_t groups, uint32_t k,
+                       uint32_t inner, float* dz) override;
+
+  double loss(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
+              uint32_t cols) override;
+  void output_delta(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
+                    uint32_t cols, float* delta) override;
+  double loss_and_delta(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
+                        uint32_t cols, float* delta) override;
+
+  void dropout(float* x, size_t n, float p, uint64_t seed, uint64_t stream) override;
+  void dropout_backward(float* delta, size_t n, float p, uint64_t seed, uint64_t stream) override;
+
+  void optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
+                      float* state1, size_t n) override;
+
+  void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
+             float* values, uint32_t* indices) override;
+
+  // Norms and the sparseness penalty (cuda_norm.cu), transposed sparse weights
+  // (cuda_sparse_transposed.cu).
+  void clip_row_norms(float* x, uint32_t rows, uint32_t cols, float max_norm) override;
+  void clip_column_norms(float* w, uint32_t rows, uint32_t cols, float max_norm) override;
+  double sparseness_penalty(const float* a, uint32_t rows, uint32_t cols, float p, float beta,
+                            float* delta) override;
+  void batch_norm_forward_training(const BatchNormParams& p, const float* x, float* y,
+                                   const float* scale, const float* bias, float* running_mean,
+                                   float* running_var, float* save_mean,
+                                   float* save_inv_std) override;
+  void batch_norm_forward_inference(const BatchNormParams& p, const float* x, float* y,
+                                    const float* scale, const float* bias,
+                                    const float* running_mean, const float* running_var) override;
+  void batch_norm_backward(const BatchNormParams& p, const float* x, const float* dy,
+                           const float* scale, const float* save_mean, const float* save_inv_std,
+                           float alpha, float* dx, float* dscale, float* dbias) override;
+  void batch_norm_backward_inference(const BatchNormParams& p, const float* x, const float* dy,
+                                     const float* scale, const float* running_mean,
+                                     const float* running_var, float alpha, float* dx,
+                                     float* dscale, float* dbias) override;
+  void sparse_matmul_transposed(const SparseView& x, const float* w, uint32_t n_out,
+                                float* z) override;
+  void sparse_weight_gradient_transposed(const SparseView& x, const float* delta, uint32_t n_out,
+                                         float alpha, float* g) override;
+  // Not implemented on CUDA yet: each throws BackendError naming the operation.
+  void conv_forward(const ConvGeometry& g, uint32_t rows, const float* x, const float* w,
+                    const float* bias, bool accumulate, float* y) override;
+  void conv_backward_data(const ConvGeometry& g, uint32_t rows, const float* dy, const float* w,
+                          float* dx) override;
+  void conv_backward_filter(const ConvGeometry& g, uint32_t rows, const float* x, const float* dy,
+                            float alpha, float* dw, float* dbias) override;
+  void pool_forward(const PoolParams& p, uint32_t rows, const float* x, bool accumulate,
+                    float* y) override;
+  void pool_backward(const PoolParams& p, uint32_t rows, const float* x, const float* dy,
+                     float* dx) override;
+  void lrn_forward(const LrnParams& p, uint32_t rows, const float* x, bool accumulate,
+                   float* y) override;
+  void lrn_backward(const LrnParams& p, uint32_t rows, const float* x, const float* dy,
+                    float* dx) override;
+  void similarity_forward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
+                          const float* b, float* y, uint32_t y_stride) override;
+  void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
+                           const float* b, const float* dy, uint32_t dy_stride, float* da,
+                           float* db) override;
+
+  // ---- for the kernel files -------------------------------------------------------------------
+  cudaStream_t stream() const { return stream_; }
+  // Scratch device memory of at least `bytes`, one buffer per slot, kept between calls and grown
+  // with 50% spare capacity (a batch with more non-zeros than any before rarely reallocates).
+  // Contents are undefined; a slot is valid until the next scratch() call for the same slot.
+  enum Slot { kSlotA, kSlotB, kSlotC, kSlotD, kSlotE, kSlotF, kSlotTemp, kSlotCount };
+  void* scratch(Slot slot, size_t bytes);
+  // Number of stored entries of a CSR view: x.nnz when the caller set it, else row_ptr[rows]
+  // read back from the device.
+  uint64_t nnz_of(const SparseView& x);
+  // Reads `count` doubles from device memory into pinned memory and waits for the stream.
+  const double* read_back(const double* device_values, size_t count);
+  // Data errors found by kernels (an index outside its range) are recorded on the device as
+  // (row << 32 | index) with atomicMin (so the first bad row is reported, whatever the thread
+  // order) and thrown as DataError by the next call that waits for the stream. A launcher that
+  // may raise one first says how to word it: "<prefix><row>: index <index><suffix>".
+  unsigned long long* error_flag() const { return error_flag_; }
+  void arm_data_error(std::string prefix, std::string suffix);
+  void check_data_errors();
+  // Sums `count` doubles on the device in a fixed order into *out (device).
+  void sum_doubles(const double* values, size_t count, double* out);
+
+ private:
+  [[noreturn]] void not_implemented(const char* operation) const;
+
+  int device_ = 0;
+  bool tf32_ = false;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  double* pinned_ = nullptr;  // kPinnedDoubles doubles of page-locked host memory
+  static constexpr size_t kPinnedDoubles = 64;
+  unsigned long long* error_flag_ = nullptr;  // device; ~0ull when no error
+  std::string error_prefix_, error_suffix_;
+  struct Buffer {
+    void* ptr = nullptr;
+    size_t bytes = 0;
+  };
+  Buffer scratch_[kSlotCount];
+};
+
+// Threads per block of the elementwise kernels, and a grid that covers n elements with a
+// grid-stride loop (capped: the loop does the rest).
+constexpr int kThreads = 256;
+inline unsigned grid_for(size_t n) {
+  const size_t blocks = (n + kThreads - 1) / kThreads;
+  return unsigned(blocks < 65535 * 8 ? (blocks ? blocks : 1) : 65535 * 8);
+}
+
+}  // namespace nn

@@ -1,0 +1,75 @@
+// CudaBackend dense kernels: gemm through cuBLAS (FP32 by default, TF32 tensor cores when the
+// backend was created with tf32), bias broadcast and column sums.
+//
+// Row-major to cuBLAS: a row-major matrix is the column-major transpose, so C = op(A) op(B) is
+// computed as C^T = op(B)^T op(A)^T with the operands swapped and the same transpose flags.
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_check.h"
+
+namespace nn {
+namespace {
+
+// C = beta * C for a product with no terms (k == 0); beta == 0 writes zeros (even over NaN), as
+// the CPU backend does.
+__global__ void scale_matrix_kernel(float* c, int m, int n, int ldc, float beta) {
+  const size_t total = size_t(m) * n;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
+       i += size_t(gridDim.x) * blockDim.x) {
+    float* p = c + (i / n) * size_t(ldc) + i % n;
+    *p = beta == 0.0f ? 0.0f : beta * *p;
+  }
+}
+
+__global__ void broadcast_bias_kernel(float* z, const float* bias, uint32_t rows, uint32_t cols,
+                                      bool accumulate) {
+  const size_t total = size_t(rows) * cols;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const float b = bias[i % cols];
+    z[i] = accumulate ? z[i] + b : b;
+  }
+}
+
+// One thread per column sums the rows in order, in double (the CPU backend's order and
+// precision), so the result is deterministic; reads are coalesced across the columns.
+__global__ void column_sums_kernel(const float* x, uint32_t rows, uint32_t cols, float alpha,
+                                   float beta, float* out) {
+  for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x) {
+    double acc = 0.0;
+    for (uint32_t r = 0; r < rows; ++r) acc += x[size_t(r) * cols + c];
+    const float s = static_cast<float>(double(alpha) * acc);
+    out[c] = beta == 0.0f ? s : beta * out[c] + s;
+  }
+}
+
+}  // namespace
+
+void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                       int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    scale_matrix_kernel<<<grid_for(size_t(m) * n), kThreads, 0, stream_>>>(c, m, n, ldc, beta);
+    NN_CUDA_LAUNCHED("scale_matrix_kernel");
+    return;
+  }
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  NN_CUBLAS_CALL(cublasSgemm(blas_, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+}
+
+void CudaBackend::broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
+                                 bool accumulate) {
+  const size_t total = size_t(rows) * cols;
+  if (total == 0) return;
+  broadcast_bias_kernel<<<grid_for(total), kThreads, 0, stream_>>>(z, bias, rows, cols, accumulate);
+  NN_CUDA_LAUNCHED("broadcast_bias_kernel");
+}
+
+void CudaBackend::column_sums(const float* x, uint32_t rows, uint32_t cols, float alpha, float beta,
+                              float* out) {
+  if (cols == 0) return;
+  column_sums_kernel<<<grid_for(cols), kThreads, 0, stream_>>>(x, rows, cols, alpha, beta, out);
+  NN_CUDA_LAUNCHED("column_sums_kernel");
+}
+
+}  // namespace nn

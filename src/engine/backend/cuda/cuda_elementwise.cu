@@ -1,0 +1,83 @@
+// CudaBackend elementwise kernels and reductions: fill, axpy, scale, sum of squares, sum of
+// absolute values. Reductions run on a fixed grid (kReduceBlocks x kThreads, grid-stride), each
+// thread summing in double, then fixed trees: the result does not depend on timing.
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_reduce.cuh"
+
+namespace nn {
+namespace {
+
+constexpr unsigned kReduceBlocks = 256;
+
+__global__ void fill_kernel(float* x, size_t n, float value) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    x[i] = value;
+}
+
+__global__ void axpy_kernel(size_t n, float a, const float* x, float* y) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    y[i] += a * x[i];
+}
+
+__global__ void scale_kernel(float* x, size_t n, float a) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    x[i] *= a;
+}
+
+template <bool kSquares>
+__global__ void partial_sums_kernel(const float* x, size_t n, double* partial) {
+  __shared__ double shared[32];
+  double acc = 0.0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const double v = x[i];
+    acc += kSquares ? v * v : (v < 0.0 ? -v : v);
+  }
+  acc = cuda::block_sum(acc, shared);
+  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+}
+
+template <bool kSquares>
+double reduce(CudaBackend& b, const float* x, size_t n) {
+  if (n == 0) return 0.0;
+  auto* partial =
+      static_cast<double*>(b.scratch(CudaBackend::kSlotTemp, (kReduceBlocks + 1) * sizeof(double)));
+  partial_sums_kernel<kSquares><<<kReduceBlocks, kThreads, 0, b.stream()>>>(x, n, partial);
+  NN_CUDA_LAUNCHED("partial_sums_kernel");
+  b.sum_doubles(partial, kReduceBlocks, partial + kReduceBlocks);
+  return *b.read_back(partial + kReduceBlocks, 1);
+}
+
+}  // namespace
+
+void CudaBackend::fill(float* x, size_t n, float value) {
+  if (n == 0) return;
+  fill_kernel<<<grid_for(n), kThreads, 0, stream_>>>(x, n, value);
+  NN_CUDA_LAUNCHED("fill_kernel");
+}
+
+void CudaBackend::axpy(size_t n, float a, const float* x, float* y) {
+  if (n == 0) return;
+  axpy_kernel<<<grid_for(n), kThreads, 0, stream_>>>(n, a, x, y);
+  NN_CUDA_LAUNCHED("axpy_kernel");
+}
+
+void CudaBackend::scale(float* x, size_t n, float a) {
+  if (n == 0) return;
+  scale_kernel<<<grid_for(n), kThreads, 0, stream_>>>(x, n, a);
+  NN_CUDA_LAUNCHED("scale_kernel");
+}
+
+double CudaBackend::sum_squares(const float* x, size_t n) {
+  return reduce<true>(*this, x, n);
+}
+
+double CudaBackend::sum_abs(const float* x, size_t n) {
+  return reduce<false>(*this, x, n);
+}
+
+}  // namespace nn

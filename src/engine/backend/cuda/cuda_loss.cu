@@ -1,0 +1,345 @@
+// CudaBackend losses and output deltas: one block per batch row, fused (the activations are read
+// once per pass and the deltas written once), with the CPU backend's algorithm (cpu_loss.cpp):
+//   sweep  every unit with its dense target, or t = 0 for sparse targets (implicit zeros);
+//   patch  after a barrier, every stored target, merged by index, replaces its unit's t = 0
+//          error and delta (sparse targets are sorted stably by (row, index) first, cuda_sort.cu,
+//          so duplicates are adjacent and merge in entry order);
+//   SoftMax: closed form for CrossEntropy, the reference's rule for ScaledMarginalCrossEntropy,
+//          the softmax Jacobian for every other error function.
+// Per-unit arithmetic: backend/math/loss_row_math.h and loss_math.h (shared with the CPU).
+// Each row's error is summed in double by a fixed tree; rows are summed in a fixed order on the
+// device and read back once per call.
+#include <string>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_reduce.cuh"
+#include "backend/cuda/cuda_sort.cuh"
+#include "backend/math/loss_row_math.h"
+#include "core/error.h"
+
+namespace nn {
+namespace {
+
+using math::DerivKind;
+using math::Form;
+
+struct LossArgs {
+  math::LossRowConsts o;
+  const float* a = nullptr;
+  const float* dense_t = nullptr;     // dense targets, or nullptr (sparse)
+  const uint32_t* row_ptr = nullptr;  // sparse targets: CSR rows
+  const uint32_t* sorted_index = nullptr;
+  const uint32_t* sorted_entry = nullptr;
+  const float* value = nullptr;    // sparse target values (nullptr: Boolean)
+  const float* weights = nullptr;  // example weights, or nullptr
+  float* delta = nullptr;          // nullptr: error only
+  uint32_t cols = 0;
+  bool normalise = false;  // multinomial targets (SoftMax cross-entropy forms)
+  double* row_error = nullptr;
+  unsigned long long* flag = nullptr;
+};
+
+__device__ __forceinline__ void flag_bad(unsigned long long* flag, uint32_t row, uint32_t index) {
+  atomicMin(flag, (static_cast<unsigned long long>(row) << 32) | index);
+}
+
+// Sum of the row's merged (not yet normalised) targets, in index order, by thread 0 (the CPU's
+// order); broadcast through shared memory. Rows with a bad index are flagged and return false.
+__device__ bool row_target_sum(const LossArgs& g, uint32_t r, double* shared_sum) {
+  __shared__ int bad;
+  if (threadIdx.x == 0) {
+    const uint32_t lo = g.row_ptr[r], hi = g.row_ptr[r + 1];
+    double sum = 0.0;
+    int b = 0;
+    for (uint32_t i = lo; i < hi; ++i) {
+      if (g.sorted_index[i] >= g.cols) {
+        flag_bad(g.flag, r, g.sorted_index[i]);
+        b = 1;
+        break;
+      }
+      if (math::run_start(g.sorted_index, lo, i))
+        sum += math::merged_target(g.sorted_index, g.sorted_entry, g.value, i, hi);
+    }
+    *shared_sum = sum;
+    bad = b;
+  }
+  __syncthreads();
+  return bad == 0;
+}
+
+// Elementwise activation family D (and SmceSoftMax); kJacobian applies the SoftMax Jacobian to
+// the deltas afterwards (D is then One, so the deltas hold dE/da).
+template <Form F, DerivKind D, bool kJacobian>
+__global__ void loss_rows_kernel(LossArgs g) {
+  __shared__ double shared[32];
+  __shared__ double target_sum;
+  const uint32_t r = blockIdx.x, cols = g.cols;
+  const float w = g.weights ? g.weights[r] : 1.0f;
+  const float* a = g.a + size_t(r) * cols;
+  float* d = g.delta ? g.delta + size_t(r) * cols : nullptr;
+  const bool sparse = g.dense_t == nullptr;
+  const float* t = sparse ? nullptr : g.dense_t + size_t(r) * cols;
+  bool ok = true;
+  if (sparse) ok = row_target_sum(g, r, &target_sum);
+  double acc = 0.0;
+  if (ok) {
+    for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x)
+      acc += math::loss_sweep_unit<F, D>(g.o, a[j], sparse ? 0.0f : t[j], w, sparse,
+                                         d ? d + j : nullptr);
+    if (sparse) {
+      __syncthreads();  // the sweep's deltas are written before the patches overwrite some
+      const uint32_t lo = g.row_ptr[r], hi = g.row_ptr[r + 1];
+      for (uint32_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        if (!math::run_start(g.sorted_index, lo, i)) continue;
+        const uint32_t j = g.sorted_index[i];
+        float v = math::merged_target(g.sorted_index, g.sorted_entry, g.value, i, hi);
+        if (g.normalise) v = math::normalised_target(v, target_sum);
+        float e, e0;
+        math::loss_patch_unit<F, D>(g.o, a[j], v, w, e, e0, d ? d + j : nullptr);
+        acc += e;
+        acc -= e0;
+      }
+    }
+  }
+  acc = cuda::block_sum(acc, shared);  // also the barrier before the Jacobian reads the deltas
+  if (threadIdx.x == 0) g.row_error[r] = ok ? acc : 0.0;
+  if constexpr (kJacobian) {
+    if (ok && d) {
+      double dot = 0.0;
+      for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x) dot += double(d[j]) * a[j];
+      const float s = static_cast<float>(cuda::block_sum(dot, shared));
+      for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x)
+        d[j] = math::softmax_jacobian(a[j], d[j], s);
+    }
+  }
+}
+
+// SoftMax + CrossEntropy: e = -w * sum t ln a, delta = w * (a * sum(t) - t).
+__global__ void softmax_ce_kernel(LossArgs g) {
+  __shared__ double shared[32];
+  __shared__ double target_sum;
+  const uint32_t r = blockIdx.x, cols = g.cols;
+  const float w = g.weights ? g.weights[r] : 1.0f;
+  const float* a = g.a + size_t(r) * cols;
+  float* d = g.delta ? g.delta + size_t(r) * cols : nullptr;
+  double acc = 0.0, tsum = 0.0;
+  if (g.dense_t) {
+    const float* t = g.dense_t + size_t(r) * cols;
+    for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      acc += math::softmax_ce_error(a[j], t[j], w);
+      tsum += t[j];
+    }
+    acc = cuda::block_sum(acc, shared);
+    const float s = static_cast<float>(cuda::block_sum(tsum, shared));
+    if (d)
+      for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x)
+        d[j] = math::softmax_ce_delta(a[j], t[j], w, s);
+    if (threadIdx.x == 0) g.row_error[r] = acc;
+    return;
+  }
+  const bool ok = row_target_sum(g, r, &target_sum);
+  const uint32_t lo = g.row_ptr[r], hi = g.row_ptr[r + 1];
+  if (ok) {
+    for (uint32_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+      if (!math::run_start(g.sorted_index, lo, i)) continue;
+      float v = math::merged_target(g.sorted_index, g.sorted_entry, g.value, i, hi);
+      if (g.normalise) v = math::normalised_target(v, target_sum);
+      acc += -w * v * math::floor_log(a[g.sorted_index[i]]);
+      tsum += v;
+    }
+  }
+  acc = cuda::block_sum(acc, shared);
+  const float s = static_cast<float>(cuda::block_sum(tsum, shared));
+  if (threadIdx.x == 0) g.row_error[r] = ok ? acc : 0.0;
+  if (!ok || !d) return;
+  for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x)
+    d[j] = math::softmax_ce_delta_zero(a[j], w, s);
+  __syncthreads();
+  for (uint32_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+    if (!math::run_start(g.sorted_index, lo, i)) continue;
+    const uint32_t j = g.sorted_index[i];
+    float v = math::merged_target(g.sorted_index, g.sorted_entry, g.value, i, hi);
+    if (g.normalise) v = math::normalised_target(v, target_sum);
+    d[j] = math::softmax_ce_delta(a[j], v, w, s);
+  }
+}
+
+using Launcher = void (*)(const LossArgs&, uint32_t rows, cudaStream_t);
+
+template <Form F, DerivKind D, bool kJacobian>
+void launch_rows(const LossArgs& g, uint32_t rows, cudaStream_t s) {
+  loss_rows_kernel<F, D, kJacobian><<<rows, kThreads, 0, s>>>(g);
+  NN_CUDA_LAUNCHED("loss_rows_kernel");
+}
+
+void launch_softmax_ce(const LossArgs& g, uint32_t rows, cudaStream_t s) {
+  softmax_ce_kernel<<<rows, kThreads, 0, s>>>(g);
+  NN_CUDA_LAUNCHED("softmax_ce_kernel");
+}
+
+template <Form F>
+Launcher for_deriv(DerivKind dk) {
+  switch (dk) {
+    case DerivKind::Sigmoid:
+      return &launch_rows<F, DerivKind::Sigmoid, false>;
+    case DerivKind::Tanh:
+      return &launch_rows<F, DerivKind::Tanh, false>;
+    case DerivKind::One:
+      return &launch_rows<F, DerivKind::One, false>;
+    case DerivKind::Step:
+      return &launch_rows<F, DerivKind::Step, false>;
+    case DerivKind::Clip:
+      return &launch_rows<F, DerivKind::Clip, false>;
+    case DerivKind::Elu:
+      return &launch_rows<F, DerivKind::Elu, false>;
+    case DerivKind::SoftPlus:
+      return &launch_rows<F, DerivKind::SoftPlus, false>;
+    case DerivKind::SoftSign:
+      return &launch_rows<F, DerivKind::SoftSign, false>;
+    case DerivKind::SoftMax:
+      break;
+  }
+  return nullptr;
+}
+
+Launcher elementwise_for(Form f, DerivKind dk) {
+  switch (f) {
+    case Form::L1:
+      return for_deriv<Form::L1>(dk);
+    case Form::L2:
+      return for_deriv<Form::L2>(dk);
+    case Form::L2Hinge:
+      return for_deriv<Form::L2Hinge>(dk);
+    case Form::Hinge:
+      return for_deriv<Form::Hinge>(dk);
+    case Form::CrossEntropy:
+      return for_deriv<Form::CrossEntropy>(dk);
+    case Form::Smce:
+      return for_deriv<Form::Smce>(dk);
+    case Form::Dsmce:
+      return for_deriv<Form::Dsmce>(dk);
+    case Form::SmceSoftMax:
+      break;
+  }
+  return nullptr;
+}
+
+Launcher softmax_for(Form f) {
+  switch (f) {
+    case Form::CrossEntropy:
+      return &launch_softmax_ce;
+    case Form::Smce:
+    case Form::SmceSoftMax:
+      return &launch_rows<Form::SmceSoftMax, DerivKind::One, false>;
+    case Form::L1:
+      return &launch_rows<Form::L1, DerivKind::One, true>;
+    case Form::L2:
+      return &launch_rows<Form::L2, DerivKind::One, true>;
+    case Form::L2Hinge:
+      return &launch_rows<Form::L2Hinge, DerivKind::One, true>;
+    case Form::Hinge:
+      return &launch_rows<Form::Hinge, DerivKind::One, true>;
+    case Form::Dsmce:
+      return &launch_rows<Form::Dsmce, DerivKind::One, true>;
+  }
+  return nullptr;
+}
+
+Form form_of(ErrorFunction f) {
+  switch (f) {
+    case ErrorFunction::L1:
+      return Form::L1;
+    case ErrorFunction::L2:
+      return Form::L2;
+    case ErrorFunction::L2Hinge:
+      return Form::L2Hinge;
+    case ErrorFunction::Hinge:
+      return Form::Hinge;
+    case ErrorFunction::CrossEntropy:
+      return Form::CrossEntropy;
+    case ErrorFunction::ScaledMarginalCrossEntropy:
+      return Form::Smce;
+    case ErrorFunction::DataScaledMarginalCrossEntropy:
+      return Form::Dsmce;
+  }
+  throw InternalError("cuda loss: unknown ErrorFunction code " + std::to_string(uint32_t(f)));
+}
+
+}  // namespace
+
+// Launches the row kernels; each row's error is left in scratch slot F.
+static void launch_loss(CudaBackend& b, const LossParams& p, const float* a, const TargetView& t,
+                        uint32_t rows, uint32_t cols, float* delta) {
+  NN_CHECK(t.sparse ? t.sp.row_ptr != nullptr && t.sp.rows >= rows : t.dense != nullptr,
+           "loss: target view does not cover the batch");
+  const Form form = form_of(p.function);
+  const bool softmax = p.activation.kind == Activation::SoftMax;
+  const Launcher launch =
+      softmax ? softmax_for(form) : elementwise_for(form, math::deriv_kind(p.activation.kind));
+  NN_CHECK(launch != nullptr, "loss: no kernel for this error function and activation");
+
+  LossArgs g;
+  g.o.c.k = math::deriv_consts(p.activation);
+  g.o.c.one_target = p.smce_one_target;
+  g.o.c.zero_target = p.smce_zero_target;
+  g.o.c.one_scale = p.smce_one_scale;
+  g.o.c.zero_scale = p.smce_zero_scale;
+  g.o.ignore_zero = t.sparse && t.ignore_zero;
+  if (t.sparse && p.activation.kind == Activation::Sigmoid &&
+      (p.function == ErrorFunction::L2 || p.function == ErrorFunction::CrossEntropy)) {
+    g.o.boost_zero = p.delta_boost_zero;
+    g.o.boost_one = p.delta_boost_one;
+  }
+  g.normalise = softmax && (form == Form::CrossEntropy || form == Form::Smce);
+  g.weights = t.sparse && t.sp.row_weight ? t.sp.row_weight : t.row_weight;
+  g.a = a;
+  g.delta = delta;
+  g.cols = cols;
+  g.flag = b.error_flag();
+  if (t.sparse) {
+    // Only the first `rows` rows are targets of this batch.
+    SparseView sp = t.sp;
+    sp.rows = rows;
+    if (t.sp.rows != rows) sp.nnz = 0;  // t.sp.nnz counts more rows: read row_ptr[rows]
+    const uint64_t nnz = b.nnz_of(sp);
+    g.row_ptr = sp.row_ptr;
+    g.value = sp.value;
+    if (nnz > 0) {
+      const uint32_t* row_of_sorted = nullptr;
+      g.sorted_entry =
+          cuda::sort_entries(b, sp, nnz, /*by_row=*/true, &g.sorted_index, &row_of_sorted);
+    }
+    b.arm_data_error("loss: sparse targets of batch row ",
+                     " is outside the output layer's " + std::to_string(cols) + " units");
+  } else {
+    g.dense_t = t.dense;
+  }
+  g.row_error =
+      static_cast<double*>(b.scratch(CudaBackend::kSlotF, (size_t(rows) + 1) * sizeof(double)));
+  launch(g, rows, b.stream());
+}
+
+double CudaBackend::loss(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
+                         uint32_t cols) {
+  return loss_and_delta(p, a, t, rows, cols, nullptr);
+}
+
+void CudaBackend::output_delta(const LossParams& p, const float* a, const TargetView& t,
+                               uint32_t rows, uint32_t cols, float* delta) {
+  if (rows == 0 || cols == 0) return;
+  launch_loss(*this, p, a, t, rows, cols, delta);
+  // A bad sparse target index is a data error the caller must see now, as on the CPU.
+  if (t.sparse) synchronize();
+}
+
+double CudaBackend::loss_and_delta(const LossParams& p, const float* a, const TargetView& t,
+                                   uint32_t rows, uint32_t cols, float* delta) {
+  if (rows == 0 || cols == 0) return 0.0;
+  launch_loss(*this, p, a, t, rows, cols, delta);
+  auto* rows_error = static_cast<double*>(scratch(kSlotF, (size_t(rows) + 1) * sizeof(double)));
+  sum_doubles(rows_error, rows, rows_error + rows);
+  return *read_back(rows_error + rows, 1);
+}
+
+}  // namespace nn

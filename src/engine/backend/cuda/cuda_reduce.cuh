@@ -1,0 +1,35 @@
+// Deterministic block-wide sums for the CUDA kernels: a fixed tree (warp shuffles, then one warp
+// over the warp totals), so the same inputs in the same threads give the same bits every run.
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace nn::cuda {
+
+template <typename T>
+__device__ __forceinline__ T warp_sum(T v) {
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_down_sync(0xffffffffu, v, off);
+  return v;
+}
+
+// Sum of v over the block (blockDim.x a multiple of 32, at most 1024); the result is valid in
+// every thread. `shared` holds 32 values. Contains __syncthreads: call from every thread.
+template <typename T>
+__device__ __forceinline__ T block_sum(T v, T* shared) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int warps = (blockDim.x + 31) >> 5;
+  v = warp_sum(v);
+  __syncthreads();  // shared may still be read by a previous block_sum
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    // Only warp 0 reads the warp totals, so thread 0's write below races with no reader.
+    T total = lane < warps ? shared[lane] : T(0);
+    total = warp_sum(total);
+    if (lane == 0) shared[0] = total;
+  }
+  __syncthreads();
+  return shared[0];
+}
+
+}  // namespace nn::cuda

@@ -1,0 +1,110 @@
+// Per-element arithmetic of the elementwise kernels that have no other shared home: activation
+// forward values, activation derivatives picked at run time, dropout masks and the ordering key
+// of top-K. Each is __host__ __device__ under nvcc (NN_FORCE_INLINE, fast_math.h): the CUDA
+// kernels call them per element, and host tests run them over the same index space and compare
+// with the CPU backend (tests/unit/backend/kernel_math_test.cpp).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "backend/kernel_params.h"
+#include "backend/math/activation_math.h"
+#include "backend/math/fast_math.h"
+#include "core/random.h"
+
+namespace nn::math {
+
+// An activation's parameters in the form the forward formulas use.
+struct ActConsts {
+  float slope = 0.01f, alpha = 1.0f, lambda = 1.0f;
+  float lo = 0.0f, hi = 1.0f;  // ReluMax / LinearMax bounds
+};
+
+inline ActConsts act_consts(const ActivationParams& p) {
+  ActConsts c;
+  c.slope = p.slope;
+  c.alpha = p.alpha;
+  c.lambda = p.lambda;
+  c.hi = p.max_value;
+  c.lo = p.kind == Activation::ReluMax ? 0.0f : -p.max_value;
+  return c;
+}
+
+// a = f(z) for the elementwise activations, with the CPU backend's formulas (cpu_activation.cpp).
+// SoftMax and MaxOut are not elementwise; their callers handle them (z is returned unchanged).
+NN_FORCE_INLINE float activate_unit(Activation kind, float z, const ActConsts& c) {
+  switch (kind) {
+    case Activation::Sigmoid:
+      return fastmath::sigmoid(z);
+    case Activation::Tanh:
+      return fastmath::tanh(z);
+    case Activation::RectifiedLinear:
+      return z > 0.0f ? z : 0.0f;
+    case Activation::ReluMax:
+    case Activation::LinearMax:
+      // NaN propagates instead of being clamped.
+      return z < c.lo ? c.lo : (z > c.hi ? c.hi : z);
+    case Activation::LeakyRectifiedLinear:
+    case Activation::ParametricRectifiedLinear:
+      return z > 0.0f ? z : c.slope * z;
+    case Activation::ExponentialLinear:
+      return z > 0.0f ? z : c.alpha * fastmath::expm1(z);
+    case Activation::ScaledExponentialLinear:
+      return c.lambda * (z > 0.0f ? z : c.alpha * fastmath::expm1(z));
+    case Activation::SoftPlus:
+      return fastmath::max_of(z, 0.0f) + fastmath::log1p(fastmath::exp(-fabsf(z)));
+    case Activation::SoftSign:
+      return z / (1.0f + fabsf(z));
+    case Activation::Linear:
+    case Activation::MaxOut:
+    case Activation::SoftMax:
+      break;
+  }
+  return z;
+}
+
+// f'(z) through a = f(z) for a derivative family chosen at run time (the kernels branch once per
+// launch, uniformly, instead of instantiating one kernel per family). SoftMax is not elementwise.
+NN_FORCE_INLINE float fprime_of(DerivKind d, float a, DerivConsts k) {
+  switch (d) {
+    case DerivKind::Sigmoid:
+      return fprime<DerivKind::Sigmoid>(a, k);
+    case DerivKind::Tanh:
+      return fprime<DerivKind::Tanh>(a, k);
+    case DerivKind::Step:
+      return fprime<DerivKind::Step>(a, k);
+    case DerivKind::Clip:
+      return fprime<DerivKind::Clip>(a, k);
+    case DerivKind::Elu:
+      return fprime<DerivKind::Elu>(a, k);
+    case DerivKind::SoftPlus:
+      return fprime<DerivKind::SoftPlus>(a, k);
+    case DerivKind::SoftSign:
+      return fprime<DerivKind::SoftSign>(a, k);
+    case DerivKind::One:
+    case DerivKind::SoftMax:
+      break;
+  }
+  return 1.0f;
+}
+
+// Inverted dropout of element i (the CPU backend's apply_dropout): dropped when the counter-based
+// uniform for (seed, stream, i) is below p, else scaled by 1 / keep with keep = 1 - p.
+NN_FORCE_INLINE float dropout_unit(float x, uint64_t i, float p, float keep, uint64_t seed,
+                                   uint64_t stream) {
+  const bool drop = uniform_at(seed, stream, i) < p;
+  return drop ? 0.0f : x / keep;
+}
+
+// Unsigned key whose descending order is the top-K order of the CPU backend for values: larger
+// first, -0 equal to +0 (ties then go to the lower column by a stable sort), every NaN after
+// every number (including -inf).
+NN_FORCE_INLINE uint32_t top_k_key(float v) {
+  if (v != v) return 0u;
+  if (v == 0.0f) v = 0.0f;  // -0 -> +0
+  const uint32_t bits = static_cast<uint32_t>(fastmath::float_to_bits(v));
+  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+}
+
+}  // namespace nn::math

@@ -1,0 +1,93 @@
+// The per-unit steps of the row-wise loss kernels (the CPU backend's cpu_loss.cpp algorithm,
+// split so a GPU block can run each step over a row's units in parallel):
+//   sweep  every unit of a row with its dense target, or t = 0 for sparse targets;
+//   patch  every stored sparse target (merged by index) after the sweep: its t = 0 error is
+//          replaced by the real one and its delta overwritten;
+//   softmax forms: the closed form of SoftMax + CrossEntropy and the SoftMax Jacobian.
+// Sparse targets are read in an order sorted stably by index (so duplicates are adjacent and in
+// entry order, as the CPU backend merges them). __host__ __device__ under nvcc; a host test runs
+// these over the same index space and compares with CpuBackend::loss_and_delta.
+#pragma once
+
+#include <cstdint>
+
+#include "backend/math/loss_math.h"
+
+namespace nn::math {
+
+struct LossRowConsts {
+  LossConsts c;
+  bool ignore_zero = false;                   // SparseIgnoreZero: only stored units count
+  float boost_zero = 1.0f, boost_one = 1.0f;  // DeltaBoost (Sigmoid, sparse, L2 or CE)
+};
+
+// Sweep of unit (r, j): returns its error; writes its delta when d != nullptr.
+template <Form F, DerivKind D>
+NN_FORCE_INLINE float loss_sweep_unit(const LossRowConsts& o, float a, float t, float w,
+                                      bool sparse, float* d) {
+  if (sparse && o.ignore_zero) {
+    if (d) *d = 0.0f;
+    return 0.0f;
+  }
+  float e, dz;
+  unit_delta<F, D>(o.c, a, t, w, e, dz);
+  if (d) *d = sparse ? dz * o.boost_zero : dz;
+  return e;
+}
+
+// Patch of a stored target v at a unit with activation a: its error e and the t = 0 error e0
+// that the sweep counted (0 under ignore_zero); writes the delta when d != nullptr.
+template <Form F, DerivKind D>
+NN_FORCE_INLINE void loss_patch_unit(const LossRowConsts& o, float a, float v, float w, float& e,
+                                     float& e0, float* d) {
+  float dz;
+  unit_delta<F, D>(o.c, a, v, w, e, dz);
+  e0 = 0.0f;
+  if (!o.ignore_zero) {
+    float dz0;
+    unit_delta<F, D>(o.c, a, 0.0f, w, e0, dz0);
+  }
+  if (d) *d = dz * o.boost_one;
+}
+
+// Position i of a row's entries sorted stably by index (sorted_index / sorted_entry): true when
+// it starts a run of equal indices (the merged target is stored there).
+NN_FORCE_INLINE bool run_start(const uint32_t* sorted_index, uint32_t lo, uint32_t i) {
+  return i == lo || sorted_index[i] != sorted_index[i - 1];
+}
+
+// The merged target value of the run starting at i: values add in entry order (analog targets),
+// or 1 (Boolean targets, value == nullptr).
+NN_FORCE_INLINE float merged_target(const uint32_t* sorted_index, const uint32_t* sorted_entry,
+                                    const float* value, uint32_t i, uint32_t hi) {
+  if (!value) return 1.0f;
+  float v = value[sorted_entry[i]];
+  for (uint32_t q = i + 1; q < hi && sorted_index[q] == sorted_index[i]; ++q)
+    v += value[sorted_entry[q]];
+  return v;
+}
+
+// Normalisation of a multinomial target (SoftMax cross-entropy forms): v / sum when sum > 0.
+NN_FORCE_INLINE float normalised_target(float v, double sum) {
+  return sum > 0.0 ? static_cast<float>(v / sum) : v;
+}
+
+// SoftMax + CrossEntropy: a unit's error -w*t*ln a (0 when t = 0) and its delta w*(a*s - t),
+// s = the row's target sum.
+NN_FORCE_INLINE float softmax_ce_error(float a, float t, float w) {
+  return t != 0.0f ? -w * t * floor_log(a) : 0.0f;
+}
+NN_FORCE_INLINE float softmax_ce_delta(float a, float t, float w, float s) {
+  return w * (a * s - t);
+}
+// The delta of a unit without a stored target (sparse targets), in the CPU backend's order.
+NN_FORCE_INLINE float softmax_ce_delta_zero(float a, float w, float s) {
+  return w * a * s;
+}
+
+// SoftMax Jacobian applied to g = dE/da: dE/dz = a * (g - sum(g * a)).
+NN_FORCE_INLINE float softmax_jacobian(float a, float g, float dot) {
+  return a * (g - dot);
+}
+
+}  // namespace nn::math

@@ -1,0 +1,73 @@
+// One optimizer update of one parameter, for every rule of the CPU backend (cpu_optimizer.cpp
+// documents the rules). __host__ __device__ under nvcc: the CUDA optimizer kernel applies
+// optimizer_unit per element, and a host test runs it over the same index space and compares
+// with CpuBackend::optimizer_step.
+#pragma once
+
+#include <cmath>
+
+#include "backend/kernel_params.h"
+#include "backend/math/fast_math.h"
+
+namespace nn::math {
+
+constexpr float kAdaFloor = 1e-9f;
+constexpr float kAdamEps = 1e-8f;
+
+struct OptConsts {
+  float alpha = 0.0f, lambda = 0.0f, lambda1 = 0.0f, mu = 0.0f, mu1 = 0.0f;
+  float c1 = 1.0f, c2 = 1.0f;  // Adam's bias corrections 1 / (1 - mu^t), 1 / (1 - mu1^t)
+};
+
+inline OptConsts optimizer_consts(const OptimizerParams& p) {
+  OptConsts c;
+  c.alpha = p.alpha;
+  c.lambda = p.lambda;
+  c.lambda1 = p.lambda1;
+  c.mu = p.mu;
+  c.mu1 = p.mu1;
+  if (p.kind == OptimizerKind::Adam) {
+    const double step = double(p.step > 0 ? p.step : 1);
+    c.c1 = static_cast<float>(1.0 / (1.0 - std::pow(double(p.mu), step)));
+    c.c2 = static_cast<float>(1.0 / (1.0 - std::pow(double(p.mu1), step)));
+  }
+  return c;
+}
+
+// g' = g + lambda*w + lambda1*sign(w)
+NN_FORCE_INLINE float regularised(const OptConsts& c, float w, float g) {
+  const float sign = w > 0.0f ? 1.0f : (w < 0.0f ? -1.0f : 0.0f);
+  return g + c.lambda * w + c.lambda1 * sign;
+}
+
+template <OptimizerKind K>
+NN_FORCE_INLINE void optimizer_unit(const OptConsts& c, float& w, float g, float& s0, float& s1) {
+  const float gr = regularised(c, w, g);
+  if constexpr (K == OptimizerKind::SGD) {
+    w -= c.alpha * gr;
+  } else if constexpr (K == OptimizerKind::Momentum) {
+    s0 = c.mu * s0 - c.alpha * gr;
+    w += s0;
+  } else if constexpr (K == OptimizerKind::Nesterov) {
+    const float v_old = s0;
+    s0 = c.mu * v_old - c.alpha * gr;
+    w += s0 + c.mu * (s0 - v_old);
+  } else if constexpr (K == OptimizerKind::AdaGrad) {
+    s0 += gr * gr;
+    w -= c.alpha * gr / sqrtf(fastmath::max_of(kAdaFloor, s0));
+  } else if constexpr (K == OptimizerKind::RMSProp) {
+    s0 = c.mu * s0 + (1.0f - c.mu) * gr * gr;
+    w -= c.alpha * gr / sqrtf(fastmath::max_of(kAdaFloor, s0));
+  } else if constexpr (K == OptimizerKind::AdaDelta) {
+    s0 = c.mu * s0 + (1.0f - c.mu) * gr * gr;
+    const float d = sqrtf(fastmath::max_of(kAdaFloor, s1) / fastmath::max_of(kAdaFloor, s0)) * gr;
+    s1 = c.mu * s1 + (1.0f - c.mu) * d * d;
+    w -= d;
+  } else {  // Adam
+    s0 = c.mu * s0 + (1.0f - c.mu) * gr;
+    s1 = c.mu1 * s1 + (1.0f - c.mu1) * gr * gr;
+    w -= c.alpha * (s0 * c.c1) / (sqrtf(s1 * c.c2) + kAdamEps);
+  }
+}
+
+}  // namespace nn::math
