@@ -71,7 +71,7 @@ unsigned length_size(const MappedFile& f, uint64_t superblock) {
 [[noreturn]] void fail(const std::string& path, uint64_t collection, const std::string& what) {
   throw DataError(path + ": damaged HDF5 global heap at byte " + std::to_string(collection) +
                   ": " + what +
-                  " (the HDF5 library would not stop reading it); the file is damaged or was not "
+                  " (the HDF5 library cannot read it safely); the file is damaged or was not "
                   "written by a NetCDF writer");
 }
 
