@@ -69,8 +69,8 @@ unsigned length_size(const MappedFile& f, uint64_t superblock) {
 }
 
 [[noreturn]] void fail(const std::string& path, uint64_t collection, const std::string& what) {
-  throw DataError(path + ": damaged HDF5 global heap at byte " + std::to_string(collection) +
-                  ": " + what +
+  throw DataError(path + ": damaged HDF5 global heap at byte " + std::to_string(collection) + ": " +
+                  what +
                   " (the HDF5 library cannot read it safely); the file is damaged or was not "
                   "written by a NetCDF writer");
 }
@@ -92,12 +92,14 @@ void check_collection(const std::string& path, const MappedFile& f, uint64_t at,
     }
     const std::string what = "object " + std::to_string(index) + " at byte " + std::to_string(p);
     if (need == 0)
-      fail(path, at, what + " claims 0 bytes" +
-                         (p >= f.size() ? std::string(" (past the end of the file)") : ""));
+      fail(path, at,
+           what + " claims 0 bytes" +
+               (p >= f.size() ? std::string(" (past the end of the file)") : ""));
     if (need > end - p)
-      fail(path, at, what + " claims " + std::to_string(object) + " bytes, more than the " +
-                         std::to_string(end - p) + " left in its " + std::to_string(size) +
-                         "-byte collection");
+      fail(path, at,
+           what + " claims " + std::to_string(object) + " bytes, more than the " +
+               std::to_string(end - p) + " left in its " + std::to_string(size) +
+               "-byte collection");
     p += need;
   }
 }

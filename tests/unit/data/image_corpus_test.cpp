@@ -265,9 +265,9 @@ TEST(ImageCorpus, IdxHeaderSizesThatOverflow) {
   put_be32(header, 1u << 28);
   put_be32(header, 1u << 28);
   write_file(img, header);
-  expect_data_error([&] { read_idx(img, lab); },
-                    {img + ": the IDX header claims 256 images of 268435456x268435456",
-                     "more than 2^64 pixels"});
+  expect_data_error(
+      [&] { read_idx(img, lab); },
+      {img + ": the IDX header claims 256 images of 268435456x268435456", "more than 2^64 pixels"});
   // One image of 2^32 pixels fits 64 bits but not a dataset's width.
   Bytes one;
   put_be32(one, 0x00000803);
