@@ -29,7 +29,7 @@ variables:
 }
 CDL
 ncgen -k nc4 -o huge.nc huge.cdl
-expect_error 1 "huge.nc: sparseDataDim0: dataset 0 claims 3000000000 examples .*more than the memory budget of 1.0 GiB \(raise it with --memory-limit" \
+expect_error 1 "huge.nc: examplesDim0, sparseDataDim0: dataset 0 claims 3000000000 examples .*more than the memory budget of 1.0 GiB \(raise it with --memory-limit" \
   "$tools/nn-train" -c config.json -i huge.nc -o output.nc -n net.nc -e 1 --memory-limit 1G
 # Within a big budget the claim still cannot come from 7 KB of storage.
 expect_error 1 "huge.nc: sparseStart0: claims 3000000000 values .*more than the .* file can hold" \
@@ -38,6 +38,23 @@ no_outputs net.nc
 tool=$tools/nn-train
 expect_status 2 -c config.json -i input.nc -o output.nc -n net.nc --memory-limit lots
 grep -q -- "--memory-limit: expected a size such as 8G" err.txt || fail "--memory-limit lots: $(cat err.txt)"
+
+# Damaged HDF5 heaps that made libhdf5 loop forever or overrun its buffer inside nn-train (found
+# by fuzzing, docs/fuzzing.md) are rejected before HDF5 reads them.
+regressions=$2/tests/fuzz/regressions/netcdf_dataset
+cp "$regressions/libhdf5-infinite-loop-H5HG-free-space-of-0-bytes" heap.nc
+expect_error 1 "heap.nc: damaged HDF5 global heap at byte 2048: object 0 at byte 2064 claims 0 bytes" \
+  timeout 60 "$tools/nn-train" -c config.json -i heap.nc -o output.nc -n net.nc -e 1
+cp "$regressions/libhdf5-memcpy-overlap-H5HG_read" heap2.nc
+expect_error 1 "heap2.nc: damaged HDF5 global heap at byte 3376: object 3 .* more than the 4032 left" \
+  timeout 60 "$tools/nn-train" -c config.json -i heap2.nc -o output.nc -n net.nc -e 1
+no_outputs net.nc
+# A gzip image file inflating beyond the budget (64 MB of zeros in 64 KB) stops there.
+head -c 67108864 /dev/zero | gzip -9 >bomb.gz
+printf '\x00\x00\x08\x01\x00\x00\x00\x01\x00' >labels.idx
+expect_error 1 "bomb.gz: gzip data \([0-9]+ bytes\) decompresses to more than the memory budget of 16.0 MiB" \
+  "$tools/nn-encode" idx -i bomb.gz -l labels.idx -o enc.nc --memory-limit 16M
+no_outputs enc.nc classes.idx
 
 # 4. Layer sizes that do not fit their carriers.
 sed 's/"N": 8/"N": [2147483648, 2]/' config.json >c2.json

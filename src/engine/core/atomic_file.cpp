@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "core/error.h"
 
@@ -59,6 +60,15 @@ bool process_alive(long pid) {
   if (pid <= 0) return false;
   if (::kill(static_cast<pid_t>(pid), 0) == 0) return true;
   return errno == EPERM;  // exists, owned by someone else
+}
+
+// True when both paths name one file (existing or not): same directory, same name.
+bool same_path(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  std::error_code ea, eb;
+  const auto ca = std::filesystem::weakly_canonical(a, ea);
+  const auto cb = std::filesystem::weakly_canonical(b, eb);
+  return !ea && !eb && ca == cb;
 }
 
 }  // namespace
@@ -164,6 +174,15 @@ void AtomicFile::commit() {
 }
 
 void commit_all(const std::vector<AtomicFile*>& files) {
+  // Two outputs of one unit naming the same file (e.g. nn-generate -f x -s x) would leave only
+  // the one renamed last, silently.
+  for (size_t i = 0; i < files.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (same_path(files[i]->target(), files[j]->target())) {
+        for (AtomicFile* f : files) f->discard();
+        throw IoError(files[j]->target() + " and " + files[i]->target() +
+                      " are the same file; each output needs a file of its own");
+      }
   for (AtomicFile* f : files) f->finish();
   for (AtomicFile* f : files) f->commit();
 }

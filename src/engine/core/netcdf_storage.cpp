@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "core/error.h"
+#include "core/hdf5_heap_check.h"
 #include "core/memory_budget.h"
 
 namespace nn {
@@ -58,6 +59,9 @@ NetcdfStorage::NetcdfStorage(const std::string& path) : path_(path) {
     return;
   }
   static const unsigned char kHdf5[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  // Before HDF5 reads anything (HDF5's superblock may also start at byte 512, 1024...): some
+  // damaged heaps make it loop forever.
+  check_hdf5_global_heaps(path);
   if (got != 8 || std::memcmp(head, kHdf5, 8) != 0) return;
   // HDF5 prints its error stack unless told not to; a damaged file is netCDF's to report.
   H5E_auto2_t old_func = nullptr;

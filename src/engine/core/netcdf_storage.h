@@ -13,7 +13,8 @@ namespace nn {
 
 class NetcdfStorage {
  public:
-  // Looks at `path` before netCDF opens it; never throws (unknown layouts give no bound).
+  // Looks at `path` before netCDF opens it (unknown layouts give no bound). Throws DataError only
+  // for an HDF5 file whose global heap would hang the HDF5 library (check_hdf5_global_heaps).
   explicit NetcdfStorage(const std::string& path);
 
   // The most bytes of values variable `name` can decode to, or UINT64_MAX when unknown.

@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 
 namespace nn {
 
@@ -55,6 +57,15 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& p
     rc = inflate(&zs, Z_NO_FLUSH);
     pos += avail_before - zs.avail_in;
     out.insert(out.end(), chunk, chunk + (sizeof chunk - zs.avail_out));
+    // A gzip member can inflate 1032-fold: a few MB of "bomb" would otherwise take all the
+    // machine's memory before any format check runs.
+    if (out.size() > memory_budget()) {
+      inflateEnd(&zs);
+      throw DataError(path + ": gzip data (" + std::to_string(in.size()) +
+                      " bytes) decompresses to more than the memory budget of " +
+                      format_bytes(memory_budget()) +
+                      " (raise it with --memory-limit or the CDL key MemoryLimit)");
+    }
     if (rc == Z_STREAM_END) {
       // Another member may follow (as `cat a.gz b.gz` makes); trailing zero padding is allowed.
       if (pos + 2 <= in.size() && in[pos] == 0x1f && in[pos + 1] == 0x8b) {
@@ -269,10 +280,19 @@ ImageCorpus read_idx(const std::string& images_path, const std::string& labels_p
   if (rows == 0 || cols == 0)
     throw DataError(images_path + ": image size " + std::to_string(rows) + "x" +
                     std::to_string(cols) + " in the IDX header; expected at least 1x1");
+  // Each dimension is 32 bits, so count x rows x cols can overflow 64 bits: computed with checks,
+  // or a wrapped product could match a short file and leave images without pixels.
   const uint64_t size = rows * cols;
-  check_idx_size(
-      ib, ih, images_path, count * size,
-      std::to_string(count) + " images of " + std::to_string(rows) + "x" + std::to_string(cols));
+  const auto total = checked_mul(count, size);
+  const std::string what =
+      std::to_string(count) + " images of " + std::to_string(rows) + "x" + std::to_string(cols);
+  if (!total || size > UINT32_MAX)
+    throw DataError(images_path + ": the IDX header claims " + what +
+                    (total ? " (" + std::to_string(size) + " pixels per image)"
+                           : std::string(" (more than 2^64 pixels)")) +
+                    ", more than an image or a dataset can hold (at most 4294967295 pixels per "
+                    "image); the file is damaged or not an IDX image file");
+  check_idx_size(ib, ih, images_path, *total, what);
 
   const std::vector<uint8_t> lb = read_maybe_gzip(labels_path);
   const IdxHeader lh = parse_idx_header(lb, labels_path, 1);

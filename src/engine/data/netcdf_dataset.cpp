@@ -281,10 +281,11 @@ void check_dataset_memory(const Reader& r, const DataSet& ds, const std::string&
   if (ds.is_weighted()) add(ds.examples, sizeof(float));
   if (ds.is_indexed()) add(ds.examples, sizeof(uint32_t));
   const std::string problem = over_budget(bytes);
+  // Both dimensions are named: either may be the one that claims too much.
   if (!problem.empty())
-    r.fail(entries_dim, "dataset " + sfx + " claims " + std::to_string(ds.examples) +
-                            " examples and " + std::to_string(entries) + " entries, which " +
-                            problem);
+    r.fail("examplesDim" + sfx + ", " + entries_dim,
+           "dataset " + sfx + " claims " + std::to_string(ds.examples) + " examples and " +
+               std::to_string(entries) + " entries, which " + problem);
 }
 
 std::vector<uint64_t> read_offsets(const Reader& r, const std::string& name, uint64_t u,

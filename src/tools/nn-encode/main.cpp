@@ -52,8 +52,11 @@ int run(int argc, char** argv) {
                  "with one name per line (default: cifar10 names for cifar10, else numeric)");
   app.add_option("--class-index", job.class_index,
                  "class index file to write (default: classes.idx beside --output)");
+  std::string memory_limit;
+  add_memory_limit_option(app, memory_limit);
   int status = 0;
   if (parse_or_exit(app, std::vector<std::string>(argv, argv + argc), status)) return status;
+  apply_memory_limit(memory_limit, std::nullopt);
   // Under mpirun the conversion is not split: rank 0 does it; the others have nothing to do.
   if (world_rank() != 0) return 0;
 

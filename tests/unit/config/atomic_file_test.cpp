@@ -118,6 +118,21 @@ TEST(AtomicFile, CommitAllReplacesNoTargetWhenAnyFileFails) {
   EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"a.txt", "b.txt"}));
 }
 
+TEST(AtomicFile, CommitAllRefusesTwoOutputsNamingOneFile) {
+  ScratchDir dir;
+  const std::string a = dir.write("a.idx", "old a");
+  const std::string other_spelling = dir.path() + "/./a.idx";
+  const std::string message = error_of<IoError>([&] {
+    AtomicFile f1(a), f2(other_spelling);
+    f1.write("features");
+    f2.write("samples");
+    commit_all({&f1, &f2});
+  });
+  EXPECT_CONTAINS(message, a + " and " + other_spelling + " are the same file");
+  EXPECT_EQ(slurp(a), "old a");
+  EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"a.idx"}));
+}
+
 TEST(AtomicFile, MissingDirectoryIsNamed) {
   ScratchDir dir;
   const std::string target = dir.path() + "/no/such/out.txt";

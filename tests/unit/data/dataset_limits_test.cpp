@@ -85,7 +85,7 @@ TEST(DatasetLimits, BillionsClaimedByATinyFileAreRejectedAgainstTheBudget) {
   EXPECT_LT(std::filesystem::file_size(path), 20000u);
   BudgetScope budget(uint64_t(8) << 30);
   const std::string m = data_error([&] { read_datasets(path); });
-  EXPECT_HAS(m, path + ": sparseDataDim0: dataset 0 claims 3000000000 examples and 3000000000 entries");
+  EXPECT_HAS(m, path + ": examplesDim0, sparseDataDim0: dataset 0 claims 3000000000 examples and 3000000000 entries");
   EXPECT_HAS(m, "more than the memory budget of 8.0 GiB");
 }
 
@@ -136,6 +136,30 @@ TEST(DatasetLimits, FeatureCountBeyond32BitsIsRejected) {
   EXPECT_HAS(data_error([&] { read_datasets(path); }),
              "width0: width x height x length = 4000000000 x 4000000000 x 1 features; at most "
              "4294967295");
+}
+
+// Found by fuzzing: a global heap collection (where netCDF-4 keeps each variable's dimension
+// list) whose first object is free space of 0 bytes made libhdf5 1.10 loop forever, so nn-train
+// hung on a 6 KB file. The heap is checked before HDF5 reads it.
+TEST(DatasetLimits, GlobalHeapThatWouldHangHdf5IsRejected) {
+  TempDir dir;
+  const std::string path = dir.file("heap.nc");
+  write_claim(path, NC_NETCDF4, 3, 3, true);
+  ASSERT_EQ(read_datasets(path).size(), 1u);  // intact: reads
+  std::string bytes = test::read_file(path);
+  const size_t heap = bytes.find(std::string("GCOL\x01\0\0\0", 8));
+  ASSERT_NE(heap, std::string::npos);
+  // The first object header (index, references, reserved, size) becomes free space of 0 bytes.
+  bytes.replace(heap + 16, 16, std::string(16, '\0'));
+  test::write_file(path, bytes);
+  const std::string m = data_error([&] { read_datasets(path); });
+  EXPECT_HAS(m, path + ": damaged HDF5 global heap at byte " + std::to_string(heap) +
+                    ": object 0 at byte " + std::to_string(heap + 16) + " claims 0 bytes");
+  // An object running past the end of its collection.
+  bytes.replace(heap + 16, 16, std::string("\x01\0\x01\0\0\0\0\0\0\0\0\0\0\0\x01\0", 16));
+  test::write_file(path, bytes);
+  EXPECT_HAS(data_error([&] { read_datasets(path); }),
+             "object 1 at byte " + std::to_string(heap + 16) + " claims 281474976710656 bytes");
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "data/data_test_util.h"
 #include "data/netcdf_dataset.h"
 
@@ -252,6 +253,34 @@ TEST(ImageCorpus, IdxErrors) {
   expect_data_error([&] { read_idx(dir.file("empty"), lab); }, {"image size 0x4"});
 }
 
+// Found by fuzzing: 256 images of 2^28 x 2^28 pixels make 2^64 bytes, which wrapped to 0 and
+// matched an image file without pixel data; converting it then asked for exabytes.
+TEST(ImageCorpus, IdxHeaderSizesThatOverflow) {
+  TempDir dir;
+  const std::string img = dir.file("img"), lab = dir.file("lab");
+  write_file(lab, idx_labels(std::vector<uint8_t>(256, 1)));
+  Bytes header;
+  put_be32(header, 0x00000803);
+  put_be32(header, 256);
+  put_be32(header, 1u << 28);
+  put_be32(header, 1u << 28);
+  write_file(img, header);
+  expect_data_error(
+      [&] { read_idx(img, lab); },
+      {img + ": the IDX header claims 256 images of 268435456x268435456", "more than 2^64 pixels"});
+  // One image of 2^32 pixels fits 64 bits but not a dataset's width.
+  Bytes one;
+  put_be32(one, 0x00000803);
+  put_be32(one, 1);
+  put_be32(one, 1u << 16);
+  put_be32(one, 1u << 16);
+  write_file(img, one);
+  write_file(lab, idx_labels({1}));
+  expect_data_error([&] { read_idx(img, lab); },
+                    {img + ": the IDX header claims 1 images of 65536x65536",
+                     "at most 4294967295 pixels per image"});
+}
+
 // ---- gzip ----
 
 TEST(ImageCorpus, GzipTruncatedCorruptAndConcatenated) {
@@ -277,6 +306,19 @@ TEST(ImageCorpus, GzipTruncatedCorruptAndConcatenated) {
   EXPECT_EQ(Bytes(two.begin(), two.end()), data + data);
   const std::vector<uint8_t> plain_read = read_maybe_gzip(dir.file("a.gz"));
   EXPECT_EQ(Bytes(plain_read.begin(), plain_read.end()), data);
+}
+
+// A small gzip file that inflates beyond the memory budget stops at the budget, naming the file.
+TEST(ImageCorpus, GzipBombStopsAtTheMemoryBudget) {
+  TempDir dir;
+  write_gzip(dir.file("bomb.gz"), Bytes(size_t(8) << 20, '\0'));
+  EXPECT_LT(test::read_file(dir.file("bomb.gz")).size(), size_t(64) << 10);
+  set_memory_budget(size_t(1) << 20);
+  expect_data_error([&] { read_maybe_gzip(dir.file("bomb.gz")); },
+                    {dir.file("bomb.gz") + ": gzip data (",
+                     "bytes) decompresses to more than the memory budget of 1.0 MiB"});
+  set_memory_budget(0);
+  EXPECT_EQ(read_maybe_gzip(dir.file("bomb.gz")).size(), size_t(8) << 20);
 }
 
 // ---- datasets ----
