@@ -52,6 +52,8 @@ int run(int argc, char** argv) {
                  "with one name per line (default: cifar10 names for cifar10, else numeric)");
   app.add_option("--class-index", job.class_index,
                  "class index file to write (default: classes.idx beside --output)");
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet, "print errors only");
   int status = 0;
   if (parse_or_exit(app, std::vector<std::string>(argv, argv + argc), status)) return status;
   // Under mpirun the conversion is not split: rank 0 does it; the others have nothing to do.
@@ -76,7 +78,7 @@ int run(int argc, char** argv) {
     throw UsageError("--output and --output2 name the same file");
   if (job.input_name.empty() || job.output_name.empty() || job.input_name == job.output_name)
     throw UsageError("--input-name and --output-name must be non-empty and different");
-  return run_encode_job(job, stream_log(stderr, std::string(kToolName) + ": "));
+  return run_encode_job(job, quiet ? null_log() : stream_log(stderr, std::string(kToolName) + ": "));
 }
 
 }  // namespace nn::tool

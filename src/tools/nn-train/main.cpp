@@ -1,7 +1,11 @@
 // nn-train: trains a network from a CDL command file (nn-train train.cdl) or from DSSTNE
 // train's flags (nn-train -c config.json -i in.nc -o out.nc -n net.nc -b 256 -e 10 ...), or
 // checks its gradients (CDL Command "Validate", or --validate with the flags).
+#include <cstdio>
+#include <optional>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "common/cli_support.h"
 #include "config/parse.h"
@@ -28,6 +32,41 @@ OptimizerKind parse_optimizer(const std::string& name) {
     if (n == lower) return k;
   }
   throw UsageError("--optimizer: unknown '" + name + "'; expected one of " + choices);
+}
+
+std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// A seed nobody chose: from the OS's entropy source, kept within 31 bits so it reads and types
+// easily and fits every seed field (DSSTNE's included).
+uint64_t random_seed() {
+  std::random_device rd;
+  return ((uint64_t(rd()) << 32) ^ rd()) % 2147483647u + 1;
+}
+
+struct Override {
+  const CLI::Option* flag;
+  const char* key;
+  std::string cdl_value;
+};
+
+// One line per flag given with a CDL file: which key it overrides, from what to what.
+std::vector<std::string> describe_overrides(const std::string& cdl, const TrainingParameters&,
+                                            std::optional<uint64_t> cdl_seed,
+                                            const std::vector<Override>& all,
+                                            const CLI::Option* seed_flag) {
+  std::vector<std::string> lines;
+  for (const Override& o : all)
+    if (o.flag->count())
+      lines.push_back(o.flag->get_name() + " " + o.flag->as<std::string>() + " overrides " + cdl +
+                      "'s " + o.key + " " + (o.cdl_value.empty() ? "(unset)" : o.cdl_value));
+  if (seed_flag->count())
+    lines.push_back("--seed " + seed_flag->as<std::string>() + " overrides " + cdl +
+                    "'s RandomSeed " + (cdl_seed ? std::to_string(*cdl_seed) : "(unset)"));
+  return lines;
 }
 
 }  // namespace
@@ -61,20 +100,33 @@ int run(int argc, char** argv) {
   app.add_option("-n,--network", network, "network file to write when training ends");
   app.add_option("-d,--dataset", dataset_name,
                  "accepted and ignored (DSSTNE's train lists it in its usage but never used it)");
-  app.add_option("-b,--batch", batch, "minibatch size (default 1024)");
-  app.add_option("-e,--epochs", epochs, "epochs (default 40)");
-  app.add_option("--alpha", alpha, "learning rate (default 0.025)");
-  app.add_option("--lambda", lambda, "L2 weight decay (default 0.0001)");
-  app.add_option("--lambda1", lambda1, "L1 weight decay (default 0)");
-  app.add_option("--mu", mu, "momentum / RMSProp decay / Adam beta1 (default 0.5)");
-  app.add_option("--mu1", mu1, "Adam beta2 (default 0 => 0.999)");
-  app.add_option("--optimizer", optimizer,
-                 "SGD, Momentum, Nesterov, AdaGrad, AdaDelta, RMSProp or Adam (default SGD)");
-  app.add_option("--seed", seed, "random seed (default 12134; a CDL RandomSeed wins)");
-  app.add_option("--checkpoint-name", checkpoint_name,
-                 "checkpoint prefix: files are <prefix><epoch>.nc (default: the -n value)");
-  app.add_option("--checkpoint-interval", checkpoint_interval,
-                 "epochs between checkpoints, 0 = none (default 10 with flags)");
+  // With a CDL file these flags override its keys, and each override is printed.
+  auto* batch_opt = app.add_option("-b,--batch", batch, "minibatch size (default 1024)");
+  auto* epochs_opt = app.add_option("-e,--epochs", epochs, "epochs (default 40)");
+  auto* alpha_opt = app.add_option("--alpha", alpha, "learning rate (default 0.025)");
+  auto* lambda_opt = app.add_option("--lambda", lambda, "L2 weight decay (default 0.0001)");
+  auto* lambda1_opt = app.add_option("--lambda1", lambda1, "L1 weight decay (default 0)");
+  auto* mu_opt =
+      app.add_option("--mu", mu, "momentum / RMSProp decay / Adam beta1 (default 0.5)");
+  auto* mu1_opt = app.add_option("--mu1", mu1, "Adam beta2 (default 0 => 0.999)");
+  auto* optimizer_opt = app.add_option(
+      "--optimizer", optimizer,
+      "SGD, Momentum, Nesterov, AdaGrad, AdaDelta, RMSProp or Adam (default SGD)");
+  auto* seed_opt = app.add_option(
+      "--seed", seed,
+      "random seed (default with flags 12134; with a CDL its RandomSeed, or a random seed "
+      "that is printed when RandomSeed is absent or -1)");
+  auto* checkpoint_name_opt =
+      app.add_option("--checkpoint-name", checkpoint_name,
+                     "checkpoint prefix: files are <prefix><epoch>.nc (default: the -n value)");
+  auto* checkpoint_interval_opt =
+      app.add_option("--checkpoint-interval", checkpoint_interval,
+                     "epochs between checkpoints, 0 = none (default 10 with flags)");
+  int checkpoints_kept = -1;
+  auto* checkpoints_kept_opt = app.add_option(
+      "--checkpoints-kept", checkpoints_kept,
+      "newest checkpoints kept on disk, older ones are deleted; 0 = keep all (default 3; CDL "
+      "CheckpointsKept)");
   std::vector<std::string> validation;
   uint32_t validation_interval = 0, validation_k = 0, patience = 0;
   bool no_keep_best = false;
@@ -117,6 +169,8 @@ int run(int argc, char** argv) {
     return status;
 
   TrainJob job;
+  std::vector<std::string> overrides;
+  bool seed_chosen = false;
   job.backend = backend;
   // Under mpirun the ranks on a host share its CPUs (dist/process.h).
   job.threads = threads > 0 ? threads : default_thread_count();
@@ -132,17 +186,47 @@ int run(int argc, char** argv) {
     apply_memory_limit(memory_limit, spec.memory_limit);
     const TrainingParameters& t = spec.training;
     job.network_json = spec.network;
+    overrides = describe_overrides(cdl, t, spec.random_seed,
+                                   {{epochs_opt, "Epochs", std::to_string(t.epochs)},
+                                    {batch_opt, "MiniBatch", std::to_string(t.minibatch)},
+                                    {alpha_opt, "Alpha", format_number(t.alpha)},
+                                    {lambda_opt, "Lambda", format_number(t.lambda)},
+                                    {lambda1_opt, "Lambda1", format_number(t.lambda1)},
+                                    {mu_opt, "mu", format_number(t.mu)},
+                                    {mu1_opt, "mu1", format_number(t.mu1)},
+                                    {optimizer_opt, "Optimizer", to_string(t.optimizer)},
+                                    {checkpoint_name_opt, "CheckpointName", t.checkpoint_name},
+                                    {checkpoint_interval_opt, "CheckpointInterval",
+                                     std::to_string(t.checkpoint_interval)},
+                                    {checkpoints_kept_opt, "CheckpointsKept",
+                                     std::to_string(t.checkpoints_kept)}},
+                                   seed_opt);
     job.data_files = spec.data;
     job.results = t.results;
     job.shuffle = t.shuffle_indices;
     TrainOptions& o = job.options;
-    o.epochs = static_cast<uint32_t>(t.epochs);
-    o.minibatch = t.minibatch;
-    o.seed = spec.random_seed.value_or(seed);
-    o.optimizer = {t.optimizer, t.alpha, t.lambda,         t.lambda1,         t.mu,
-                   t.mu1,       0.0f,    t.alpha_interval, t.alpha_multiplier};
+    o.epochs = epochs_opt->count() ? epochs : static_cast<uint32_t>(t.epochs);
+    o.minibatch = batch_opt->count() ? batch : t.minibatch;
+    if (seed_opt->count())
+      o.seed = seed;
+    else if (spec.random_seed)
+      o.seed = *spec.random_seed;
+    else
+      o.seed = random_seed(), seed_chosen = true;  // "left to the tool": a real random seed
+    o.optimizer = {optimizer_opt->count() ? parse_optimizer(optimizer) : t.optimizer,
+                   alpha_opt->count() ? alpha : t.alpha,
+                   lambda_opt->count() ? lambda : t.lambda,
+                   lambda1_opt->count() ? lambda1 : t.lambda1,
+                   mu_opt->count() ? mu : t.mu,
+                   mu1_opt->count() ? (mu1 > 0.0f ? mu1 : 0.999f) : t.mu1,
+                   0.0f,
+                   t.alpha_interval,
+                   t.alpha_multiplier};
     o.checkpoint_name = checkpoint_name.empty() ? t.checkpoint_name : checkpoint_name;
     o.checkpoint_interval = checkpoint_interval >= 0 ? checkpoint_interval : t.checkpoint_interval;
+    o.checkpoints_kept = checkpoints_kept >= 0 ? checkpoints_kept : t.checkpoints_kept;
+    if (o.minibatch == 0) throw UsageError("-b: the minibatch must be positive");
+    if (o.epochs == 0) throw UsageError("-e: epochs must be positive");
     job.validation_files = t.validation_data;
     o.validation_interval = t.validation_interval;
     o.validation_k = t.validation_k;
@@ -167,6 +251,7 @@ int run(int argc, char** argv) {
                    mu1 > 0.0f ? mu1 : 0.999f,  0.0f,  0,      1.0f};
     o.checkpoint_name = checkpoint_name.empty() ? network : checkpoint_name;
     o.checkpoint_interval = checkpoint_interval >= 0 ? checkpoint_interval : 10;
+    o.checkpoints_kept = checkpoints_kept >= 0 ? checkpoints_kept : 3;
   }
   // Validation flags override the CDL's keys (a flag set to its "unset" value leaves the CDL's).
   if (!validation.empty()) job.validation_files = validation;
@@ -179,6 +264,10 @@ int run(int argc, char** argv) {
         "--patience (CDL Patience) needs a validation set (--validation or CDL "
         "ValidationData)");
   const LogSink log = quiet ? null_log() : stream_log(stdout);
+  for (const std::string& line : overrides) log(line);
+  if (seed_chosen)
+    log("random seed " + std::to_string(job.options.seed) +
+        " (RandomSeed is absent or -1; set RandomSeed or --seed to this value to repeat the run)");
   if (validate) {
     if (!(check.epsilon > 0) || check.abs_tolerance < 0 || check.rel_tolerance < 0)
       throw UsageError("--check-epsilon must be positive and the tolerances non-negative");
