@@ -261,6 +261,12 @@ class Parser {
       ++stats_.dropped_samples;
       return;
     }
+    if (options_.strict && uint64_t(s) < ranges_.size() && ranges_[s].present)
+      fail(path, line_no,
+           "sample \"" + key_ +
+               "\" is on an earlier line too; this format takes one line per sample "
+               "(sample<TAB>feature:feature:...). For one row per (sample, feature) pair, read "
+               "the file as rows (nn-generate --rows)");
 
     const uint64_t begin = feature_.size();
     size_t pos = 0;
@@ -273,12 +279,6 @@ class Parser {
 
     if (uint64_t(s) >= ranges_.size()) ranges_.resize(std::max<uint64_t>(s + 1, samples_.size()));
     Range& r = ranges_[s];
-    if (r.present && options_.strict)
-      fail(path, line_no,
-           "sample \"" + key_ +
-               "\" is on an earlier line too; this format takes one line per sample "
-               "(sample<TAB>feature:feature:...). For one row per (sample, feature) pair, read "
-               "the file as rows (nn-generate --rows)");
     if (r.present) ++stats_.replaced_samples;
     r = Range{begin, feature_.size(), true};
   }
