@@ -253,7 +253,7 @@ case "${1:-}" in
     exec unshare --mount --propagation private bash "$script" --self-test-cleanup-inner
     ;;
   -h | --help)
-    sed -n '2,24p' "$script" | sed 's/^# \{0,1\}//'
+    sed -n '2,23p' "$script" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
 esac

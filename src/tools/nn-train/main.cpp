@@ -225,8 +225,8 @@ int run(int argc, char** argv) {
     o.checkpoint_name = checkpoint_name.empty() ? t.checkpoint_name : checkpoint_name;
     o.checkpoint_interval = checkpoint_interval >= 0 ? checkpoint_interval : t.checkpoint_interval;
     o.checkpoints_kept = checkpoints_kept >= 0 ? checkpoints_kept : t.checkpoints_kept;
-    if (o.minibatch == 0) throw UsageError("-b: the minibatch must be positive");
-    if (o.epochs == 0) throw UsageError("-e: epochs must be positive");
+    if (batch_opt->count() && batch == 0) throw UsageError("-b: the minibatch must be positive");
+    if (epochs_opt->count() && epochs == 0) throw UsageError("-e: epochs must be positive");
     job.validation_files = t.validation_data;
     o.validation_interval = t.validation_interval;
     o.validation_k = t.validation_k;
