@@ -171,8 +171,9 @@ class CdlParser {
       } else {
         r_.unknown_key(m, {"Epochs", "MiniBatch", "Alpha", "Lambda", "Lambda1", "Mu", "Mu1",
                            "AlphaInterval", "AlphaMultiplier", "Optimizer", "CheckpointName",
-                           "CheckpointInterval", "CheckpointsKept", "Results", "ShuffleIndices", "ValidationData",
-                           "ValidationInterval", "ValidationK", "Patience", "KeepBest"});
+                           "CheckpointInterval", "CheckpointsKept", "Results", "ShuffleIndices",
+                           "ValidationData", "ValidationInterval", "ValidationK", "Patience",
+                           "KeepBest"});
       }
     }
   }

@@ -112,7 +112,8 @@ std::string Trainer::checkpoint_path(uint64_t epoch) const {
 // `checkpoints_kept` intervals before this epoch's). A missing file is not an error.
 void Trainer::remove_old_checkpoint() {
   if (options_.checkpoints_kept <= 0) return;
-  const uint64_t span = uint64_t(options_.checkpoints_kept) * uint64_t(options_.checkpoint_interval);
+  const uint64_t span =
+      uint64_t(options_.checkpoints_kept) * uint64_t(options_.checkpoint_interval);
   if (epoch_ <= span) return;
   std::error_code ec;
   if (std::filesystem::remove(checkpoint_path(epoch_ - span), ec))

@@ -78,7 +78,8 @@ int run(int argc, char** argv) {
     throw UsageError("--output and --output2 name the same file");
   if (job.input_name.empty() || job.output_name.empty() || job.input_name == job.output_name)
     throw UsageError("--input-name and --output-name must be non-empty and different");
-  return run_encode_job(job, quiet ? null_log() : stream_log(stderr, std::string(kToolName) + ": "));
+  return run_encode_job(job,
+                        quiet ? null_log() : stream_log(stderr, std::string(kToolName) + ": "));
 }
 
 }  // namespace nn::tool

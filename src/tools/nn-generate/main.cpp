@@ -139,7 +139,7 @@ int nn::tool::run(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!o.quiet)
     std::fprintf(
-      stderr, "%s: %s\n", kToolName,
-      summary(o, ds, stats, features.size(), features.size() - old_features, seconds).c_str());
+        stderr, "%s: %s\n", kToolName,
+        summary(o, ds, stats, features.size(), features.size() - old_features, seconds).c_str());
   return 0;
 }
