@@ -99,12 +99,13 @@ sed 's/"RandomSeed": 5/"RandomSeed": 6/' train.cdl >seed6.cdl
 # ---- flags given with a CDL file override its keys, and say so ----
 rm -f snap*.nc
 "$tools/nn-train" train.cdl -e 1 -b 40 --alpha 0.5 --lambda 0 --mu 0.1 --optimizer SGD \
-  --checkpoint-interval 1 --seed 77 >override.log
+  --checkpoint-interval 1 --seed 77 --validation-k 5 --no-keep-best >override.log
 for line in "--epochs 1 overrides train.cdl's Epochs 4" "--batch 40 overrides train.cdl's MiniBatch 10" \
   "--alpha 0.5 overrides train.cdl's Alpha 0.2" "--lambda 0 overrides train.cdl's Lambda 0.003" \
   "--mu 0.1 overrides train.cdl's mu 0.7" "--optimizer SGD overrides train.cdl's Optimizer Nesterov" \
   "--checkpoint-interval 1 overrides train.cdl's CheckpointInterval 2" \
-  "--seed 77 overrides train.cdl's RandomSeed 5"; do
+  "--seed 77 overrides train.cdl's RandomSeed 5" "--validation-k 5 overrides train.cdl's ValidationK 10" \
+  "--no-keep-best overrides train.cdl's KeepBest true"; do
   grep -qxF -- "$line" override.log || fail "override not printed: $line: $(head -12 override.log)"
 done
 grep -q '^training: 40 examples, minibatch 40, .* SGD alpha=0.5 lambda=0[ ,]' override.log ||

@@ -2,7 +2,6 @@
 // train's flags (nn-train -c config.json -i in.nc -o out.nc -n net.nc -b 256 -e 10 ...), or
 // checks its gradients (CDL Command "Validate", or --validate with the flags).
 #include <cstdio>
-#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -54,18 +53,15 @@ struct Override {
 };
 
 // One line per flag given with a CDL file: which key it overrides, from what to what.
-std::vector<std::string> describe_overrides(const std::string& cdl, const TrainingParameters&,
-                                            std::optional<uint64_t> cdl_seed,
-                                            const std::vector<Override>& all,
-                                            const CLI::Option* seed_flag) {
+std::vector<std::string> describe_overrides(const std::string& cdl,
+                                            const std::vector<Override>& all) {
   std::vector<std::string> lines;
-  for (const Override& o : all)
-    if (o.flag->count())
-      lines.push_back(o.flag->get_name() + " " + o.flag->as<std::string>() + " overrides " + cdl +
-                      "'s " + o.key + " " + (o.cdl_value.empty() ? "(unset)" : o.cdl_value));
-  if (seed_flag->count())
-    lines.push_back("--seed " + seed_flag->as<std::string>() + " overrides " + cdl +
-                    "'s RandomSeed " + (cdl_seed ? std::to_string(*cdl_seed) : "(unset)"));
+  for (const Override& o : all) {
+    if (!o.flag->count()) continue;
+    std::string value = o.flag->get_expected_min() == 0 ? "" : " " + o.flag->as<std::string>();
+    lines.push_back(o.flag->get_name() + value + " overrides " + cdl + "'s " + o.key + " " +
+                    (o.cdl_value.empty() ? "(unset)" : o.cdl_value));
+  }
   return lines;
 }
 
@@ -106,12 +102,11 @@ int run(int argc, char** argv) {
   auto* alpha_opt = app.add_option("--alpha", alpha, "learning rate (default 0.025)");
   auto* lambda_opt = app.add_option("--lambda", lambda, "L2 weight decay (default 0.0001)");
   auto* lambda1_opt = app.add_option("--lambda1", lambda1, "L1 weight decay (default 0)");
-  auto* mu_opt =
-      app.add_option("--mu", mu, "momentum / RMSProp decay / Adam beta1 (default 0.5)");
+  auto* mu_opt = app.add_option("--mu", mu, "momentum / RMSProp decay / Adam beta1 (default 0.5)");
   auto* mu1_opt = app.add_option("--mu1", mu1, "Adam beta2 (default 0 => 0.999)");
-  auto* optimizer_opt = app.add_option(
-      "--optimizer", optimizer,
-      "SGD, Momentum, Nesterov, AdaGrad, AdaDelta, RMSProp or Adam (default SGD)");
+  auto* optimizer_opt =
+      app.add_option("--optimizer", optimizer,
+                     "SGD, Momentum, Nesterov, AdaGrad, AdaDelta, RMSProp or Adam (default SGD)");
   auto* seed_opt = app.add_option(
       "--seed", seed,
       "random seed (default with flags 12134; with a CDL its RandomSeed, or a random seed "
@@ -130,17 +125,23 @@ int run(int argc, char** argv) {
   std::vector<std::string> validation;
   uint32_t validation_interval = 0, validation_k = 0, patience = 0;
   bool no_keep_best = false;
-  app.add_option("--validation", validation,
-                 "held-out NetCDF file(s) with datasets named like the training data; evaluated "
-                 "during training (CDL TrainingParameters.ValidationData)")
-      ->check(CLI::ExistingFile);
-  app.add_option("--validation-interval", validation_interval,
-                 "epochs between validation evaluations (default 1)");
-  app.add_option("--validation-k", validation_k, "cut-off K of recall@K/NDCG@K (default 10)");
-  app.add_option("--patience", patience,
-                 "stop after this many evaluations without improvement (default 0 = never)");
-  app.add_flag("--no-keep-best", no_keep_best,
-               "write the last epoch's network instead of the best evaluated one");
+  auto* validation_opt =
+      app.add_option(
+             "--validation", validation,
+             "held-out NetCDF file(s) with datasets named like the training data; evaluated "
+             "during training (CDL TrainingParameters.ValidationData)")
+          ->check(CLI::ExistingFile);
+  auto* validation_interval_opt =
+      app.add_option("--validation-interval", validation_interval,
+                     "epochs between validation evaluations (default 1)");
+  auto* validation_k_opt =
+      app.add_option("--validation-k", validation_k, "cut-off K of recall@K/NDCG@K (default 10)");
+  auto* patience_opt =
+      app.add_option("--patience", patience,
+                     "stop after this many evaluations without improvement (default 0 = never)");
+  auto* no_keep_best_opt =
+      app.add_flag("--no-keep-best", no_keep_best,
+                   "write the last epoch's network instead of the best evaluated one");
   app.add_flag("--resume", resume, "continue from the newest checkpoint if there is one");
   app.add_flag("--validate", validate,
                "check gradients against finite differences on the first minibatch instead of "
@@ -186,21 +187,28 @@ int run(int argc, char** argv) {
     apply_memory_limit(memory_limit, spec.memory_limit);
     const TrainingParameters& t = spec.training;
     job.network_json = spec.network;
-    overrides = describe_overrides(cdl, t, spec.random_seed,
-                                   {{epochs_opt, "Epochs", std::to_string(t.epochs)},
-                                    {batch_opt, "MiniBatch", std::to_string(t.minibatch)},
-                                    {alpha_opt, "Alpha", format_number(t.alpha)},
-                                    {lambda_opt, "Lambda", format_number(t.lambda)},
-                                    {lambda1_opt, "Lambda1", format_number(t.lambda1)},
-                                    {mu_opt, "mu", format_number(t.mu)},
-                                    {mu1_opt, "mu1", format_number(t.mu1)},
-                                    {optimizer_opt, "Optimizer", to_string(t.optimizer)},
-                                    {checkpoint_name_opt, "CheckpointName", t.checkpoint_name},
-                                    {checkpoint_interval_opt, "CheckpointInterval",
-                                     std::to_string(t.checkpoint_interval)},
-                                    {checkpoints_kept_opt, "CheckpointsKept",
-                                     std::to_string(t.checkpoints_kept)}},
-                                   seed_opt);
+    std::string cdl_validation;
+    for (const auto& f : t.validation_data)
+      cdl_validation += (cdl_validation.empty() ? "" : ",") + f;
+    overrides = describe_overrides(
+        cdl,
+        {{epochs_opt, "Epochs", std::to_string(t.epochs)},
+         {batch_opt, "MiniBatch", std::to_string(t.minibatch)},
+         {alpha_opt, "Alpha", format_number(t.alpha)},
+         {lambda_opt, "Lambda", format_number(t.lambda)},
+         {lambda1_opt, "Lambda1", format_number(t.lambda1)},
+         {mu_opt, "mu", format_number(t.mu)},
+         {mu1_opt, "mu1", format_number(t.mu1)},
+         {optimizer_opt, "Optimizer", to_string(t.optimizer)},
+         {checkpoint_name_opt, "CheckpointName", t.checkpoint_name},
+         {checkpoint_interval_opt, "CheckpointInterval", std::to_string(t.checkpoint_interval)},
+         {checkpoints_kept_opt, "CheckpointsKept", std::to_string(t.checkpoints_kept)},
+         {seed_opt, "RandomSeed", spec.random_seed ? std::to_string(*spec.random_seed) : ""},
+         {validation_opt, "ValidationData", cdl_validation},
+         {validation_interval_opt, "ValidationInterval", std::to_string(t.validation_interval)},
+         {validation_k_opt, "ValidationK", std::to_string(t.validation_k)},
+         {patience_opt, "Patience", std::to_string(t.patience)},
+         {no_keep_best_opt, "KeepBest", t.keep_best ? "true" : "false"}});
     job.data_files = spec.data;
     job.results = t.results;
     job.shuffle = t.shuffle_indices;
