@@ -99,7 +99,10 @@ inner() {
   local root=$1 logs=$2 repo=$3 rev=$4
   local cache=${NN_FRESH_CACHE:-/var/cache/nn-fresh-root}
   local tarball="$cache/$suite-minbase.tar.gz"
-  trap 'unmount_under "$root" || echo "fresh-machine-check: error: could not unmount everything under $root" >&2' EXIT
+  # The trap runs after this function has returned: it names the root through a global.
+  inner_root=$root
+  trap 'unmount_under "$inner_root" ||
+    echo "fresh-machine-check: error: could not unmount everything under $inner_root" >&2' EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
   # Nothing mounted here may propagate back to the host's namespace.
