@@ -14,6 +14,7 @@
 #   NN_FRESH_LOGS    where the step logs are kept (default /var/tmp/nn-fresh-logs/<time>)
 #   NN_FRESH_MIRROR  Debian mirror (default: the first Debian URI apt already uses on this host)
 #   NN_FRESH_KEEP=1  keep the root afterwards (its mounts are still removed)
+#   NN_FRESH_DRY_RUN=1  run trivial commands instead of the README's (checks the machinery)
 #
 # Safety: `rm -rf` of a root that still has a host directory bind-mounted inside it deletes the
 # host's files. So (1) everything that mounts runs in a private mount namespace (unshare), whose
@@ -179,6 +180,8 @@ inner() {
     else
       cmd="bash scripts/test.sh"
     fi
+    # A dry run checks the machinery (root, mounts, clone, clean-up) in a minute or two.
+    [ "${NN_FRESH_DRY_RUN:-0}" = 1 ] && cmd="test -f README.md && test -x scripts/setup.sh"
     note "step $step: $cmd"
     start=$(date +%s)
     status=0
@@ -256,7 +259,7 @@ case "${1:-}" in
     exec unshare --mount --propagation private bash "$script" --self-test-cleanup-inner
     ;;
   -h | --help)
-    sed -n '2,23p' "$script" | sed 's/^# \{0,1\}//'
+    sed -n '2,24p' "$script" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
 esac
