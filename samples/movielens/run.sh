@@ -28,6 +28,10 @@ head -1 "$ratings" | grep -q '^[0-9]' && header=()
   -s samples.idx -c
 "$tools/nn-generate" -d output -i "$ratings" --rows "${header[@]}" -o output.nc -f features.idx \
   -s samples.idx
+# The prediction's Filter (configs/recommender-autoencoder/predict.cdl): each user's rated movies,
+# user<TAB>movie:movie:..., removed from that user's recommendations.
+awk -F, '$1 ~ /^[0-9]+$/ { items[$1] = items[$1] (items[$1] == "" ? "" : ":") $2 }
+     END { for (u in items) print u "\t" items[u] }' "$ratings" >ratings.txt
 # The network and its commands come from the shelf of ready configs.
 cp "$root/configs/recommender-autoencoder/"{network.json,train.cdl,predict.cdl} .
 echo "== training (live progress; per-epoch log in network.epochs.jsonl)"
