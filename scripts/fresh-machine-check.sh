@@ -14,7 +14,8 @@
 #   NN_FRESH_LOGS    where the step logs are kept (default /var/tmp/nn-fresh-logs/<time>)
 #   NN_FRESH_MIRROR  Debian mirror (default: the first Debian URI apt already uses on this host)
 #   NN_FRESH_KEEP=1  keep the root afterwards (its mounts are still removed)
-#   NN_FRESH_DRY_RUN=1  run trivial commands instead of the README's (checks the machinery)
+#   NN_FRESH_DRY_RUN=1  run trivial commands instead of the README's (checks the machinery;
+#                    =sleep runs a long sleep, to try stopping a run with Ctrl-C or kill)
 #
 # Safety: `rm -rf` of a root that still has a host directory bind-mounted inside it deletes the
 # host's files. So (1) everything that mounts runs in a private mount namespace (unshare), whose
@@ -96,6 +97,16 @@ elapsed() {  # elapsed START: seconds since START as MmSSs
 }
 
 # ---- inner stage: runs in a private mount namespace --------------------------------------------
+step_pid=""
+# stop_step: ends the running step's process group (started by this script with setsid) and
+# waits for it, so nothing runs in the root when it is unmounted.
+stop_step() {
+  [ -n "$step_pid" ] || return 0
+  kill -TERM -- "-$step_pid" 2>/dev/null || true
+  wait "$step_pid" 2>/dev/null || true
+  step_pid=""
+}
+
 inner() {
   local root=$1 logs=$2 repo=$3 rev=$4
   local cache=${NN_FRESH_CACHE:-/var/cache/nn-fresh-root}
@@ -104,8 +115,8 @@ inner() {
   inner_root=$root
   trap 'unmount_under "$inner_root" ||
     echo "fresh-machine-check: error: could not unmount everything under $inner_root" >&2' EXIT
-  trap 'exit 130' INT
-  trap 'exit 143' TERM
+  trap 'stop_step; exit 130' INT
+  trap 'stop_step; exit 143' TERM
   # Nothing mounted here may propagate back to the host's namespace.
   mount --make-rprivate /
 
@@ -181,12 +192,20 @@ inner() {
       cmd="bash scripts/test.sh"
     fi
     # A dry run checks the machinery (root, mounts, clone, clean-up) in a minute or two.
-    [ "${NN_FRESH_DRY_RUN:-0}" = 1 ] && cmd="test -f README.md && test -x scripts/setup.sh"
+    case "${NN_FRESH_DRY_RUN:-0}" in
+      1) cmd="test -f README.md && test -x scripts/setup.sh" ;;
+      sleep) cmd="sleep 300" ;;  # for testing an interrupted run
+    esac
     note "step $step: $cmd"
     start=$(date +%s)
     status=0
-    chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb PATH="$debian_path" \
-      bash -c "cd /root/nn && $cmd" >"$logs/step$step.log" 2>&1 || status=$?
+    # In its own process group and waited for in the background, so that a TERM to this stage
+    # stops the whole step (make, compilers, tests) at once instead of after it ends.
+    setsid chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb PATH="$debian_path" \
+      bash -c "cd /root/nn && $cmd" >"$logs/step$step.log" 2>&1 &
+    step_pid=$!
+    wait "$step_pid" || status=$?
+    step_pid=""
     if [ $status = 0 ]; then
       echo "step$step	PASS	$(elapsed "$start")	$cmd" >>"$logs/results.tsv"
     else
@@ -259,7 +278,7 @@ case "${1:-}" in
     exec unshare --mount --propagation private bash "$script" --self-test-cleanup-inner
     ;;
   -h | --help)
-    sed -n '2,24p' "$script" | sed 's/^# \{0,1\}//'
+    sed -n '2,25p' "$script" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
 esac
@@ -301,8 +320,8 @@ finish() {
   exit $status
 }
 trap finish EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'note "interrupted; cleaning up"; exit 130' INT
+trap 'note "stopped; cleaning up"; exit 143' TERM
 
 note "revision $rev; root $root; logs $logs"
 total=$(date +%s)
