@@ -4,6 +4,8 @@
 #   NN_BUILD_DIR   build directory (default: build)
 #   NN_CUDA=OFF    build without the CUDA backend even when nvcc is present
 #   NN_SKIP_APT=1  do not touch packages
+#   NN_NATIVE=OFF  portable binaries: no -march=native (by default the build is tuned to this
+#                  machine's CPU and may stop with "illegal instruction" on an older one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,12 +30,13 @@ if [ "${NN_SKIP_APT:-0}" != 1 ]; then
 fi
 
 build=${NN_BUILD_DIR:-build}
-cuda_flag=()
-[ -n "${NN_CUDA:-}" ] && cuda_flag=(-DNN_ENABLE_CUDA="${NN_CUDA}")
+options=()
+[ -n "${NN_CUDA:-}" ] && options=(-DNN_ENABLE_CUDA="${NN_CUDA}")
+[ -n "${NN_NATIVE:-}" ] && options+=(-DNN_NATIVE="${NN_NATIVE}")
 # ccache (when installed) makes rebuilds and further checkouts of the same tree cheap.
 launcher=()
 command -v ccache >/dev/null 2>&1 &&
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${cuda_flag[@]}" "${launcher[@]}" >/dev/null
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release "${options[@]}" "${launcher[@]}" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 echo "setup: built into $build/ (tools in $build/src/tools)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# MovieLens end to end: ratings CSV -> text examples -> NetCDF datasets -> trained autoencoder ->
+# MovieLens end to end: ratings CSV -> NetCDF datasets (nn-generate --rows) -> trained autoencoder ->
 # top-10 unseen movies per user in DSSTNE's recs format (<output-dir>/recs).
 # Usage: samples/movielens/run.sh [ratings.csv] [output-dir]
 #   ratings.csv  MovieLens userId,movieId,rating,timestamp (default: the bundled ml-latest-small)
@@ -19,12 +19,19 @@ fi
 mkdir -p "$out"
 out=$(realpath "$out")
 cd "$out"
-echo "== converting $ratings"
-python3 "$here/convert_ratings.py" --mode indicator -o ratings.txt "$ratings"
-echo "== generating datasets"
+echo "== generating datasets from $ratings (one row per rating: nn-generate --rows)"
 rm -f features.idx samples.idx
-"$tools/nn-generate" -d input -i ratings.txt -o input.nc -f features.idx -s samples.idx -c
-"$tools/nn-generate" -d output -i ratings.txt -o output.nc -f features.idx -s samples.idx
+# MovieLens files start with a userId,movieId,... header; a headerless copy starts with a digit.
+header=(--header)
+head -1 "$ratings" | grep -q '^[0-9]' && header=()
+"$tools/nn-generate" -d input -i "$ratings" --rows "${header[@]}" -o input.nc -f features.idx \
+  -s samples.idx -c
+"$tools/nn-generate" -d output -i "$ratings" --rows "${header[@]}" -o output.nc -f features.idx \
+  -s samples.idx
+# The prediction's Filter (configs/recommender-autoencoder/predict.cdl): each user's rated movies,
+# user<TAB>movie:movie:..., removed from that user's recommendations.
+awk -F, '$1 ~ /^[0-9]+$/ { items[$1] = items[$1] (items[$1] == "" ? "" : ":") $2 }
+     END { for (u in items) print u "\t" items[u] }' "$ratings" >ratings.txt
 # The network and its commands come from the shelf of ready configs.
 cp "$root/configs/recommender-autoencoder/"{network.json,train.cdl,predict.cdl} .
 echo "== training (live progress; per-epoch log in network.epochs.jsonl)"

@@ -138,4 +138,42 @@ grep -q "1 features not in the index were ignored" log.txt || fail "dropped feat
 "$tools/nn-predict" -n net.nc -r ratings.txt -i features.idx -k 3 -s nolabels.txt 2>/dev/null
 head -1 nolabels.txt | grep -Eq '^u0	([0-9]+,[0-9.]+:){3}$' || fail "no -o: numbered units: $(head -1 nolabels.txt)"
 
+# ---- a sample index reused from a larger file is refused (its names would label other rows) ----
+# sub.nc holds u3 and u5 only, generated with the full file's sample index (as the man page
+# suggests for reusing indices): its rows are u3, u5, but the index's first names are u0, u1.
+grep -P '^u(3|5)\t' ratings.txt >sub.txt
+cp samples.idx shared_samples.idx
+"$tools/nn-generate" -q -d gl_input -i sub.txt -o sub.nc -f features.idx -s shared_samples.idx
+set +e
+"$tools/nn-predict" -n net.nc --data sub.nc --sample-index shared_samples.idx -o features.idx \
+  -k 3 >sub_recs.txt 2>err.txt
+rc=$?
+set -e
+[[ $rc == 1 ]] && grep -q "^nn-predict: error: --sample-index shared_samples.idx lists 30 samples but sub.nc has 2 examples" err.txt ||
+  fail "reused sample index: rc=$rc $(cat err.txt) $(head -2 sub_recs.txt)"
+# With the file's own index, u3's recommendations are labelled u3, and equal those from -r.
+"$tools/nn-generate" -q -d gl_input -i sub.txt -o own.nc -f features.idx -s own_samples.idx
+"$tools/nn-predict" -q -n net.nc --data own.nc --sample-index own_samples.idx -o features.idx -k 3 >own.txt
+"$tools/nn-predict" -q -n net.nc -r sub.txt -i features.idx -o features.idx -k 3 >text.txt
+[[ $(cut -f1 own.txt | tr '\n' ' ') == "u3 u5 " ]] || fail "own index labels: $(cut -f1 own.txt)"
+cmp -s own.txt text.txt || fail "--data with its own index should match -r: $(diff own.txt text.txt)"
+# "-" reads the examples from standard input.
+"$tools/nn-predict" -q -n net.nc -r - -i features.idx -o features.idx -k 3 <sub.txt >stdin.txt
+cmp -s stdin.txt text.txt || fail "-r - should read standard input"
+
+# ---- flags given with a CDL file override its keys, and say so ----
+cat >predict.cdl <<'JSON'
+{ "Network": "net.nc", "Command": "Predict", "Data": ["own.nc"],
+  "PredictionParameters": { "K": 5, "OutputIndex": "features.idx", "SampleIndex": "own_samples.idx",
+    "Output": "cdl_recs.txt" } }
+JSON
+"$tools/nn-predict" predict.cdl 2>cdl.log
+[[ $(entries cdl_recs.txt | sort -u) == 5 ]] || fail "CDL K 5"
+grep -q overrides cdl.log && fail "no flags, no override lines: $(cat cdl.log)"
+"$tools/nn-predict" predict.cdl -k 2 -s over.txt 2>over.log
+grep -qxF -- "--top 2 overrides predict.cdl's K 5" over.log &&
+  grep -qxF -- "--output over.txt overrides predict.cdl's Output cdl_recs.txt" over.log ||
+  fail "overrides not printed: $(cat over.log)"
+[[ $(entries over.txt | sort -u) == 2 ]] || fail "-k 2 with a CDL"
+
 echo "predict_flags: all checks passed"

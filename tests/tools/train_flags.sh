@@ -25,8 +25,12 @@ tiny_config
 grep -q '^training: 40 examples, minibatch 1024, .* SGD alpha=0.025 lambda=0.0001, ' defaults.log ||
   fail "defaults: $(grep training: defaults.log)"
 grep -q '^epoch 40/40:' defaults.log || fail "40 epochs by default"
-for e in 10 20 30 40; do [[ -s net.nc$e.nc ]] || fail "checkpoint net.nc$e.nc (DSSTNE naming)"; done
+for e in 20 30 40; do [[ -s net.nc$e.nc ]] || fail "checkpoint net.nc$e.nc (DSSTNE naming)"; done
 [[ ! -e net.nc5.nc ]] || fail "unexpected checkpoint"
+# Only the newest 3 checkpoints stay (--checkpoints-kept, CDL CheckpointsKept; DSSTNE kept all).
+[[ ! -e net.nc10.nc ]] || fail "checkpoint net.nc10.nc should have been removed (3 kept)"
+grep -q '^checkpoint: removed net.nc10.nc (keeping the newest 3)' defaults.log ||
+  fail "removal not logged: $(grep checkpoint: defaults.log)"
 [[ $(att net.nc nn_training_seed) == 12134 ]] || fail "default seed: $(att net.nc nn_training_seed)"
 [[ $(att net.nc nn_training_epoch) == 40 ]] || fail "epoch count stored"
 rm -f net.nc*
@@ -92,6 +96,48 @@ mv result.nc first.nc
 sed 's/"RandomSeed": 5/"RandomSeed": 6/' train.cdl >seed6.cdl
 "$tools/nn-train" -q seed6.cdl
 [[ $(weights result.nc) != $(weights first.nc) ]] || fail "another RandomSeed should change the weights"
+# ---- flags given with a CDL file override its keys, and say so ----
+rm -f snap*.nc
+"$tools/nn-train" train.cdl -e 1 -b 40 --alpha 0.5 --lambda 0 --mu 0.1 --optimizer SGD \
+  --checkpoint-interval 1 --seed 77 --validation-k 5 --no-keep-best >override.log
+for line in "--epochs 1 overrides train.cdl's Epochs 4" "--batch 40 overrides train.cdl's MiniBatch 10" \
+  "--alpha 0.5 overrides train.cdl's Alpha 0.2" "--lambda 0 overrides train.cdl's Lambda 0.003" \
+  "--mu 0.1 overrides train.cdl's mu 0.7" "--optimizer SGD overrides train.cdl's Optimizer Nesterov" \
+  "--checkpoint-interval 1 overrides train.cdl's CheckpointInterval 2" \
+  "--seed 77 overrides train.cdl's RandomSeed 5" "--validation-k 5 overrides train.cdl's ValidationK 10" \
+  "--no-keep-best overrides train.cdl's KeepBest true"; do
+  grep -qxF -- "$line" override.log || fail "override not printed: $line: $(head -12 override.log)"
+done
+grep -q '^training: 40 examples, minibatch 40, .* SGD alpha=0.5 lambda=0[ ,]' override.log ||
+  fail "overrides not applied: $(grep training: override.log)"
+grep -q '^epoch 1/1:' override.log || fail "-e 1 with a CDL"
+[[ $(att result.nc nn_training_step) == 1 && $(att result.nc nn_training_seed) == 77 ]] ||
+  fail "stored state after overrides: step $(att result.nc nn_training_step)"
+[[ -s snap1.nc ]] || fail "--checkpoint-interval 1 with a CDL"
+grep -q overrides cdl.log && fail "no flags, no override lines"
+# Checkpoints kept: CDL key and flag (0 keeps all).
+rm -f snap*.nc
+sed 's/"CheckpointInterval": 2,/"CheckpointInterval": 1, "CheckpointsKept": 2,/' train.cdl >kept.cdl
+"$tools/nn-train" -q kept.cdl
+[[ "$(ls snap*.nc | sort | tr '\n' ' ')" == "snap3.nc snap4.nc " ]] || fail "CheckpointsKept 2: $(ls snap*.nc)"
+rm -f snap*.nc
+"$tools/nn-train" -q kept.cdl --checkpoints-kept 0
+[[ $(ls snap*.nc | wc -l) == 4 ]] || fail "--checkpoints-kept 0 keeps all: $(ls snap*.nc)"
+
+# ---- RandomSeed absent or -1: a real random seed, printed, that repeats the run ----
+sed 's/"RandomSeed": 5,//' train.cdl >noseed.cdl
+sed 's/"RandomSeed": 5,/"RandomSeed": -1,/' train.cdl >minus1.cdl
+"$tools/nn-train" noseed.cdl >noseed1.log
+cp result.nc noseed1.nc
+"$tools/nn-train" minus1.cdl >noseed2.log
+seed1=$(sed -n 's/^random seed \([0-9]*\) (RandomSeed is absent or -1;.*/\1/p' noseed1.log)
+seed2=$(sed -n 's/^random seed \([0-9]*\) (RandomSeed is absent or -1;.*/\1/p' noseed2.log)
+[[ -n $seed1 && -n $seed2 ]] || fail "random seed not printed: $(head -3 noseed1.log)"
+[[ $seed1 != "$seed2" ]] || fail "two runs without RandomSeed got the same seed $seed1"
+[[ $(att noseed1.nc nn_training_seed) == "$seed1" ]] || fail "printed seed is not the one used"
+"$tools/nn-train" -q noseed.cdl --seed "$seed1"
+[[ $(weights result.nc) == $(weights noseed1.nc) ]] || fail "--seed <printed seed> should repeat the run"
+
 # Data as a single string (DSSTNE's form) is read; here it lacks the output dataset.
 sed 's/"Data": \["input.nc", "output.nc"\]/"Data": "input.nc"/' train.cdl >one_file.cdl
 grep -q '"Data": "input.nc"' one_file.cdl || fail "sed did not edit Data"

@@ -13,6 +13,7 @@ TrainOptions cdl_train_options(const CdlSpec& cdl, uint64_t default_seed) {
                  t.mu1,       0.0f,    t.alpha_interval, t.alpha_multiplier};
   o.checkpoint_name = t.checkpoint_name;
   o.checkpoint_interval = t.checkpoint_interval;
+  o.checkpoints_kept = t.checkpoints_kept;
   o.validation_interval = t.validation_interval;
   o.validation_k = t.validation_k;
   o.patience = t.patience;

@@ -169,6 +169,8 @@ class CdlParser {
         t.checkpoint_name = non_empty_string(m);
       } else if (k == "checkpointinterval") {
         t.checkpoint_interval = int(r_.get_int(*m.value, m.path, 0, kMaxInt));
+      } else if (k == "checkpointskept") {
+        t.checkpoints_kept = int(r_.get_int(*m.value, m.path, 0, kMaxInt));
       } else if (k == "results") {
         t.results = non_empty_string(m);
       } else if (k == "shuffleindices") {
@@ -188,8 +190,9 @@ class CdlParser {
       } else {
         r_.unknown_key(m, {"Epochs", "MiniBatch", "Alpha", "Lambda", "Lambda1", "Mu", "Mu1",
                            "AlphaInterval", "AlphaMultiplier", "Optimizer", "CheckpointName",
-                           "CheckpointInterval", "Results", "ShuffleIndices", "ValidationData",
-                           "ValidationInterval", "ValidationK", "Patience", "KeepBest"});
+                           "CheckpointInterval", "CheckpointsKept", "Results", "ShuffleIndices",
+                           "ValidationData", "ValidationInterval", "ValidationK", "Patience",
+                           "KeepBest"});
       }
     }
   }

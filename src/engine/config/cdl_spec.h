@@ -26,6 +26,7 @@ struct TrainingParameters {
   OptimizerKind optimizer = OptimizerKind::SGD;
   std::string checkpoint_name = "check";
   int checkpoint_interval = 1;    // epochs between checkpoints; 0 disables
+  int checkpoints_kept = 3;       // newest checkpoints kept on disk; 0 = all (our extension)
   std::string results = "network.nc";
   std::optional<bool> shuffle_indices;  // overrides the network's ShuffleIndices when set
   // Held-out validation set (our extension): NetCDF file(s) with datasets named like the

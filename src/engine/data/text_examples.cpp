@@ -29,6 +29,10 @@ namespace fs = std::filesystem;
 std::vector<std::string> input_files(const std::vector<std::string>& paths) {
   std::vector<std::string> files;
   for (const std::string& p : paths) {
+    if (p == "-") {  // standard input
+      files.push_back(p);
+      continue;
+    }
     std::error_code ec;
     const fs::file_status st = fs::status(p, ec);
     if (ec || !fs::exists(st)) throw DataError(p + ": input not found");
@@ -123,6 +127,7 @@ class Parser {
       : features_(features), samples_(samples), options_(options), stats_(stats) {}
 
   void parse_file(const std::string& path) {
+    if (path == "-") return stream(stdin, "<standard input>");
     std::FILE* f = std::fopen(path.c_str(), "rb");
     if (!f) throw DataError(path + ": cannot open: " + std::strerror(errno));
     try {
@@ -172,11 +177,11 @@ class Parser {
       for (;;) {
         const size_t nl = block.find('\n', pos);
         if (nl == std::string_view::npos) break;
-        parse_line(block.substr(pos, nl - pos), path, ++line_no);
+        dispatch(block.substr(pos, nl - pos), path, ++line_no);
         pos = nl + 1;
       }
       if (eof) {
-        if (pos < have) parse_line(block.substr(pos), path, ++line_no);
+        if (pos < have) dispatch(block.substr(pos), path, ++line_no);
         return;
       }
       std::memmove(buf.data(), buf.data() + pos, have - pos);
@@ -187,6 +192,54 @@ class Parser {
   [[noreturn]] static void fail(const std::string& path, uint64_t line_no,
                                 const std::string& problem) {
     throw DataError(path + ":" + std::to_string(line_no) + ": " + problem);
+  }
+
+  void dispatch(std::string_view line, const std::string& path, uint64_t line_no) {
+    if (!options_.rows) return parse_line(line, path, line_no);
+    if (line_no == 1 && options_.skip_header) return;
+    parse_row(line, path, line_no);
+  }
+
+  // Rows layout: sample<SEP>feature[<SEP>value[<SEP>...]], SEP a TAB when the line has one, else
+  // a comma. Entries are kept in file order with their sample; build() groups them per sample.
+  void parse_row(std::string_view line, const std::string& path, uint64_t line_no) {
+    ++stats_.lines;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (trim_blanks(line).empty()) return;
+    const char sep = line.find('\t') != std::string_view::npos ? '\t' : ',';
+    std::string_view field[3];
+    size_t pos = 0;
+    int n = 0;
+    for (; n < 3 && pos <= line.size(); ++n) {
+      size_t end = line.find(sep, pos);
+      if (end == std::string_view::npos) end = line.size();
+      field[n] = trim_blanks(line.substr(pos, end - pos));
+      pos = end + 1;
+    }
+    if (n == 3 && pos <= line.size()) ++stats_.extra_columns;
+    if (n < 2 || field[0].empty() || field[1].empty())
+      fail(path, line_no,
+           "expected a row \"sample,feature[,value]\" (comma- or TAB-separated), got \"" +
+               std::string(line.substr(0, 80)) + "\"");
+    key_.assign(field[0].data(), field[0].size());
+    const int64_t s = samples_.lookup(key_, options_.allow_new_samples);
+    if (s < 0) {
+      ++stats_.dropped_samples;
+      return;
+    }
+    const uint64_t before = feature_.size();
+    if (options_.mode == ExampleMode::Analog) {
+      if (n < 3 || field[2].empty())
+        fail(path, line_no, "analog rows need a value: sample,feature,value");
+      const float v = parse_value(field[2], line.substr(0, std::min<size_t>(line.size(), 80)),
+                                  path, line_no);
+      add_entry(field[1], v, path, line_no);
+    } else {
+      add_entry(field[1], 0.0f, path, line_no);
+    }
+    if (feature_.size() > before) row_sample_.push_back(uint64_t(s));
+    if (uint64_t(s) >= ranges_.size()) ranges_.resize(std::max<uint64_t>(s + 1, samples_.size()));
+    ranges_[s].present = true;
   }
 
   void parse_line(std::string_view line, const std::string& path, uint64_t line_no) {
@@ -208,6 +261,12 @@ class Parser {
       ++stats_.dropped_samples;
       return;
     }
+    if (options_.strict && uint64_t(s) < ranges_.size() && ranges_[s].present)
+      fail(path, line_no,
+           "sample \"" + key_ +
+               "\" is on an earlier line too; this format takes one line per sample "
+               "(sample<TAB>feature:feature:...). For one row per (sample, feature) pair, read "
+               "the file as rows (nn-generate --rows)");
 
     const uint64_t begin = feature_.size();
     size_t pos = 0;
@@ -228,6 +287,11 @@ class Parser {
     const size_t comma = tuple.find(',');
     const std::string_view name = tuple.substr(0, comma);
     if (name.empty()) return;  // "a::b", trailing ':' or ",5": nothing to index
+    if (options_.strict && name.find(' ') != std::string_view::npos)
+      fail(path, line_no,
+           "feature \"" + std::string(name) +
+               "\" contains a blank; features are separated by ':' "
+               "(sample<TAB>feature[,value]:feature[,value]...)");
     float value = 0.0f;
     if (comma != std::string_view::npos) {
       std::string_view text = tuple.substr(comma + 1);
@@ -238,6 +302,10 @@ class Parser {
       }
       value = parse_value(text, tuple, path, line_no);
     }
+    add_entry(name, value, path, line_no);
+  }
+
+  void add_entry(std::string_view name, float value, const std::string& path, uint64_t line_no) {
     const uint32_t h = LabelCache::hash(name);
     int64_t f;
     if (!cache_.find(name, h, f)) {
@@ -277,6 +345,7 @@ class Parser {
   std::vector<uint32_t> feature_;  // arena of feature ids for all lines
   std::vector<float> value_;       // arena of values (analog mode only)
   std::vector<Range> ranges_;      // by sample index
+  std::vector<uint64_t> row_sample_;  // rows layout: the sample of each entry in feature_
 };
 
 DataSet Parser::build(const std::string& name) const {
@@ -295,23 +364,53 @@ DataSet Parser::build(const std::string& name) const {
                     " does not fit 32 bits");
   ds.width = static_cast<uint32_t>(width);
 
+  // Rows layout: group the entries per sample (a stable counting sort keeps file order within
+  // a sample), giving each sample one range as the examples layout has.
+  std::vector<Range> grouped;
+  std::vector<uint32_t> grouped_feature;
+  std::vector<float> grouped_value;
+  const std::vector<Range>* ranges = &ranges_;
+  const std::vector<uint32_t>* feature = &feature_;
+  const std::vector<float>* value = &value_;
+  if (options_.rows) {
+    grouped.assign(ranges_.size(), Range{});
+    for (uint64_t s : row_sample_) ++grouped[s].end;
+    uint64_t at = 0;
+    for (size_t s = 0; s < grouped.size(); ++s) {
+      const uint64_t count = grouped[s].end;
+      grouped[s] = Range{at, at, ranges_[s].present};
+      at += count;
+    }
+    grouped_feature.resize(feature_.size());
+    if (!indicator) grouped_value.resize(feature_.size());
+    for (size_t i = 0; i < row_sample_.size(); ++i) {
+      Range& r = grouped[row_sample_[i]];
+      grouped_feature[r.end] = feature_[i];
+      if (!indicator) grouped_value[r.end] = value_[i];
+      ++r.end;
+    }
+    ranges = &grouped;
+    feature = &grouped_feature;
+    value = &grouped_value;
+  }
+
   // Examples in ascending sample index order (DSSTNE iterates a std::map keyed by index).
   uint64_t examples = 0, entries = 0;
-  for (const Range& r : ranges_)
+  for (const Range& r : *ranges)
     if (r.present) ++examples, entries += r.end - r.begin;
   ds.examples = ds.unique_examples = examples;
   ds.sparse_start.reserve(examples);
   ds.sparse_end.reserve(examples);
   ds.sparse_index.reserve(entries);
   if (!indicator) ds.sparse_value.reserve(entries);
-  for (const Range& r : ranges_) {
+  for (const Range& r : *ranges) {
     if (!r.present) continue;
     ds.sparse_start.push_back(ds.sparse_index.size());
-    ds.sparse_index.insert(ds.sparse_index.end(), feature_.begin() + r.begin,
-                           feature_.begin() + r.end);
+    ds.sparse_index.insert(ds.sparse_index.end(), feature->begin() + r.begin,
+                           feature->begin() + r.end);
     if (!indicator)
-      ds.sparse_value.insert(ds.sparse_value.end(), value_.begin() + r.begin,
-                             value_.begin() + r.end);
+      ds.sparse_value.insert(ds.sparse_value.end(), value->begin() + r.begin,
+                             value->begin() + r.end);
     ds.sparse_end.push_back(ds.sparse_index.size());
   }
   stats_.samples = examples;

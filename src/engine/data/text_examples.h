@@ -52,6 +52,15 @@ struct TextExamplesOptions {
   // Longest line accepted: a file without line breaks must not grow the line buffer without end
   // (one example with a million features is ~10 MB).
   uint64_t max_line_bytes = uint64_t(256) << 20;
+  // Signs of a file in another format are errors instead of silent data loss (nn-generate): a
+  // sample on a second line (DSSTNE kept only the last line) and a feature name with a blank
+  // (features are separated by ':', "a b" is one feature named "a b").
+  bool strict = false;
+  // Rows layout: one entry per line, "sample,feature[,value[,more...]]" (or TAB-separated, as
+  // MovieLens' ratings.csv and most exports), rows of a sample grouped wherever they appear.
+  // Columns after the value are ignored; in indicator mode the value column is ignored too.
+  bool rows = false;
+  bool skip_header = false;  // the first line of each file is a header (rows layout)
 };
 
 struct TextExamplesStats {
@@ -59,11 +68,12 @@ struct TextExamplesStats {
   uint64_t dropped_samples = 0;   // unknown samples when allow_new_samples is false
   uint64_t extra_values = 0;      // tuples with more than one value (first one kept)
   uint64_t replaced_samples = 0;  // lines whose sample appeared before (the later line wins)
+  uint64_t extra_columns = 0;     // rows layout: rows with columns after the value (ignored)
 };
 
-// Parses examples from files (a directory means all its regular files, sorted) into one sparse
-// dataset named `name`. Examples are ordered by ascending sample index. Malformed values throw
-// DataError("<file>:<line>: ...").
+// Parses examples from files (a directory means all its regular files, sorted; "-" is standard
+// input) into one sparse dataset named `name`. Examples are ordered by ascending sample index.
+// Malformed values throw DataError("<file>:<line>: ...").
 DataSet read_text_examples(const std::vector<std::string>& paths, const std::string& name,
                            FeatureIndex& features, FeatureIndex& samples,
                            const TextExamplesOptions& options, TextExamplesStats* stats = nullptr);

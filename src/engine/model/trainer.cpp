@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <future>
 #include <numeric>
 
@@ -119,6 +120,19 @@ std::string Trainer::checkpoint_path(uint64_t epoch) const {
   return options_.checkpoint_name + std::to_string(epoch) + ".nc";
 }
 
+// Deletes the checkpoint that has just fallen out of the newest `checkpoints_kept` (written
+// `checkpoints_kept` intervals before this epoch's). A missing file is not an error.
+void Trainer::remove_old_checkpoint() {
+  if (options_.checkpoints_kept <= 0) return;
+  const uint64_t span =
+      uint64_t(options_.checkpoints_kept) * uint64_t(options_.checkpoint_interval);
+  if (epoch_ <= span) return;
+  std::error_code ec;
+  if (std::filesystem::remove(checkpoint_path(epoch_ - span), ec))
+    log_("checkpoint: removed " + checkpoint_path(epoch_ - span) + " (keeping the newest " +
+         std::to_string(options_.checkpoints_kept) + ")");
+}
+
 NetworkFile Trainer::snapshot() const {
   NetworkFile f = net_.to_file();
   TrainingState& t = f.training;
@@ -188,6 +202,7 @@ std::vector<EpochReport> Trainer::run() {
         write_network_file(path, file);
         log_("checkpoint: " + path);
         if (on_checkpoint) on_checkpoint(path);
+        remove_old_checkpoint();
       }
     }
     if (!go_on) break;

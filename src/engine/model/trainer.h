@@ -32,6 +32,9 @@ struct TrainOptions {
   uint64_t seed = 1;
   std::string checkpoint_name;   // "" => no checkpoints
   int checkpoint_interval = 0;   // epochs between checkpoints
+  // Newest checkpoints kept on disk: writing one deletes the one `checkpoints_kept` intervals
+  // older (a 40 MB network every epoch adds up). 0 keeps all.
+  int checkpoints_kept = 0;
   double progress_seconds = 10;  // in-epoch progress lines when an epoch runs longer than this
   // Data parallelism (a communicator with several ranks): gradient buckets and whether their
   // all-reduce overlaps the backward pass (model/data_parallel.h).
@@ -76,6 +79,7 @@ class Trainer {
   NetworkFile snapshot() const;
   // Checkpoint path for an epoch: "<checkpoint_name><epoch>.nc".
   std::string checkpoint_path(uint64_t epoch) const;
+  void remove_old_checkpoint();
   uint64_t epoch() const { return epoch_; }
   uint64_t step() const { return step_; }
   // Called after each checkpoint is written (path); for tools that track files.

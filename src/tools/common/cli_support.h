@@ -31,6 +31,10 @@ inline std::vector<std::string> rewrite_single_dash(int argc, char** argv,
 // Parses, turning --help into exit status 0 (returns true: caller should return `status`) and
 // any other parse problem into UsageError.
 inline bool parse_or_exit(CLI::App& app, std::vector<std::string> args, int& status) {
+  // Every tool answers --version the same way (NN_VERSION: the project version, from CMake).
+  if (!app.get_option_no_throw("--version"))
+    app.set_version_flag("--version", std::string(kToolName) + " " + NN_VERSION,
+                         "print the version and exit");
   try {
     std::vector<std::string> rev(args.rbegin(), args.rend() - 1);  // CLI11 wants reversed, no argv[0]
     app.parse(rev);

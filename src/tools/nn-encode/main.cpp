@@ -54,6 +54,8 @@ int run(int argc, char** argv) {
                  "class index file to write (default: classes.idx beside --output)");
   std::string memory_limit;
   add_memory_limit_option(app, memory_limit);
+  bool quiet = false;
+  app.add_flag("-q,--quiet", quiet, "print errors only");
   int status = 0;
   if (parse_or_exit(app, std::vector<std::string>(argv, argv + argc), status)) return status;
   apply_memory_limit(memory_limit, std::nullopt);
@@ -79,7 +81,8 @@ int run(int argc, char** argv) {
     throw UsageError("--output and --output2 name the same file");
   if (job.input_name.empty() || job.output_name.empty() || job.input_name == job.output_name)
     throw UsageError("--input-name and --output-name must be non-empty and different");
-  return run_encode_job(job, stream_log(stderr, std::string(kToolName) + ": "));
+  return run_encode_job(job,
+                        quiet ? null_log() : stream_log(stderr, std::string(kToolName) + ": "));
 }
 
 }  // namespace nn::tool

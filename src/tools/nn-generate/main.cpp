@@ -21,7 +21,8 @@ namespace {
 
 struct Options {
   std::string dataset, input, output, features, samples, type = "indicator";
-  bool create_features = false, merge_features = false;
+  bool create_features = false, merge_features = false, rows = false, header = false,
+       quiet = false;
   uint32_t align = 128;
 };
 
@@ -32,7 +33,13 @@ bool file_exists(const std::string& path) {
 
 void define_flags(CLI::App& app, Options& o) {
   app.add_option("-d,--dataset", o.dataset, "dataset name stored in the file (name0)")->required();
-  app.add_option("-i,--input", o.input, "input text file, or a directory of them")->required();
+  app.add_option("-i,--input", o.input,
+                 "input text file, a directory of them, or - for standard input")
+      ->required();
+  app.add_flag("--rows", o.rows,
+               "input has one row per entry, sample,feature[,value] (comma- or TAB-separated, "
+               "e.g. MovieLens ratings.csv); rows are grouped per sample");
+  app.add_flag("--header", o.header, "with --rows: the first line of each file is a header");
   app.add_option("-o,--output", o.output, "output NetCDF file (replaced)")->required();
   app.add_option("-f,--features", o.features, "feature index file (label<TAB>index)")->required();
   app.add_option("-s,--samples", o.samples, "sample index file; loaded if it exists, else created")
@@ -44,6 +51,7 @@ void define_flags(CLI::App& app, Options& o) {
   create->excludes(merge);
   app.add_option("-t,--type", o.type, "indicator (Boolean, default) or analog (float values)")
       ->check(CLI::IsMember({"indicator", "analog"}));
+  app.add_flag("-q,--quiet", o.quiet, "print errors only");
   app.add_option("--align", o.align, "round the width up to a multiple of N (default 128)")
       ->check(CLI::Range(1u, 1u << 30));
 }
@@ -58,9 +66,9 @@ std::string summary(const Options& o, const nn::DataSet& ds, const nn::TextExamp
     s += ", " + std::to_string(st.dropped_features) + " unknown features dropped";
   if (st.skipped_lines)
     s += ", " + std::to_string(st.skipped_lines) + " lines without a TAB skipped";
-  if (st.replaced_samples)
-    s += ", " + std::to_string(st.replaced_samples) + " repeated samples replaced";
   if (st.extra_values) s += ", " + std::to_string(st.extra_values) + " extra values ignored";
+  if (st.extra_columns)
+    s += ", " + std::to_string(st.extra_columns) + " rows with extra columns (ignored)";
   char secs[32];
   std::snprintf(secs, sizeof secs, ", %.2f s", seconds);
   return s + secs;
@@ -94,10 +102,19 @@ int nn::tool::run(int argc, char** argv) {
   opt.mode = o.type == "analog" ? ExampleMode::Analog : ExampleMode::Indicator;
   opt.allow_new_features = o.create_features || o.merge_features;
   opt.width_align = o.align;
+  // A sample on two lines or a feature with a blank means the file is in another format:
+  // stop instead of keeping the last line per sample or a feature named "dune alien".
+  opt.strict = true;
+  if (o.header && !o.rows) throw UsageError("--header needs --rows");
+  opt.rows = o.rows;
+  opt.skip_header = o.header;
   TextExamplesStats stats;
   DataSet ds = read_text_examples({o.input}, o.dataset, features, samples, opt, &stats);
   if (ds.examples == 0)
-    throw DataError(o.input + ": no examples found (expected lines \"sample<TAB>features\")");
+    throw DataError(o.input + (o.rows ? ": no rows found (expected \"sample,feature[,value]\")"
+                                      : ": no examples found (expected lines "
+                                        "\"sample<TAB>feature[,value]:feature...\"; "
+                                        "--rows reads one sample,feature[,value] row per line)"));
 
   // The dataset and the index files are one unit: all are written in full before any replaces
   // its target, so a failure (full disk, no permission) leaves the previous set as it was.
@@ -120,8 +137,9 @@ int nn::tool::run(int argc, char** argv) {
 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::fprintf(
-      stderr, "%s: %s\n", kToolName,
-      summary(o, ds, stats, features.size(), features.size() - old_features, seconds).c_str());
+  if (!o.quiet)
+    std::fprintf(
+        stderr, "%s: %s\n", kToolName,
+        summary(o, ds, stats, features.size(), features.size() - old_features, seconds).c_str());
   return 0;
 }

@@ -2,6 +2,7 @@
 // (DSSTNE's recommendation format), from a CDL file (nn-predict predict.cdl) or from DSSTNE
 // predict's flags (nn-predict -n net.nc -r examples.txt -i in.idx -o out.idx -f filter -k 10).
 #include <string>
+#include <vector>
 
 #include "common/cli_support.h"
 #include "config/parse.h"
@@ -29,8 +30,9 @@ int run(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("-n,--network", job.network, "trained network file (.nc)")
       ->check(CLI::ExistingFile);
-  app.add_option("-r,--examples", job.text_input, "examples to score, text format")
-      ->check(CLI::ExistingFile);
+  app.add_option("-r,--examples", job.text_input,
+                 "examples to score, text format (- reads standard input)")
+      ->check(CLI::ExistingFile | CLI::IsMember({"-"}));
   app.add_option("-t,--type", type, "text examples are 'indicator' (default) or 'analog'");
   app.add_option("--data", job.data_files, "NetCDF dataset file(s) to score instead of -r");
   app.add_option("-d,--dataset", job.dataset_base,
@@ -49,9 +51,9 @@ int run(int argc, char** argv) {
   auto* k_opt = app.add_option("-k,--top", job.k,
                                "results per example (default 100 with flags, as DSSTNE; CDL K "
                                "defaults to 10); no upper limit");
-  auto* batch_opt = app.add_option("-b,--batch", job.minibatch, "minibatch size (default 1024)");
+  app.add_option("-b,--batch", job.minibatch, "minibatch size (default 1024)");
   app.add_option("-l,--layer", job.layer, "layer to score, any name (default: the output layer)");
-  auto* score_opt = app.add_option(
+  app.add_option(
       "-p,--score-format", job.score_format,
       "printf conversion for scores, with or without % (default %.3f; DSSTNE: 4.3f)");
   app.add_option("--target", job.target,
@@ -85,6 +87,7 @@ int run(int argc, char** argv) {
   int status = 0;
   if (parse_or_exit(app, rewrite_single_dash(argc, argv, {}), status)) return status;
 
+  std::vector<std::string> overrides;
   if (!cdl.empty()) {
     if (!job.network.empty() || !job.text_input.empty())
       throw UsageError("give either a CDL file or -n/-r, not both");
@@ -97,17 +100,33 @@ int run(int argc, char** argv) {
     if (device_opt->count() == 0 && spec.device) job.device = *spec.device;
     const PredictionParameters& p = spec.prediction;
     job.network = spec.network;
-    job.data_files = spec.data;
-    if (k_opt->count() == 0) job.k = static_cast<uint32_t>(p.k);
-    if (job.output == "-" || job.output.empty()) job.output = p.output.empty() ? "-" : p.output;
-    if (job.filter.empty()) job.filter = p.filter;
-    if (job.output_index.empty()) job.output_index = p.output_index;
-    if (job.sample_index.empty()) job.sample_index = p.sample_index;
-    if (job.input_index.empty()) job.input_index = p.input_index;
-    if (job.layer.empty()) job.layer = p.layer;
-    if (job.target.empty()) job.target = p.target;
-    if (score_opt->count() == 0) job.score_format = p.score_format;
-    if (batch_opt->count() == 0) job.minibatch = p.minibatch;
+    // Flags given with a CDL file override its keys; each override is printed.
+    auto take = [&](const char* flag, const char* key, auto& value, const auto& from_cdl,
+                    const std::string& cdl_text) {
+      const CLI::Option* opt = app.get_option(flag);
+      if (opt->count() == 0) {
+        value = from_cdl;
+        return;
+      }
+      overrides.push_back(opt->get_name() + " " + opt->as<std::string>() + " overrides " + cdl +
+                          "'s " + key + " " + (cdl_text.empty() ? "(unset)" : cdl_text));
+    };
+    auto join = [](const std::vector<std::string>& v) {
+      std::string out;
+      for (const auto& x : v) out += (out.empty() ? "" : ",") + x;
+      return out;
+    };
+    take("--data", "Data", job.data_files, spec.data, join(spec.data));
+    take("-k", "K", job.k, static_cast<uint32_t>(p.k), std::to_string(p.k));
+    take("-s", "Output", job.output, p.output.empty() ? std::string("-") : p.output, p.output);
+    take("-f", "Filter", job.filter, p.filter, p.filter);
+    take("-o", "OutputIndex", job.output_index, p.output_index, p.output_index);
+    take("--sample-index", "SampleIndex", job.sample_index, p.sample_index, p.sample_index);
+    take("-i", "InputIndex", job.input_index, p.input_index, p.input_index);
+    take("-l", "Layer", job.layer, p.layer, p.layer);
+    take("--target", "Target", job.target, p.target, p.target);
+    take("-p", "ScoreFormat", job.score_format, p.score_format, p.score_format);
+    take("-b", "MiniBatch", job.minibatch, p.minibatch, std::to_string(p.minibatch));
   } else {
     apply_memory_limit(memory_limit, std::nullopt);
     if (k_opt->count() == 0) job.k = 100;
@@ -131,8 +150,9 @@ int run(int argc, char** argv) {
     throw UsageError("--top-classes -: standard output already carries the recommendations");
   if (job.minibatch == 0) throw UsageError("-b: must be positive");
   if (job.threads <= 0) job.threads = default_thread_count();
-  return run_predict_job(job,
-                         quiet ? null_log() : stream_log(stderr, to_stdout ? "nn-predict: " : ""));
+  const LogSink log = quiet ? null_log() : stream_log(stderr, to_stdout ? "nn-predict: " : "");
+  for (const std::string& line : overrides) log(line);
+  return run_predict_job(job, log);
 }
 
 }  // namespace nn::tool

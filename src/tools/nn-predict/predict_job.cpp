@@ -173,6 +173,16 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
     }
   }
   const BoundData bound = bind_datasets(spec, sets, /*need_outputs=*/false, files);
+  // Rows of a dataset file are its samples in ascending index order, so a sample index names
+  // them only when it lists exactly that many samples. An index reused from a larger file
+  // (nn-generate -s loads and extends it) would put other samples' names on the results.
+  if (job.text_input.empty() && have_samples && samples.size() != bound.examples)
+    throw DataError("--sample-index " + job.sample_index + " lists " +
+                    std::to_string(samples.size()) + " samples but " + files + " has " +
+                    std::to_string(bound.examples) +
+                    " examples: it is not this file's index, and its names would label the "
+                    "wrong rows. Give the index written with this file (nn-generate -s with a "
+                    "new file name), or score the examples as text with -r");
   const std::string layer = scored_layer(job, spec);
 
   // Under mpirun a layer too large for one process (or marked "Parallel": "Model") is split

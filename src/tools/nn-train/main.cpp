@@ -1,7 +1,10 @@
 // nn-train: trains a network from a CDL command file (nn-train train.cdl) or from DSSTNE
 // train's flags (nn-train -c config.json -i in.nc -o out.nc -n net.nc -b 256 -e 10 ...), or
 // checks its gradients (CDL Command "Validate", or --validate with the flags).
+#include <cstdio>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "common/cli_support.h"
 #include "config/parse.h"
@@ -29,6 +32,38 @@ OptimizerKind parse_optimizer(const std::string& name) {
     if (n == lower) return k;
   }
   throw UsageError("--optimizer: unknown '" + name + "'; expected one of " + choices);
+}
+
+std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+// A seed nobody chose: from the OS's entropy source, kept within 31 bits so it reads and types
+// easily and fits every seed field (DSSTNE's included).
+uint64_t random_seed() {
+  std::random_device rd;
+  return ((uint64_t(rd()) << 32) ^ rd()) % 2147483647u + 1;
+}
+
+struct Override {
+  const CLI::Option* flag;
+  const char* key;
+  std::string cdl_value;
+};
+
+// One line per flag given with a CDL file: which key it overrides, from what to what.
+std::vector<std::string> describe_overrides(const std::string& cdl,
+                                            const std::vector<Override>& all) {
+  std::vector<std::string> lines;
+  for (const Override& o : all) {
+    if (!o.flag->count()) continue;
+    std::string value = o.flag->get_expected_min() == 0 ? "" : " " + o.flag->as<std::string>();
+    lines.push_back(o.flag->get_name() + value + " overrides " + cdl + "'s " + o.key + " " +
+                    (o.cdl_value.empty() ? "(unset)" : o.cdl_value));
+  }
+  return lines;
 }
 
 }  // namespace
@@ -62,34 +97,52 @@ int run(int argc, char** argv) {
   app.add_option("-n,--network", network, "network file to write when training ends");
   app.add_option("-d,--dataset", dataset_name,
                  "accepted and ignored (DSSTNE's train lists it in its usage but never used it)");
-  app.add_option("-b,--batch", batch, "minibatch size (default 1024)");
-  app.add_option("-e,--epochs", epochs, "epochs (default 40)");
-  app.add_option("--alpha", alpha, "learning rate (default 0.025)");
-  app.add_option("--lambda", lambda, "L2 weight decay (default 0.0001)");
-  app.add_option("--lambda1", lambda1, "L1 weight decay (default 0)");
-  app.add_option("--mu", mu, "momentum / RMSProp decay / Adam beta1 (default 0.5)");
-  app.add_option("--mu1", mu1, "Adam beta2 (default 0 => 0.999)");
-  app.add_option("--optimizer", optimizer,
-                 "SGD, Momentum, Nesterov, AdaGrad, AdaDelta, RMSProp or Adam (default SGD)");
-  app.add_option("--seed", seed, "random seed (default 12134; a CDL RandomSeed wins)");
-  app.add_option("--checkpoint-name", checkpoint_name,
-                 "checkpoint prefix: files are <prefix><epoch>.nc (default: the -n value)");
-  app.add_option("--checkpoint-interval", checkpoint_interval,
-                 "epochs between checkpoints, 0 = none (default 10 with flags)");
+  // With a CDL file these flags override its keys, and each override is printed.
+  auto* batch_opt = app.add_option("-b,--batch", batch, "minibatch size (default 1024)");
+  auto* epochs_opt = app.add_option("-e,--epochs", epochs, "epochs (default 40)");
+  auto* alpha_opt = app.add_option("--alpha", alpha, "learning rate (default 0.025)");
+  auto* lambda_opt = app.add_option("--lambda", lambda, "L2 weight decay (default 0.0001)");
+  auto* lambda1_opt = app.add_option("--lambda1", lambda1, "L1 weight decay (default 0)");
+  auto* mu_opt = app.add_option("--mu", mu, "momentum / RMSProp decay / Adam beta1 (default 0.5)");
+  auto* mu1_opt = app.add_option("--mu1", mu1, "Adam beta2 (default 0 => 0.999)");
+  auto* optimizer_opt =
+      app.add_option("--optimizer", optimizer,
+                     "SGD, Momentum, Nesterov, AdaGrad, AdaDelta, RMSProp or Adam (default SGD)");
+  auto* seed_opt = app.add_option(
+      "--seed", seed,
+      "random seed (default with flags 12134; with a CDL its RandomSeed, or a random seed "
+      "that is printed when RandomSeed is absent or -1)");
+  auto* checkpoint_name_opt =
+      app.add_option("--checkpoint-name", checkpoint_name,
+                     "checkpoint prefix: files are <prefix><epoch>.nc (default: the -n value)");
+  auto* checkpoint_interval_opt =
+      app.add_option("--checkpoint-interval", checkpoint_interval,
+                     "epochs between checkpoints, 0 = none (default 10 with flags)");
+  int checkpoints_kept = -1;
+  auto* checkpoints_kept_opt = app.add_option(
+      "--checkpoints-kept", checkpoints_kept,
+      "newest checkpoints kept on disk, older ones are deleted; 0 = keep all (default 3; CDL "
+      "CheckpointsKept)");
   std::vector<std::string> validation;
   uint32_t validation_interval = 0, validation_k = 0, patience = 0;
   bool no_keep_best = false;
-  app.add_option("--validation", validation,
-                 "held-out NetCDF file(s) with datasets named like the training data; evaluated "
-                 "during training (CDL TrainingParameters.ValidationData)")
-      ->check(CLI::ExistingFile);
-  app.add_option("--validation-interval", validation_interval,
-                 "epochs between validation evaluations (default 1)");
-  app.add_option("--validation-k", validation_k, "cut-off K of recall@K/NDCG@K (default 10)");
-  app.add_option("--patience", patience,
-                 "stop after this many evaluations without improvement (default 0 = never)");
-  app.add_flag("--no-keep-best", no_keep_best,
-               "write the last epoch's network instead of the best evaluated one");
+  auto* validation_opt =
+      app.add_option(
+             "--validation", validation,
+             "held-out NetCDF file(s) with datasets named like the training data; evaluated "
+             "during training (CDL TrainingParameters.ValidationData)")
+          ->check(CLI::ExistingFile);
+  auto* validation_interval_opt =
+      app.add_option("--validation-interval", validation_interval,
+                     "epochs between validation evaluations (default 1)");
+  auto* validation_k_opt =
+      app.add_option("--validation-k", validation_k, "cut-off K of recall@K/NDCG@K (default 10)");
+  auto* patience_opt =
+      app.add_option("--patience", patience,
+                     "stop after this many evaluations without improvement (default 0 = never)");
+  auto* no_keep_best_opt =
+      app.add_flag("--no-keep-best", no_keep_best,
+                   "write the last epoch's network instead of the best evaluated one");
   app.add_flag("--resume", resume, "continue from the newest checkpoint if there is one");
   app.add_flag("--validate", validate,
                "check gradients against finite differences on the first minibatch instead of "
@@ -125,6 +178,8 @@ int run(int argc, char** argv) {
     return status;
 
   TrainJob job;
+  std::vector<std::string> overrides;
+  bool seed_chosen = false;
   job.backend = backend;
   job.device = device;
   // Under mpirun the ranks on a host share its CPUs (dist/process.h).
@@ -144,15 +199,53 @@ int run(int argc, char** argv) {
     if (device_opt->count() == 0 && spec.device) job.device = *spec.device;
     const TrainingParameters& t = spec.training;
     job.network_json = spec.network;
+    std::string cdl_validation;
+    for (const auto& f : t.validation_data)
+      cdl_validation += (cdl_validation.empty() ? "" : ",") + f;
+    overrides = describe_overrides(
+        cdl,
+        {{epochs_opt, "Epochs", std::to_string(t.epochs)},
+         {batch_opt, "MiniBatch", std::to_string(t.minibatch)},
+         {alpha_opt, "Alpha", format_number(t.alpha)},
+         {lambda_opt, "Lambda", format_number(t.lambda)},
+         {lambda1_opt, "Lambda1", format_number(t.lambda1)},
+         {mu_opt, "mu", format_number(t.mu)},
+         {mu1_opt, "mu1", format_number(t.mu1)},
+         {optimizer_opt, "Optimizer", to_string(t.optimizer)},
+         {checkpoint_name_opt, "CheckpointName", t.checkpoint_name},
+         {checkpoint_interval_opt, "CheckpointInterval", std::to_string(t.checkpoint_interval)},
+         {checkpoints_kept_opt, "CheckpointsKept", std::to_string(t.checkpoints_kept)},
+         {seed_opt, "RandomSeed", spec.random_seed ? std::to_string(*spec.random_seed) : ""},
+         {validation_opt, "ValidationData", cdl_validation},
+         {validation_interval_opt, "ValidationInterval", std::to_string(t.validation_interval)},
+         {validation_k_opt, "ValidationK", std::to_string(t.validation_k)},
+         {patience_opt, "Patience", std::to_string(t.patience)},
+         {no_keep_best_opt, "KeepBest", t.keep_best ? "true" : "false"}});
     job.data_files = spec.data;
     job.results = t.results;
     job.shuffle = t.shuffle_indices;
     job.validation_files = t.validation_data;
-    // The CDL's settings mean the same here as in the library's train_cdl (api/train_setup.h).
-    job.options = api::cdl_train_options(spec, seed);
+    // The CDL's settings mean the same here as in the library's train_cdl (api/train_setup.h);
+    // flags given beside the CDL override its keys (each override is printed).
+    job.options = api::cdl_train_options(spec, 0);
     TrainOptions& o = job.options;
+    if (seed_opt->count())
+      o.seed = seed;
+    else if (!spec.random_seed)
+      o.seed = random_seed(), seed_chosen = true;  // "left to the tool": a real random seed
+    if (epochs_opt->count()) o.epochs = epochs;
+    if (batch_opt->count()) o.minibatch = batch;
+    if (optimizer_opt->count()) o.optimizer.kind = parse_optimizer(optimizer);
+    if (alpha_opt->count()) o.optimizer.alpha = alpha;
+    if (lambda_opt->count()) o.optimizer.lambda = lambda;
+    if (lambda1_opt->count()) o.optimizer.lambda1 = lambda1;
+    if (mu_opt->count()) o.optimizer.mu = mu;
+    if (mu1_opt->count()) o.optimizer.mu1 = mu1 > 0.0f ? mu1 : 0.999f;
     if (!checkpoint_name.empty()) o.checkpoint_name = checkpoint_name;
     if (checkpoint_interval >= 0) o.checkpoint_interval = checkpoint_interval;
+    if (checkpoints_kept >= 0) o.checkpoints_kept = checkpoints_kept;
+    if (batch_opt->count() && batch == 0) throw UsageError("-b: the minibatch must be positive");
+    if (epochs_opt->count() && epochs == 0) throw UsageError("-e: epochs must be positive");
   } else {
     if (config.empty() || input.empty() || output.empty() || (network.empty() && !validate))
       throw UsageError(validate ? "--validate needs -c, -i and -o (or a CDL file)"
@@ -172,6 +265,7 @@ int run(int argc, char** argv) {
                    mu1 > 0.0f ? mu1 : 0.999f,  0.0f,  0,      1.0f};
     o.checkpoint_name = checkpoint_name.empty() ? network : checkpoint_name;
     o.checkpoint_interval = checkpoint_interval >= 0 ? checkpoint_interval : 10;
+    o.checkpoints_kept = checkpoints_kept >= 0 ? checkpoints_kept : 3;
   }
   // Validation flags override the CDL's keys (a flag set to its "unset" value leaves the CDL's).
   if (!validation.empty()) job.validation_files = validation;
@@ -184,6 +278,10 @@ int run(int argc, char** argv) {
         "--patience (CDL Patience) needs a validation set (--validation or CDL "
         "ValidationData)");
   const LogSink log = quiet ? null_log() : stream_log(stdout);
+  for (const std::string& line : overrides) log(line);
+  if (seed_chosen)
+    log("random seed " + std::to_string(job.options.seed) +
+        " (RandomSeed is absent or -1; set RandomSeed or --seed to this value to repeat the run)");
   if (validate) {
     if (!(check.epsilon > 0) || check.abs_tolerance < 0 || check.rel_tolerance < 0)
       throw UsageError("--check-epsilon must be positive and the tolerances non-negative");

@@ -36,13 +36,14 @@ std::vector<uint32_t> row(const DataSet& ds, uint64_t e) {
                                ds.sparse_index.begin() + ds.sparse_end[e]);
 }
 
-void expect_parse_error(const std::string& text, const std::string& fragment) {
+void expect_parse_error(const std::string& text, const std::string& fragment,
+                        const TextExamplesOptions& opt = {}) {
   TempDir dir;
   const std::string path = dir.file("bad.txt");
   write_file(path, text);
   FeatureIndex f, s;
   try {
-    read_text_examples({path}, "d", f, s, {});
+    read_text_examples({path}, "d", f, s, opt);
     ADD_FAILURE() << "accepted: " << text;
   } catch (const DataError& e) {
     EXPECT_NE(std::string(e.what()).find(path + ":"), std::string::npos) << e.what();
@@ -107,6 +108,55 @@ TEST(TextExamples, RepeatedSampleReplacesEarlierLine) {
   EXPECT_EQ(p.stats.replaced_samples, 1u);
   EXPECT_EQ(p.ds.nnz(), 2u);         // the replaced entries are not in the dataset
   EXPECT_EQ(p.features.size(), 4u);  // but their features stay in the index
+}
+
+TEST(TextExamples, StrictRefusesRepeatedSamplesAndBlanksInFeatures) {
+  TextExamplesOptions strict;
+  strict.strict = true;
+  // One line per (user, item): DSSTNE kept the last line per user and lost the rest.
+  expect_parse_error("u1\ta\nu1\tb\n", ":2: sample \"u1\" is on an earlier line too", strict);
+  expect_parse_error("u1\ta\nu1\tb\n", "--rows", strict);
+  // Space-separated features: one feature named "dune alien".
+  expect_parse_error("u0\tdune alien\n", ":1: feature \"dune alien\" contains a blank", strict);
+  EXPECT_EQ(parse("u1\ta:b\nu2\tc\n", strict).ds.examples, 2u);  // well-formed input passes
+  // Without strict (nn-predict's filters, DSSTNE compatibility) both are accepted as before.
+  EXPECT_EQ(parse("u0\tdune alien\n").features.size(), 1u);
+}
+
+TEST(TextExamples, RowsLayoutGroupsRowsPerSample) {
+  TextExamplesOptions opt;
+  opt.rows = true;
+  opt.skip_header = true;
+  // MovieLens ratings.csv: header, user,item,rating,timestamp; a user's rows need not be adjacent.
+  const Parsed p = parse("userId,movieId,rating,timestamp\r\n1,10,4.0,964982703\r\n"
+                         "2,20,3.5,964982224\r\n1,30,5.0,964982931\r\n\n",
+                         opt);
+  ASSERT_EQ(p.ds.examples, 2u);
+  EXPECT_EQ(p.samples.find("1"), 0);
+  EXPECT_EQ(p.samples.find("userId"), -1);  // the header is not a sample
+  EXPECT_EQ(row(p.ds, 0), (std::vector<uint32_t>{0, 2}));  // 10 and 30, in file order
+  EXPECT_EQ(row(p.ds, 1), (std::vector<uint32_t>{1}));
+  EXPECT_EQ(p.ds.attributes, attr::Sparse | attr::Boolean);
+  EXPECT_EQ(p.stats.extra_columns, 3u);
+
+  opt.mode = ExampleMode::Analog;
+  opt.skip_header = false;
+  const Parsed a = parse("u\tb\t2.5\nv\ta\t1\nu\ta\t-1\n", opt);  // TAB-separated
+  ASSERT_EQ(a.ds.examples, 2u);
+  EXPECT_EQ(row(a.ds, 0), (std::vector<uint32_t>{0, 1}));
+  EXPECT_EQ(a.ds.sparse_value, (std::vector<float>{2.5f, -1.0f, 1.0f}));
+}
+
+TEST(TextExamples, RowsLayoutErrors) {
+  TextExamplesOptions opt;
+  opt.rows = true;
+  expect_parse_error("u,a\nlonely\n", ":2: expected a row \"sample,feature[,value]\"", opt);
+  expect_parse_error("u,a\n,b\n", ":2: expected a row", opt);
+  opt.mode = ExampleMode::Analog;
+  expect_parse_error("u,a,1\nu,b\n", ":2: analog rows need a value", opt);
+  expect_parse_error("u,a,x\n", ":1:", opt);
+  // Without skip_header a header row is data: its value column is not a number.
+  expect_parse_error("userId,movieId,rating\n", "not a finite number", opt);
 }
 
 TEST(TextExamples, ExamplesFollowPreloadedSampleIndexOrder) {
