@@ -35,6 +35,7 @@ namespace {
 
 using math::DerivKind;
 using math::Form;
+using math::form_of;
 using math::LossConsts;
 
 constexpr size_t kParallelMin = size_t(1) << 14;
@@ -298,25 +299,6 @@ RowFn softmax_for(Form f) {
   return nullptr;
 }
 
-Form form_of(ErrorFunction f) {
-  switch (f) {
-    case ErrorFunction::L1:
-      return Form::L1;
-    case ErrorFunction::L2:
-      return Form::L2;
-    case ErrorFunction::L2Hinge:
-      return Form::L2Hinge;
-    case ErrorFunction::Hinge:
-      return Form::Hinge;
-    case ErrorFunction::CrossEntropy:
-      return Form::CrossEntropy;
-    case ErrorFunction::ScaledMarginalCrossEntropy:
-      return Form::Smce;
-    case ErrorFunction::DataScaledMarginalCrossEntropy:
-      return Form::Dsmce;
-  }
-  throw InternalError("cpu loss: unknown ErrorFunction code " + std::to_string(uint32_t(f)));
-}
 
 }  // namespace
 

@@ -23,6 +23,7 @@ namespace {
 
 using math::DerivKind;
 using math::Form;
+using math::form_of;
 
 struct LossArgs {
   math::LossRowConsts o;
@@ -246,25 +247,6 @@ Launcher softmax_for(Form f) {
   return nullptr;
 }
 
-Form form_of(ErrorFunction f) {
-  switch (f) {
-    case ErrorFunction::L1:
-      return Form::L1;
-    case ErrorFunction::L2:
-      return Form::L2;
-    case ErrorFunction::L2Hinge:
-      return Form::L2Hinge;
-    case ErrorFunction::Hinge:
-      return Form::Hinge;
-    case ErrorFunction::CrossEntropy:
-      return Form::CrossEntropy;
-    case ErrorFunction::ScaledMarginalCrossEntropy:
-      return Form::Smce;
-    case ErrorFunction::DataScaledMarginalCrossEntropy:
-      return Form::Dsmce;
-  }
-  throw InternalError("cuda loss: unknown ErrorFunction code " + std::to_string(uint32_t(f)));
-}
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include "backend/math/activation_math.h"
 #include "backend/math/fast_math.h"
 #include "backend/kernel_params.h"
+#include "core/error.h"
 
 namespace nn::math {
 
@@ -23,6 +24,27 @@ constexpr float kLogFloor = 1e-12f;
 // The error forms the kernels distinguish. SmceSoftMax is the reference's SoftMax variant of
 // ScaledMarginalCrossEntropy, an elementwise rule on the softmax output.
 enum class Form { L1, L2, L2Hinge, Hinge, CrossEntropy, Smce, Dsmce, SmceSoftMax };
+
+// The form of an error function (host side; both backends pick their kernels by it).
+inline Form form_of(ErrorFunction f) {
+  switch (f) {
+    case ErrorFunction::L1:
+      return Form::L1;
+    case ErrorFunction::L2:
+      return Form::L2;
+    case ErrorFunction::L2Hinge:
+      return Form::L2Hinge;
+    case ErrorFunction::Hinge:
+      return Form::Hinge;
+    case ErrorFunction::CrossEntropy:
+      return Form::CrossEntropy;
+    case ErrorFunction::ScaledMarginalCrossEntropy:
+      return Form::Smce;
+    case ErrorFunction::DataScaledMarginalCrossEntropy:
+      return Form::Dsmce;
+  }
+  throw InternalError("loss: unknown ErrorFunction code " + std::to_string(uint32_t(f)));
+}
 
 struct LossConsts {
   DerivConsts k;
