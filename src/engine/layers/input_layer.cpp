@@ -16,48 +16,54 @@ void InputLayer::allocate(Backend& backend, uint32_t max_rows) {
     full_a_.resize(backend, size_t(std::max(max_global_rows_, max_rows)) * units());
 }
 
+namespace {
+
+// Uploads a dense batch into `target` (this rank's rows or the whole batch).
+void upload_dense(Backend& backend, DeviceArray<float>& target, const float* host, uint32_t rows,
+                  uint32_t units, const std::string& what) {
+  const size_t n = size_t(rows) * units;
+  NN_CHECK(n <= target.size(), "batch larger than allocated for " + what);
+  backend.upload(target.data(), host, n * sizeof(float));
+}
+
+// Uploads a CSR batch into the four arrays and points `view` at them.
+void upload_sparse(Backend& backend, const SparseBatch& batch, uint32_t units,
+                   DeviceArray<uint32_t>& row_ptr, DeviceArray<uint32_t>& index,
+                   DeviceArray<float>& value, DeviceArray<float>& row_weight, SparseView& view) {
+  row_ptr.assign(backend, batch.row_ptr);
+  index.assign(backend, batch.index);
+  value.assign(backend, batch.value);
+  row_weight.assign(backend, batch.row_weight);
+  view.rows = batch.rows;
+  view.cols = units;
+  view.row_ptr = row_ptr.data();
+  view.index = index.data();
+  view.value = batch.value.empty() ? nullptr : value.data();
+  view.row_weight = batch.row_weight.empty() ? nullptr : row_weight.data();
+  view.nnz = batch.index.size();
+}
+
+}  // namespace
+
 void InputLayer::load_full_dense(Backend& backend, const float* host, uint32_t rows) {
   NN_CHECK(!sparse_, "dense batch for sparse input layer " + name());
-  const size_t n = size_t(rows) * units();
-  NN_CHECK(n <= full_a_.size(), "whole batch larger than allocated for layer " + name());
-  backend.upload(full_a_.data(), host, n * sizeof(float));
+  upload_dense(backend, full_a_, host, rows, units(), "the whole batch of layer " + name());
 }
 
 void InputLayer::load_full_sparse(Backend& backend, const SparseBatch& batch) {
   NN_CHECK(sparse_, "sparse batch for dense input layer " + name());
-  full_row_ptr_.assign(backend, batch.row_ptr);
-  full_index_.assign(backend, batch.index);
-  full_value_.assign(backend, batch.value);
-  full_row_weight_.assign(backend, batch.row_weight);
-  full_view_.rows = batch.rows;
-  full_view_.cols = units();
-  full_view_.row_ptr = full_row_ptr_.data();
-  full_view_.index = full_index_.data();
-  full_view_.value = batch.value.empty() ? nullptr : full_value_.data();
-  full_view_.row_weight = batch.row_weight.empty() ? nullptr : full_row_weight_.data();
-  full_view_.nnz = batch.index.size();
+  upload_sparse(backend, batch, units(), full_row_ptr_, full_index_, full_value_, full_row_weight_,
+                full_view_);
 }
 
 void InputLayer::load_dense(Backend& backend, const float* host, uint32_t rows) {
   NN_CHECK(!sparse_, "dense batch for sparse input layer " + name());
-  const size_t n = size_t(rows) * units();
-  NN_CHECK(n <= a_.size(), "batch larger than allocated for layer " + name());
-  backend.upload(a_.data(), host, n * sizeof(float));
+  upload_dense(backend, a_, host, rows, units(), "layer " + name());
 }
 
 void InputLayer::load_sparse(Backend& backend, const SparseBatch& batch) {
   NN_CHECK(sparse_, "sparse batch for dense input layer " + name());
-  row_ptr_.assign(backend, batch.row_ptr);
-  index_.assign(backend, batch.index);
-  value_.assign(backend, batch.value);
-  row_weight_.assign(backend, batch.row_weight);
-  view_.rows = batch.rows;
-  view_.cols = units();
-  view_.row_ptr = row_ptr_.data();
-  view_.index = index_.data();
-  view_.value = batch.value.empty() ? nullptr : value_.data();
-  view_.row_weight = batch.row_weight.empty() ? nullptr : row_weight_.data();
-  view_.nnz = batch.index.size();
+  upload_sparse(backend, batch, units(), row_ptr_, index_, value_, row_weight_, view_);
 }
 
 void InputLayer::forward(const LayerContext& ctx) {
