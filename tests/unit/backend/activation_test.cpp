@@ -229,9 +229,9 @@ INSTANTIATE_TEST_SUITE_P(
       return std::get<0>(info.param) + "_" + to_string(std::get<1>(info.param));
     });
 
-class SoftMaxRows : public test::BackendTest {};
+class ActivationKernels : public test::BackendTest {};
 
-TEST_P(SoftMaxRows, SumToOne) {
+TEST_P(ActivationKernels, SoftMaxRowsSumToOne) {
   auto be = backend(2);
   Rng rng(8);
   const uint32_t rows = 33, cols = 1000;
@@ -244,7 +244,7 @@ TEST_P(SoftMaxRows, SumToOne) {
   }
 }
 
-NN_INSTANTIATE_ON_BACKENDS(SoftMaxRows);
+NN_INSTANTIATE_ON_BACKENDS(ActivationKernels);
 
 class MaxOut : public test::BackendTest {};
 
