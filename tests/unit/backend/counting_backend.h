@@ -69,15 +69,15 @@ class CountingBackend final : public Backend {
   void sparse_matmul(const SparseView& x, const float* w, uint32_t n_out, float* z) override {
     inner_->sparse_matmul(x, w, n_out, z);
   }
-  void sparse_weight_gradient(const SparseView& x, const float* delta, uint32_t n_out,
-                              float alpha, float* g) override {
+  void sparse_weight_gradient(const SparseView& x, const float* delta, uint32_t n_out, float alpha,
+                              float* g) override {
     inner_->sparse_weight_gradient(x, delta, n_out, alpha, g);
   }
   void activate(const ActivationParams& p, float* x, uint32_t rows, uint32_t cols) override {
     inner_->activate(p, x, rows, cols);
   }
-  void activation_backward(const ActivationParams& p, const float* a, float* delta,
-                           uint32_t rows, uint32_t cols) override {
+  void activation_backward(const ActivationParams& p, const float* a, float* delta, uint32_t rows,
+                           uint32_t cols) override {
     inner_->activation_backward(p, a, delta, rows, cols);
   }
   void maxout_forward(const float* z, size_t groups, uint32_t k, uint32_t inner, float* a,
@@ -120,8 +120,7 @@ class CountingBackend final : public Backend {
   void dropout(float* x, size_t n, float p, uint64_t seed, uint64_t stream) override {
     inner_->dropout(x, n, p, seed, stream);
   }
-  void dropout_backward(float* delta, size_t n, float p, uint64_t seed,
-                        uint64_t stream) override {
+  void dropout_backward(float* delta, size_t n, float p, uint64_t seed, uint64_t stream) override {
     inner_->dropout_backward(delta, n, p, seed, stream);
   }
   void optimizer_step(const OptimizerParams& p, float* w, const float* g, float* s0, float* s1,

@@ -2,6 +2,8 @@
 // CPU backend: each adds exactly what its double-returning form returns, in one addition, so a
 // training loop that reads its sums once per epoch reports the bits it reported when it added
 // the returned values itself; and DeviceArray's growth with spare capacity.
+#include "backend/math/loss_sums.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,10 +12,9 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/device_array.h"
-#include "backend/math/loss_sums.h"
 #include "backend_test_util.h"
-#include "counting_backend.h"
 #include "core/random.h"
+#include "counting_backend.h"
 
 namespace nn {
 namespace {
@@ -28,8 +29,8 @@ class LossSums : public ::testing::Test {
 
 TEST_F(LossSums, LossAccumulateAddsWhatLossAndDeltaReturns) {
   const uint32_t rows = 13, cols = 301;
-  for (ErrorFunction f : {ErrorFunction::CrossEntropy, ErrorFunction::L2,
-                          ErrorFunction::ScaledMarginalCrossEntropy})
+  for (ErrorFunction f :
+       {ErrorFunction::CrossEntropy, ErrorFunction::L2, ErrorFunction::ScaledMarginalCrossEntropy})
     for (Activation act : {Activation::Sigmoid, Activation::SoftMax, Activation::Linear})
       for (bool sparse : {false, true}) {
         LossParams p;
@@ -70,10 +71,9 @@ TEST_F(LossSums, ReductionsAndPenaltyAccumulateTheirScaledValues) {
   EXPECT_DOUBLE_EQ(sums[0], 0.5 + 0.5 * lambda * be_.sum_squares(x.data(), x.size()) +
                                 lambda1 * be_.sum_abs(x.data(), x.size()));
   std::vector<float> want_delta(a.size(), 0.1f), got_delta = want_delta;
-  const double penalty = be_.sparseness_penalty(a.data(), rows, cols, 0.05f, 0.5f,
-                                                want_delta.data());
-  be_.sparseness_penalty_accumulate(a.data(), rows, cols, 0.05f, 0.5f, got_delta.data(),
-                                    &sums[1]);
+  const double penalty =
+      be_.sparseness_penalty(a.data(), rows, cols, 0.05f, 0.5f, want_delta.data());
+  be_.sparseness_penalty_accumulate(a.data(), rows, cols, 0.05f, 0.5f, got_delta.data(), &sums[1]);
   EXPECT_EQ(sums[1], 0.25 + penalty);
   EXPECT_EQ(got_delta, want_delta);
   // Empty inputs and beta 0 add nothing.

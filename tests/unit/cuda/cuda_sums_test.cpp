@@ -108,8 +108,7 @@ TEST_F(CudaSums, ReductionsAndPenaltyAccumulate) {
       const std::vector<float> a = test::uniform(size_t(rows) * cols, rng_, 0.0, 0.4);
       auto ga = on(*gpu_, a);
       auto sum = on(*gpu_, std::vector<double>{0.0});
-      gpu_->sparseness_penalty_accumulate(ga.data(), rows, cols, 0.05f, 0.5f, nullptr,
-                                          sum.data());
+      gpu_->sparseness_penalty_accumulate(ga.data(), rows, cols, 0.05f, 0.5f, nullptr, sum.data());
       const double gv = gpu_->sparseness_penalty(ga.data(), rows, cols, 0.05f, 0.5f, nullptr);
       const double cv = cpu_->sparseness_penalty(a.data(), rows, cols, 0.05f, 0.5f, nullptr);
       EXPECT_EQ(sum.to_host()[0], gv) << rows << "x" << cols;
