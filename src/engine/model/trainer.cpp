@@ -74,11 +74,10 @@ std::vector<DenoiseSetting> denoise_settings(const Network& net, const BoundData
 constexpr uint64_t kDivergenceCheckBatches = 64;
 
 DivergenceError diverged(double err, uint64_t epoch, uint64_t batch, uint64_t batches) {
-  return DivergenceError("training diverged: loss is " +
-                         std::string(std::isnan(err) ? "NaN" : "infinite") + " at epoch " +
-                         std::to_string(epoch) + ", batch " + std::to_string(batch) + " of " +
-                         std::to_string(batches) +
-                         "; try a smaller Alpha. The last checkpoint written is intact.");
+  return DivergenceError(
+      "training diverged: loss is " + std::string(std::isnan(err) ? "NaN" : "infinite") +
+      " at epoch " + std::to_string(epoch) + ", batch " + std::to_string(batch) + " of " +
+      std::to_string(batches) + "; try a smaller Alpha. The last checkpoint written is intact.");
 }
 
 }  // namespace
@@ -409,7 +408,8 @@ double Trainer::regularization_loss() {
   for (Parameter* p : net_.parameters()) {
     if (!p->regularize) continue;
     double* into = reg_sums_.data() + (p->sharded ? 1 : 0);
-    if (o.lambda != 0.0f) be.sum_squares_accumulate(p->value.data(), p->size(), 0.5 * o.lambda, into);
+    if (o.lambda != 0.0f)
+      be.sum_squares_accumulate(p->value.data(), p->size(), 0.5 * o.lambda, into);
     if (o.lambda1 != 0.0f) be.sum_abs_accumulate(p->value.data(), p->size(), o.lambda1, into);
   }
   const std::vector<double> sums = reg_sums_.to_host();

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "backend/device_array.h"
 #include "core/log.h"
 #include "core/random.h"
 #include "dist/communicator.h"
-#include "backend/device_array.h"
 #include "model/batch_loader.h"
 #include "model/data_parallel.h"
 #include "model/network.h"
@@ -105,8 +105,8 @@ class Trainer {
   bool validate(EpochReport& report);
   // `slice`: where the batch's rows sit in the global minibatch of `global_rows`; `whole`: that
   // global minibatch (model parallel only, else null).
-  // The batch's error is added into loss_sums_ on the backend (losses and penalties, not read back).
-  // With several ranks it is read back, all-reduced and returned (the global batch's error;
+  // The batch's error is added into loss_sums_ on the backend (losses and penalties, not read
+  // back). With several ranks it is read back, all-reduced and returned (the global batch's error;
   // backward and the update are skipped when it is not finite); alone it returns 0 and the
   // error stays in loss_sums_ until the next read.
   double train_batch(const HostBatch& batch, const HostBatch* whole, float alpha, RowSlice slice,

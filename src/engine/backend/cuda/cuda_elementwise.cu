@@ -1,6 +1,7 @@
 // CudaBackend elementwise kernels and reductions: fill, axpy, scale, sum of squares, sum of
-// absolute values (returned, or added into a sum left on the device). Reductions run on a fixed grid (kReduceBlocks x kThreads, grid-stride), each
-// thread summing in double, then fixed trees: the result does not depend on timing.
+// absolute values (returned, or added into a sum left on the device). Reductions run on a fixed
+// grid (kReduceBlocks x kThreads, grid-stride), each thread summing in double, then fixed trees:
+// the result does not depend on timing.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_reduce.cuh"
