@@ -4,7 +4,9 @@
 // by host tests; the wrappers here are thin and check every status (cuda_check.h).
 //
 // Ordering: every kernel, copy and cuBLAS call runs on stream_, so they execute in call order.
-// Calls that return a value to the host (losses, reductions, download) wait for the stream.
+// Calls that return a value to the host (losses, reductions, download) wait for the stream; the
+// *_accumulate forms add into a device double instead and do not (read it back when needed).
+// Uploads are staged through pinned memory and do not wait either (staging_slot()).
 // Determinism: no kernel uses floating-point atomics; every sum has a fixed order (see each
 // file), so repeated runs give identical bits.
 //
