@@ -86,6 +86,27 @@ class Backend {
     return loss(p, a, t, rows, cols);
   }
 
+  // ---- sums kept in backend memory (read back once per reporting interval) -------------------
+  // The double-returning losses and reductions above wait for the device on CUDA: one hidden
+  // synchronisation per call. The *_accumulate forms instead add their value into a double in
+  // this backend's memory (`sum`, from allocate()), in one addition: *sum += value, where value
+  // is exactly what the double-returning form returns (scale * sum_squares(x, n) etc.), so a sum
+  // built with them has the bits of the same values added on the host in the same order (on the
+  // CPU backend; CUDA sums in its own fixed order). Read the sums with download(), once per
+  // reporting interval. On CUDA a data error found by the loss (a sparse target index outside the
+  // layer) is thrown by that read, not by the call.
+  virtual void loss_accumulate(const LossParams& p, const float* a, const TargetView& t,
+                               uint32_t rows, uint32_t cols, float* delta, double* sum) = 0;
+  virtual void sum_squares_accumulate(const float* x, size_t n, double scale, double* sum) = 0;
+  virtual void sum_abs_accumulate(const float* x, size_t n, double scale, double* sum) = 0;
+  // Training-loss bookkeeping over kLossSumCount doubles laid out as in backend/math/loss_sums.h:
+  // moves the batch's data and penalty sums into the running total and remembers the first
+  // batch (1-based `batch`) whose error was NaN or infinite (math::fold_loss_sums).
+  virtual void fold_loss_sums(double* sums, uint64_t batch) = 0;
+  // True when allocate() returns host memory, so reading a sum back costs no synchronisation
+  // (the trainer then checks for divergence after every batch).
+  virtual bool host_memory() const = 0;
+
   // ---- regularisation noise -------------------------------------------------------------------
   // Inverted dropout with a counter-based mask: element i is dropped when
   // uniform_at(seed, stream, i) < p; dropped => 0, kept => x / (1 - p). The backward variant
@@ -123,6 +144,10 @@ class Backend {
   // beta * (-p / rho_j + (1 - p) / (1 - rho_j)) to delta[r][j] for every row r.
   virtual double sparseness_penalty(const float* a, uint32_t rows, uint32_t cols, float p,
                                     float beta, float* delta);
+  // *sum += sparseness_penalty(a, rows, cols, p, beta, delta), kept in backend memory (see the
+  // *_accumulate forms above).
+  virtual void sparseness_penalty_accumulate(const float* a, uint32_t rows, uint32_t cols, float p,
+                                             float beta, float* delta, double* sum);
   // Batch normalisation (layout in BatchNormParams): y = scale * (x - mean) / sqrt(var + eps)
   // + bias per channel. Training uses the batch mean and (biased) variance, saves the mean and
   // 1/sqrt(var + eps) for backward and updates the running statistics; y may alias x.

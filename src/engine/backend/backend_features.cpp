@@ -28,6 +28,11 @@ double Backend::sparseness_penalty(const float*, uint32_t, uint32_t, float, floa
   missing(*this, "sparseness_penalty (SparsenessPenalty)");
 }
 
+void Backend::sparseness_penalty_accumulate(const float*, uint32_t, uint32_t, float, float, float*,
+                                            double*) {
+  missing(*this, "sparseness_penalty_accumulate (SparsenessPenalty)");
+}
+
 void Backend::batch_norm_forward_training(const BatchNormParams&, const float*, float*,
                                           const float*, const float*, float*, float*, float*,
                                           float*) {

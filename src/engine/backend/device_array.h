@@ -1,9 +1,13 @@
 // RAII array in a backend's memory (host memory for the CPU backend, device memory for CUDA).
-// Move-only; grows by reallocation (contents are not preserved on growth). An array may also
+// Move-only; grows by reallocation (contents are not preserved on growth), with 50% spare
+// capacity once it has grown, so buffers sized by the data (a batch's non-zeros) stop
+// reallocating after a few batches instead of whenever a batch has more than any before. The
+// first allocation is exact (weights and other fixed-size arrays carry no spare). An array may also
 // borrow another's memory (borrow()): it then never releases it, so one copy of a model's weights
 // can serve several networks (api::Evaluator) whose activations are their own.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <utility>
 #include <vector>
@@ -30,15 +34,20 @@ class DeviceArray {
   }
 
   // Ensures room for n elements; reallocates (dropping contents) only when capacity is short.
+  // Growing memory of its own (not a borrowed view, same backend) reserves
+  // max(n, 1.5 x the old capacity), so a sequence of growing sizes allocates O(log) times.
   void resize(Backend& backend, size_t n) {
     if (backend_ == &backend && n <= capacity_) {
       size_ = n;
       return;
     }
+    const bool grow = backend_ == &backend && owned_ && capacity_ > 0;
+    const size_t capacity = grow ? std::max(n, capacity_ + capacity_ / 2) : n;
     reset();
     backend_ = &backend;
-    if (n) ptr_ = static_cast<T*>(backend.allocate(n * sizeof(T)));
-    size_ = capacity_ = n;
+    if (capacity) ptr_ = static_cast<T*>(backend.allocate(capacity * sizeof(T)));
+    size_ = n;
+    capacity_ = capacity;
   }
   void reset() noexcept {
     if (ptr_ && backend_ && owned_) backend_->release(ptr_);
@@ -60,6 +69,8 @@ class DeviceArray {
   T* data() { return ptr_; }
   const T* data() const { return ptr_; }
   size_t size() const { return size_; }
+  // Elements that fit without reallocating (>= size()).
+  size_t capacity() const { return capacity_; }
   bool empty() const { return size_ == 0; }
 
   void upload(const T* host, size_t n) {

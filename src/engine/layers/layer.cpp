@@ -52,6 +52,12 @@ double Layer::sparseness_penalty(Backend& backend, uint32_t rows) const {
   return backend.sparseness_penalty(a_.data(), rows, units(), penalty_p_, penalty_beta_, nullptr);
 }
 
+void Layer::accumulate_sparseness_penalty(Backend& backend, uint32_t rows, double* sum) const {
+  if (!has_sparseness_penalty()) return;
+  backend.sparseness_penalty_accumulate(a_.data(), rows, units(), penalty_p_, penalty_beta_,
+                                        nullptr, sum);
+}
+
 void Layer::add_sparseness_penalty_delta(Backend& backend, uint32_t rows) {
   if (!has_sparseness_penalty()) return;
   NN_CHECK(needs_delta(), "layer '" + name() + "' has a sparseness penalty but no delta");

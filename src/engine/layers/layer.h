@@ -134,6 +134,8 @@ class Layer {
   bool has_sparseness_penalty() const { return penalty_beta_ > 0.0f; }
   // The penalty on the current activations, summed over the batch like losses (0 when off).
   double sparseness_penalty(Backend& backend, uint32_t rows) const;
+  // The same penalty added into *sum, a double in the backend's memory (nothing when off).
+  void accumulate_sparseness_penalty(Backend& backend, uint32_t rows, double* sum) const;
   // Adds the penalty's derivative to delta() (dE/da); no-op when off. The Network calls it once
   // every consumer has added its part and before this layer's backward(), which is where
   // DSSTNE adds it (before the activation derivative and dropout's backward).

@@ -219,6 +219,10 @@ double Network::sparseness_penalty(uint32_t rows) {
   return total;
 }
 
+void Network::accumulate_sparseness_penalty(uint32_t rows, double* sum) {
+  for (auto& layer : layers_) layer->accumulate_sparseness_penalty(backend_, rows, sum);
+}
+
 void Network::initialize(uint64_t seed) {
   const uint64_t s = mix64(seed ^ 0x5EEDu);
   for (auto& layer : layers_) layer->initialize(s);

@@ -66,6 +66,8 @@ class Network {
   // summed over the batch like the losses; 0 when no layer has one. Part of the objective that
   // backward() differentiates.
   double sparseness_penalty(uint32_t rows);
+  // The same sum added into *sum, a double in the backend's memory, layer by layer.
+  void accumulate_sparseness_penalty(uint32_t rows, double* sum);
   // Zeroes hidden deltas, then runs backward in reverse order. Output layers' deltas must
   // already hold dE/dz. `after_layer` (optional) is called as each layer's backward finishes,
   // so gradient communication can start while earlier layers still compute.

@@ -80,53 +80,69 @@ OutputLosses::OutputLosses(Network& net, const BoundData& data) : net_(net), dat
   }
 }
 
+TargetView OutputLosses::targets(size_t o, const HostBatch& batch, const HostBatch* whole,
+                                 uint32_t& rows, uint32_t& cols) {
+  Backend& be = net_.backend();
+  const size_t slot = data_.inputs.size() + o;
+  Layer& out = net_.layer(data_.outputs[o].layer);
+  if (!out.sharded()) {
+    rows = batch.rows;
+    cols = out.units();
+    return data_.outputs[o].dataset->is_sparse()
+               ? targets_[o]->load_sparse(be, batch.sparse[slot])
+               : targets_[o]->load_dense(be, batch.dense[slot], out.units(), batch.weights[slot]);
+  }
+  NN_CHECK(whole != nullptr, "model-parallel output without the whole minibatch");
+  const ShardInfo& sh = out.shard();
+  rows = whole->rows;
+  cols = sh.count;
+  TargetView tv;
+  if (data_.outputs[o].dataset->is_sparse()) {
+    sparse_columns(whole->sparse[slot], sh.first, sh.count, slice_, row_sum_);
+    tv = targets_[o]->load_sparse(be, slice_);
+  } else {
+    const std::vector<float>& d = whole->dense[slot];
+    const size_t u = out.units();
+    dense_slice_.resize(size_t(rows) * sh.count);
+    row_sum_.assign(rows, 0.0f);
+    for (uint32_t r = 0; r < rows; ++r) {
+      double sum = 0.0;
+      for (size_t j = 0; j < u; ++j) sum += d[r * u + j];
+      row_sum_[r] = static_cast<float>(sum);
+      std::copy_n(d.data() + r * u + sh.first, sh.count,
+                  dense_slice_.data() + size_t(r) * sh.count);
+    }
+    tv = targets_[o]->load_dense(be, dense_slice_, sh.count, whole->weights[slot]);
+  }
+  tv.row_sum = targets_[o]->load_row_sum(be, row_sum_);
+  return tv;
+}
+
 double OutputLosses::evaluate(const HostBatch& batch, bool write_deltas, const HostBatch* whole) {
   Backend& be = net_.backend();
-  const size_t n_in = data_.inputs.size();
   double err = 0.0;
   for (size_t o = 0; o < data_.outputs.size(); ++o) {
-    const size_t slot = n_in + o;
+    uint32_t rows = 0, cols = 0;
+    const TargetView tv = targets(o, batch, whole, rows, cols);
     Layer& out = net_.layer(data_.outputs[o].layer);
-    if (out.sharded()) {
-      NN_CHECK(whole != nullptr, "model-parallel output without the whole minibatch");
-      const ShardInfo& sh = out.shard();
-      const uint32_t rows = whole->rows;
-      TargetView tv;
-      if (data_.outputs[o].dataset->is_sparse()) {
-        sparse_columns(whole->sparse[slot], sh.first, sh.count, slice_, row_sum_);
-        tv = targets_[o]->load_sparse(be, slice_);
-      } else {
-        const std::vector<float>& d = whole->dense[slot];
-        const size_t u = out.units();
-        dense_slice_.resize(size_t(rows) * sh.count);
-        row_sum_.assign(rows, 0.0f);
-        for (uint32_t r = 0; r < rows; ++r) {
-          double sum = 0.0;
-          for (size_t j = 0; j < u; ++j) sum += d[r * u + j];
-          row_sum_[r] = static_cast<float>(sum);
-          std::copy_n(d.data() + r * u + sh.first, sh.count,
-                      dense_slice_.data() + size_t(r) * sh.count);
-        }
-        tv = targets_[o]->load_dense(be, dense_slice_, sh.count, whole->weights[slot]);
-      }
-      tv.row_sum = targets_[o]->load_row_sum(be, row_sum_);
-      if (write_deltas)
-        err += be.loss_and_delta(params_[o], out.activations(), tv, rows, sh.count, out.delta());
-      else
-        err += be.loss(params_[o], out.activations(), tv, rows, sh.count);
-      continue;
-    }
-    const TargetView& tv =
-        data_.outputs[o].dataset->is_sparse()
-            ? targets_[o]->load_sparse(be, batch.sparse[slot])
-            : targets_[o]->load_dense(be, batch.dense[slot], out.units(), batch.weights[slot]);
     if (write_deltas)
-      err += be.loss_and_delta(params_[o], out.activations(), tv, batch.rows, out.units(),
-                               out.delta());
+      err += be.loss_and_delta(params_[o], out.activations(), tv, rows, cols, out.delta());
     else
-      err += be.loss(params_[o], out.activations(), tv, batch.rows, out.units());
+      err += be.loss(params_[o], out.activations(), tv, rows, cols);
   }
   return err;
+}
+
+void OutputLosses::accumulate(const HostBatch& batch, bool write_deltas, const HostBatch* whole,
+                              double* sum) {
+  Backend& be = net_.backend();
+  for (size_t o = 0; o < data_.outputs.size(); ++o) {
+    uint32_t rows = 0, cols = 0;
+    const TargetView tv = targets(o, batch, whole, rows, cols);
+    Layer& out = net_.layer(data_.outputs[o].layer);
+    be.loss_accumulate(params_[o], out.activations(), tv, rows, cols,
+                       write_deltas ? out.delta() : nullptr, sum);
+  }
 }
 
 }  // namespace nn

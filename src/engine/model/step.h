@@ -30,8 +30,14 @@ class OutputLosses {
   // layers), matched to the slice by global column, and their part of the error is this
   // rank's columns only (the ranks' errors add up to the whole).
   double evaluate(const HostBatch& batch, bool write_deltas, const HostBatch* whole = nullptr);
+  // The same sum added into *sum, a double in the backend's memory (Backend::loss_accumulate),
+  // without reading it back: the training loop reads its sums once per reporting interval.
+  void accumulate(const HostBatch& batch, bool write_deltas, const HostBatch* whole, double* sum);
 
  private:
+  // Loads output o's targets for this batch; rows and cols: the part of the layer its loss covers.
+  TargetView targets(size_t o, const HostBatch& batch, const HostBatch* whole, uint32_t& rows,
+                     uint32_t& cols);
   Network& net_;
   BoundData data_;
   std::vector<LossParams> params_;

@@ -8,6 +8,7 @@
 #include <future>
 #include <numeric>
 
+#include "backend/math/loss_sums.h"
 #include "core/error.h"
 #include "model_io/network_file.h"
 
@@ -66,6 +67,17 @@ std::vector<DenoiseSetting> denoise_settings(const Network& net, const BoundData
     out.push_back(d);
   }
   return out;
+}
+
+// Batches between divergence checks when reading the loss sums costs a synchronisation (a GPU):
+// a diverged run wastes at most this many batches.
+constexpr uint64_t kDivergenceCheckBatches = 64;
+
+DivergenceError diverged(double err, uint64_t epoch, uint64_t batch, uint64_t batches) {
+  return DivergenceError(
+      "training diverged: loss is " + std::string(std::isnan(err) ? "NaN" : "infinite") +
+      " at epoch " + std::to_string(epoch) + ", batch " + std::to_string(batch) + " of " +
+      std::to_string(batches) + "; try a smaller Alpha. The last checkpoint written is intact.");
 }
 
 }  // namespace
@@ -260,7 +272,15 @@ EpochReport Trainer::run_epoch() {
   const uint32_t batch = options_.minibatch;
   const uint64_t batches = (n + batch - 1) / batch;
   const float alpha_epoch = optimizer_.learning_rate(epoch_, step_);
-  double total = 0.0;
+  // Alone, the batches' errors are summed in the backend's memory (loss_sums_) and read back
+  // only to report and to check for divergence: after every batch when that costs nothing (host
+  // memory), else every kDivergenceCheckBatches batches, at progress lines and at the end of the
+  // epoch (the first bad batch is remembered on the device, so the message still names it).
+  // With several ranks each batch's error is all-reduced on the host, so it is read every batch.
+  const bool per_batch = comm_->size() > 1;
+  const bool check_every_batch = net_.backend().host_memory();
+  clear_loss_sums();
+  double total = 0.0;  // several ranks: the all-reduced errors so far
   auto last_progress = start;
 
   // Every rank holds the same order; each assembles only its slice of global batch b (with
@@ -289,16 +309,18 @@ EpochReport Trainer::run_epoch() {
     const uint32_t rows = global_rows(b);
     const double err = train_batch(current.first, model_parallel_ ? &current.second : nullptr,
                                    alpha, rank_rows(rows, comm_->rank(), comm_->size()), rows);
-    if (!std::isfinite(err))
-      throw DivergenceError("training diverged: loss is " + std::string(std::isnan(err) ? "NaN" : "infinite") +
-                            " at epoch " + std::to_string(epoch_ + 1) + ", batch " +
-                            std::to_string(b + 1) + " of " + std::to_string(batches) +
-                            "; try a smaller Alpha. The last checkpoint written is intact.");
-    total += err;
+    if (per_batch) {
+      if (!std::isfinite(err)) throw diverged(err, epoch_ + 1, b + 1, batches);
+      total += err;
+    } else {
+      net_.backend().fold_loss_sums(loss_sums_.data(), b + 1);
+      if (check_every_batch || (b + 1) % kDivergenceCheckBatches == 0) read_loss_sums(batches);
+    }
     if (options_.progress_seconds > 0 &&
         std::chrono::duration<double>(Clock::now() - last_progress).count() >=
             options_.progress_seconds) {
       last_progress = Clock::now();
+      if (!per_batch) total = read_loss_sums(batches)[math::kLossTotal];
       const double done = double(std::min<uint64_t>(n, (b + 1) * batch));
       const double elapsed = seconds_since(start);
       const double rate = done / std::max(elapsed, 1e-9);
@@ -309,6 +331,7 @@ EpochReport Trainer::run_epoch() {
            format_duration((double(n) - done) / std::max(rate, 1e-9)));
     }
   }
+  if (!per_batch) total = read_loss_sums(batches)[math::kLossTotal];
   ++epoch_;
   EpochReport r;
   r.epoch = epoch_;
@@ -339,19 +362,27 @@ double Trainer::train_batch(const HostBatch& hb, const HostBatch* whole, float a
   // normalisation or model-parallel layers it runs the (empty) passes too, whose collectives
   // run layer by layer.
   const bool run_passes = hb.rows > 0 || has_batch_norm_ || model_parallel_;
-  double err = 0.0;
   if (run_passes) {
     load_inputs(net_, data_, hb);
     if (whole) load_full_inputs(net_, data_, *whole);
     net_.forward(ctx);
-    err = losses_.evaluate(hb, /*write_deltas=*/true, whole);
+    losses_.accumulate(hb, /*write_deltas=*/true, whole, loss_sums_.data() + math::kLossBatch);
     // The sparseness penalty (0 unless a Sparse hidden layer has one) is part of the objective
     // that backward() differentiates, so it is reported with the data error.
-    if (hb.rows > 0) err += net_.sparseness_penalty(hb.rows);
+    if (hb.rows > 0)
+      net_.accumulate_sparseness_penalty(hb.rows, loss_sums_.data() + math::kLossPenalty);
   }
-  // Losses are sums over examples: the global batch's loss is the sum over ranks.
-  comm_->all_reduce_sum(&err, 1);
-  if (!std::isfinite(err)) return err;
+  double err = 0.0;
+  if (comm_->size() > 1) {
+    // Losses are sums over examples: the global batch's loss is the sum over ranks. The
+    // communicator reduces host values, so this batch's sums are read now (the fold then only
+    // clears them; its total is not used).
+    const std::vector<double> s = loss_sums_.to_host();
+    err = s[math::kLossBatch] + s[math::kLossPenalty];
+    be.fold_loss_sums(loss_sums_.data(), step_);
+    comm_->all_reduce_sum(&err, 1);
+    if (!std::isfinite(err)) return err;
+  }
   if (reducer_) {
     // Local gradients are means over this rank's rows; weighting them by rows / global rows
     // before summing gives the global batch mean exactly, however the rows were split.
@@ -370,16 +401,32 @@ double Trainer::train_batch(const HostBatch& hb, const HostBatch* whole, float a
 double Trainer::regularization_loss() {
   const auto& o = options_.optimizer;
   if (o.lambda == 0.0f && o.lambda1 == 0.0f) return 0.0;
-  double r = 0.0, sharded = 0.0;  // model-parallel slices add up over the ranks
+  // Summed in the backend's memory and read back once: [0] unsplit parameters, [1] model-parallel
+  // slices (they add up over the ranks).
+  Backend& be = net_.backend();
+  reg_sums_.assign(be, std::vector<double>(2, 0.0));
   for (Parameter* p : net_.parameters()) {
     if (!p->regularize) continue;
-    double& into = p->sharded ? sharded : r;
+    double* into = reg_sums_.data() + (p->sharded ? 1 : 0);
     if (o.lambda != 0.0f)
-      into += 0.5 * o.lambda * net_.backend().sum_squares(p->value.data(), p->size());
-    if (o.lambda1 != 0.0f) into += o.lambda1 * net_.backend().sum_abs(p->value.data(), p->size());
+      be.sum_squares_accumulate(p->value.data(), p->size(), 0.5 * o.lambda, into);
+    if (o.lambda1 != 0.0f) be.sum_abs_accumulate(p->value.data(), p->size(), o.lambda1, into);
   }
+  const std::vector<double> sums = reg_sums_.to_host();
+  double r = sums[0], sharded = sums[1];
   if (model_parallel_) comm_->all_reduce_sum(&sharded, 1);
   return r + sharded;
+}
+
+void Trainer::clear_loss_sums() {
+  loss_sums_.assign(net_.backend(), std::vector<double>(math::kLossSumCount, 0.0));
+}
+
+std::vector<double> Trainer::read_loss_sums(uint64_t batches) {
+  std::vector<double> s = loss_sums_.to_host();
+  if (s[math::kLossFirstBad] != 0.0)
+    throw diverged(s[math::kLossBadValue], epoch_ + 1, uint64_t(s[math::kLossFirstBad]), batches);
+  return s;
 }
 
 }  // namespace nn

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/device_array.h"
 #include "core/log.h"
 #include "core/random.h"
 #include "dist/communicator.h"
@@ -104,9 +105,18 @@ class Trainer {
   bool validate(EpochReport& report);
   // `slice`: where the batch's rows sit in the global minibatch of `global_rows`; `whole`: that
   // global minibatch (model parallel only, else null).
+  // The batch's error is added into loss_sums_ on the backend (losses and penalties, not read
+  // back). With several ranks it is read back, all-reduced and returned (the global batch's error;
+  // backward and the update are skipped when it is not finite); alone it returns 0 and the
+  // error stays in loss_sums_ until the next read.
   double train_batch(const HostBatch& batch, const HostBatch* whole, float alpha, RowSlice slice,
                      uint32_t global_rows);
   double regularization_loss();
+  // Zeroes the loss sums (start of an epoch).
+  void clear_loss_sums();
+  // Reads the loss sums back (one transfer) and throws DivergenceError naming the first batch of
+  // the epoch (of `batches`) whose error was NaN or infinite, if there was one.
+  std::vector<double> read_loss_sums(uint64_t batches);
 
   Network& net_;
   BoundData data_;
@@ -120,6 +130,9 @@ class Trainer {
   uint64_t epoch_ = 0, step_ = 0;
   Rng shuffle_rng_;
   std::unique_ptr<GradientReducer> reducer_;  // data parallel only
+  // Training-loss accumulator in the backend's memory (math::LossSumSlot layout), read back once
+  // per reporting interval; reg_sums_: the regularisation loss (unsplit, split parameters).
+  DeviceArray<double> loss_sums_, reg_sums_;
   bool has_batch_norm_ = false;
   bool model_parallel_ = false;  // some layers are split over the ranks
   double reduce_wait_reported_ = 0;

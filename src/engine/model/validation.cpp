@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "backend/device_array.h"
+#include "backend/math/loss_sums.h"
 #include "core/error.h"
 #include "model/classifier_report.h"
 #include "model/predictor.h"
@@ -50,7 +52,10 @@ ValidationResult Validator::evaluate() {
 
   RankingMetrics ranking(k);
   ClassifierReport classifier(units, k);
-  double loss = 0.0;
+  // The loss is summed in the backend's memory (one read at the end, not one per batch): each
+  // batch's outputs into the batch slot, then folded into the total, as the trainer does.
+  DeviceArray<double> sums;
+  sums.assign(be, std::vector<double>(math::kLossSumCount, 0.0));
   std::vector<uint32_t> ids(batch), truth_row;
   std::vector<float> scores;
   std::vector<std::vector<uint32_t>> excluded;
@@ -63,7 +68,8 @@ ValidationResult Validator::evaluate() {
     load_inputs(net_, data_, hb);
     LayerContext ctx{be, rows, false, 0, 0};
     net_.forward(ctx);
-    loss += losses_.evaluate(hb, /*write_deltas=*/false);
+    losses_.accumulate(hb, /*write_deltas=*/false, nullptr, sums.data() + math::kLossBatch);
+    be.fold_loss_sums(sums.data(), first / batch + 1);
     if (mode_ == Mode::Loss) continue;
     scores.resize(size_t(rows) * units);
     be.download(scores.data(), out.activations(), scores.size() * sizeof(float));
@@ -85,6 +91,7 @@ ValidationResult Validator::evaluate() {
     }
   }
   net_.set_max_batch(saved_rows);
+  const double loss = sums.to_host()[math::kLossTotal];
 
   ValidationResult r;
   r.metric = metric_;

@@ -77,8 +77,10 @@ struct Fixture {
   BoundData bound;
   std::unique_ptr<Network> net;
 
-  Fixture(const std::string& json, std::vector<DataSet> data, uint64_t seed = 7) {
-    backend = make_backend("cpu", 2);
+  // `with`: the backend to use (the CPU backend with 2 threads when null).
+  Fixture(const std::string& json, std::vector<DataSet> data, uint64_t seed = 7,
+          std::unique_ptr<Backend> with = nullptr) {
+    backend = with ? std::move(with) : make_backend("cpu", 2);
     sets = std::move(data);
     spec = parse_network_json(json, "test.json");
     resolve_auto_sizes(spec, sets);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <numeric>
 
+#include "backend/counting_backend.h"
 #include "core/error.h"
 #include "model_io/network_file.h"
 #include "model/step.h"
@@ -174,6 +175,67 @@ TEST(Trainer, DivergenceNamesEpochAndBatch) {
     EXPECT_NE(std::string(e.what()).find("epoch"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("batch"), std::string::npos) << e.what();
   }
+}
+
+// On a device backend (posed by CountingBackend with host_memory false) the losses, penalties
+// and regularisation are summed in backend memory and read back once per epoch (no
+// value-returning call, a few downloads), with the same per-epoch reports as on the CPU.
+TEST(Trainer, LossesAreReadBackOncePerEpochOnDeviceBackends) {
+  auto rows = taste_rows(256, 3);
+  const char* json = R"({"Name": "ae", "ErrorFunction": "CrossEntropy",
+      "SparsenessPenalty": {"p": 0.1, "beta": 0.05},
+      "Layers": [
+      {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},
+      {"Name": "Hidden", "Kind": "Hidden", "N": 12, "Activation": "Sigmoid", "Sparse": true},
+      {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid"}]})";
+  auto counting = std::make_unique<CountingBackend>(/*host_memory=*/false);
+  CountingBackend* be = counting.get();
+  Fixture dev(json, {sparse_set("input", 32, rows), sparse_set("output", 32, rows)}, 7,
+              std::move(counting));
+  Fixture cpu(json, {sparse_set("input", 32, rows), sparse_set("output", 32, rows)}, 7);
+  TrainOptions o = options(3);
+  o.optimizer.lambda1 = 1e-5f;
+  Trainer td(*dev.net, dev.bound, o, null_log());
+  Trainer tc(*cpu.net, cpu.bound, o, null_log());
+  be->clear();
+  const auto rd = td.run();
+  EXPECT_EQ(be->value_returns, 0u) << "a loss or reduction returned a value (a GPU sync)";
+  // Per epoch: the loss sums and the regularisation sums (256 / 16 = 16 batches, under the
+  // divergence-check interval).
+  EXPECT_LE(be->downloads, 2u * 3u);
+  const auto rc = tc.run();
+  ASSERT_EQ(rd.size(), rc.size());
+  for (size_t e = 0; e < rd.size(); ++e) {
+    EXPECT_EQ(rd[e].data_loss, rc[e].data_loss) << e;
+    EXPECT_EQ(rd[e].reg_loss, rc[e].reg_loss) << e;
+    EXPECT_GT(rd[e].reg_loss, 0.0);
+  }
+}
+
+// The divergence check, deferred on device backends, still names the first bad batch.
+TEST(Trainer, DeferredDivergenceCheckNamesTheSameBatch) {
+  auto rows = taste_rows(64, 4);
+  const char* json = R"({"ErrorFunction": "L2", "Layers": [
+      {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input"},
+      {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Linear"}]})";
+  std::string messages[2];
+  for (int device = 0; device < 2; ++device) {
+    Fixture f(json, {sparse_set("input", 32, rows), sparse_set("output", 32, rows)}, 7,
+              std::make_unique<CountingBackend>(/*host_memory=*/device == 0));
+    TrainOptions o = options(50);
+    o.minibatch = 4;
+    o.optimizer.kind = OptimizerKind::SGD;
+    o.optimizer.alpha = 1e6f;
+    Trainer t(*f.net, f.bound, o, null_log());
+    try {
+      t.run();
+      FAIL() << "expected DivergenceError";
+    } catch (const DivergenceError& e) {
+      messages[device] = e.what();
+    }
+  }
+  EXPECT_EQ(messages[0], messages[1]);
+  EXPECT_NE(messages[1].find("batch"), std::string::npos) << messages[1];
 }
 
 std::string error_of(const std::function<void()>& f) {

@@ -22,6 +22,7 @@
 
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/math/loss_sums.h"
 #include "core/allocation_context.h"
 #include "core/cpu_count.h"
 #include "core/error.h"
@@ -130,6 +131,18 @@ double CpuBackend::sum_squares(const float* x, size_t n) {
 
 double CpuBackend::sum_abs(const float* x, size_t n) {
   return blocked_sum(*pool_, x, n, [](double v) { return v < 0.0 ? -v : v; });
+}
+
+void CpuBackend::sum_squares_accumulate(const float* x, size_t n, double scale, double* sum) {
+  math::add_scaled(sum, scale, sum_squares(x, n));
+}
+
+void CpuBackend::sum_abs_accumulate(const float* x, size_t n, double scale, double* sum) {
+  math::add_scaled(sum, scale, sum_abs(x, n));
+}
+
+void CpuBackend::fold_loss_sums(double* sums, uint64_t batch) {
+  math::fold_loss_sums(sums, batch);
 }
 
 void CpuBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,

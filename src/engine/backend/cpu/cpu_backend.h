@@ -50,6 +50,12 @@ class CpuBackend final : public Backend {
   void scale(float* x, size_t n, float a) override;
   double sum_squares(const float* x, size_t n) override;
   double sum_abs(const float* x, size_t n) override;
+  // The *_accumulate forms add into a double in host memory (backend.h); host_memory() is true,
+  // so reading the sums back is free.
+  void sum_squares_accumulate(const float* x, size_t n, double scale, double* sum) override;
+  void sum_abs_accumulate(const float* x, size_t n, double scale, double* sum) override;
+  void fold_loss_sums(double* sums, uint64_t batch) override;
+  bool host_memory() const override { return true; }
 
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) override;
@@ -76,6 +82,8 @@ class CpuBackend final : public Backend {
                     uint32_t cols, float* delta) override;
   double loss_and_delta(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
                         uint32_t cols, float* delta) override;
+  void loss_accumulate(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
+                       uint32_t cols, float* delta, double* sum) override;
 
   void dropout(float* x, size_t n, float p, uint64_t seed, uint64_t stream) override;
   void dropout_backward(float* delta, size_t n, float p, uint64_t seed, uint64_t stream) override;
@@ -91,6 +99,8 @@ class CpuBackend final : public Backend {
   void clip_column_norms(float* w, uint32_t rows, uint32_t cols, float max_norm) override;
   double sparseness_penalty(const float* a, uint32_t rows, uint32_t cols, float p, float beta,
                             float* delta) override;
+  void sparseness_penalty_accumulate(const float* a, uint32_t rows, uint32_t cols, float p,
+                                     float beta, float* delta, double* sum) override;
   void batch_norm_forward_training(const BatchNormParams& p, const float* x, float* y,
                                    const float* scale, const float* bias, float* running_mean,
                                    float* running_var, float* save_mean,

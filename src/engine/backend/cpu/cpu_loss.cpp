@@ -383,4 +383,9 @@ double CpuBackend::loss_and_delta(const LossParams& p, const float* a, const Tar
   return loss_impl(p, a, t, rows, cols, delta);
 }
 
+void CpuBackend::loss_accumulate(const LossParams& p, const float* a, const TargetView& t,
+                                 uint32_t rows, uint32_t cols, float* delta, double* sum) {
+  *sum += loss_impl(p, a, t, rows, cols, delta);
+}
+
 }  // namespace nn

@@ -130,4 +130,9 @@ double CpuBackend::sparseness_penalty(const float* a, uint32_t rows, uint32_t co
   return double(rows) * bd * total;
 }
 
+void CpuBackend::sparseness_penalty_accumulate(const float* a, uint32_t rows, uint32_t cols,
+                                               float p, float beta, float* delta, double* sum) {
+  *sum += sparseness_penalty(a, rows, cols, p, beta, delta);
+}
+
 }  // namespace nn

@@ -1,5 +1,6 @@
 // CudaBackend: set-up, device memory, transfers, scratch buffers, data-error reporting and the
 // factory. The kernel families live in cuda_<family>.cu.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -9,6 +10,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_factory.h"
 #include "backend/cuda/cuda_reduce.cuh"
+#include "backend/math/loss_sums.h"
 #include "core/allocation_context.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
@@ -18,13 +20,23 @@ namespace {
 
 constexpr unsigned long long kNoError = ~0ull;
 
-// One block sums `count` doubles in a fixed order.
-__global__ void sum_doubles_kernel(const double* values, size_t count, double* out) {
+// One block sums `count` doubles in a fixed order; kAdd adds scale times the sum into *out
+// instead of storing the sum (one thread, so no atomics: the same bits every run).
+template <bool kAdd>
+__global__ void sum_doubles_kernel(const double* values, size_t count, double scale, double* out) {
   __shared__ double shared[32];
   double acc = 0.0;
   for (size_t i = threadIdx.x; i < count; i += blockDim.x) acc += values[i];
   acc = cuda::block_sum(acc, shared);
-  if (threadIdx.x == 0) *out = acc;
+  if (threadIdx.x != 0) return;
+  if constexpr (kAdd)
+    math::add_scaled(out, scale, acc);
+  else
+    *out = acc;
+}
+
+__global__ void fold_loss_sums_kernel(double* sums, uint64_t batch) {
+  math::fold_loss_sums(sums, batch);
 }
 
 }  // namespace
@@ -39,6 +51,8 @@ CudaBackend::CudaBackend(int device, bool tf32) : device_(device), tf32_(tf32) {
   NN_CUDA_CALL(cudaMallocHost(reinterpret_cast<void**>(&pinned_), kPinnedDoubles * sizeof(double)));
   NN_CUDA_CALL(cudaMalloc(reinterpret_cast<void**>(&error_flag_), sizeof(unsigned long long)));
   NN_CUDA_CALL(cudaMemsetAsync(error_flag_, 0xff, sizeof(unsigned long long), stream_));
+  for (Staging& st : staging_)
+    NN_CUDA_CALL(cudaEventCreateWithFlags(&st.done, cudaEventDisableTiming));
 }
 
 CudaBackend::~CudaBackend() {
@@ -48,6 +62,10 @@ CudaBackend::~CudaBackend() {
   for (Buffer& b : scratch_)
     if (b.ptr) cudaFree(b.ptr);
   if (error_flag_) cudaFree(error_flag_);
+  for (Staging& st : staging_) {
+    if (st.host) cudaFreeHost(st.host);
+    if (st.done) cudaEventDestroy(st.done);
+  }
   if (pinned_) cudaFreeHost(pinned_);
   if (blas_) cublasDestroy(blas_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -79,11 +97,43 @@ void CudaBackend::release(void* ptr) noexcept {
   cudaGetLastError();
 }
 
+CudaBackend::Staging& CudaBackend::staging_slot(size_t bytes) {
+  Staging& st = staging_[next_staging_];
+  next_staging_ = (next_staging_ + 1) % kStagingSlots;
+  // The copy that last read this slot must be done before the slot is rewritten or freed. With
+  // kStagingSlots slots this waits only when the host is that many uploads ahead of the stream.
+  if (st.pending) {
+    NN_CUDA_CALL(cudaEventSynchronize(st.done));
+    st.pending = false;
+  }
+  if (bytes > st.bytes) {
+    if (st.host) NN_CUDA_CALL(cudaFreeHost(st.host));
+    st.host = nullptr;
+    st.bytes = 0;
+    // 50% spare (capped at the chunk size), so slowly growing batches rarely reallocate.
+    const size_t grown = std::min(kStagingChunk, bytes + bytes / 2);
+    NN_CUDA_CALL(cudaMallocHost(&st.host, grown));
+    st.bytes = grown;
+  }
+  return st;
+}
+
 void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
-  if (!bytes) return;
-  // From pageable memory the copy is staged by the driver and the source may be reused as soon
-  // as this returns; the device side stays ordered on the stream.
-  NN_CUDA_CALL(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+  // Through the pinned staging ring: the caller's memory is copied before this returns (so it
+  // may be reused at once) and the device copy is queued on the stream without waiting for it.
+  const auto* from = static_cast<const unsigned char*>(host_src);
+  auto* to = static_cast<unsigned char*>(dst);
+  while (bytes > 0) {
+    const size_t chunk = std::min(bytes, kStagingChunk);
+    Staging& st = staging_slot(chunk);
+    std::memcpy(st.host, from, chunk);
+    NN_CUDA_CALL(cudaMemcpyAsync(to, st.host, chunk, cudaMemcpyHostToDevice, stream_));
+    NN_CUDA_CALL(cudaEventRecord(st.done, stream_));
+    st.pending = true;
+    from += chunk;
+    to += chunk;
+    bytes -= chunk;
+  }
 }
 
 void CudaBackend::download(void* host_dst, const void* src, size_t bytes) {
@@ -138,8 +188,18 @@ const double* CudaBackend::read_back(const double* device_values, size_t count) 
 }
 
 void CudaBackend::sum_doubles(const double* values, size_t count, double* out) {
-  sum_doubles_kernel<<<1, kThreads, 0, stream_>>>(values, count, out);
+  sum_doubles_kernel<false><<<1, kThreads, 0, stream_>>>(values, count, 1.0, out);
   NN_CUDA_LAUNCHED("sum_doubles_kernel");
+}
+
+void CudaBackend::add_sum_doubles(const double* values, size_t count, double scale, double* out) {
+  sum_doubles_kernel<true><<<1, kThreads, 0, stream_>>>(values, count, scale, out);
+  NN_CUDA_LAUNCHED("sum_doubles_kernel");
+}
+
+void CudaBackend::fold_loss_sums(double* sums, uint64_t batch) {
+  fold_loss_sums_kernel<<<1, 1, 0, stream_>>>(sums, batch);
+  NN_CUDA_LAUNCHED("fold_loss_sums_kernel");
 }
 
 void CudaBackend::arm_data_error(std::string prefix, std::string suffix) {

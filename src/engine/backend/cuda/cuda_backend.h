@@ -4,7 +4,9 @@
 // by host tests; the wrappers here are thin and check every status (cuda_check.h).
 //
 // Ordering: every kernel, copy and cuBLAS call runs on stream_, so they execute in call order.
-// Calls that return a value to the host (losses, reductions, download) wait for the stream.
+// Calls that return a value to the host (losses, reductions, download) wait for the stream; the
+// *_accumulate forms add into a device double instead and do not (read it back when needed).
+// Uploads are staged through pinned memory and do not wait either (staging_slot()).
 // Determinism: no kernel uses floating-point atomics; every sum has a fixed order (see each
 // file), so repeated runs give identical bits.
 //
@@ -48,6 +50,12 @@ class CudaBackend final : public Backend {
   void scale(float* x, size_t n, float a) override;
   double sum_squares(const float* x, size_t n) override;
   double sum_abs(const float* x, size_t n) override;
+  // Sums kept on the device (backend.h): each adds into `sum` with a fixed-order kernel and
+  // returns without waiting for the stream.
+  void sum_squares_accumulate(const float* x, size_t n, double scale, double* sum) override;
+  void sum_abs_accumulate(const float* x, size_t n, double scale, double* sum) override;
+  void fold_loss_sums(double* sums, uint64_t batch) override;
+  bool host_memory() const override { return false; }
 
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) override;
@@ -74,6 +82,8 @@ class CudaBackend final : public Backend {
                     uint32_t cols, float* delta) override;
   double loss_and_delta(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
                         uint32_t cols, float* delta) override;
+  void loss_accumulate(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
+                       uint32_t cols, float* delta, double* sum) override;
 
   void dropout(float* x, size_t n, float p, uint64_t seed, uint64_t stream) override;
   void dropout_backward(float* delta, size_t n, float p, uint64_t seed, uint64_t stream) override;
@@ -90,6 +100,8 @@ class CudaBackend final : public Backend {
   void clip_column_norms(float* w, uint32_t rows, uint32_t cols, float max_norm) override;
   double sparseness_penalty(const float* a, uint32_t rows, uint32_t cols, float p, float beta,
                             float* delta) override;
+  void sparseness_penalty_accumulate(const float* a, uint32_t rows, uint32_t cols, float p,
+                                     float beta, float* delta, double* sum) override;
   void batch_norm_forward_training(const BatchNormParams& p, const float* x, float* y,
                                    const float* scale, const float* bias, float* running_mean,
                                    float* running_var, float* save_mean,
@@ -150,6 +162,8 @@ class CudaBackend final : public Backend {
   void check_data_errors();
   // Sums `count` doubles on the device in a fixed order into *out (device).
   void sum_doubles(const double* values, size_t count, double* out);
+  // The same sum s, added: *out += scale * s (math::add_scaled), for the *_accumulate forms.
+  void add_sum_doubles(const double* values, size_t count, double scale, double* out);
 
  private:
   [[noreturn]] void not_implemented(const char* operation) const;
@@ -160,6 +174,24 @@ class CudaBackend final : public Backend {
   cublasHandle_t blas_ = nullptr;
   double* pinned_ = nullptr;  // kPinnedDoubles doubles of page-locked host memory
   static constexpr size_t kPinnedDoubles = 64;
+  // Uploads go through a ring of page-locked staging buffers, so cudaMemcpyAsync really is
+  // asynchronous (from pageable memory it may wait for the stream) and the caller's host memory
+  // may be reused at once. Each slot's event is recorded after its copy; a slot is refilled only
+  // after its event completed, so a copy in flight never reads a buffer being rewritten. Larger
+  // transfers go through several slots, kStagingChunk bytes each. Slots grow on demand (up to
+  // kStagingChunk) and are released with the backend.
+  struct Staging {
+    void* host = nullptr;  // page-locked
+    size_t bytes = 0;
+    cudaEvent_t done = nullptr;  // recorded after the last copy that read `host`
+    bool pending = false;
+  };
+  static constexpr size_t kStagingSlots = 16;
+  static constexpr size_t kStagingChunk = size_t(4) << 20;
+  Staging staging_[kStagingSlots];
+  size_t next_staging_ = 0;
+  // A slot ready to take `bytes` (<= kStagingChunk): the next in the ring, waited for and grown.
+  Staging& staging_slot(size_t bytes);
   unsigned long long* error_flag_ = nullptr;  // device; ~0ull when no error
   std::string error_prefix_, error_suffix_;
   struct Buffer {

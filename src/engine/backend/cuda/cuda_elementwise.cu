@@ -1,6 +1,7 @@
 // CudaBackend elementwise kernels and reductions: fill, axpy, scale, sum of squares, sum of
-// absolute values. Reductions run on a fixed grid (kReduceBlocks x kThreads, grid-stride), each
-// thread summing in double, then fixed trees: the result does not depend on timing.
+// absolute values (returned, or added into a sum left on the device). Reductions run on a fixed
+// grid (kReduceBlocks x kThreads, grid-stride), each thread summing in double, then fixed trees:
+// the result does not depend on timing.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_reduce.cuh"
@@ -41,15 +42,29 @@ __global__ void partial_sums_kernel(const float* x, size_t n, double* partial) {
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;
 }
 
+// The per-block partial sums of x (kReduceBlocks doubles in scratch slot Temp, one spare after).
 template <bool kSquares>
-double reduce(CudaBackend& b, const float* x, size_t n) {
-  if (n == 0) return 0.0;
+double* partial_sums(CudaBackend& b, const float* x, size_t n) {
   auto* partial =
       static_cast<double*>(b.scratch(CudaBackend::kSlotTemp, (kReduceBlocks + 1) * sizeof(double)));
   partial_sums_kernel<kSquares><<<kReduceBlocks, kThreads, 0, b.stream()>>>(x, n, partial);
   NN_CUDA_LAUNCHED("partial_sums_kernel");
+  return partial;
+}
+
+template <bool kSquares>
+double reduce(CudaBackend& b, const float* x, size_t n) {
+  if (n == 0) return 0.0;
+  double* partial = partial_sums<kSquares>(b, x, n);
   b.sum_doubles(partial, kReduceBlocks, partial + kReduceBlocks);
   return *b.read_back(partial + kReduceBlocks, 1);
+}
+
+// *sum += scale * (the same fixed-order sum), left on the device.
+template <bool kSquares>
+void reduce_into(CudaBackend& b, const float* x, size_t n, double scale, double* sum) {
+  if (n == 0) return;
+  b.add_sum_doubles(partial_sums<kSquares>(b, x, n), kReduceBlocks, scale, sum);
 }
 
 }  // namespace
@@ -78,6 +93,14 @@ double CudaBackend::sum_squares(const float* x, size_t n) {
 
 double CudaBackend::sum_abs(const float* x, size_t n) {
   return reduce<false>(*this, x, n);
+}
+
+void CudaBackend::sum_squares_accumulate(const float* x, size_t n, double scale, double* sum) {
+  reduce_into<true>(*this, x, n, scale, sum);
+}
+
+void CudaBackend::sum_abs_accumulate(const float* x, size_t n, double scale, double* sum) {
+  reduce_into<false>(*this, x, n, scale, sum);
 }
 
 }  // namespace nn

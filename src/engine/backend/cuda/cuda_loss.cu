@@ -8,7 +8,8 @@
 //          the softmax Jacobian for every other error function.
 // Per-unit arithmetic: backend/math/loss_row_math.h and loss_math.h (shared with the CPU).
 // Each row's error is summed in double by a fixed tree; rows are summed in a fixed order on the
-// device and read back once per call.
+// device and read back once per call (loss, loss_and_delta) or added into a sum left on the
+// device (loss_accumulate).
 #include <string>
 
 #include "backend/cuda/cuda_backend.h"
@@ -322,6 +323,16 @@ double CudaBackend::loss_and_delta(const LossParams& p, const float* a, const Ta
   auto* rows_error = static_cast<double*>(scratch(kSlotF, (size_t(rows) + 1) * sizeof(double)));
   sum_doubles(rows_error, rows, rows_error + rows);
   return *read_back(rows_error + rows, 1);
+}
+
+void CudaBackend::loss_accumulate(const LossParams& p, const float* a, const TargetView& t,
+                                  uint32_t rows, uint32_t cols, float* delta, double* sum) {
+  if (rows == 0 || cols == 0) return;
+  launch_loss(*this, p, a, t, rows, cols, delta);
+  // No wait here: a bad sparse target index is thrown as DataError by the next read of the sums
+  // (or any call that waits for the stream).
+  auto* rows_error = static_cast<double*>(scratch(kSlotF, (size_t(rows) + 1) * sizeof(double)));
+  add_sum_doubles(rows_error, rows, 1.0, sum);
 }
 
 }  // namespace nn

@@ -74,4 +74,14 @@ double CudaBackend::sparseness_penalty(const float* a, uint32_t rows, uint32_t c
   return double(rows) * double(beta) * *read_back(value + cols, 1);
 }
 
+void CudaBackend::sparseness_penalty_accumulate(const float* a, uint32_t rows, uint32_t cols,
+                                                float p, float beta, float* delta, double* sum) {
+  if (rows == 0 || cols == 0 || beta == 0.0f) return;
+  auto* value = static_cast<double*>(scratch(kSlotTemp, size_t(cols) * sizeof(double)));
+  sparseness_kernel<<<grid_for(cols), kThreads, 0, stream_>>>(a, rows, cols, p, beta, delta, value);
+  NN_CUDA_LAUNCHED("sparseness_kernel");
+  // The penalty is rows * beta * (sum over units), as the returning form computes it.
+  add_sum_doubles(value, cols, double(rows) * double(beta), sum);
+}
+
 }  // namespace nn

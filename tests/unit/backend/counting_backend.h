@@ -1,0 +1,149 @@
+// A Backend that forwards every operation to a CpuBackend and counts the calls that matter for
+// device backends: allocations, transfers, and the operations that return a value to the host
+// (each one a synchronisation on a GPU). With `host_memory` false it poses as a device backend,
+// so code that reads back less often on a GPU (the trainer's loss sums) can be tested here.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+
+namespace nn::test {
+
+class CountingBackend final : public Backend {
+ public:
+  explicit CountingBackend(bool host_memory = true, int threads = 2)
+      : inner_(std::make_unique<CpuBackend>(threads)), host_memory_(host_memory) {}
+
+  // Counters (reset with clear()).
+  size_t allocations = 0, uploads = 0, downloads = 0;
+  size_t value_returns = 0;  // loss, loss_and_delta, sum_squares, sum_abs, sparseness_penalty
+  void clear() { allocations = uploads = downloads = value_returns = 0; }
+
+  std::string name() const override { return "counting-cpu"; }
+  bool host_memory() const override { return host_memory_; }
+
+  void* allocate(size_t bytes) override {
+    ++allocations;
+    return inner_->allocate(bytes);
+  }
+  void release(void* ptr) noexcept override { inner_->release(ptr); }
+  void upload(void* dst, const void* src, size_t bytes) override {
+    ++uploads;
+    inner_->upload(dst, src, bytes);
+  }
+  void download(void* dst, const void* src, size_t bytes) override {
+    ++downloads;
+    inner_->download(dst, src, bytes);
+  }
+  void copy(void* dst, const void* src, size_t bytes) override { inner_->copy(dst, src, bytes); }
+  void synchronize() override { inner_->synchronize(); }
+
+  void fill(float* x, size_t n, float value) override { inner_->fill(x, n, value); }
+  void axpy(size_t n, float a, const float* x, float* y) override { inner_->axpy(n, a, x, y); }
+  void scale(float* x, size_t n, float a) override { inner_->scale(x, n, a); }
+  double sum_squares(const float* x, size_t n) override {
+    ++value_returns;
+    return inner_->sum_squares(x, n);
+  }
+  double sum_abs(const float* x, size_t n) override {
+    ++value_returns;
+    return inner_->sum_abs(x, n);
+  }
+
+  void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
+            const float* b, int ldb, float beta, float* c, int ldc) override {
+    inner_->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
+                      bool accumulate) override {
+    inner_->broadcast_bias(z, bias, rows, cols, accumulate);
+  }
+  void column_sums(const float* x, uint32_t rows, uint32_t cols, float alpha, float beta,
+                   float* out) override {
+    inner_->column_sums(x, rows, cols, alpha, beta, out);
+  }
+  void sparse_matmul(const SparseView& x, const float* w, uint32_t n_out, float* z) override {
+    inner_->sparse_matmul(x, w, n_out, z);
+  }
+  void sparse_weight_gradient(const SparseView& x, const float* delta, uint32_t n_out, float alpha,
+                              float* g) override {
+    inner_->sparse_weight_gradient(x, delta, n_out, alpha, g);
+  }
+  void activate(const ActivationParams& p, float* x, uint32_t rows, uint32_t cols) override {
+    inner_->activate(p, x, rows, cols);
+  }
+  void activation_backward(const ActivationParams& p, const float* a, float* delta, uint32_t rows,
+                           uint32_t cols) override {
+    inner_->activation_backward(p, a, delta, rows, cols);
+  }
+  void maxout_forward(const float* z, size_t groups, uint32_t k, uint32_t inner, float* a,
+                      uint32_t* arg) override {
+    inner_->maxout_forward(z, groups, k, inner, a, arg);
+  }
+  void maxout_backward(const float* da, const uint32_t* arg, size_t groups, uint32_t k,
+                       uint32_t inner, float* dz) override {
+    inner_->maxout_backward(da, arg, groups, k, inner, dz);
+  }
+
+  double loss(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
+              uint32_t cols) override {
+    ++value_returns;
+    return inner_->loss(p, a, t, rows, cols);
+  }
+  void output_delta(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
+                    uint32_t cols, float* delta) override {
+    inner_->output_delta(p, a, t, rows, cols, delta);
+  }
+  double loss_and_delta(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
+                        uint32_t cols, float* delta) override {
+    ++value_returns;
+    return inner_->loss_and_delta(p, a, t, rows, cols, delta);
+  }
+  void loss_accumulate(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
+                       uint32_t cols, float* delta, double* sum) override {
+    inner_->loss_accumulate(p, a, t, rows, cols, delta, sum);
+  }
+  void sum_squares_accumulate(const float* x, size_t n, double scale, double* sum) override {
+    inner_->sum_squares_accumulate(x, n, scale, sum);
+  }
+  void sum_abs_accumulate(const float* x, size_t n, double scale, double* sum) override {
+    inner_->sum_abs_accumulate(x, n, scale, sum);
+  }
+  void fold_loss_sums(double* sums, uint64_t batch) override {
+    inner_->fold_loss_sums(sums, batch);
+  }
+
+  void dropout(float* x, size_t n, float p, uint64_t seed, uint64_t stream) override {
+    inner_->dropout(x, n, p, seed, stream);
+  }
+  void dropout_backward(float* delta, size_t n, float p, uint64_t seed, uint64_t stream) override {
+    inner_->dropout_backward(delta, n, p, seed, stream);
+  }
+  void optimizer_step(const OptimizerParams& p, float* w, const float* g, float* s0, float* s1,
+                      size_t n) override {
+    inner_->optimizer_step(p, w, g, s0, s1, n);
+  }
+  void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
+             float* values, uint32_t* indices) override {
+    inner_->top_k(x, rows, cols, valid_cols, k, values, indices);
+  }
+  double sparseness_penalty(const float* a, uint32_t rows, uint32_t cols, float p, float beta,
+                            float* delta) override {
+    if (!delta) ++value_returns;  // with a delta it is the backward pass; the value is unused
+    return inner_->sparseness_penalty(a, rows, cols, p, beta, delta);
+  }
+  void sparseness_penalty_accumulate(const float* a, uint32_t rows, uint32_t cols, float p,
+                                     float beta, float* delta, double* sum) override {
+    inner_->sparseness_penalty_accumulate(a, rows, cols, p, beta, delta, sum);
+  }
+
+ private:
+  std::unique_ptr<CpuBackend> inner_;
+  bool host_memory_;
+};
+
+}  // namespace nn::test
