@@ -25,13 +25,13 @@
 namespace nn {
 
 struct TrainOptions {
-  uint32_t epochs = 1;           // total epochs (a resumed run continues up to this)
+  uint32_t epochs = 1;  // total epochs (a resumed run continues up to this)
   uint32_t minibatch = 1024;
   OptimizerSettings optimizer;
   bool shuffle = true;
   uint64_t seed = 1;
-  std::string checkpoint_name;   // "" => no checkpoints
-  int checkpoint_interval = 0;   // epochs between checkpoints
+  std::string checkpoint_name;  // "" => no checkpoints
+  int checkpoint_interval = 0;  // epochs between checkpoints
   // Newest checkpoints kept on disk: writing one deletes the one `checkpoints_kept` intervals
   // older (a 40 MB network every epoch adds up). 0 keeps all.
   int checkpoints_kept = 0;
@@ -49,14 +49,14 @@ struct TrainOptions {
 };
 
 struct EpochReport {
-  uint64_t epoch = 0;     // 1-based
-  double loss = 0;        // mean per example: data term + regularisation
+  uint64_t epoch = 0;  // 1-based
+  double loss = 0;     // mean per example: data term + regularisation
   double data_loss = 0;
   double reg_loss = 0;
   double seconds = 0;
   double examples_per_second = 0;
-  double alpha = 0;       // learning rate at the start of the epoch
-  bool validated = false; // a validation result follows
+  double alpha = 0;        // learning rate at the start of the epoch
+  bool validated = false;  // a validation result follows
   ValidationResult validation;
 };
 
@@ -119,7 +119,11 @@ class Trainer {
   OutputLosses losses_;
   uint64_t epoch_ = 0, step_ = 0;
   Rng shuffle_rng_;
-  std::unique_ptr<GradientReducer> reducer_;  // data parallel only
+  // Data parallel only: the communicator for the backend's gradient buffers (NCCL with the CUDA
+  // backend; null: comm_ itself, through host staging) and the reducer using it.
+  std::unique_ptr<Communicator> backend_comm_;
+  std::vector<std::string> placement_;  // one line per rank (rank 0), logged by run()
+  std::unique_ptr<GradientReducer> reducer_;
   bool has_batch_norm_ = false;
   bool model_parallel_ = false;  // some layers are split over the ranks
   double reduce_wait_reported_ = 0;
