@@ -25,13 +25,13 @@
 namespace nn {
 
 struct TrainOptions {
-  uint32_t epochs = 1;  // total epochs (a resumed run continues up to this)
+  uint32_t epochs = 1;           // total epochs (a resumed run continues up to this)
   uint32_t minibatch = 1024;
   OptimizerSettings optimizer;
   bool shuffle = true;
   uint64_t seed = 1;
-  std::string checkpoint_name;  // "" => no checkpoints
-  int checkpoint_interval = 0;  // epochs between checkpoints
+  std::string checkpoint_name;   // "" => no checkpoints
+  int checkpoint_interval = 0;   // epochs between checkpoints
   // Newest checkpoints kept on disk: writing one deletes the one `checkpoints_kept` intervals
   // older (a 40 MB network every epoch adds up). 0 keeps all.
   int checkpoints_kept = 0;
@@ -49,14 +49,14 @@ struct TrainOptions {
 };
 
 struct EpochReport {
-  uint64_t epoch = 0;  // 1-based
-  double loss = 0;     // mean per example: data term + regularisation
+  uint64_t epoch = 0;     // 1-based
+  double loss = 0;        // mean per example: data term + regularisation
   double data_loss = 0;
   double reg_loss = 0;
   double seconds = 0;
   double examples_per_second = 0;
-  double alpha = 0;        // learning rate at the start of the epoch
-  bool validated = false;  // a validation result follows
+  double alpha = 0;       // learning rate at the start of the epoch
+  bool validated = false; // a validation result follows
   ValidationResult validation;
 };
 

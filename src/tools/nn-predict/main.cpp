@@ -77,8 +77,9 @@ int run(int argc, char** argv) {
       "cpu, cuda or auto (default auto: cuda when this build has it and the device is usable; "
       "a CDL Backend key is used when the flag is absent)");
   auto* device_opt =
-      app.add_option("--device", job.device, "CUDA device index (default: the CDL Device key, else the node-local MPI rank modulo "
-                     "the GPUs of the host: 0 for a single process)")
+      app.add_option("--device", job.device,
+                     "CUDA device index (default: the CDL Device key, else the node-local "
+                     "MPI rank modulo the GPUs of the host: 0 for a single process)")
           ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", job.threads,
                  "CPU threads (default: the CPUs this process may use, shared among the ranks "
