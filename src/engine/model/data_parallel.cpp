@@ -24,7 +24,7 @@ GradientReducer::GradientReducer(Network& net, Communicator& comm, GradientReduc
       comm_(comm),
       backend_(net.backend()),
       host_memory_(comm.memory_space() == MemorySpace::Host && net.backend().name() == "cpu"),
-      device_memory_(comm.memory_space() == MemorySpace::Device && net.backend().name() != "cpu"),
+      device_memory_(comm.memory_space() == MemorySpace::Device),
       overlap_(options.overlap) {
   // A matrix shared by several layers is final only after all of them ran backward; which
   // layers write into it is not visible from here, so such networks reduce after backward.

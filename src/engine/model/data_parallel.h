@@ -77,7 +77,7 @@ class GradientReducer {
   Communicator& comm_;
   Backend& backend_;
   bool host_memory_;    // host gradients can be handed to the communicator as they are
-  bool device_memory_;  // device gradients can (a Device communicator on the backend's device)
+  bool device_memory_;  // a Device communicator (on the backend's device): gradients stay there
   bool overlap_;
   float weight_ = 1.0f;
   std::vector<Bucket> buckets_;

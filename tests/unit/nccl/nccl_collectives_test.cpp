@@ -42,8 +42,7 @@ class Nccl : public ::testing::Test {
   void SetUp() override {
     host_ = world_communicator();
     const int devices = cuda_device_count();
-    if (devices == 0)
-      GTEST_SKIP() << "no CUDA device, NCCL not checked: " << cuda_device_summary();
+    if (devices == 0) GTEST_SKIP() << "no CUDA device, NCCL not checked: " << cuda_device_summary();
     const int here = ranks_on_this_host();
     if (here > devices)
       GTEST_SKIP() << here << " ranks on this host but " << devices
@@ -95,8 +94,8 @@ void check_all_reduce(Backend& be, Communicator& nccl, Communicator& host, int r
       auto d = on(be, want);
       host.all_reduce_raw(want.data(), n, CommTypeOf<T>::value, op);
       nccl.all_reduce_raw(d.data(), n, CommTypeOf<T>::value, op);
-      EXPECT_EQ(d.to_host(), want) << comm_type_name(CommTypeOf<T>::value) << " op " << int(op)
-                                   << " n " << n;
+      EXPECT_EQ(d.to_host(), want)
+          << comm_type_name(CommTypeOf<T>::value) << " op " << int(op) << " n " << n;
     }
   }
 }
@@ -282,7 +281,8 @@ TEST_F(Nccl, GradientReducerOverNcclMatchesHostStaging) {
   for (bool empty_rank : {false, true}) {
     // Row weights as the trainer gives them; with empty_rank, rank 1 has no rows (weight 0) and
     // garbage gradients that must not leak into the sum.
-    const float weight = empty_rank && r() == 1 ? 0.0f : float(r() + 1) / float(p() * (p() + 1) / 2);
+    const float weight =
+        empty_rank && r() == 1 ? 0.0f : float(r() + 1) / float(p() * (p() + 1) / 2);
     fill(empty_rank);
     over_host.begin(weight);
     over_host.finish();
