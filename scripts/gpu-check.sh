@@ -185,7 +185,7 @@ if [ "${gpus:-0}" -ge 2 ] && command -v mpirun > /dev/null 2>&1 && [ -s "$work/n
       -e 5 --optimizer Adam --alpha 0.002 --seed 7 --checkpoint-interval 0 --backend cuda \
       > train-nccl.log 2>&1 || { echo "mpirun -np 2 nn-train --backend cuda failed"; tail -20 train-nccl.log; exit 1; }
     grep -E "^rank [0-9]+ on|gradient communicator|data parallel: 2 ranks" train-nccl.log
-    grep -q "gradients over nccl" train-nccl.log || { echo "NCCL was not used"; exit 1; }
+    grep -q "backend buffers over nccl" train-nccl.log || { echo "NCCL was not used"; exit 1; }
   ) > "$work/train-nccl.out" 2>&1 || step_failed "2-rank NCCL training run"
   block < "$work/train-nccl.out"
   if [ -s "$work/net-nccl.epochs.jsonl" ]; then

@@ -159,7 +159,7 @@ std::vector<std::string> describe_placement(Communicator& host, const Backend& b
       "rank " + std::to_string(host.rank()) + " on " + host_name() + ": backend " + backend.name();
   const int device = device_of(backend);
   if (device >= 0) line += " device " + std::to_string(device);
-  line += ", gradients over " + (backend_comm ? backend_comm->name() : host.name()) +
+  line += ", backend buffers over " + (backend_comm ? backend_comm->name() : host.name()) +
           (backend_comm || backend.name() == "cpu" ? "" : " (host staging)") +
           ", host collectives over " + host.name();
   return gather_strings(host, line);

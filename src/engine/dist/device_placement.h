@@ -53,7 +53,7 @@ std::unique_ptr<Communicator> make_backend_communicator(Backend& backend, Commun
                                                         std::string* note = nullptr);
 
 // Collective over `host`: one line per rank saying its host, backend, device and the
-// communicators it uses ("rank 1 on gpu-7: backend cuda device 1, gradients over nccl, host
+// communicators it uses ("rank 1 on gpu-7: backend cuda device 1, backend buffers over nccl, host
 // collectives over mpi"), gathered to rank 0 (empty elsewhere).
 std::vector<std::string> describe_placement(Communicator& host, const Backend& backend,
                                             const Communicator* backend_comm);

@@ -117,7 +117,7 @@ TEST(DevicePlacement, CpuBackendKeepsTheHostCommunicator) {
       EXPECT_EQ(lines[size_t(r)].rfind("rank " + std::to_string(r) + " on ", 0), 0u)
           << lines[size_t(r)];
       EXPECT_NE(lines[size_t(r)].find("backend cpu"), std::string::npos);
-      EXPECT_NE(lines[size_t(r)].find("gradients over " + world->name()), std::string::npos);
+      EXPECT_NE(lines[size_t(r)].find("backend buffers over " + world->name()), std::string::npos);
     }
   } else {
     EXPECT_TRUE(lines.empty());

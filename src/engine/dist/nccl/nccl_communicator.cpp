@@ -227,10 +227,10 @@ void NcclCommunicator::all_gather_v_raw(const void* send, void* recv, const size
   require_device(recv, "all_gather");
   char* mine = at(recv, d.at[size_t(rank_)], es);
   const size_t my_bytes = counts[rank_] * es;
+  if (my_bytes) require_device(send, "all_gather");
   void* staged = nullptr;
   if (send != mine && overlaps(send, my_bytes, recv, d.total * es))
     send = staged = stage(send, my_bytes);
-  if (my_bytes) require_device(send, "all_gather");
   const ncclDataType_t t = nccl_type(type);
   if (d.equal) {
     NN_NCCL_CALL(ncclAllGather(send, recv, counts[0], t, live("all_gather"), stream_));
