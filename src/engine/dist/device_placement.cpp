@@ -43,6 +43,22 @@ int device_of(const Backend& backend) {
   return -1;
 }
 
+// The physical GPU of a CUDA backend (its UUID, so ranks that each see "device 0" through
+// CUDA_VISIBLE_DEVICES are told apart), or "" for a host backend.
+std::string gpu_identity(const Backend& backend) {
+#ifdef NN_HAVE_CUDA
+  if (auto* cuda = dynamic_cast<const CudaBackend*>(&backend)) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, cuda->device()) == cudaSuccess)
+      return std::string(prop.uuid.bytes, sizeof prop.uuid.bytes);
+    return "device " + std::to_string(cuda->device());
+  }
+#else
+  (void)backend;
+#endif
+  return "";
+}
+
 // Strings of every rank to rank 0, rank order (empty vector elsewhere).
 std::vector<std::string> gather_strings(Communicator& c, const std::string& mine) {
   const uint64_t n = mine.size();
@@ -94,6 +110,13 @@ int default_device() {
   return device_for_local_rank(local_rank(), cuda_device_count());
 }
 
+bool gpus_shared(const std::vector<std::string>& identities) {
+  for (size_t i = 0; i < identities.size(); ++i)
+    for (size_t j = i + 1; j < identities.size(); ++j)
+      if (!identities[i].empty() && identities[i] == identities[j]) return true;
+  return false;
+}
+
 bool nccl_built() {
 #ifdef NN_HAVE_NCCL
   return true;
@@ -120,16 +143,13 @@ std::unique_ptr<Communicator> make_backend_communicator(Backend& backend, Commun
       choose_backend_communicator(backend.name(), host.size(), nccl_built(), env("NN_NCCL"));
   // Every rank must agree, and NCCL refuses two ranks on one device: ranks of a host compare
   // their devices, then the world takes the minimum of the votes.
-  const int device = device_of(backend);
   int32_t vote = choice.nccl ? 1 : 0;
   if (host.size() > 1) {
     auto local = host.split_by_host();
-    std::vector<int32_t> devices(size_t(local->size()));
-    const int32_t mine = device;
-    local->all_gather(&mine, 1, devices.data());
-    std::vector<int32_t> sorted = devices;
-    std::sort(sorted.begin(), sorted.end());
-    const bool shared = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
+    const std::vector<std::string> gpus = gather_strings(*local, gpu_identity(backend));
+    // Rank 0 of the host sees every rank's GPU; it tells the others whether two share one.
+    int32_t shared = gpus_shared(gpus) ? 1 : 0;
+    local->broadcast(&shared, 1, 0);
     if (vote && shared)
       choice = {false,
                 "two ranks of a host share a CUDA device, which NCCL refuses: staged "

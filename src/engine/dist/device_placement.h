@@ -42,6 +42,9 @@ struct CommunicatorChoice {
 // and NN_NCCL (nccl_setting; null when unset) is not "0". `backend` is Backend::name().
 CommunicatorChoice choose_backend_communicator(const std::string& backend, int ranks,
                                                bool nccl_built, const char* nccl_setting);
+// True when two ranks of a host hold the same GPU: `identities` are the ranks' GPU UUIDs ("" for
+// a rank on a host backend, which shares nothing). NCCL refuses such a communicator.
+bool gpus_shared(const std::vector<std::string>& identities);
 // True when this build compiled the NCCL communicator (NCCL and CUDA were found).
 bool nccl_built();
 

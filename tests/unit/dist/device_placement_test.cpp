@@ -103,6 +103,15 @@ TEST(DevicePlacement, ChoiceOfTheCommunicatorForBackendBuffers) {
   EXPECT_NE(c.reason.find("NN_NCCL=0"), std::string::npos) << c.reason;
 }
 
+TEST(DevicePlacement, SharedGpusAreFoundByIdentityNotIndex) {
+  EXPECT_FALSE(gpus_shared({}));
+  EXPECT_FALSE(gpus_shared({"uuid-a"}));
+  EXPECT_FALSE(gpus_shared({"uuid-a", "uuid-b", "uuid-c"}));
+  EXPECT_TRUE(gpus_shared({"uuid-a", "uuid-b", "uuid-a"}));
+  EXPECT_FALSE(gpus_shared({"", "", "uuid-a"}));  // CPU ranks share no GPU
+  EXPECT_TRUE(gpus_shared({"", "uuid-x", "uuid-x"}));
+}
+
 TEST(DevicePlacement, CpuBackendKeepsTheHostCommunicator) {
   auto world = world_communicator();
   auto cpu = make_backend("cpu", 1);
