@@ -110,6 +110,11 @@ int default_device() {
   return device_for_local_rank(local_rank(), cuda_device_count());
 }
 
+int resolve_device(int requested) {
+  if (requested >= 0) return requested;
+  return device_for_local_rank(std::max(0, local_rank_from_environment()), cuda_device_count());
+}
+
 bool gpus_shared(const std::vector<std::string>& identities) {
   for (size_t i = 0; i < identities.size(); ++i)
     for (size_t j = i + 1; j < identities.size(); ++j)

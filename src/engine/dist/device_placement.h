@@ -33,6 +33,10 @@ int device_for_local_rank(int local_rank, int device_count);
 // device_for_local_rank(local_rank(), cuda_device_count()): the --device default of the tools.
 int default_device();
 
+// `requested` when >= 0, else the default device from the launcher's local-rank variable alone
+// (never collective, so a call on one rank is safe; 0 when no variable says). For the library API.
+int resolve_device(int requested);
+
 // Which communicator carries collectives over a backend's buffers.
 struct CommunicatorChoice {
   bool nccl = false;   // true: a NCCL communicator on the backend's device and stream

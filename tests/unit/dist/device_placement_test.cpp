@@ -67,8 +67,11 @@ TEST(DevicePlacement, LocalRankFromTheLauncher) {
   EXPECT_EQ(local_rank_from_environment(), 1);
   setenv("OMPI_COMM_WORLD_LOCAL_RANK", "x1", 1);  // not a number: the next variable
   EXPECT_EQ(local_rank_from_environment(), 3);
+  EXPECT_EQ(resolve_device(-1), device_for_local_rank(3, cuda_device_count()));  // the API's
+  EXPECT_EQ(resolve_device(5), 5);                                               // given: kept
   unsetenv("SLURM_LOCALID");
   EXPECT_EQ(local_rank_from_environment(), -1);
+  EXPECT_EQ(resolve_device(-1), 0);  // no word from a launcher: never collective, device 0
 }
 
 TEST(DevicePlacement, LocalRankOnOneHostIsTheWorldRank) {
