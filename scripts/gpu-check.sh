@@ -91,7 +91,8 @@ if [ -x "$nccl_tests" ]; then
     say "(2-rank NCCL run not done: it needs 2 GPUs and mpirun; this machine has ${gpus:-0} GPU(s)$(command -v mpirun > /dev/null 2>&1 || echo ', no mpirun'))"
   fi
 else
-  step_failed "$nccl_tests missing (NCCL not found at configure time?)"
+  # Not a failure of the CUDA backend: this build found no libnccl (the GPU machine may lack it).
+  say "**NCCL communicator NOT checked: $nccl_tests missing (no libnccl at configure time)**"
 fi
 
 # ---- 3. compute-sanitizer -----------------------------------------------------------------------
