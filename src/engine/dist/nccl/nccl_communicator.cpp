@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "dist/device_placement.h"
 #include "dist/nccl/nccl_check.h"
+#include "dist/nccl_plan.h"
 #include "dist/process.h"
 
 namespace nn {
@@ -93,12 +94,10 @@ class Group {
 struct Displacements {
   std::vector<size_t> at;
   size_t total = 0;
-  bool equal = true;
   Displacements(const size_t* counts, int ranks) : at(size_t(ranks)) {
     for (int r = 0; r < ranks; ++r) {
       at[size_t(r)] = total;
       total += counts[r];
-      equal = equal && counts[r] == counts[0];
     }
   }
 };
@@ -218,6 +217,56 @@ void NcclCommunicator::all_reduce_raw(void* data, size_t n, CommType type, Reduc
                              stream_));
 }
 
+// Runs a plan of dist/nccl_plan.h on the backend's stream over the caller's buffers.
+void NcclCommunicator::run_plan(const NcclPlan& plan, const void* send, void* recv, CommType type,
+                                ReduceOp op, const char* what) {
+  const size_t es = comm_type_size(type);
+  const ncclDataType_t t = nccl_type(type);
+  const ncclComm_t c = live(what);
+  auto source = [&](const NcclCall& k) {
+    return k.from_recv ? at(static_cast<const void*>(recv), k.src, es) : at(send, k.src, es);
+  };
+  auto target = [&](const NcclCall& k) { return at(recv, k.dst, es); };
+  std::unique_ptr<Group> group;
+  if (plan.grouped) group = std::make_unique<Group>();
+  for (const NcclCall& k : plan.calls) {
+    switch (k.kind) {
+      case NcclCall::AllGather:
+        NN_NCCL_CALL(ncclAllGather(source(k), target(k), k.count, t, c, stream_));
+        break;
+      case NcclCall::ReduceScatter:
+        NN_NCCL_CALL(
+            ncclReduceScatter(source(k), target(k), k.count, t, nccl_op(op, type), c, stream_));
+        break;
+      case NcclCall::Broadcast:
+        NN_NCCL_CALL(ncclBroadcast(source(k), target(k), k.count, t, k.peer, c, stream_));
+        break;
+      case NcclCall::Reduce: {
+        // Only the root's receive buffer is written; the others pass their source (unused).
+        void* dst = k.peer == rank_ ? static_cast<void*>(target(k)) : const_cast<char*>(source(k));
+        NN_NCCL_CALL(ncclReduce(source(k), dst, k.count, t, nccl_op(op, type), k.peer, c, stream_));
+        break;
+      }
+      case NcclCall::Send:
+        NN_NCCL_CALL(ncclSend(source(k), k.count, t, k.peer, c, stream_));
+        break;
+      case NcclCall::Recv:
+        NN_NCCL_CALL(ncclRecv(target(k), k.count, t, k.peer, c, stream_));
+        break;
+      case NcclCall::Copy:
+        if (group) {  // copies follow the group
+          group->end();
+          group.reset();
+        }
+        if (source(k) != target(k))
+          NN_CUDA_CALL(cudaMemcpyAsync(target(k), source(k), k.count * es, cudaMemcpyDeviceToDevice,
+                                       stream_));
+        break;
+    }
+  }
+  if (group) group->end();
+}
+
 void NcclCommunicator::all_gather_v_raw(const void* send, void* recv, const size_t* counts,
                                         CommType type) {
   const size_t es = comm_type_size(type);
@@ -228,23 +277,11 @@ void NcclCommunicator::all_gather_v_raw(const void* send, void* recv, const size
   char* mine = at(recv, d.at[size_t(rank_)], es);
   const size_t my_bytes = counts[rank_] * es;
   if (my_bytes) require_device(send, "all_gather");
+  // In place (send is this rank's block of recv) is fine for NCCL; any other overlap is staged.
   void* staged = nullptr;
   if (send != mine && overlaps(send, my_bytes, recv, d.total * es))
     send = staged = stage(send, my_bytes);
-  const ncclDataType_t t = nccl_type(type);
-  if (d.equal) {
-    NN_NCCL_CALL(ncclAllGather(send, recv, counts[0], t, live("all_gather"), stream_));
-  } else {
-    // Unequal counts: every rank broadcasts its block into its place, in one group.
-    Group group;
-    for (int r = 0; r < size_; ++r) {
-      if (counts[r] == 0) continue;
-      char* dst = at(recv, d.at[size_t(r)], es);
-      NN_NCCL_CALL(ncclBroadcast(r == rank_ ? send : dst, dst, counts[r], t, r, live("all_gather"),
-                                 stream_));
-    }
-    group.end();
-  }
+  run_plan(plan_all_gather(counts, size_, rank_), send, recv, type, ReduceOp::Sum, "all_gather");
   release_stage(staged);
 }
 
@@ -256,25 +293,11 @@ void NcclCommunicator::reduce_scatter_v_raw(const void* send, void* recv, const 
   DeviceScope scope(device_);
   require_device(send, "reduce_scatter");
   if (counts[rank_]) require_device(recv, "reduce_scatter");
+  (void)nccl_op(op, type);  // refuses byte reductions before any rank starts a call
   void* staged = nullptr;
   if (overlaps(send, d.total * es, recv, counts[rank_] * es))
     send = staged = stage(send, d.total * es);
-  const ncclDataType_t t = nccl_type(type);
-  const ncclRedOp_t o = nccl_op(op, type);
-  if (d.equal) {
-    NN_NCCL_CALL(ncclReduceScatter(send, recv, counts[0], t, o, live("reduce_scatter"), stream_));
-  } else {
-    // Unequal counts: one reduce per rank's block, rooted at that rank, in one group. A non-root's
-    // receive buffer is not used by ncclReduce; a valid device pointer is passed all the same.
-    Group group;
-    for (int r = 0; r < size_; ++r) {
-      if (counts[r] == 0) continue;
-      const char* block = at(send, d.at[size_t(r)], es);
-      void* dst = r == rank_ ? recv : const_cast<char*>(block);
-      NN_NCCL_CALL(ncclReduce(block, dst, counts[r], t, o, r, live("reduce_scatter"), stream_));
-    }
-    group.end();
-  }
+  run_plan(plan_reduce_scatter(counts, size_, rank_), send, recv, type, op, "reduce_scatter");
   release_stage(staged);
 }
 
@@ -285,28 +308,17 @@ void NcclCommunicator::gather_v_raw(const void* send, void* recv, const size_t* 
   const Displacements d(counts, size_);
   if (d.total == 0) return;
   DeviceScope scope(device_);
-  const ncclDataType_t t = nccl_type(type);
   const size_t my_bytes = counts[rank_] * es;
   if (my_bytes) require_device(send, "gather");
-  if (rank_ != root) {
-    if (my_bytes) NN_NCCL_CALL(ncclSend(send, counts[rank_], t, root, live("gather"), stream_));
-    return;
-  }
-  require_device(recv, "gather");
-  char* mine = at(recv, d.at[size_t(rank_)], es);
   void* staged = nullptr;
-  if (send != mine && overlaps(send, my_bytes, recv, d.total * es))
-    send = staged = stage(send, my_bytes);
-  {
-    Group group;
-    for (int r = 0; r < size_; ++r)
-      if (r != root && counts[r])
-        NN_NCCL_CALL(
-            ncclRecv(at(recv, d.at[size_t(r)], es), counts[r], t, r, live("gather"), stream_));
-    group.end();
+  if (rank_ == root) {
+    require_device(recv, "gather");
+    // The receives may overwrite an overlapping send buffer before its copy: stage it.
+    char* mine = at(recv, d.at[size_t(rank_)], es);
+    if (send != mine && overlaps(send, my_bytes, recv, d.total * es))
+      send = staged = stage(send, my_bytes);
   }
-  if (my_bytes && send != mine)
-    NN_CUDA_CALL(cudaMemcpyAsync(mine, send, my_bytes, cudaMemcpyDeviceToDevice, stream_));
+  run_plan(plan_gather(counts, size_, rank_, root), send, recv, type, ReduceOp::Sum, "gather");
   release_stage(staged);
 }
 

@@ -8,8 +8,9 @@
 //
 // Where NCCL has no direct collective: all_gather with unequal counts is a group of broadcasts
 // (one per rank), reduce_scatter with unequal counts a group of reduces, gather a group of
-// ncclSend/ncclRecv; equal counts use ncclAllGather / ncclReduceScatter. split and
-// split_by_host split the host communicator and bootstrap a new NCCL communicator over it;
+// ncclSend/ncclRecv; equal counts use ncclAllGather / ncclReduceScatter. These call sequences
+// are plans (dist/nccl_plan.h) tested on the host; run_plan() only maps them onto NCCL calls. split
+// and split_by_host split the host communicator and bootstrap a new NCCL communicator over it;
 // barrier waits for the stream and then uses the host communicator.
 //
 // Waits poll the stream's event and ncclCommGetAsyncError: an asynchronous NCCL error, or a wait
@@ -24,6 +25,7 @@
 #include <string>
 
 #include "dist/communicator.h"
+#include "dist/nccl_plan.h"
 
 namespace nn {
 
@@ -64,6 +66,8 @@ class NcclCommunicator : public Communicator {
 
  private:
   void init();
+  void run_plan(const NcclPlan& plan, const void* send, void* recv, CommType type, ReduceOp op,
+                const char* what);
   ncclComm_t live(const char* what) const;  // the handle, or BackendError after an abort
   void require_device(const void* p, const char* what) const;
   // Device scratch of `bytes` holding a copy of `src`, freed in stream order by the caller.
