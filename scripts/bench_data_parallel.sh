@@ -77,11 +77,11 @@ JSON
   sed 's/config.json/data.json/' train.cdl >data.cdl
   for run in "1 process" "2 ranks, data, overlapped" "2 ranks, data, after bwd" "2 ranks, rule (model)"; do
     case $run in
-      "1 process") "$tools/nn-train" train.cdl >log.txt ;;
-      "2 ranks, data, overlapped") mpirun -np 2 "$tools/nn-train" data.cdl >log.txt ;;
+      "1 process") "$tools/nn-train" train.cdl 2>log.txt ;;
+      "2 ranks, data, overlapped") mpirun -np 2 "$tools/nn-train" data.cdl 2>log.txt ;;
       "2 ranks, data, after bwd")
-        NN_GRADIENT_OVERLAP=0 mpirun -np 2 -x NN_GRADIENT_OVERLAP "$tools/nn-train" data.cdl >log.txt ;;
-      *) mpirun -np 2 "$tools/nn-train" train.cdl >log.txt ;;
+        NN_GRADIENT_OVERLAP=0 mpirun -np 2 -x NN_GRADIENT_OVERLAP "$tools/nn-train" data.cdl 2>log.txt ;;
+      *) mpirun -np 2 "$tools/nn-train" train.cdl 2>log.txt ;;
     esac
     last=$(grep -E "^epoch $epochs/$epochs:" log.txt)
     secs=$(echo "$last" | grep -oE '[0-9.]+ s$' | cut -d' ' -f1)

@@ -4,7 +4,9 @@
 # path when there is one, makes a clean clone of a committed revision inside it, runs
 #   bash scripts/setup.sh && bash samples/movielens/run.sh
 #   bash scripts/test.sh
-# there exactly as README.md states them, and prints pass/fail with timings for each.
+# there exactly as README.md states them, then (step 3) `pip install .` of the Python module in a
+# virtual environment as docs/python.md says, importing it and running both Python samples with
+# it; prints pass/fail with timings for each.
 #
 # Usage (as root): scripts/fresh-machine-check.sh [REVISION]     (default HEAD; committed state only)
 #        scripts/fresh-machine-check.sh --self-test-cleanup      (checks the mount/removal guards)
@@ -185,12 +187,18 @@ inner() {
   mount | grep -F " $root" | sed 's/^/  mounted: /'
 
   local step cmd start status all=0
-  for step in 1 2; do
-    if [ $step = 1 ]; then
-      cmd="bash scripts/setup.sh && bash samples/movielens/run.sh"
-    else
-      cmd="bash scripts/test.sh"
-    fi
+  for step in 1 2 3; do
+    case $step in
+      1) cmd="bash scripts/setup.sh && bash samples/movielens/run.sh" ;;
+      2) cmd="bash scripts/test.sh" ;;
+      # The Python module as docs/python.md installs it (pip, in a virtual environment that sees
+      # Debian's NumPy/SciPy), then both Python samples with that interpreter, outside the tree.
+      3) cmd="python3 -m venv --system-site-packages /root/nnsuite-env &&
+              /root/nnsuite-env/bin/pip install . &&
+              (cd / && /root/nnsuite-env/bin/python -c 'import nnsuite; print(nnsuite.__file__)') &&
+              /root/nnsuite-env/bin/python samples/movielens/train.py --epochs 2 -o /root/py-work &&
+              /root/nnsuite-env/bin/python samples/movielens/serve.py /root/py-work/network.nc" ;;
+    esac
     # A dry run checks the machinery (root, mounts, clone, clean-up) in a minute or two.
     case "${NN_FRESH_DRY_RUN:-0}" in
       1) cmd="test -f README.md && test -x scripts/setup.sh" ;;

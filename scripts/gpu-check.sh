@@ -64,6 +64,19 @@ if grep -q "^\[  SKIPPED \]" "$work/cuda-tests.log"; then
   grep -m 3 "no CUDA device" "$work/cuda-tests.log" | block
   step_failed "CUDA tests skipped (no usable device)"
 fi
+# The backend unit tests' CUDA instances: every test of tests/unit/backend run on the CUDA backend
+# against the same references and tolerances as on the CPU (ctest -L cuda runs them too, as one
+# entry).
+backend_tests=$build/tests/nn_backend_tests
+"$backend_tests" --gtest_filter='*/cuda*' > "$work/backend-cuda.log" 2>&1 ||
+  step_failed "backend unit tests on CUDA"
+grep -E "suites ran|^\[  PASSED  \]|^\[  SKIPPED \] [0-9]+ test|^\[  FAILED  \]" \
+  "$work/backend-cuda.log" | head -40 | block
+# (Four SMCE-on-SoftMax instances skip by design, on every backend: only "no CUDA device" counts.)
+if grep -q "no CUDA device" "$work/backend-cuda.log"; then
+  grep -m 1 "no CUDA device" "$work/backend-cuda.log" | block
+  step_failed "backend unit tests on CUDA skipped (no usable device)"
+fi
 ctest --test-dir "$build" -L cuda > "$work/ctest.log" 2>&1 || step_failed "ctest -L cuda"
 tail -3 "$work/ctest.log" | block
 # The host tests of the kernels' arithmetic and the device probe, for completeness.
@@ -112,6 +125,14 @@ if command -v compute-sanitizer > /dev/null 2>&1; then
       grep -m 40 -E "=========|FAILED" "$work/san-$tool.log" | block
     fi
   done
+  # The backend unit tests' CUDA instances under memcheck.
+  if compute-sanitizer --tool memcheck --error-exitcode 99 "$backend_tests" \
+       --gtest_filter='*/cuda*' > "$work/san-backend.log" 2>&1; then
+    say "- memcheck, backend unit tests on CUDA: clean ($(grep -c '^\[       OK \]' "$work/san-backend.log") tests)"
+  else
+    step_failed "compute-sanitizer --tool memcheck on the backend unit tests' CUDA instances"
+    grep -m 40 -E "=========|FAILED" "$work/san-backend.log" | block
+  fi
 else
   step_failed "compute-sanitizer not on PATH"
 fi

@@ -79,10 +79,10 @@ mpi=(mpirun -np 2 --hostfile hosts --mca plm_rsh_agent "$work/agent.sh"
      -x PATH -x NN_MPI_TIMEOUT=60)
 predict=(-n net.nc -r ratings.txt -i features.idx -o features.idx -f ratings.txt -k 10)
 
-"$tools/nn-train" train.cdl >one.log
+"$tools/nn-train" train.cdl 2>one.log
 "$tools/nn-predict" "${predict[@]}" >one.recs 2>/dev/null
 mv net.nc one.nc
-ip netns exec "$ns_a" timeout 120 "${mpi[@]}" "$tools/nn-train" train.cdl >two.log
+ip netns exec "$ns_a" timeout 120 "${mpi[@]}" "$tools/nn-train" train.cdl 2>two.log
 ip netns exec "$ns_a" timeout 120 "${mpi[@]}" "$tools/nn-predict" "${predict[@]}" >two.recs \
   2>/dev/null
 # Which host each rank ran on, as MPI saw it (each namespace has its own address).

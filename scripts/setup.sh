@@ -13,8 +13,10 @@ packages=(cmake g++ make pkg-config libopenmpi-dev openmpi-bin libnetcdf-c++4-de
           netcdf-bin nlohmann-json3-dev libcli11-dev libopenblas-dev libgtest-dev python3
           libdnnl-dev ocl-icd-opencl-dev opencl-headers zlib1g-dev dataset-fashion-mnist
           gnuplot-nox   # gnuplot: nn-train's loss curve PNG (optional; training works without)
-          python3-dev pybind11-dev python3-pybind11 python3-numpy python3-scipy python3-pytest)
-          # the Python module nnsuite (python/, docs/python.md) and its pytest suite
+          python3-dev pybind11-dev python3-pybind11 python3-numpy python3-scipy python3-pytest
+          python3-venv)
+          # the Python module nnsuite (python/, docs/python.md), its pytest suite, and a virtual
+          # environment for `pip install .` (Debian's pip refuses the system interpreter, PEP 668)
 if [ "${NN_SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${packages[@]}"; do

@@ -2,6 +2,7 @@
 # exclusion, full outputs of any layer, and several Evaluator threads equal one.
 import subprocess
 import threading
+import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -103,3 +104,37 @@ def test_evaluator_threads_equal_one(work):
         t.join()
     for idx, _ in outs:
         np.testing.assert_array_equal(idx, reference[0])
+
+
+def test_gil_released_while_computing():
+    """While one thread is inside outputs(), another runs Python code: the GIL is released for
+    the forward pass. With the GIL held, the main thread could only run for a switch interval
+    (5 ms) between the worker's start and its end, not for most of a pass that takes longer."""
+    net = {"Name": "wide", "Kind": "FeedForward", "ErrorFunction": "CrossEntropy",
+           "Layers": [{"Name": "Input", "Kind": "Input", "N": 1024, "DataSet": "input"},
+                      {"Name": "Hidden", "Kind": "Hidden", "N": 1024, "Activation": "Sigmoid"},
+                      {"Name": "Output", "Kind": "Output", "N": 1024, "DataSet": "output",
+                       "Activation": "Sigmoid"}]}
+    m = nnsuite.Model.from_json(net, datasets={"input": 1024, "output": 1024}, seed=1)
+    x = np.random.default_rng(0).random((2048, 1024), dtype=np.float32)
+    m.outputs(x[:8])  # allocations and thread start-up out of the way
+    started, done = threading.Event(), threading.Event()
+    span = {}
+
+    def worker():
+        started.set()
+        t0 = time.perf_counter()
+        m.outputs(x)
+        span["compute"] = time.perf_counter() - t0
+        done.set()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    started.wait()
+    first = last = time.perf_counter()
+    while not done.is_set():
+        last = time.perf_counter()
+    t.join()
+    assert span["compute"] > 0.02, "the pass is too short to tell"
+    assert last - first > 0.5 * span["compute"], (
+        f"main thread ran {last - first:.4f} s of a {span['compute']:.4f} s pass")

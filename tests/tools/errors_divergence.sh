@@ -34,18 +34,21 @@ JSON
 
 # Reference: the same run stopped after epoch 1.
 write_cdl 1 one.cdl
-"$tools/nn-train" one.cdl >one.log || fail "epoch 1 alone should train: $(cat one.log)"
+"$tools/nn-train" one.cdl 2>one.log || fail "epoch 1 alone should train: $(cat one.log)"
 [[ -s ck1.nc && -s net.nc ]] || fail "epoch 1 alone wrote no checkpoint/network"
 ncdump ck1.nc >ck1_reference.txt
 rm ck1.nc net.nc
 
 write_cdl 30 long.cdl
 set +e
-"$tools/nn-train" long.cdl >long.log 2>err.txt
+"$tools/nn-train" long.cdl >long.out 2>long.log
 rc=$?
 set -e
-[[ $rc == 1 ]] || fail "divergence should exit 1, got $rc: $(cat err.txt)"
-[[ $(wc -l <err.txt) == 1 ]] || fail "expected one line on stderr: $(cat err.txt)"
+[[ ! -s long.out ]] || fail "nn-train wrote to standard output: $(cat long.out)"
+grep '^nn-train: error:' long.log >err.txt || true
+[[ $rc == 1 ]] || fail "divergence should exit 1, got $rc: $(cat long.log)"
+[[ $(wc -l <err.txt) == 1 ]] || fail "expected one error line: $(cat long.log)"
+[[ $(tail -1 long.log) == "$(cat err.txt)" ]] || fail "the error should be the last line: $(cat long.log)"
 grep -Eq '^nn-train: error: training diverged: loss is (NaN|infinite) at epoch 2, batch [1-5] of 5; .*ck1\.nc' err.txt ||
   fail "divergence message: $(cat err.txt)"
 grep -q 'epoch 1/30' long.log || fail "epoch 1 should have been reported: $(cat long.log)"
@@ -65,9 +68,10 @@ cmp -s ck1_reference.txt ck1_after.txt || fail "ck1.nc differs from the epoch-1 
 rm -f ck*.nc
 sed 's/"Alpha": 1.0/"Alpha": 10.0/' long.cdl >fast.cdl
 set +e
-"$tools/nn-train" fast.cdl >fast.log 2>err.txt
+"$tools/nn-train" fast.cdl 2>fast.log
 rc=$?
 set -e
+grep '^nn-train: error:' fast.log >err.txt || true
 [[ $rc == 1 && $(wc -l <err.txt) == 1 ]] || fail "first-epoch divergence: rc=$rc $(cat err.txt)"
 grep -Eq '^nn-train: error: training diverged: .* at epoch 1, batch [1-5] of 5; .*No checkpoint was written' err.txt ||
   fail "first-epoch divergence message: $(cat err.txt)"

@@ -22,7 +22,7 @@ train_cdl 7
 compare() {
   local label=$1 np=$2
   rm -f net.nc ck*.nc
-  run_np "$np" "$tools/nn-train" train.cdl >mp.log 2>mp.err || fail "$label: $(cat mp.err)"
+  run_np "$np" "$tools/nn-train" train.cdl 2>mp.log || fail "$label: $(tail -5 mp.log)"
   grep -q "model parallel: $np ranks" mp.log || fail "$label: not model parallel: $(cat mp.log)"
   [[ $(grep -c 'epoch 1/6:' mp.log) == 1 ]] || fail "$label: more than one rank printed"
   [[ $(grep -c 'parallel plan for' mp.log) == 1 ]] || fail "$label: plan not printed once"
@@ -34,7 +34,7 @@ compare() {
   cmp -s mp.recs one.recs || fail "$label: top-10 lists differ"
 }
 single() {  # the single-process reference of the current train.cdl
-  run_np 1 "$tools/nn-train" train.cdl >one.log
+  run_np 1 "$tools/nn-train" train.cdl 2>one.log
   losses one.log >one.loss
   weights net.nc >b.txt
   mv net.nc one.nc
@@ -55,12 +55,12 @@ done
 # Resume: 2 ranks write ck3, 3 ranks (and 1 process) continue to epoch 6 like one process.
 run_np 2 "$tools/nn-train" train.cdl >/dev/null
 rm -f net.nc ck6.nc
-run_np 3 "$tools/nn-train" train.cdl --resume >resume.log
+run_np 3 "$tools/nn-train" train.cdl --resume 2>resume.log
 grep -q "resuming from ck3.nc" resume.log || fail "3 ranks did not resume from ck3.nc"
 weights net.nc >a.txt
 close a.txt b.txt 1e-3 || fail "checkpoint of 2 ranks resumed under 3: weights differ"
 rm -f net.nc ck6.nc
-run_np 1 "$tools/nn-train" train.cdl --resume >resume.log
+run_np 1 "$tools/nn-train" train.cdl --resume 2>resume.log
 weights net.nc >a.txt
 close a.txt b.txt 1e-3 || fail "checkpoint of 2 ranks resumed by one process: weights differ"
 

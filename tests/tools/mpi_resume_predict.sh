@@ -16,7 +16,7 @@ mv dp.json config.json
 train_cdl 7
 run_np 2 "$tools/nn-train" train.cdl >/dev/null
 rm -f net.nc ck6.nc
-run_np 3 "$tools/nn-train" train.cdl --resume >resume.log
+run_np 3 "$tools/nn-train" train.cdl --resume 2>resume.log
 grep -q "resuming from ck3.nc" resume.log || fail "3 ranks did not resume from ck3.nc"
 weights net.nc >a.txt
 run_np 1 "$tools/nn-train" train.cdl >/dev/null  # the uninterrupted single-process run

@@ -17,7 +17,7 @@ mv dp.json config.json
 
 for batch in 7 13; do
   train_cdl $batch
-  run_np 1 "$tools/nn-train" train.cdl >one.log
+  run_np 1 "$tools/nn-train" train.cdl 2>one.log
   mv net.nc one.nc
   losses one.log >one.loss
   predict 1 one.nc one.recs
@@ -26,7 +26,7 @@ for batch in 7 13; do
   [[ $batch == 13 ]] && nps=3
   for np in $nps; do
     rm -f net.nc ck*.nc
-    run_np $np "$tools/nn-train" train.cdl >dp.log 2>dp.err || fail "np $np: $(cat dp.err)"
+    run_np $np "$tools/nn-train" train.cdl 2>dp.log || fail "np $np: $(tail -5 dp.log)"
     grep -q "data parallel: $np ranks" dp.log || fail "np $np (batch $batch): not data parallel"
     [[ $(grep -c 'epoch 1/6:' dp.log) == 1 ]] || fail "np $np: more than one rank printed"
     losses dp.log >dp.loss
@@ -44,9 +44,9 @@ done
 sed 's/"Activation": "Sigmoid", "pDropout": 0.1/"Activation": "Relu", "BatchNormalization": true/' \
   config.json >bn.json
 sed 's/config.json/bn.json/' train.cdl >bn.cdl
-run_np 1 "$tools/nn-train" bn.cdl >one.log
+run_np 1 "$tools/nn-train" bn.cdl 2>one.log
 ncdump -v layer1_scaleBN,layer1_runningVarianceBN net.nc | sed -n '/data:/,$p' >b.txt
-run_np 3 "$tools/nn-train" bn.cdl >dp.log
+run_np 3 "$tools/nn-train" bn.cdl 2>dp.log
 ncdump -v layer1_scaleBN,layer1_runningVarianceBN net.nc | sed -n '/data:/,$p' >a.txt
 losses one.log >one.loss
 losses dp.log >dp.loss

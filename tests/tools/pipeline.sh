@@ -35,14 +35,15 @@ cat > train.cdl <<'JSON'
   "TrainingParameters": { "Epochs": 6, "MiniBatch": 8, "Alpha": 0.01, "Optimizer": "Adam",
     "mu": 0.9, "Lambda": 0, "CheckpointName": "ck", "CheckpointInterval": 3, "Results": "net.nc" } }
 JSON
-"$tools/nn-train" train.cdl > train.log
+"$tools/nn-train" train.cdl > train.out 2> train.log
+[[ ! -s train.out ]] || fail "nn-train wrote its log to standard output: $(head -3 train.out)"
 grep -q "epoch 6/6" train.log || fail "no epoch report"
 [ -s net.nc ] && [ -s ck3.nc ] && [ -s ck6.nc ] || fail "network/checkpoints missing"
 
 # Resume: remove the final result and the last checkpoint, continue from ck3, same network.
 cp net.nc net_straight.nc
 rm net.nc ck6.nc
-"$tools/nn-train" train.cdl --resume > resume.log
+"$tools/nn-train" train.cdl --resume 2> resume.log
 grep -q "resuming from" resume.log || fail "resume did not resume"
 ncdump -v weight0_weights net.nc | sed -n '/data:/,$p' > a.txt
 ncdump -v weight0_weights net_straight.nc | sed -n '/data:/,$p' > b.txt

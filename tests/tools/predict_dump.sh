@@ -50,7 +50,7 @@ cat >on_hidden.json <<'JSON'
     { "Name": "Out", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid" } ] }
 JSON
 "$tools/nn-train" -c on_hidden.json -i hidden.nc -o output.nc -n on_hidden.nc -b 8 -e 1 \
-  --checkpoint-interval 0 >train.log || fail "nn-train could not read hidden.nc"
+  --checkpoint-interval 0 2>train.log || fail "nn-train could not read hidden.nc"
 grep -q "dataset 'Hidden' from hidden.nc: 30 examples, 5 features, dense" train.log ||
   fail "train log: $(cat train.log)"
 

@@ -21,7 +21,7 @@ tiny_config
 
 # ---- DSSTNE's defaults: -b 1024, -e 40, -alpha 0.025, -lambda 0.0001, SGD, seed 12134,
 #      checkpoints every 10 epochs named <-n><epoch>.nc ----
-"$tools/nn-train" -c config.json -i input.nc -o output.nc -n net.nc >defaults.log
+"$tools/nn-train" -c config.json -i input.nc -o output.nc -n net.nc 2>defaults.log
 grep -q '^training: 40 examples, minibatch 1024, .* SGD alpha=0.025 lambda=0.0001, ' defaults.log ||
   fail "defaults: $(grep training: defaults.log)"
 grep -q '^epoch 40/40:' defaults.log || fail "40 epochs by default"
@@ -37,7 +37,7 @@ rm -f net.nc*
 
 # ---- every flag, single-dash spellings as DSSTNE; -d is accepted and ignored ----
 "$tools/nn-train" -d gl -c config.json -i input.nc -o output.nc -n net.nc -b 8 -e 3 -alpha 0.05 \
-  -lambda 0.001 -lambda1 0.0002 -mu 0.8 -mu1 0.99 --optimizer Adam >flags.log
+  -lambda 0.001 -lambda1 0.0002 -mu 0.8 -mu1 0.99 --optimizer Adam 2>flags.log
 grep -q '^training: 40 examples, minibatch 8, .* Adam alpha=0.05 lambda=0.001 lambda1=0.0002 mu=0.8 mu1=0.99, ' flags.log ||
   fail "flags: $(grep training: flags.log)"
 grep -q '^epoch 3/3:' flags.log && ! grep -q '^epoch 4/' flags.log || fail "-e 3"
@@ -76,7 +76,7 @@ cat >train.cdl <<'JSON'
     "mu": 0.7, "AlphaInterval": 2, "AlphaMultiplier": 0.5, "Optimizer": "Nesterov",
     "CheckpointName": "snap", "CheckpointInterval": 2, "Results": "result.nc" } }
 JSON
-"$tools/nn-train" train.cdl >cdl.log
+"$tools/nn-train" train.cdl 2>cdl.log
 grep -q '^training: 40 examples, minibatch 10, .* Nesterov alpha=0.2 lambda=0.003 mu=0.7 alpha\*=0.5 every 2 epochs, ' cdl.log ||
   fail "CDL parameters: $(grep training: cdl.log)"
 grep -q '^epoch 4/4:' cdl.log || fail "Epochs 4"
@@ -99,7 +99,7 @@ sed 's/"RandomSeed": 5/"RandomSeed": 6/' train.cdl >seed6.cdl
 # ---- flags given with a CDL file override its keys, and say so ----
 rm -f snap*.nc
 "$tools/nn-train" train.cdl -e 1 -b 40 --alpha 0.5 --lambda 0 --mu 0.1 --optimizer SGD \
-  --checkpoint-interval 1 --seed 77 --validation-k 5 --no-keep-best >override.log
+  --checkpoint-interval 1 --seed 77 --validation-k 5 --no-keep-best 2>override.log
 for line in "--epochs 1 overrides train.cdl's Epochs 4" "--batch 40 overrides train.cdl's MiniBatch 10" \
   "--alpha 0.5 overrides train.cdl's Alpha 0.2" "--lambda 0 overrides train.cdl's Lambda 0.003" \
   "--mu 0.1 overrides train.cdl's mu 0.7" "--optimizer SGD overrides train.cdl's Optimizer Nesterov" \
@@ -127,9 +127,9 @@ rm -f snap*.nc
 # ---- RandomSeed absent or -1: a real random seed, printed, that repeats the run ----
 sed 's/"RandomSeed": 5,//' train.cdl >noseed.cdl
 sed 's/"RandomSeed": 5,/"RandomSeed": -1,/' train.cdl >minus1.cdl
-"$tools/nn-train" noseed.cdl >noseed1.log
+"$tools/nn-train" noseed.cdl 2>noseed1.log
 cp result.nc noseed1.nc
-"$tools/nn-train" minus1.cdl >noseed2.log
+"$tools/nn-train" minus1.cdl 2>noseed2.log
 seed1=$(sed -n 's/^random seed \([0-9]*\) (RandomSeed is absent or -1;.*/\1/p' noseed1.log)
 seed2=$(sed -n 's/^random seed \([0-9]*\) (RandomSeed is absent or -1;.*/\1/p' noseed2.log)
 [[ -n $seed1 && -n $seed2 ]] || fail "random seed not printed: $(head -3 noseed1.log)"
@@ -157,7 +157,7 @@ set -e
 
 # ---- --backend / --device and the CDL keys Backend / Device ----
 "$tools/nn-train" -c config.json -i input.nc -o output.nc -n be.nc -b 8 -e 1 --backend cpu \
-  --device 3 >be.log || fail "--backend cpu --device 3 (the device index is CUDA's only)"
+  --device 3 2>be.log || fail "--backend cpu --device 3 (the device index is CUDA's only)"
 grep -q 'backend cpu' be.log || fail "backend not reported: $(grep training: be.log)"
 set +e
 "$tools/nn-train" -c config.json -i input.nc -o output.nc -n be.nc -e 1 --backend gpu 2>err.txt
@@ -174,7 +174,7 @@ if [[ $cuda_rc != 0 ]]; then
     fail "--backend cuda without a GPU: $(cat cuda_err.txt)"
 fi
 sed 's/"Command": "Train"/"Backend": "cpu", "Device": 2, "Command": "Train"/' train.cdl >be.cdl
-"$tools/nn-train" be.cdl >becdl.log || fail "CDL Backend/Device"
+"$tools/nn-train" be.cdl 2>becdl.log || fail "CDL Backend/Device"
 grep -q 'backend cpu' becdl.log || fail "CDL Backend cpu: $(grep training: becdl.log)"
 sed 's/"Command": "Train"/"Backend": "gpu", "Command": "Train"/' train.cdl >bad_be.cdl
 set +e

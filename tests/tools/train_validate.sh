@@ -38,8 +38,9 @@ for net in smce lrelu; do
 { "Version": 0.8, "Network": "$net.json", "Command": "Validate", "RandomSeed": 12345,
   "Data": ["input.nc", "output.nc"], "TrainingParameters": { "MiniBatch": 4 } }
 JSON
-  "$tools/nn-train" $net.cdl >$net.log 2>err.txt || fail "$net should validate: $(cat $net.log err.txt)"
-  [[ ! -s err.txt ]] || fail "$net: unexpected stderr: $(cat err.txt)"
+  "$tools/nn-train" $net.cdl >out.txt 2>$net.log || fail "$net should validate: $(cat $net.log)"
+  [[ ! -s out.txt ]] || fail "$net: the report belongs on stderr, got stdout: $(cat out.txt)"
+  if grep -q '^nn-train: error' $net.log; then fail "$net: unexpected error: $(cat $net.log)"; fi
   grep -q "^gradient check of .*$net.json on the first 4 examples" $net.log || fail "$net: header: $(cat $net.log)"
   [[ $(grep -c '^PASS ' $net.log) == 4 ]] || fail "$net: 4 arrays should pass: $(cat $net.log)"
   for array in 'Hidden<-Input:weights' 'Hidden<-Input:bias' 'Output<-Hidden:weights' 'Output<-Hidden:bias'; do
@@ -58,16 +59,17 @@ cat >wide.json <<'JSON'
     { "Name": "Hidden", "Kind": "Hidden", "N": 16, "Activation": "Tanh" },
     { "Name": "Output", "Kind": "Output", "DataSet": "output", "N": "auto", "Activation": "Sigmoid" } ] }
 JSON
-"$tools/nn-train" --validate -c wide.json -i input.nc -o output.nc -b 16 --check-entries 10 >wide.log
+"$tools/nn-train" --validate -c wide.json -i input.nc -o output.nc -b 16 --check-entries 10 2>wide.log
 grep -q 'on the first 16 examples' wide.log || fail "-b 16: $(cat wide.log)"
 grep -q '^PASS Output<-Hidden:weights: 10/32 entries checked' wide.log || fail "--check-entries: $(cat wide.log)"
 grep -q '^PASS Hidden<-Input:bias: 10/16 entries checked' wide.log || fail "--check-entries: $(cat wide.log)"
 
 # Impossible tolerances: every array fails; exit 1, one error line naming them, FAIL lines.
 set +e
-"$tools/nn-train" smce.cdl --check-abs-tolerance 0 --check-rel-tolerance 0 >fail.log 2>err.txt
+"$tools/nn-train" smce.cdl --check-abs-tolerance 0 --check-rel-tolerance 0 2>fail.log
 rc=$?
 set -e
+grep '^nn-train: error:' fail.log >err.txt || true
 [[ $rc == 1 ]] || fail "a failed check should exit 1, got $rc: $(cat err.txt)"
 [[ $(wc -l <err.txt) == 1 ]] || fail "one error line expected: $(cat err.txt)"
 grep -q '^nn-train: error: gradient check failed for [1-4] of 4 weight and bias arrays: ' err.txt ||

@@ -10,8 +10,10 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "core/error.h"
 
@@ -34,8 +36,39 @@ std::string name_of(const std::string& path) {
 
 std::string temp_name(const std::string& target) {
   static std::atomic<unsigned> counter{0};
-  return directory_of(target) + "/" + temp_file_prefix(target) + std::to_string(::getpid()) + "." +
+  // Standard output is spooled in the temporary directory: the bytes must be complete (and
+  // NetCDF must be able to seek) before any of them reach a pipe.
+  const std::string dir = target == kStandardOutput ? temporary_directory() : directory_of(target);
+  return dir + "/" + temp_file_prefix(target) + std::to_string(::getpid()) + "." +
          std::to_string(counter++);
+}
+
+// Copies the finished temporary file to file descriptor 1.
+void copy_to_standard_output(const std::string& temp) {
+  const int in = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) throw IoError("standard output: cannot reopen '" + temp + "': " + std::strerror(errno));
+  std::vector<char> buf(kBufferSize);
+  for (;;) {
+    const ssize_t n = ::read(in, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(in);
+      throw IoError("standard output: reading '" + temp + "' failed: " + std::strerror(err));
+    }
+    if (n == 0) break;
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = ::write(1, buf.data() + done, size_t(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        const int err = w < 0 ? errno : EIO;
+        ::close(in);
+        throw IoError(std::string("standard output: write failed: ") + std::strerror(err));
+      }
+      done += w;
+    }
+  }
+  ::close(in);
 }
 
 // Best effort: some file systems refuse fsync on a directory, and the rename already happened.
@@ -65,6 +98,7 @@ bool process_alive(long pid) {
 // True when both paths name one file (existing or not): same directory, same name.
 bool same_path(const std::string& a, const std::string& b) {
   if (a == b) return true;
+  if (a == kStandardOutput || b == kStandardOutput) return false;
   std::error_code ea, eb;
   const auto ca = std::filesystem::weakly_canonical(a, ea);
   const auto cb = std::filesystem::weakly_canonical(b, eb);
@@ -74,17 +108,25 @@ bool same_path(const std::string& a, const std::string& b) {
 }  // namespace
 
 std::string temp_file_prefix(const std::string& target) {
-  return "." + name_of(target) + ".tmp.";
+  return "." + (target == kStandardOutput ? std::string("nn-stdout") : name_of(target)) + ".tmp.";
+}
+
+std::string temporary_directory() {
+  const char* dir = std::getenv("TMPDIR");
+  return dir && *dir ? std::string(dir) : std::string("/tmp");
 }
 
 AtomicFile::AtomicFile(std::string target) : target_(std::move(target)) {
   if (target_.empty()) throw IoError("cannot write a file with an empty name");
-  remove_stale_temp_files(target_);  // left by an earlier run that was killed while writing
+  if (target_ != kStandardOutput) remove_stale_temp_files(target_);  // left by an earlier run that was killed while writing
   temp_ = temp_name(target_);
   fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd_ < 0) {
     const int err = errno;
     temp_.clear();  // nothing was created
+    if (target_ == kStandardOutput)
+      throw IoError("standard output: cannot create a temporary file in '" +
+                    temporary_directory() + "' (set TMPDIR): " + std::strerror(err));
     if (err == ENOENT)
       throw IoError(target_ + ": cannot write: directory '" + directory_of(target_) +
                     "' does not exist");
@@ -164,6 +206,18 @@ void AtomicFile::finish() {
 void AtomicFile::commit() {
   finish();
   if (committed_) return;
+  if (target_ == kStandardOutput) {
+    try {
+      copy_to_standard_output(temp_);
+    } catch (...) {
+      discard();
+      throw;
+    }
+    ::unlink(temp_.c_str());
+    committed_ = true;
+    temp_.clear();
+    return;
+  }
   if (::rename(temp_.c_str(), target_.c_str()) != 0) {
     const int err = errno;
     fail("moving temporary file '" + temp_ + "' into place", err);
@@ -178,7 +232,10 @@ void commit_all(const std::vector<AtomicFile*>& files) {
   // the one renamed last, silently.
   for (size_t i = 0; i < files.size(); ++i)
     for (size_t j = 0; j < i; ++j)
-      if (same_path(files[i]->target(), files[j]->target())) {
+      if (files[i]->target() == kStandardOutput && files[j]->target() == kStandardOutput) {
+        for (AtomicFile* f : files) f->discard();
+        throw IoError("two outputs name standard output ('-'); only one can go there");
+      } else if (same_path(files[i]->target(), files[j]->target())) {
         for (AtomicFile* f : files) f->discard();
         throw IoError(files[j]->target() + " and " + files[i]->target() +
                       " are the same file; each output needs a file of its own");

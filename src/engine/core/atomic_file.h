@@ -8,6 +8,10 @@
 // Temporary names are ".<target name>.tmp.<pid>.<n>" in the target's directory (rename is only
 // atomic within one file system). A process killed mid-write leaves such a file behind;
 // remove_stale_temp_files() deletes those whose process is gone.
+//
+// The target "-" means standard output: the bytes are spooled in a temporary file in $TMPDIR
+// (default /tmp) and copied to file descriptor 1 by commit(), so a reader of the pipe sees either
+// the complete file or nothing, and formats that seek while writing (NetCDF) work too.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +21,12 @@
 #include <vector>
 
 namespace nn {
+
+// The target name that means standard output.
+inline constexpr const char* kStandardOutput = "-";
+
+// $TMPDIR, or /tmp when it is unset or empty.
+std::string temporary_directory();
 
 class AtomicFile {
  public:

@@ -33,7 +33,7 @@ int run(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("-l,--labels", job.labels, "IDX label file (idx format only)")
       ->check(CLI::ExistingFile);
-  app.add_option("-o,--output", job.output, "NetCDF file to write (replaced)")->required();
+  app.add_option("-o,--output", job.output, "NetCDF file to write (replaced), or - for standard output")->required();
   app.add_option("--output2", job.output2, "second NetCDF file: the images left by --split");
   app.add_option("--split", job.split,
                  "fraction of the images written to --output; the rest go to --output2")

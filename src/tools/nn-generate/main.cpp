@@ -40,7 +40,8 @@ void define_flags(CLI::App& app, Options& o) {
                "input has one row per entry, sample,feature[,value] (comma- or TAB-separated, "
                "e.g. MovieLens ratings.csv); rows are grouped per sample");
   app.add_flag("--header", o.header, "with --rows: the first line of each file is a header");
-  app.add_option("-o,--output", o.output, "output NetCDF file (replaced)")->required();
+  app.add_option("-o,--output", o.output, "output NetCDF file (replaced), or - for standard output")
+      ->required();
   app.add_option("-f,--features", o.features, "feature index file (label<TAB>index)")->required();
   app.add_option("-s,--samples", o.samples, "sample index file; loaded if it exists, else created")
       ->required();
@@ -58,7 +59,8 @@ void define_flags(CLI::App& app, Options& o) {
 
 std::string summary(const Options& o, const nn::DataSet& ds, const nn::TextExamplesStats& st,
                     uint64_t features, uint64_t new_features, double seconds) {
-  std::string s = "wrote " + o.output + ": dataset \"" + ds.name + "\" (" + o.type + "), " +
+  std::string s = "wrote " + (o.output == "-" ? std::string("standard output") : o.output) +
+                  ": dataset \"" + ds.name + "\" (" + o.type + "), " +
                   std::to_string(st.samples) + " samples, " + std::to_string(features) +
                   " features (" + std::to_string(new_features) + " new), " +
                   std::to_string(st.entries) + " non-zeros, width " + std::to_string(ds.width);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/cli_support.h"
+#include "common/stdin_spool.h"
 #include "config/parse.h"
 #include "dist/device_placement.h"
 #include "nn-predict/layer_dump.h"
@@ -29,8 +30,9 @@ int run(int argc, char** argv) {
   std::string type = "indicator";
   app.add_option("cdl", cdl, "CDL command file (JSON) with Command Predict")
       ->check(CLI::ExistingFile);
-  app.add_option("-n,--network", job.network, "trained network file (.nc)")
-      ->check(CLI::ExistingFile);
+  app.add_option("-n,--network", job.network,
+                 "trained network file (.nc); - reads it from standard input")
+      ->check(CLI::ExistingFile | CLI::IsMember({"-"}));
   app.add_option("-r,--examples", job.text_input,
                  "examples to score, text format (- reads standard input)")
       ->check(CLI::ExistingFile | CLI::IsMember({"-"}));
@@ -158,6 +160,9 @@ int run(int argc, char** argv) {
   if (job.threads <= 0) job.threads = default_thread_count();
   const LogSink log = quiet ? null_log() : stream_log(stderr, to_stdout ? "nn-predict: " : "");
   for (const std::string& line : overrides) log(line);
+  if (job.network == "-" && job.text_input == "-")
+    throw UsageError("-n - and -r - both read standard input; give one of them a file");
+  const StdinSpool network_from_stdin(job.network, "network");
   return run_predict_job(job, log);
 }
 

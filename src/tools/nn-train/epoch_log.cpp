@@ -126,7 +126,7 @@ bool plot_matplotlib(const Curve& c, const std::string& png, const std::string& 
 }  // namespace
 
 std::string beside_results(const std::string& results, const std::string& suffix) {
-  std::string stem = results;
+  std::string stem = results == "-" ? std::string("network") : results;  // "-": standard output
   if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".nc") == 0) stem.resize(stem.size() - 3);
   return stem + suffix;
 }

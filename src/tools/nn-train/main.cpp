@@ -95,7 +95,7 @@ int run(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("-o,--output", output, "NetCDF file with the output (target) dataset(s)")
       ->check(CLI::ExistingFile);
-  app.add_option("-n,--network", network, "network file to write when training ends");
+  app.add_option("-n,--network", network, "network file to write when training ends (- for standard output)");
   app.add_option("-d,--dataset", dataset_name,
                  "accepted and ignored (DSSTNE's train lists it in its usage but never used it)");
   // With a CDL file these flags override its keys, and each override is printed.
@@ -268,7 +268,10 @@ int run(int argc, char** argv) {
     o.seed = seed;
     o.optimizer = {parse_optimizer(optimizer), alpha, lambda, lambda1, mu,
                    mu1 > 0.0f ? mu1 : 0.999f,  0.0f,  0,      1.0f};
-    o.checkpoint_name = checkpoint_name.empty() ? network : checkpoint_name;
+    // Checkpoints are named after the network file; a network written to standard output has
+    // no name, so its checkpoints are checkpoint<epoch>.nc.
+    o.checkpoint_name =
+        !checkpoint_name.empty() ? checkpoint_name : network == "-" ? "checkpoint" : network;
     o.checkpoint_interval = checkpoint_interval >= 0 ? checkpoint_interval : 10;
     o.checkpoints_kept = checkpoints_kept >= 0 ? checkpoints_kept : 3;
   }
@@ -282,7 +285,9 @@ int run(int argc, char** argv) {
     throw UsageError(
         "--patience (CDL Patience) needs a validation set (--validation or CDL "
         "ValidationData)");
-  const LogSink log = quiet ? null_log() : stream_log(stdout);
+  // Logs go to stderr like every other tool's; nn-train's results are the files it writes, so
+  // standard output stays empty (and free for a pipeline).
+  const LogSink log = quiet ? null_log() : stream_log(stderr);
   for (const std::string& line : overrides) log(line);
   if (seed_chosen)
     log("random seed " + std::to_string(job.options.seed) +

@@ -228,7 +228,8 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f", secs);
-  log("wrote " + job.results + " (total " + buf + " s); per-epoch log " + log_path);
+  log("wrote " + (job.results == "-" ? std::string("the network to standard output") : job.results) +
+      " (total " + buf + " s); per-epoch log " + log_path);
   if (comm->rank() == 0) plot_epoch_log(log_path, beside_results(job.results, ".curve.png"), log);
   return 0;
 }

@@ -1,5 +1,9 @@
-// Shared helpers for the backend tests: random data, CSR batches and their dense equivalents.
-// References in the tests are computed in double from these dense forms.
+// Shared helpers for the backend tests: random data, CSR batches and their dense equivalents
+// (references in the tests are computed in double from these dense forms), and the means to run
+// one test on every backend: the fixture BackendTest (instances "cpu" and, in builds with the
+// CUDA backend, "cuda", which skips without a usable device) and copies of test data into a
+// backend's memory (to_device, DeviceCsr, DeviceTargets), so a test never hands host pointers
+// to a backend.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,9 +12,15 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <string>
+#include <tuple>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/device_probe.h"
+#include "backend/device_array.h"
 #include "core/random.h"
 
 namespace nn::test {
@@ -119,5 +129,143 @@ inline ::testing::AssertionResult all_near(const std::vector<float>& actual,
   }
   return ::testing::AssertionSuccess();
 }
+
+// ---- data in a backend's memory ----------------------------------------------------------------
+
+// A new array in b's memory holding a copy of `host`.
+template <typename T>
+DeviceArray<T> to_device(Backend& b, const std::vector<T>& host) {
+  DeviceArray<T> d;
+  d.assign(b, host);
+  return d;
+}
+
+// A CSR batch copied into b's memory from host arrays (a Csr or any host SparseView); view()
+// is what the kernels take. Movable: the arrays' memory does not move with them.
+class DeviceCsr {
+ public:
+  DeviceCsr(Backend& b, const SparseView& host) : view_(host) {
+    const size_t nnz = host.rows ? host.row_ptr[host.rows] : 0;
+    row_ptr_ = copy(b, host.row_ptr, host.rows + size_t(1));
+    index_ = copy(b, host.index, nnz);
+    value_ = copy(b, host.value, nnz);
+    weight_ = copy(b, host.row_weight, host.rows);
+    view_.row_ptr = row_ptr_.data();
+    view_.index = index_.data();
+    view_.value = value_.data();
+    view_.row_weight = weight_.data();
+  }
+  DeviceCsr(Backend& b, const Csr& c) : DeviceCsr(b, c.view()) {}
+  const SparseView& view() const { return view_; }
+
+ private:
+  // A null or empty host array stays null (null value / row_weight have a meaning).
+  template <typename T>
+  static DeviceArray<T> copy(Backend& b, const T* host, size_t n) {
+    DeviceArray<T> d;
+    if (host && n) {
+      d.resize(b, n);
+      d.upload(host, n);
+    }
+    return d;
+  }
+  SparseView view_;
+  DeviceArray<uint32_t> row_ptr_, index_;
+  DeviceArray<float> value_, weight_;
+};
+
+// Output-layer targets of a rows x cols batch copied into b's memory from a host TargetView
+// (dense values or sparse entries, row weights, row sums).
+class DeviceTargets {
+ public:
+  DeviceTargets(Backend& b, const TargetView& host, uint32_t rows, uint32_t cols) : view_(host) {
+    if (host.sparse) {
+      sparse_ = std::make_unique<DeviceCsr>(b, host.sp);
+      view_.sp = sparse_->view();
+    }
+    view_.dense = copy(b, dense_, host.dense, size_t(rows) * cols);
+    view_.row_weight = copy(b, weight_, host.row_weight, rows);
+    view_.row_sum = copy(b, row_sum_, host.row_sum, rows);
+  }
+  const TargetView& view() const { return view_; }
+
+ private:
+  static const float* copy(Backend& b, DeviceArray<float>& d, const float* host, size_t n) {
+    if (!host || !n) return nullptr;
+    d.resize(b, n);
+    d.upload(host, n);
+    return d.data();
+  }
+  TargetView view_;
+  std::unique_ptr<DeviceCsr> sparse_;
+  DeviceArray<float> dense_, weight_, row_sum_;
+};
+
+// ---- one test on every backend
+// --------------------------------------------------------------------
+
+// The backends a test runs on: "cpu" always; "cuda" in builds with the CUDA backend (its
+// instances skip at run time where no device is usable). Instance names start with the backend
+// ("/cpu", "/cuda_Sigmoid"), so --gtest_filter='*/cuda*' selects the CUDA instances.
+inline std::vector<std::string> backend_names() {
+#ifdef NN_HAVE_CUDA
+  return {"cpu", "cuda"};
+#else
+  return {"cpu"};
+#endif
+}
+
+// Why backend `name` cannot run here ("" when it can). The CUDA probe runs once per process.
+inline std::string backend_unavailable(const std::string& name) {
+  if (name == "cpu") return "";
+  if (name != "cuda") return "unknown backend '" + name + "'";
+  static const std::string cuda_reason = [] {
+    if (cuda_device_count() > 0) return std::string();
+    const std::string summary = cuda_device_summary();  // "no CUDA device: <the probe's reason>"
+    return summary.rfind("no CUDA device", 0) == 0 ? summary : "no CUDA device: " + summary;
+  }();
+  return cuda_reason;
+}
+
+// A fresh backend `name`; cpu_threads is the CPU backend's thread count (others ignore it), so
+// tests that used CpuBackend(1) or CpuBackend(2) keep their partitioning on the CPU.
+inline std::unique_ptr<Backend> open_backend(const std::string& name, int cpu_threads) {
+  if (name == "cpu") return std::make_unique<CpuBackend>(cpu_threads);
+  return make_backend(name, cpu_threads);
+}
+
+inline const std::string& backend_of(const std::string& param) {
+  return param;
+}
+template <typename... T>
+const std::string& backend_of(const std::tuple<std::string, T...>& param) {
+  return std::get<0>(param);
+}
+
+// Fixture of a test run on every backend. Param is the backend name, or a tuple whose first
+// element is the backend name (tests also parameterised over cases: BackendTestWith<Case>).
+template <typename Param>
+class BackendTestBase : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    const std::string why = backend_unavailable(backend_name());
+    if (!why.empty()) GTEST_SKIP() << why;
+  }
+  const std::string& backend_name() const { return backend_of(this->GetParam()); }
+  bool on_cpu() const { return backend_name() == "cpu"; }
+  std::unique_ptr<Backend> backend(int cpu_threads = 2) const {
+    return open_backend(backend_name(), cpu_threads);
+  }
+};
+
+using BackendTest = BackendTestBase<std::string>;
+template <typename... Case>
+using BackendTestWith = BackendTestBase<std::tuple<std::string, Case...>>;
+
+// Instantiates the BackendTest fixture `suite` once per backend ("Backends/suite.test/cpu").
+#define NN_INSTANTIATE_ON_BACKENDS(suite)                                \
+  INSTANTIATE_TEST_SUITE_P(                                              \
+      Backends, suite, ::testing::ValuesIn(::nn::test::backend_names()), \
+      [](const ::testing::TestParamInfo<std::string>& info) { return info.param; })
 
 }  // namespace nn::test

@@ -1,7 +1,8 @@
-// Convolution, pooling and LRN kernels of the CPU backend against naive loops in double:
+// Convolution, pooling and LRN kernels of every backend against naive loops in double:
 // 1-D, 2-D and 3-D shapes, strides 1-3, padding (including kernels larger than the input),
-// 1x1 kernels, several channels, accumulation, and both convolution libraries (im2col + sgemm
-// and, when built, oneDNN). Also: results do not depend on the thread count.
+// 1x1 kernels, several channels, accumulation, and on the CPU both convolution libraries
+// (im2col + sgemm and, when built, oneDNN). Also: the CPU backend's results do not depend on
+// the thread count.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/device_array.h"
 #include "backend_test_util.h"
 #include "core/error.h"
 #include "core/random.h"
@@ -110,9 +113,15 @@ void expect_close(const std::vector<float>& got, const V& want, double tol,
     }
 }
 
-void check_conv(CpuBackend& be, const ConvGeometry& g, uint32_t rows, uint64_t seed) {
-  SCOPED_TRACE(describe(g) + " rows " + std::to_string(rows) +
-               (be.conv_library() == Lib::Dnnl ? " (oneDNN)" : " (im2col+sgemm)"));
+// Which convolution code `be` runs, for messages.
+std::string conv_code(Backend& be) {
+  if (auto* cpu = dynamic_cast<CpuBackend*>(&be))
+    return cpu->conv_library() == Lib::Dnnl ? " (oneDNN)" : " (im2col+sgemm)";
+  return " (" + be.name() + ")";
+}
+
+void check_conv(Backend& be, const ConvGeometry& g, uint32_t rows, uint64_t seed) {
+  SCOPED_TRACE(describe(g) + " rows " + std::to_string(rows) + conv_code(be));
   Rng rng(seed);
   const auto x = uniform(rows * g.in_size(), rng, -1, 1);
   const auto w = uniform(g.weight_size(), rng, -1, 1);
@@ -120,30 +129,33 @@ void check_conv(CpuBackend& be, const ConvGeometry& g, uint32_t rows, uint64_t s
   const auto dy = uniform(rows * g.out_size(), rng, -1, 1);
   const ConvReference ref = reference(g, rows, x, w, bias, dy);
 
-  std::vector<float> y(rows * g.out_size(), 0.0f);
-  be.conv_forward(g, rows, x.data(), w.data(), bias.data(), false, y.data());
-  expect_close(y, ref.y, 1e-4, "y");
+  auto d_x = to_device(be, x), d_w = to_device(be, w), d_bias = to_device(be, bias),
+       d_dy = to_device(be, dy);
+  auto y = to_device(be, std::vector<float>(rows * g.out_size(), 0.0f));
+  be.conv_forward(g, rows, d_x.data(), d_w.data(), d_bias.data(), false, y.data());
+  expect_close(y.to_host(), ref.y, 1e-4, "y");
   // Accumulating adds the convolution (with its bias) to what is there.
-  std::vector<float> acc(y.size(), 0.5f);
-  be.conv_forward(g, rows, x.data(), w.data(), bias.data(), true, acc.data());
+  auto acc = to_device(be, std::vector<float>(y.size(), 0.5f));
+  be.conv_forward(g, rows, d_x.data(), d_w.data(), d_bias.data(), true, acc.data());
   std::vector<double> want_acc(ref.y);
   for (auto& v : want_acc) v += 0.5;
-  expect_close(acc, want_acc, 1e-4, "y accumulated");
+  expect_close(acc.to_host(), want_acc, 1e-4, "y accumulated");
 
-  std::vector<float> dx(rows * g.in_size(), 0.25f);  // backward data adds
-  be.conv_backward_data(g, rows, dy.data(), w.data(), dx.data());
+  auto dx = to_device(be, std::vector<float>(rows * g.in_size(), 0.25f));  // backward data adds
+  be.conv_backward_data(g, rows, d_dy.data(), d_w.data(), dx.data());
   std::vector<double> want_dx(ref.dx);
   for (auto& v : want_dx) v += 0.25;
-  expect_close(dx, want_dx, 1e-4, "dx");
+  expect_close(dx.to_host(), want_dx, 1e-4, "dx");
 
   const float alpha = 0.5f;
-  std::vector<float> dw(g.weight_size(), 9.0f), db(g.out_channels, 9.0f);  // overwritten
-  be.conv_backward_filter(g, rows, x.data(), dy.data(), alpha, dw.data(), db.data());
+  auto dw = to_device(be, std::vector<float>(g.weight_size(), 9.0f));  // overwritten
+  auto db = to_device(be, std::vector<float>(g.out_channels, 9.0f));
+  be.conv_backward_filter(g, rows, d_x.data(), d_dy.data(), alpha, dw.data(), db.data());
   std::vector<double> want_dw(ref.dw), want_db(ref.dbias);
   for (auto& v : want_dw) v *= alpha;
   for (auto& v : want_db) v *= alpha;
-  expect_close(dw, want_dw, 1e-4, "dw");
-  expect_close(db, want_db, 1e-4, "dbias");
+  expect_close(dw.to_host(), want_dw, 1e-4, "dw");
+  expect_close(db.to_host(), want_db, 1e-4, "dbias");
 }
 
 std::vector<Lib> libraries() {
@@ -152,7 +164,9 @@ std::vector<Lib> libraries() {
   return libs;
 }
 
-TEST(ConvKernels, MatchNaiveLoops) {
+class ConvKernels : public BackendTest {};
+
+TEST_P(ConvKernels, MatchNaiveLoops) {
   const std::vector<ConvGeometry> shapes = {
       // 2-D 'same' (DSSTNE's stride-1 padding kernel/2), the Fashion-MNIST first layer shape.
       geometry(2, {9, 7, 1}, {5, 5, 1}, {1, 1, 1}, {2, 2, 0}, 1, 4),
@@ -170,17 +184,19 @@ TEST(ConvKernels, MatchNaiveLoops) {
       // 1x1 (pointwise: no im2col).
       geometry(2, {5, 4, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 6, 3),
   };
-  for (Lib lib : libraries()) {
-    CpuBackend be(2);
-    be.set_conv_library(lib);
+  // The CPU backend once per convolution library; other backends once.
+  for (Lib lib : on_cpu() ? libraries() : std::vector<Lib>{Lib::Gemm}) {
+    auto be = backend(2);
+    if (on_cpu()) static_cast<CpuBackend&>(*be).set_conv_library(lib);
     uint64_t seed = 100;
     for (const auto& g : shapes) {
-      check_conv(be, g, 3, ++seed);
-      check_conv(be, g, 19, ++seed);  // several weight-gradient slices
+      check_conv(*be, g, 3, ++seed);
+      check_conv(*be, g, 19, ++seed);  // several weight-gradient slices
     }
   }
 }
 
+// The CPU backend's thread pool and convolution libraries: not questions for other backends.
 TEST(ConvKernels, ResultsDoNotDependOnThreads) {
   const ConvGeometry g = geometry(2, {12, 10, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, 4, 6);
   const uint32_t rows = 37;
@@ -260,7 +276,7 @@ PoolReference pool_reference(const PoolParams& p, uint32_t rows, const std::vect
   return r;
 }
 
-void check_pool(CpuBackend& be, const PoolParams& p, uint32_t rows, uint64_t seed, bool ties) {
+void check_pool(Backend& be, const PoolParams& p, uint32_t rows, uint64_t seed, bool ties) {
   SCOPED_TRACE(std::string(to_string(p.function)) + " " + describe(p.geometry));
   const ConvGeometry& g = p.geometry;
   Rng rng(seed);
@@ -269,22 +285,25 @@ void check_pool(CpuBackend& be, const PoolParams& p, uint32_t rows, uint64_t see
     for (auto& v : x) v = std::round(v * 2.0f);
   const auto dy = uniform(rows * g.out_size(), rng, -1, 1);
   const PoolReference ref = pool_reference(p, rows, x, dy);
-  std::vector<float> y(rows * g.out_size(), 0.0f);
-  be.pool_forward(p, rows, x.data(), false, y.data());
-  expect_close(y, ref.y, 1e-5, "y");
-  std::vector<float> acc(y.size(), -2.0f);
-  be.pool_forward(p, rows, x.data(), true, acc.data());
+  auto d_x = to_device(be, x), d_dy = to_device(be, dy);
+  auto y = to_device(be, std::vector<float>(rows * g.out_size(), 0.0f));
+  be.pool_forward(p, rows, d_x.data(), false, y.data());
+  expect_close(y.to_host(), ref.y, 1e-5, "y");
+  auto acc = to_device(be, std::vector<float>(y.size(), -2.0f));
+  be.pool_forward(p, rows, d_x.data(), true, acc.data());
   std::vector<double> want(ref.y);
   for (auto& v : want) v -= 2.0;
-  expect_close(acc, want, 1e-5, "y accumulated");
-  std::vector<float> dx(rows * g.in_size(), 1.0f);
-  be.pool_backward(p, rows, x.data(), dy.data(), dx.data());
+  expect_close(acc.to_host(), want, 1e-5, "y accumulated");
+  auto dx = to_device(be, std::vector<float>(rows * g.in_size(), 1.0f));
+  be.pool_backward(p, rows, d_x.data(), d_dy.data(), dx.data());
   std::vector<double> want_dx(ref.dx);
   for (auto& v : want_dx) v += 1.0;
-  expect_close(dx, want_dx, 1e-5, "dx");
+  expect_close(dx.to_host(), want_dx, 1e-5, "dx");
 }
 
-TEST(PoolKernels, MaxAndAverageMatchNaiveLoops) {
+class PoolKernels : public BackendTest {};
+
+TEST_P(PoolKernels, MaxAndAverageMatchNaiveLoops) {
   const std::vector<ConvGeometry> shapes = {
       // 2x2 windows, stride 2 (the vectorised path), also over the z slices of a volume.
       geometry(2, {8, 6, 1}, {2, 2, 1}, {2, 2, 1}, {0, 0, 0}, 3, 3),
@@ -298,27 +317,30 @@ TEST(PoolKernels, MaxAndAverageMatchNaiveLoops) {
       geometry(3, {6, 5, 4}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, 2, 2),
       geometry(3, {4, 4, 4}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, 1),
   };
-  CpuBackend be(2);
+  auto be = backend(2);
   uint64_t seed = 7;
   for (const auto& g : shapes)
     for (PoolingFunction f : {PoolingFunction::Max, PoolingFunction::Average}) {
-      check_pool(be, {g, f}, 4, ++seed, false);
-      check_pool(be, {g, f}, 3, ++seed, true);
+      check_pool(*be, {g, f}, 4, ++seed, false);
+      check_pool(*be, {g, f}, 3, ++seed, true);
     }
 }
 
-TEST(PoolKernels, WindowEntirelyInPaddingGivesZero) {
+TEST_P(PoolKernels, WindowEntirelyInPaddingGivesZero) {
   // Output 3 along x reads inputs 4..5 of a 4-wide input: nothing inside.
   ConvGeometry g = geometry(1, {4, 1, 1}, {2, 1, 1}, {2, 1, 1}, {0, 0, 0}, 1, 1, {3, 1, 1});
-  CpuBackend be(1);
-  const std::vector<float> x{-3, -1, -2, -4};
+  auto be = backend(1);
+  const auto x = to_device(*be, std::vector<float>{-3, -1, -2, -4});
   for (PoolingFunction f : {PoolingFunction::Max, PoolingFunction::Average}) {
-    std::vector<float> y(3, 7.0f);
-    be.pool_forward({g, f}, 1, x.data(), false, y.data());
+    auto d_y = to_device(*be, std::vector<float>(3, 7.0f));
+    be->pool_forward({g, f}, 1, x.data(), false, d_y.data());
+    const auto y = d_y.to_host();
     EXPECT_EQ(y[2], 0.0f) << to_string(f);
     EXPECT_EQ(y[0], f == PoolingFunction::Max ? -1.0f : -2.0f);
-    std::vector<float> dx(4, 0.0f), dy{1, 1, 5};
-    be.pool_backward({g, f}, 1, x.data(), dy.data(), dx.data());
+    auto d_dx = to_device(*be, std::vector<float>(4, 0.0f));
+    const auto d_dy = to_device(*be, std::vector<float>{1, 1, 5});
+    be->pool_backward({g, f}, 1, x.data(), d_dy.data(), d_dx.data());
+    const auto dx = d_dx.to_host();
     EXPECT_FLOAT_EQ(dx[0] + dx[1] + dx[2] + dx[3], 2.0f) << "dy of the empty window is lost";
   }
 }
@@ -361,8 +383,13 @@ std::vector<double> lrn_reference(const LrnParams& p, uint32_t rows, const std::
   return dx;
 }
 
-TEST(LrnKernels, MatchFormulaAndItsDerivative) {
-  CpuBackend be(2);
+NN_INSTANTIATE_ON_BACKENDS(ConvKernels);
+NN_INSTANTIATE_ON_BACKENDS(PoolKernels);
+
+class LrnKernels : public BackendTest {};
+
+TEST_P(LrnKernels, MatchFormulaAndItsDerivative) {
+  auto be = backend(2);
   struct Case {
     uint32_t channels;
     uint64_t plane;
@@ -384,22 +411,25 @@ TEST(LrnKernels, MatchFormulaAndItsDerivative) {
     Rng rng(c.channels * 31 + c.n);
     const auto x = uniform(rows * c.channels * c.plane, rng, -2, 2);
     const auto dy = uniform(x.size(), rng, -1, 1);
-    std::vector<float> y(x.size(), 0.0f);
-    be.lrn_forward(p, rows, x.data(), false, y.data());
-    expect_close(y, lrn_reference(p, rows, x, nullptr, false), 1e-5, "y");
-    std::vector<float> acc(x.size(), 1.0f);
-    be.lrn_forward(p, rows, x.data(), true, acc.data());
+    const auto d_x = to_device(*be, x), d_dy = to_device(*be, dy);
+    auto y = to_device(*be, std::vector<float>(x.size(), 0.0f));
+    be->lrn_forward(p, rows, d_x.data(), false, y.data());
+    expect_close(y.to_host(), lrn_reference(p, rows, x, nullptr, false), 1e-5, "y");
+    auto acc = to_device(*be, std::vector<float>(x.size(), 1.0f));
+    be->lrn_forward(p, rows, d_x.data(), true, acc.data());
     auto want = lrn_reference(p, rows, x, nullptr, false);
     for (auto& v : want) v += 1.0;
-    expect_close(acc, want, 1e-5, "y accumulated");
+    expect_close(acc.to_host(), want, 1e-5, "y accumulated");
     if (c.plane > 100) continue;  // the finite-difference reference is quadratic
-    std::vector<float> dx(x.size(), -0.5f);
-    be.lrn_backward(p, rows, x.data(), dy.data(), dx.data());
+    auto dx = to_device(*be, std::vector<float>(x.size(), -0.5f));
+    be->lrn_backward(p, rows, d_x.data(), d_dy.data(), dx.data());
     auto want_dx = lrn_reference(p, rows, x, &dy, true);
     for (auto& v : want_dx) v -= 0.5;
-    expect_close(dx, want_dx, 1e-4, "dx");
+    expect_close(dx.to_host(), want_dx, 1e-4, "dx");
   }
 }
+
+NN_INSTANTIATE_ON_BACKENDS(LrnKernels);
 
 }  // namespace
 }  // namespace nn::test

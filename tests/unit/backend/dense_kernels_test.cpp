@@ -1,11 +1,12 @@
-// CPU backend memory, elementwise, reduction and dense linear-algebra kernels against naive
+// Memory, elementwise, reduction and dense linear-algebra kernels of every backend against naive
 // double-precision references.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/backend.h"
+#include "backend/device_array.h"
 #include "backend_test_util.h"
 #include "core/random.h"
 
@@ -13,41 +14,51 @@ namespace nn {
 namespace {
 
 using test::all_near;
+using test::to_device;
 using test::uniform;
 
-TEST(CpuMemory, AllocationsAre64ByteAlignedAndCopiesRoundTrip) {
-  CpuBackend be(2);
+class BackendMemory : public test::BackendTest {};
+class BackendElementwise : public test::BackendTest {};
+class BackendGemm : public test::BackendTest {};
+class BackendBias : public test::BackendTest {};
+class BackendColumnSums : public test::BackendTest {};
+
+TEST_P(BackendMemory, AllocationsAre64ByteAlignedAndCopiesRoundTrip) {
+  auto be = backend(2);
   for (size_t bytes : {size_t(0), size_t(1), size_t(63), size_t(4096 + 4)}) {
-    void* p = be.allocate(bytes);
+    void* p = be->allocate(bytes);
     ASSERT_NE(p, nullptr);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << bytes;
-    be.release(p);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << bytes;  // cudaMalloc gives 256
+    be->release(p);
   }
-  be.release(nullptr);  // must be harmless
+  be->release(nullptr);  // must be harmless
   std::vector<float> host = {1, 2, 3, 4, 5}, back(5, 0.0f), other(5, 0.0f);
-  float* a = static_cast<float*>(be.allocate(5 * sizeof(float)));
-  float* b = static_cast<float*>(be.allocate(5 * sizeof(float)));
-  be.upload(a, host.data(), 5 * sizeof(float));
-  be.copy(b, a, 5 * sizeof(float));
-  be.download(back.data(), b, 5 * sizeof(float));
-  be.synchronize();
+  float* a = static_cast<float*>(be->allocate(5 * sizeof(float)));
+  float* b = static_cast<float*>(be->allocate(5 * sizeof(float)));
+  be->upload(a, host.data(), 5 * sizeof(float));
+  be->copy(b, a, 5 * sizeof(float));
+  be->download(back.data(), b, 5 * sizeof(float));
+  be->synchronize();
   EXPECT_EQ(back, host);
-  be.release(a);
-  be.release(b);
+  be->release(a);
+  be->release(b);
 }
 
-TEST(CpuElementwise, FillAxpyScaleAndReductions) {
-  CpuBackend be(2);
+TEST_P(BackendElementwise, FillAxpyScaleAndReductions) {
+  auto be = backend(2);
   Rng rng(3);
   // Big enough to take the parallel path, odd so the tail is exercised.
   const size_t n = (size_t(1) << 17) + 7;
   auto x = uniform(n, rng, -2, 2), y = uniform(n, rng, -1, 1);
+  auto dx = to_device(*be, x), dy = to_device(*be, y);
   std::vector<double> want(n);
   for (size_t i = 0; i < n; ++i) want[i] = double(y[i]) + 0.5 * double(x[i]);
-  be.axpy(n, 0.5f, x.data(), y.data());
+  be->axpy(n, 0.5f, dx.data(), dy.data());
+  y = dy.to_host();
   EXPECT_TRUE(all_near(y, want, 1e-6, 1e-6));
   for (size_t i = 0; i < n; ++i) want[i] = double(y[i]) * -3.0;
-  be.scale(y.data(), n, -3.0f);
+  be->scale(dy.data(), n, -3.0f);
+  y = dy.to_host();
   EXPECT_TRUE(all_near(y, want, 1e-6, 1e-6));
 
   double sq = 0.0, ab = 0.0;
@@ -55,18 +66,18 @@ TEST(CpuElementwise, FillAxpyScaleAndReductions) {
     sq += double(v) * v;
     ab += std::fabs(double(v));
   }
-  EXPECT_NEAR(be.sum_squares(x.data(), n), sq, 1e-9 * sq);
-  EXPECT_NEAR(be.sum_abs(x.data(), n), ab, 1e-9 * ab);
-  EXPECT_EQ(be.sum_squares(x.data(), 0), 0.0);
+  EXPECT_NEAR(be->sum_squares(dx.data(), n), sq, 1e-9 * sq);
+  EXPECT_NEAR(be->sum_abs(dx.data(), n), ab, 1e-9 * ab);
+  EXPECT_EQ(be->sum_squares(dx.data(), 0), 0.0);
 
-  be.fill(x.data(), n, 0.25f);
+  be->fill(dx.data(), n, 0.25f);
+  x = dx.to_host();
   for (size_t i = 0; i < n; i += 997) ASSERT_EQ(x[i], 0.25f);
   EXPECT_EQ(x[n - 1], 0.25f);
 }
 
 // op(A) is m x k, op(B) is k x n; leading dimensions are padded to catch stride mistakes.
-void check_gemm(bool ta, bool tb, int m, int n, int k, float alpha, float beta) {
-  CpuBackend be(2);
+void check_gemm(Backend& be, bool ta, bool tb, int m, int n, int k, float alpha, float beta) {
   Rng rng(uint64_t(m * 131 + n * 7 + k + ta * 2 + tb));
   const int a_rows = ta ? k : m, a_cols = ta ? m : k;
   const int b_rows = tb ? n : k, b_cols = tb ? k : n;
@@ -85,48 +96,51 @@ void check_gemm(bool ta, bool tb, int m, int n, int k, float alpha, float beta) 
       }
       want[size_t(i) * ldc + j] = alpha * s + beta * double(c[size_t(i) * ldc + j]);
     }
-  be.gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
-  EXPECT_TRUE(all_near(c, want, 1e-5 * k, 1e-5)) << "ta=" << ta << " tb=" << tb;
+  auto da = to_device(be, a), db = to_device(be, b), dc = to_device(be, c);
+  be.gemm(ta, tb, m, n, k, alpha, da.data(), lda, db.data(), ldb, beta, dc.data(), ldc);
+  EXPECT_TRUE(all_near(dc.to_host(), want, 1e-5 * k, 1e-5)) << "ta=" << ta << " tb=" << tb;
 }
 
-TEST(CpuGemm, AllTransposeCombinationsMatchReference) {
+TEST_P(BackendGemm, AllTransposeCombinationsMatchReference) {
+  auto be = backend(2);
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
-      check_gemm(ta, tb, 17, 23, 31, 1.0f, 0.0f);
-      check_gemm(ta, tb, 5, 64, 9, -0.5f, 1.0f);
-      check_gemm(ta, tb, 1, 1, 1, 2.0f, 0.5f);
+      check_gemm(*be, ta, tb, 17, 23, 31, 1.0f, 0.0f);
+      check_gemm(*be, ta, tb, 5, 64, 9, -0.5f, 1.0f);
+      check_gemm(*be, ta, tb, 1, 1, 1, 2.0f, 0.5f);
     }
 }
 
-TEST(CpuGemm, ZeroInnerDimensionScalesC) {
-  CpuBackend be(1);
-  std::vector<float> c = {1, 2, 3, 4};
-  be.gemm(false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.5f, c.data(), 2);
-  EXPECT_EQ(c, (std::vector<float>{0.5f, 1, 1.5f, 2}));
-  be.gemm(false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.0f, c.data(), 2);
-  EXPECT_EQ(c, (std::vector<float>{0, 0, 0, 0}));
+TEST_P(BackendGemm, ZeroInnerDimensionScalesC) {
+  auto be = backend(1);
+  auto c = to_device(*be, std::vector<float>{1, 2, 3, 4});
+  be->gemm(false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.5f, c.data(), 2);
+  EXPECT_EQ(c.to_host(), (std::vector<float>{0.5f, 1, 1.5f, 2}));
+  be->gemm(false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.0f, c.data(), 2);
+  EXPECT_EQ(c.to_host(), (std::vector<float>{0, 0, 0, 0}));
 }
 
-TEST(CpuBias, BroadcastSetsOrAccumulates) {
-  CpuBackend be(2);
+TEST_P(BackendBias, BroadcastSetsOrAccumulates) {
+  auto be = backend(2);
   const uint32_t rows = 300, cols = 130;  // parallel path
   Rng rng(5);
   auto bias = uniform(cols, rng, -1, 1);
-  auto z = uniform(size_t(rows) * cols, rng, -1, 1);
-  auto z0 = z;
-  be.broadcast_bias(z.data(), bias.data(), rows, cols, true);
-  std::vector<double> want(z.size());
+  auto z0 = uniform(size_t(rows) * cols, rng, -1, 1);
+  auto dbias = to_device(*be, bias), dz = to_device(*be, z0);
+  be->broadcast_bias(dz.data(), dbias.data(), rows, cols, true);
+  std::vector<double> want(z0.size());
   for (uint32_t r = 0; r < rows; ++r)
     for (uint32_t c = 0; c < cols; ++c)
       want[size_t(r) * cols + c] = double(z0[size_t(r) * cols + c]) + bias[c];
-  EXPECT_TRUE(all_near(z, want, 1e-6, 1e-6));
-  be.broadcast_bias(z.data(), bias.data(), rows, cols, false);
+  EXPECT_TRUE(all_near(dz.to_host(), want, 1e-6, 1e-6));
+  be->broadcast_bias(dz.data(), dbias.data(), rows, cols, false);
+  const auto z = dz.to_host();
   for (uint32_t r = 0; r < rows; ++r)
     for (uint32_t c = 0; c < cols; ++c) ASSERT_EQ(z[size_t(r) * cols + c], bias[c]);
 }
 
-TEST(CpuColumnSums, MatchReferenceWithAlphaBeta) {
-  CpuBackend be(2);
+TEST_P(BackendColumnSums, MatchReferenceWithAlphaBeta) {
+  auto be = backend(2);
   Rng rng(6);
   for (uint32_t cols : {1u, 7u, 513u, 1500u}) {
     const uint32_t rows = 97;
@@ -138,17 +152,24 @@ TEST(CpuColumnSums, MatchReferenceWithAlphaBeta) {
       for (uint32_t r = 0; r < rows; ++r) s += x[size_t(r) * cols + c];
       want[c] = 0.25 * double(out[c]) + (1.0 / rows) * s;
     }
-    be.column_sums(x.data(), rows, cols, 1.0f / rows, 0.25f, out.data());
-    EXPECT_TRUE(all_near(out, want, 1e-6, 1e-5)) << cols;
-    be.column_sums(x.data(), rows, cols, 2.0f, 0.0f, out.data());
+    auto dx = to_device(*be, x), dout = to_device(*be, out);
+    be->column_sums(dx.data(), rows, cols, 1.0f / rows, 0.25f, dout.data());
+    EXPECT_TRUE(all_near(dout.to_host(), want, 1e-6, 1e-5)) << cols;
+    be->column_sums(dx.data(), rows, cols, 2.0f, 0.0f, dout.data());
     for (uint32_t c = 0; c < cols; ++c) {
       double s = 0.0;
       for (uint32_t r = 0; r < rows; ++r) s += x[size_t(r) * cols + c];
       want[c] = 2.0 * s;
     }
-    EXPECT_TRUE(all_near(out, want, 1e-5, 1e-5)) << cols;
+    EXPECT_TRUE(all_near(dout.to_host(), want, 1e-5, 1e-5)) << cols;
   }
 }
+
+NN_INSTANTIATE_ON_BACKENDS(BackendMemory);
+NN_INSTANTIATE_ON_BACKENDS(BackendElementwise);
+NN_INSTANTIATE_ON_BACKENDS(BackendGemm);
+NN_INSTANTIATE_ON_BACKENDS(BackendBias);
+NN_INSTANTIATE_ON_BACKENDS(BackendColumnSums);
 
 }  // namespace
 }  // namespace nn

@@ -1,12 +1,16 @@
-// Determinism of the CPU backend: repeated runs are bitwise identical, and so are runs with 1, 2
-// and 3 threads for every kernel whose partitioning cannot change the arithmetic (all but gemm,
-// which is OpenBLAS's business).
+// Determinism: on every backend repeated runs are bitwise identical (the CUDA backend promises
+// it too: no floating-point atomics); on the CPU backend so are runs with 1, 2 and 3 threads for
+// every kernel whose partitioning cannot change the arithmetic (all but gemm, which is
+// OpenBLAS's business).
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
+#include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/device_array.h"
 #include "backend_test_util.h"
 #include "core/random.h"
 
@@ -14,11 +18,11 @@ namespace nn {
 namespace {
 
 using test::bitwise_equal;
+using test::to_device;
 
 // Every thread-count-independent kernel on MovieLens-like shapes (scaled down), results
 // collected in one vector of floats (doubles are split into two floats' worth of bits).
-std::vector<float> run_all(int threads) {
-  CpuBackend be(threads);
+std::vector<float> run_all(Backend& be) {
   Rng rng(2024);
   const uint32_t rows = 64, items = 3001, hidden = 130;
   std::vector<float> out;
@@ -31,76 +35,90 @@ std::vector<float> run_all(int threads) {
   };
 
   test::Csr x = test::random_csr(rows, items, 40, rng, true, true, true, 5);
-  auto w = test::uniform(size_t(items) * hidden, rng, -0.1, 0.1);
-  std::vector<float> z(size_t(rows) * hidden, 0.0f);
-  be.sparse_matmul(x.view(), w.data(), hidden, z.data());
-  append(z);
-  auto delta_h = test::uniform(z.size(), rng, -1, 1);
-  std::vector<float> g(w.size(), 0.0f);
-  be.sparse_weight_gradient(x.view(), delta_h.data(), hidden, 1.0f / rows, g.data());
-  append(g);
-  std::vector<float> bias_grad(hidden);
+  const test::DeviceCsr dxs(be, x);
+  auto w = to_device(be, test::uniform(size_t(items) * hidden, rng, -0.1, 0.1));
+  auto z = to_device(be, std::vector<float>(size_t(rows) * hidden, 0.0f));
+  be.sparse_matmul(dxs.view(), w.data(), hidden, z.data());
+  append(z.to_host());
+  auto delta_h = to_device(be, test::uniform(z.size(), rng, -1, 1));
+  auto g = to_device(be, std::vector<float>(w.size(), 0.0f));
+  be.sparse_weight_gradient(dxs.view(), delta_h.data(), hidden, 1.0f / rows, g.data());
+  append(g.to_host());
+  DeviceArray<float> bias_grad(be, hidden);
   be.column_sums(delta_h.data(), rows, hidden, 1.0f / rows, 0.0f, bias_grad.data());
-  append(bias_grad);
+  append(bias_grad.to_host());
   append_double(be.sum_squares(g.data(), g.size()));
   append_double(be.sum_abs(w.data(), w.size()));
 
   for (Activation act : {Activation::Sigmoid, Activation::SoftMax, Activation::Tanh}) {
-    auto a = test::uniform(size_t(rows) * items, rng, -6, 6);
+    auto a = to_device(be, test::uniform(size_t(rows) * items, rng, -6, 6));
     ActivationParams ap;
     ap.kind = act;
     be.activate(ap, a.data(), rows, items);
-    append(a);
+    append(a.to_host());
     test::Csr t = test::random_csr(rows, items, 50, rng, false, false, false);
-    TargetView tv;
-    tv.sparse = true;
-    tv.sp = t.view();
+    TargetView host_tv;
+    host_tv.sparse = true;
+    host_tv.sp = t.view();
+    const test::DeviceTargets tv(be, host_tv, rows, items);
     LossParams lp;
     lp.activation = ap;
     for (ErrorFunction f : {ErrorFunction::CrossEntropy, ErrorFunction::L2}) {
       lp.function = f;
-      std::vector<float> d(a.size());
-      append_double(be.loss_and_delta(lp, a.data(), tv, rows, items, d.data()));
+      DeviceArray<float> d(be, a.size());
+      append_double(be.loss_and_delta(lp, a.data(), tv.view(), rows, items, d.data()));
       be.activation_backward(ap, a.data(), d.data(), rows, items);
-      append(d);
+      append(d.to_host());
     }
   }
 
   OptimizerParams op;
   op.kind = OptimizerKind::Adam;
   op.lambda = 1e-3f;
-  std::vector<float> m(w.size(), 0.0f), v(w.size(), 0.0f);
+  auto m = to_device(be, std::vector<float>(w.size(), 0.0f));
+  auto v = to_device(be, std::vector<float>(w.size(), 0.0f));
   for (uint64_t s = 1; s <= 2; ++s) {
     op.step = s;
     be.optimizer_step(op, w.data(), g.data(), m.data(), v.data(), w.size());
   }
-  append(w);
+  append(w.to_host());
   be.dropout(w.data(), w.size(), 0.25f, 77, 3);
-  append(w);
+  append(w.to_host());
   return out;
 }
 
-TEST(Determinism, RepeatedRunsAreBitwiseIdentical) {
-  const auto a = run_all(2), b = run_all(2);
+std::vector<float> run_all_cpu(int threads) {
+  CpuBackend be(threads);
+  return run_all(be);
+}
+
+class Determinism : public test::BackendTest {};
+
+TEST_P(Determinism, RepeatedRunsAreBitwiseIdentical) {
+  const auto a = run_all(*backend(2)), b = run_all(*backend(2));
   EXPECT_TRUE(bitwise_equal(a, b));
 }
 
+// The CPU backend's thread pool: not a question for other backends.
 TEST(Determinism, ThreadCountDoesNotChangeResults) {
-  const auto one = run_all(1);
-  EXPECT_TRUE(bitwise_equal(one, run_all(2)));
-  EXPECT_TRUE(bitwise_equal(one, run_all(3)));
+  const auto one = run_all_cpu(1);
+  EXPECT_TRUE(bitwise_equal(one, run_all_cpu(2)));
+  EXPECT_TRUE(bitwise_equal(one, run_all_cpu(3)));
 }
 
-TEST(Determinism, GemmRepeatsBitwise) {
-  CpuBackend be(2);
+TEST_P(Determinism, GemmRepeatsBitwise) {
+  auto be = backend(2);
   Rng rng(9);
   const int m = 64, n = 300, k = 128;
-  auto a = test::uniform(size_t(m) * k, rng, -1, 1), b = test::uniform(size_t(k) * n, rng, -1, 1);
-  std::vector<float> c1(size_t(m) * n), c2(size_t(m) * n);
-  be.gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c1.data(), n);
-  be.gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c2.data(), n);
-  EXPECT_TRUE(bitwise_equal(c1, c2));
+  auto a = to_device(*be, test::uniform(size_t(m) * k, rng, -1, 1));
+  auto b = to_device(*be, test::uniform(size_t(k) * n, rng, -1, 1));
+  DeviceArray<float> c1(*be, size_t(m) * n), c2(*be, size_t(m) * n);
+  be->gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c1.data(), n);
+  be->gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c2.data(), n);
+  EXPECT_TRUE(bitwise_equal(c1.to_host(), c2.to_host()));
 }
+
+NN_INSTANTIATE_ON_BACKENDS(Determinism);
 
 }  // namespace
 }  // namespace nn

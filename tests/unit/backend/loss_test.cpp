@@ -7,13 +7,16 @@
 //    and the margins of the marginal cross-entropies;
 //  * loss_and_delta identical to loss + output_delta.
 // Rules that are not gradients (SMCE on SoftMax, DeltaBoost) get golden tests of their own.
+// Every test runs on every backend.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/backend.h"
+#include "backend/device_array.h"
 #include "backend_test_util.h"
 #include "core/error.h"
 #include "core/random.h"
@@ -23,6 +26,8 @@ namespace {
 
 using test::all_near;
 using test::Csr;
+using test::DeviceTargets;
+using test::to_device;
 
 const ErrorFunction kFunctions[] = {ErrorFunction::L1,
                                     ErrorFunction::L2,
@@ -280,44 +285,52 @@ std::string describe(ErrorFunction f, Activation a, Targets m) {
   return std::string(to_string(f)) + " + " + to_string(a) + ", " + modes[int(m)] + " targets";
 }
 
-using Combo = std::tuple<ErrorFunction, Activation, Targets>;
+// Activations f(z) of a rows x cols batch in be's memory.
+DeviceArray<float> activated(Backend& be, const ActivationParams& p, const std::vector<float>& z,
+                             uint32_t rows, uint32_t cols) {
+  auto a = to_device(be, z);
+  be.activate(p, a.data(), rows, cols);
+  return a;
+}
 
-class LossCombos : public ::testing::TestWithParam<Combo> {};
+using Combo = std::tuple<std::string, ErrorFunction, Activation, Targets>;
+
+class LossCombos : public test::BackendTestBase<Combo> {};
 
 std::string combo_name(const ::testing::TestParamInfo<Combo>& info) {
   static const char* modes[] = {"Dense", "Sparse", "SparseAnalogWeighted", "IgnoreZero"};
-  return std::string(to_string(std::get<0>(info.param))) + "_" +
-         to_string(std::get<1>(info.param)) + "_" + modes[int(std::get<2>(info.param))];
+  return std::get<0>(info.param) + "_" + to_string(std::get<1>(info.param)) + "_" +
+         to_string(std::get<2>(info.param)) + "_" + modes[int(std::get<3>(info.param))];
 }
 
 TEST_P(LossCombos, ErrorMatchesFormulas) {
-  const auto [f, act, mode] = GetParam();
+  const auto [on_backend, f, act, mode] = GetParam();
   const LossParams p = make_params(f, act);
   Problem pr = make_problem(p, mode, 100 + uint64_t(f) * 31 + uint64_t(act) * 7 + int(mode));
-  CpuBackend be(1);
-  std::vector<float> a = pr.z;
-  be.activate(p.activation, a.data(), pr.rows, pr.cols);
-  const double want = reference_loss(p, pr, a);
-  const double got = be.loss(p, a.data(), pr.view, pr.rows, pr.cols);
+  auto be = backend(1);
+  const DeviceTargets t(*be, pr.view, pr.rows, pr.cols);
+  const auto da = activated(*be, p.activation, pr.z, pr.rows, pr.cols);
+  const double want = reference_loss(p, pr, da.to_host());
+  const double got = be->loss(p, da.data(), t.view(), pr.rows, pr.cols);
   EXPECT_NEAR(got, want, 1e-5 * std::fabs(want) + 1e-6) << describe(f, act, mode);
 }
 
 TEST_P(LossCombos, DeltaMatchesFiniteDifferencesOfTheLoss) {
-  const auto [f, act, mode] = GetParam();
+  const auto [on_backend, f, act, mode] = GetParam();
   if (f == ErrorFunction::ScaledMarginalCrossEntropy && act == Activation::SoftMax)
     GTEST_SKIP() << "SMCE on SoftMax follows the reference's rule, not a gradient (golden test)";
   const LossParams p = make_params(f, act);
   Problem pr = make_problem(p, mode, 200 + uint64_t(f) * 31 + uint64_t(act) * 7 + int(mode));
-  CpuBackend be(1);
+  auto be = backend(1);
+  const DeviceTargets t(*be, pr.view, pr.rows, pr.cols);
   auto loss_at = [&](const std::vector<float>& z) {
-    std::vector<float> a = z;
-    be.activate(p.activation, a.data(), pr.rows, pr.cols);
-    return be.loss(p, a.data(), pr.view, pr.rows, pr.cols);
+    const auto a = activated(*be, p.activation, z, pr.rows, pr.cols);
+    return be->loss(p, a.data(), t.view(), pr.rows, pr.cols);
   };
-  std::vector<float> a = pr.z;
-  be.activate(p.activation, a.data(), pr.rows, pr.cols);
-  std::vector<float> delta(a.size(), NAN);
-  be.output_delta(p, a.data(), pr.view, pr.rows, pr.cols, delta.data());
+  const auto a = activated(*be, p.activation, pr.z, pr.rows, pr.cols);
+  auto d_delta = to_device(*be, std::vector<float>(a.size(), NAN));
+  be->output_delta(p, a.data(), t.view(), pr.rows, pr.cols, d_delta.data());
+  const auto delta = d_delta.to_host();
 
   const float h = 1e-2f;
   std::vector<double> fd(a.size());
@@ -331,34 +344,50 @@ TEST_P(LossCombos, DeltaMatchesFiniteDifferencesOfTheLoss) {
 }
 
 TEST_P(LossCombos, LossAndDeltaIsLossPlusOutputDelta) {
-  const auto [f, act, mode] = GetParam();
+  const auto [on_backend, f, act, mode] = GetParam();
   const LossParams p = make_params(f, act);
   Problem pr = make_problem(p, mode, 300 + uint64_t(f) * 31 + uint64_t(act) * 7 + int(mode));
-  CpuBackend be(2);
-  std::vector<float> a = pr.z;
-  be.activate(p.activation, a.data(), pr.rows, pr.cols);
-  std::vector<float> d1(a.size(), NAN), d2(a.size(), NAN);
-  const double both = be.loss_and_delta(p, a.data(), pr.view, pr.rows, pr.cols, d1.data());
-  be.output_delta(p, a.data(), pr.view, pr.rows, pr.cols, d2.data());
+  auto be = backend(2);
+  const DeviceTargets t(*be, pr.view, pr.rows, pr.cols);
+  const auto a = activated(*be, p.activation, pr.z, pr.rows, pr.cols);
+  auto d1 = to_device(*be, std::vector<float>(a.size(), NAN)), d2 = to_device(*be, d1.to_host());
+  const double both = be->loss_and_delta(p, a.data(), t.view(), pr.rows, pr.cols, d1.data());
+  be->output_delta(p, a.data(), t.view(), pr.rows, pr.cols, d2.data());
   // The error-only kernel is a separate instantiation; the compiler may contract its
   // multiply-adds differently, so the sums agree to float rounding, not bit for bit.
-  const double alone = be.loss(p, a.data(), pr.view, pr.rows, pr.cols);
+  const double alone = be->loss(p, a.data(), t.view(), pr.rows, pr.cols);
   EXPECT_NEAR(both, alone, 1e-6 * std::fabs(alone)) << describe(f, act, mode);
-  EXPECT_TRUE(test::bitwise_equal(d1, d2)) << describe(f, act, mode);
+  EXPECT_TRUE(test::bitwise_equal(d1.to_host(), d2.to_host())) << describe(f, act, mode);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     All, LossCombos,
-    ::testing::Combine(::testing::ValuesIn(kFunctions), ::testing::ValuesIn(kActivations),
+    ::testing::Combine(::testing::ValuesIn(test::backend_names()), ::testing::ValuesIn(kFunctions),
+                       ::testing::ValuesIn(kActivations),
                        ::testing::Values(Targets::Dense, Targets::SparseBoolean,
                                          Targets::SparseAnalogWeighted, Targets::SparseIgnoreZero)),
     combo_name);
 
 // ---- golden tests of rules that are not gradients ----------------------------------------------
 
-TEST(LossRules, SmceOnSoftMaxFollowsTheReferenceRule) {
+class LossRules : public test::BackendTest {};
+
+// loss_and_delta on `be` for host activations and host targets: the summed error, and the
+// delta in d.
+double loss_and_delta(Backend& be, const LossParams& p, const std::vector<float>& a,
+                      const TargetView& host_t, uint32_t rows, uint32_t cols,
+                      std::vector<float>& d) {
+  const DeviceTargets t(be, host_t, rows, cols);
+  auto da = to_device(be, a);
+  DeviceArray<float> dd(be, size_t(rows) * cols);
+  const double e = be.loss_and_delta(p, da.data(), t.view(), rows, cols, dd.data());
+  d = dd.to_host();
+  return e;
+}
+
+TEST_P(LossRules, SmceOnSoftMaxFollowsTheReferenceRule) {
   const LossParams p = make_params(ErrorFunction::ScaledMarginalCrossEntropy, Activation::SoftMax);
-  CpuBackend be(1);
+  auto be = backend(1);
   // One row, a = (0.05, 0.5, 0.35, 0.1); positive units 1 (a < oneTarget) and 3 (a < oneTarget).
   std::vector<float> a = {0.05f, 0.5f, 0.35f, 0.1f};
   std::vector<float> t = {0.0f, 1.0f, 0.0f, 1.0f}, w = {2.0f};
@@ -366,7 +395,7 @@ TEST(LossRules, SmceOnSoftMaxFollowsTheReferenceRule) {
   dense.dense = t.data();
   dense.row_weight = w.data();
   std::vector<float> d(4);
-  const double e = be.loss_and_delta(p, a.data(), dense, 1, 4, d.data());
+  const double e = loss_and_delta(*be, p, a, dense, 1, 4, d);
   // Zero units: zeroScale*a above zeroTarget (unit 2), else 0; positive: oneScale*(a - t).
   const double s1 = p.smce_one_scale, s0 = p.smce_zero_scale;
   EXPECT_TRUE(
@@ -380,18 +409,23 @@ TEST(LossRules, SmceOnSoftMaxFollowsTheReferenceRule) {
   TargetView sparse;
   sparse.sparse = true;
   sparse.sp = sp.view();
-  const double es = be.loss_and_delta(p, a.data(), sparse, 1, 4, d.data());
+  const double es = loss_and_delta(*be, p, a, sparse, 1, 4, d);
   EXPECT_TRUE(all_near(d, {0.0, s1 * (0.5 - 0.5), s0 * 0.35, s1 * (0.1 - 0.5)}, 1e-6, 1e-6));
   EXPECT_NEAR(es, -s1 * 0.5 * (std::log(0.5) + std::log(0.1)), 1e-5);
   // SparseIgnoreZero: unstored units get no delta.
   sparse.ignore_zero = true;
-  be.output_delta(p, a.data(), sparse, 1, 4, d.data());
+  {
+    const DeviceTargets dt(*be, sparse, 1, 4);
+    auto da = to_device(*be, a), dd = to_device(*be, d);
+    be->output_delta(p, da.data(), dt.view(), 1, 4, dd.data());
+    d = dd.to_host();
+  }
   EXPECT_EQ(d[2], 0.0f);
   EXPECT_EQ(d[0], 0.0f);
 }
 
-TEST(LossRules, DeltaBoostScalesSigmoidSparseDeltasOnly) {
-  CpuBackend be(1);
+TEST_P(LossRules, DeltaBoostScalesSigmoidSparseDeltasOnly) {
+  auto be = backend(1);
   Rng rng(5);
   Csr sp = test::random_csr(3, 8, 3, rng, false, false, false);
   TargetView tv;
@@ -403,10 +437,10 @@ TEST(LossRules, DeltaBoostScalesSigmoidSparseDeltasOnly) {
     for (Activation act : {Activation::Sigmoid, Activation::Tanh}) {
       LossParams p = make_params(f, act);
       std::vector<float> plain(24), boosted(24);
-      const double e0 = be.loss_and_delta(p, a.data(), tv, 3, 8, plain.data());
+      const double e0 = loss_and_delta(*be, p, a, tv, 3, 8, plain);
       p.delta_boost_one = 3.0f;
       p.delta_boost_zero = 0.5f;
-      const double e1 = be.loss_and_delta(p, a.data(), tv, 3, 8, boosted.data());
+      const double e1 = loss_and_delta(*be, p, a, tv, 3, 8, boosted);
       EXPECT_EQ(e0, e1) << "errors are not boosted";
       for (size_t i = 0; i < 24; ++i) {
         const float k = act != Activation::Sigmoid ? 1.0f : (stored[i] ? 3.0f : 0.5f);
@@ -417,19 +451,19 @@ TEST(LossRules, DeltaBoostScalesSigmoidSparseDeltasOnly) {
   }
 }
 
-TEST(LossRules, HingeIsZeroBeyondTheMargin) {
-  CpuBackend be(1);
+TEST_P(LossRules, HingeIsZeroBeyondTheMargin) {
+  auto be = backend(1);
   const LossParams p = make_params(ErrorFunction::Hinge, Activation::Linear);
   std::vector<float> a = {1.5f, 0.5f, -2.0f}, t = {1.0f, -1.0f, -1.0f}, d(3);
   TargetView tv;
   tv.dense = t.data();
-  const double e = be.loss_and_delta(p, a.data(), tv, 1, 3, d.data());
+  const double e = loss_and_delta(*be, p, a, tv, 1, 3, d);
   EXPECT_NEAR(e, 1.5, 1e-6);  // only the middle unit is inside the margin
   EXPECT_EQ(d, (std::vector<float>{0.0f, 1.0f, 0.0f}));
 }
 
-TEST(LossRules, CrossEntropyOnSigmoidIsAMinusT) {
-  CpuBackend be(2);
+TEST_P(LossRules, CrossEntropyOnSigmoidIsAMinusT) {
+  auto be = backend(2);
   const LossParams p = make_params(ErrorFunction::CrossEntropy, Activation::Sigmoid);
   // Sparse Boolean targets with a duplicate: t = 1 once.
   Csr sp;
@@ -439,29 +473,29 @@ TEST(LossRules, CrossEntropyOnSigmoidIsAMinusT) {
   tv.sparse = true;
   tv.sp = sp.view();
   std::vector<float> a = {0.1f, 0.2f, 0.3f, 0.4f, 0.999999f}, d(5);
-  const double e = be.loss_and_delta(p, a.data(), tv, 1, 5, d.data());
+  const double e = loss_and_delta(*be, p, a, tv, 1, 5, d);
   EXPECT_TRUE(all_near(d, {0.1, 0.2 - 1, 0.3, 0.4, 0.999999 - 1}, 1e-7, 1e-6));
   const double want =
       -std::log(0.9) - std::log(0.2) - std::log(0.7) - std::log(0.6) - std::log(double(0.999999f));
   EXPECT_NEAR(e, want, 1e-5);
 }
 
-TEST(LossRules, SaturatedOutputsGiveFiniteErrorsAndDeltas) {
-  CpuBackend be(1);
+TEST_P(LossRules, SaturatedOutputsGiveFiniteErrorsAndDeltas) {
+  auto be = backend(1);
   std::vector<float> a = {0.0f, 1.0f, 0.0f, 1.0f}, t = {1.0f, 0.0f, 0.0f, 1.0f}, d(4);
   TargetView tv;
   tv.dense = t.data();
   for (ErrorFunction f : kFunctions)
     for (Activation act : kActivations) {
       const LossParams p = make_params(f, act);
-      const double e = be.loss_and_delta(p, a.data(), tv, 1, 4, d.data());
+      const double e = loss_and_delta(*be, p, a, tv, 1, 4, d);
       EXPECT_TRUE(std::isfinite(e)) << to_string(f) << " " << to_string(act);
       for (float v : d) EXPECT_TRUE(std::isfinite(v)) << to_string(f) << " " << to_string(act);
     }
 }
 
-TEST(LossRules, OutOfRangeSparseTargetIsADataError) {
-  CpuBackend be(1);
+TEST_P(LossRules, OutOfRangeSparseTargetIsADataError) {
+  auto be = backend(1);
   Csr sp;
   sp.cols = 4;
   sp.add_row({0});
@@ -471,8 +505,8 @@ TEST(LossRules, OutOfRangeSparseTargetIsADataError) {
   tv.sp = sp.view();
   std::vector<float> a(8, 0.5f), d(8);
   try {
-    be.loss_and_delta(make_params(ErrorFunction::L2, Activation::Sigmoid), a.data(), tv, 2, 4,
-                      d.data());
+    // The returned error waits for the backend, so an asynchronous backend reports it here too.
+    loss_and_delta(*be, make_params(ErrorFunction::L2, Activation::Sigmoid), a, tv, 2, 4, d);
     FAIL() << "expected DataError";
   } catch (const DataError& e) {
     const std::string msg = e.what();
@@ -480,6 +514,8 @@ TEST(LossRules, OutOfRangeSparseTargetIsADataError) {
     EXPECT_NE(msg.find("index 7"), std::string::npos) << msg;
   }
 }
+
+NN_INSTANTIATE_ON_BACKENDS(LossRules);
 
 }  // namespace
 }  // namespace nn

@@ -1,12 +1,15 @@
 // optimizer_step for every rule against a scalar double-precision reference over 3 steps, with
-// L2 and L1 regularisation, written from the formulas in backend.h / cpu_optimizer.cpp.
+// L2 and L1 regularisation, written from the formulas in backend.h / cpu_optimizer.cpp, on
+// every backend.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.h"
+#include "backend/backend.h"
+#include "backend/device_array.h"
 #include "backend_test_util.h"
 #include "core/error.h"
 #include "core/random.h"
@@ -63,16 +66,19 @@ void reference_step(const OptimizerParams& p, State& s, double g, uint64_t t) {
   }
 }
 
-class Optimizers : public ::testing::TestWithParam<OptimizerKind> {};
+using test::to_device;
+
+class Optimizers : public test::BackendTestWith<OptimizerKind> {};
 
 TEST_P(Optimizers, ThreeStepsMatchScalarReference) {
-  const OptimizerKind kind = GetParam();
-  CpuBackend be(2);
+  const OptimizerKind kind = std::get<1>(GetParam());
+  auto be = backend(2);
   Rng rng(uint64_t(kind) + 40);
   const size_t n = (size_t(1) << 16) + 5;  // parallel path plus a vector tail
   auto w = test::uniform(n, rng, -1, 1);
   w[0] = 0.0f;  // sign(0) = 0 for the L1 term
-  std::vector<float> s0(n, 0.0f), s1(n, 0.0f);
+  auto dw = to_device(*be, w), ds0 = to_device(*be, std::vector<float>(n, 0.0f)),
+       ds1 = to_device(*be, std::vector<float>(n, 0.0f));
   std::vector<State> ref(n);
   for (size_t i = 0; i < n; ++i) ref[i].w = w[i];
 
@@ -87,7 +93,8 @@ TEST_P(Optimizers, ThreeStepsMatchScalarReference) {
     auto g = test::uniform(n, rng, -0.5, 0.5);
     g[1] = 0.0f;  // a zero gradient exercises the 1e-9 floors
     p.step = t;
-    be.optimizer_step(p, w.data(), g.data(), s0.data(), s1.data(), n);
+    auto dg = to_device(*be, g);
+    be->optimizer_step(p, dw.data(), dg.data(), ds0.data(), ds1.data(), n);
     for (size_t i = 0; i < n; ++i) reference_step(p, ref[i], g[i], t);
   }
   std::vector<double> want_w(n), want_s0(n), want_s1(n);
@@ -97,44 +104,60 @@ TEST_P(Optimizers, ThreeStepsMatchScalarReference) {
     want_s1[i] = ref[i].s1;
   }
   const std::string name = to_string(kind);
+  w = dw.to_host();
+  const auto s0 = ds0.to_host(), s1 = ds1.to_host();
   EXPECT_TRUE(test::all_near(w, want_w, 1e-6, 1e-4)) << name;
   const int states = optimizer_state_count(kind);
   if (states >= 1) EXPECT_TRUE(test::all_near(s0, want_s0, 1e-7, 1e-4)) << name;
   if (states >= 2) EXPECT_TRUE(test::all_near(s1, want_s1, 1e-7, 1e-4)) << name;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, Optimizers,
-                         ::testing::Values(OptimizerKind::SGD, OptimizerKind::Momentum,
-                                           OptimizerKind::AdaGrad, OptimizerKind::Nesterov,
-                                           OptimizerKind::RMSProp, OptimizerKind::AdaDelta,
-                                           OptimizerKind::Adam),
-                         [](const ::testing::TestParamInfo<OptimizerKind>& info) {
-                           return std::string(to_string(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    All, Optimizers,
+    ::testing::Combine(::testing::ValuesIn(test::backend_names()),
+                       ::testing::Values(OptimizerKind::SGD, OptimizerKind::Momentum,
+                                         OptimizerKind::AdaGrad, OptimizerKind::Nesterov,
+                                         OptimizerKind::RMSProp, OptimizerKind::AdaDelta,
+                                         OptimizerKind::Adam)),
+    [](const ::testing::TestParamInfo<std::tuple<std::string, OptimizerKind>>& info) {
+      return std::get<0>(info.param) + "_" + to_string(std::get<1>(info.param));
+    });
 
-TEST(Optimizers, AdamFirstStepMovesEachWeightByAboutAlpha) {
+class OptimizerRules : public test::BackendTest {};
+
+TEST_P(OptimizerRules, AdamFirstStepMovesEachWeightByAboutAlpha) {
   // With the correct bias correction (t = 1), m_hat = g and v_hat = g^2, so the first step is
   // alpha * sign(g) (DSSTNE's t = 2 gave a different first step).
-  CpuBackend be(1);
+  auto be = backend(1);
   OptimizerParams p;
   p.kind = OptimizerKind::Adam;
   p.alpha = 0.01f;
   p.step = 1;
-  std::vector<float> w = {1.0f, 1.0f}, g = {0.3f, -2.0f}, m(2, 0.0f), v(2, 0.0f);
-  be.optimizer_step(p, w.data(), g.data(), m.data(), v.data(), 2);
+  auto dw = to_device(*be, std::vector<float>{1.0f, 1.0f});
+  auto dg = to_device(*be, std::vector<float>{0.3f, -2.0f});
+  auto m = to_device(*be, std::vector<float>(2, 0.0f)),
+       v = to_device(*be, std::vector<float>(2, 0.0f));
+  be->optimizer_step(p, dw.data(), dg.data(), m.data(), v.data(), 2);
+  const auto w = dw.to_host();
   EXPECT_NEAR(w[0], 1.0f - 0.01f, 1e-6);
   EXPECT_NEAR(w[1], 1.0f + 0.01f, 1e-6);
 }
 
-TEST(Optimizers, MissingStateIsAnInternalError) {
-  CpuBackend be(1);
+TEST_P(OptimizerRules, MissingStateIsAnInternalError) {
+  auto be = backend(1);
   OptimizerParams p;
   p.kind = OptimizerKind::Adam;
-  std::vector<float> w(4), g(4), s(4);
-  EXPECT_THROW(be.optimizer_step(p, w.data(), g.data(), s.data(), nullptr, 4), InternalError);
+  auto w = to_device(*be, std::vector<float>(4)), g = to_device(*be, std::vector<float>(4)),
+       s = to_device(*be, std::vector<float>(4));
+  EXPECT_THROW(be->optimizer_step(p, w.data(), g.data(), s.data(), nullptr, 4), InternalError);
   p.kind = OptimizerKind::SGD;
-  EXPECT_NO_THROW(be.optimizer_step(p, w.data(), g.data(), nullptr, nullptr, 4));
+  EXPECT_NO_THROW({
+    be->optimizer_step(p, w.data(), g.data(), nullptr, nullptr, 4);
+    be->synchronize();
+  });
 }
+
+NN_INSTANTIATE_ON_BACKENDS(OptimizerRules);
 
 }  // namespace
 }  // namespace nn
