@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check, one command: builds with CUDA, runs every CUDA-labelled test (each kernel family
-# on both backends against each other), runs compute-sanitizer (memcheck, racecheck, synccheck)
-# on them, trains a small sparse autoencoder with --backend cuda and --backend cpu and compares
+# on both backends against each other; the NCCL communicator against the host collectives, with
+# 2 ranks and a 2-rank training run too when there are 2 GPUs), runs compute-sanitizer (memcheck,
+# racecheck, synccheck) on them, trains a small sparse autoencoder with --backend cuda and --backend cpu and compares
 # the per-epoch losses, and runs the MovieLens-20M-shaped benchmark (scripts/bench_autoencoder.sh
 # shapes) on the GPU next to PyTorch on the same GPU. Writes one report (Markdown).
 #
@@ -42,10 +43,11 @@ if [ "${NN_SKIP_BUILD:-0}" != 1 ]; then
        -DCMAKE_CUDA_ARCHITECTURES="$arch" > "$work/configure.log" 2>&1; then
     tail -30 "$work/configure.log" | block; step_failed "configure"; exit 1
   fi
-  grep "nn: CUDA backend" "$work/configure.log" | block
+  grep -E "nn: (CUDA backend|NCCL)" "$work/configure.log" | block
   grep -q "nn: CUDA backend ON" "$work/configure.log" || { step_failed "nvcc not found: no CUDA backend"; exit 1; }
-  if ! cmake --build "$build" -j"$(nproc)" --target nn_cuda_tests nn_backend_tests nn-train \
-       nn-generate nn-bench-autoencoder > "$work/build.log" 2>&1; then
+  targets=(nn_cuda_tests nn_backend_tests nn-train nn-generate nn-bench-autoencoder)
+  grep -q "nn: NCCL communicator ON" "$work/configure.log" && targets+=(nn_nccl_tests)
+  if ! cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$work/build.log" 2>&1; then
     tail -40 "$work/build.log" | block; step_failed "build"; exit 1
   fi
   say "built into $build"
@@ -81,6 +83,30 @@ tail -3 "$work/ctest.log" | block
 "$build/tests/nn_backend_tests" --gtest_filter='HostKernelMath.*:CudaProbe.*:MakeBackend.*' \
   > "$work/host.log" 2>&1 || step_failed "host kernel-math tests"
 tail -5 "$work/host.log" | block
+
+# ---- 2b. NCCL communicator -----------------------------------------------------------------------
+# Every collective over NCCL against the host communicator, and the gradient reduction of a CUDA
+# network. One rank always; two ranks (under mpirun) only with two GPUs: NCCL refuses two ranks
+# on one device.
+say "## 2b. NCCL communicator (NCCL vs host collectives)"
+gpus=$(nvidia-smi -L 2> /dev/null | grep -c "^GPU" || true)
+nccl_tests=$build/tests/nn_nccl_tests
+if [ -x "$nccl_tests" ]; then
+  "$nccl_tests" > "$work/nccl-1.log" 2>&1 || step_failed "NCCL tests, 1 rank"
+  grep -E "^\[  (FAILED|SKIPPED|PASSED) |tests ran" "$work/nccl-1.log" | tail -15 | block
+  grep -q "^\[  SKIPPED \]" "$work/nccl-1.log" && step_failed "NCCL tests skipped (no usable device)"
+  if [ "${gpus:-0}" -ge 2 ] && command -v mpirun > /dev/null 2>&1; then
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NN_MPI_TIMEOUT=120 \
+      mpirun -np 2 "$nccl_tests" > "$work/nccl-2.log" 2>&1 || step_failed "NCCL tests, 2 ranks"
+    grep -E "^\[  (FAILED|SKIPPED|PASSED) |tests ran" "$work/nccl-2.log" | sort | uniq -c | block
+    grep -q "^\[  SKIPPED \]" "$work/nccl-2.log" && step_failed "NCCL tests, 2 ranks: skipped"
+  else
+    say "(2-rank NCCL run not done: it needs 2 GPUs and mpirun; this machine has ${gpus:-0} GPU(s)$(command -v mpirun > /dev/null 2>&1 || echo ', no mpirun'))"
+  fi
+else
+  # Not a failure of the CUDA backend: this build found no libnccl (the GPU machine may lack it).
+  say "**NCCL communicator NOT checked: $nccl_tests missing (no libnccl at configure time)**"
+fi
 
 # ---- 3. compute-sanitizer -----------------------------------------------------------------------
 say "## 3. compute-sanitizer"
@@ -167,6 +193,43 @@ PY
   block < "$work/compare.txt"
 else
   step_failed "no per-epoch logs"
+fi
+
+# ---- 4b. data-parallel training over NCCL (2 GPUs) ------------------------------------------------
+# Two ranks, one GPU each (no --device: each rank takes its node-local rank's device), gradients
+# reduced by NCCL; per-epoch losses must match the one-process CUDA run above.
+if [ "${gpus:-0}" -ge 2 ] && command -v mpirun > /dev/null 2>&1 && [ -s "$work/net-cuda.epochs.jsonl" ]; then
+  say "## 4b. Data-parallel training, 2 ranks over NCCL vs 1 rank (per-epoch loss)"
+  (
+    cd "$work" || exit 1
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NN_MPI_TIMEOUT=300 \
+      mpirun -np 2 "$tools/nn-train" -c net.json -i input.nc -o output.nc -n net-nccl.nc -b 128 \
+      -e 5 --optimizer Adam --alpha 0.002 --seed 7 --checkpoint-interval 0 --backend cuda \
+      > train-nccl.log 2>&1 || { echo "mpirun -np 2 nn-train --backend cuda failed"; tail -20 train-nccl.log; exit 1; }
+    grep -E "^rank [0-9]+ on|gradient communicator|data parallel: 2 ranks" train-nccl.log
+    grep -q "backend buffers over nccl" train-nccl.log || { echo "NCCL was not used"; exit 1; }
+  ) > "$work/train-nccl.out" 2>&1 || step_failed "2-rank NCCL training run"
+  block < "$work/train-nccl.out"
+  if [ -s "$work/net-nccl.epochs.jsonl" ]; then
+    python3 - "$work/net-cuda.epochs.jsonl" "$work/net-nccl.epochs.jsonl" > "$work/compare-nccl.txt" <<'PY'
+import json, sys
+one = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+two = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+ok = len(one) == len(two) and len(one) > 0
+print(f"{'epoch':>5} {'loss 1 rank':>14} {'loss 2 ranks':>14} {'rel diff':>10}")
+for a, b in zip(one, two):
+    rel = abs(a["loss"] - b["loss"]) / max(1e-12, abs(a["loss"]))
+    # Same rows, same masks (by global example position): only summation order differs.
+    ok = ok and rel < 1e-3
+    print(f"{a['epoch']:>5} {a['loss']:>14.6f} {b['loss']:>14.6f} {rel:>10.2e}")
+print("MATCH" if ok else "MISMATCH (tolerance 1e-3 relative per epoch)")
+sys.exit(0 if ok else 1)
+PY
+    [ $? -eq 0 ] || step_failed "2-rank NCCL losses differ from 1 rank"
+    block < "$work/compare-nccl.txt"
+  fi
+else
+  say "(4b. 2-rank NCCL training not run: it needs 2 GPUs, mpirun and the 1-rank CUDA run)"
 fi
 
 # ---- 5. benchmark --------------------------------------------------------------------------------

@@ -18,7 +18,9 @@ namespace nn::api {
 struct ModelOptions {
   std::string backend = "cpu";  // "cpu", "cuda" or "auto"
   int threads = 0;              // CPU threads; 0 = every CPU this process may use
-  int device = 0;               // CUDA device index (backend "cuda", or "auto" picking CUDA)
+  // CUDA device index (backend "cuda", or "auto" picking CUDA); -1: the node-local MPI rank
+  // (as the launcher announces it) modulo the host's GPUs, so 0 for one process.
+  int device = -1;
 };
 
 // The shape of one dataset a JSON network names (its layers' "DataSet"), for "N": "auto" sizes

@@ -28,6 +28,13 @@ for batch in 7 13; do
     rm -f net.nc ck*.nc
     run_np $np "$tools/nn-train" train.cdl 2>dp.log || fail "np $np: $(tail -5 dp.log)"
     grep -q "data parallel: $np ranks" dp.log || fail "np $np (batch $batch): not data parallel"
+    # Rank 0 says where every rank runs and which communicator carries its backend's buffers.
+    for ((r = 0; r < np; r++)); do
+      grep -q "^rank $r on .*: backend cpu, backend buffers over mpi, host collectives over mpi" dp.log ||
+        fail "np $np: no placement line for rank $r"
+    done
+    grep -q "gradient communicator: backend cpu keeps its arrays in host memory" dp.log ||
+      fail "np $np: the gradient communicator's reason is missing"
     [[ $(grep -c 'epoch 1/6:' dp.log) == 1 ]] || fail "np $np: more than one rank printed"
     losses dp.log >dp.loss
     close dp.loss one.loss 1e-5 || fail "np $np (batch $batch): losses differ: $(paste dp.loss one.loss)"

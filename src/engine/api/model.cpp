@@ -9,6 +9,7 @@
 #include "config/parse.h"
 #include "core/error.h"
 #include "core/nearest_name.h"
+#include "dist/device_placement.h"
 #include "model/binding.h"
 
 namespace nn::api {
@@ -87,7 +88,8 @@ std::shared_ptr<Model> Model::Impl::from_file(const NetworkFile& file, const Mod
                                               std::map<std::string, bool> sparse_inputs,
                                               const NetworkParallel& parallel) {
   if (sparse_inputs.empty()) sparse_inputs = sparse_flags(file.spec);
-  return create(make_backend_for(file.spec, options.backend, options.threads, options.device),
+  return create(make_backend_for(file.spec, options.backend, options.threads,
+                                 resolve_device(options.device)),
                 file.spec, std::move(sparse_inputs),
                 &file, 0, parallel);
 }
@@ -129,7 +131,8 @@ std::shared_ptr<Model> Model::from_json(const std::string& json,
       if (it != datasets.end()) is_sparse = it->second.sparse;
     }
   }
-  auto backend = make_backend_for(spec, options.backend, options.threads, options.device);
+  auto backend = make_backend_for(spec, options.backend, options.threads,
+                                  resolve_device(options.device));
   return Impl::create(std::move(backend), std::move(spec),
                       std::move(sparse), nullptr, seed);
 }

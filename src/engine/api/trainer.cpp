@@ -12,6 +12,7 @@
 #include "config/parse.h"
 #include "core/error.h"
 #include "data/netcdf_dataset.h"
+#include "dist/device_placement.h"
 #include "dist/process.h"
 #include "model/binding.h"
 
@@ -162,7 +163,8 @@ std::shared_ptr<Model> train_cdl(const std::string& cdl_path, const EpochCallbac
       for (const auto& s : shapes)
         if (l.name == layer && s.name == l.dataset) is_sparse = s.is_sparse();
   std::shared_ptr<Model> model = Model::Impl::create(
-      make_backend_for(spec, options.backend, options.threads, options.device), spec,
+      make_backend_for(spec, options.backend, options.threads, resolve_device(options.device)),
+      spec,
       std::move(sparse), nullptr, o.seed);
   auto impl = make_impl(model, std::move(data), o, log, files);
   if (!cdl.training.validation_data.empty()) {

@@ -24,6 +24,7 @@ GradientReducer::GradientReducer(Network& net, Communicator& comm, GradientReduc
       comm_(comm),
       backend_(net.backend()),
       host_memory_(comm.memory_space() == MemorySpace::Host && net.backend().name() == "cpu"),
+      device_memory_(comm.memory_space() == MemorySpace::Device),
       overlap_(options.overlap) {
   // A matrix shared by several layers is final only after all of them ran backward; which
   // layers write into it is not visible from here, so such networks reduce after backward.
@@ -96,6 +97,10 @@ void GradientReducer::layer_done(Layer& layer) {
 void GradientReducer::start(Bucket& b) {
   if (b.started) return;
   b.started = true;
+  if (device_memory_) {
+    start_on_device(b);
+    return;
+  }
   if (host_memory_ && b.params.size() == 1) {
     Parameter* p = b.params[0];
     if (weight_ == 0.0f)
@@ -120,7 +125,40 @@ void GradientReducer::start(Bucket& b) {
   b.op = comm_.start_all_reduce_sum(b.staging.data(), b.floats);
 }
 
+// Device communicator: a lone parameter is reduced in place; several are packed into one device
+// buffer by device copies. Scaling runs on the backend's stream before the reduction starts.
+void GradientReducer::start_on_device(Bucket& b) {
+  float* data = nullptr;
+  if (b.params.size() == 1) {
+    data = b.params[0]->grad.data();
+  } else {
+    if (b.device_staging.size() != b.floats) b.device_staging.resize(backend_, b.floats);
+    data = b.device_staging.data();
+    if (weight_ != 0.0f) {
+      size_t off = 0;
+      for (Parameter* p : b.params) {
+        backend_.copy(data + off, p->grad.data(), p->size() * sizeof(float));
+        off += p->size();
+      }
+    }
+  }
+  if (weight_ == 0.0f)
+    backend_.fill(data, b.floats, 0.0f);
+  else if (weight_ != 1.0f)
+    backend_.scale(data, b.floats, weight_);
+  b.op = comm_.start_all_reduce_sum(data, b.floats);
+}
+
 void GradientReducer::unpack(Bucket& b) {
+  if (device_memory_) {
+    if (b.params.size() == 1) return;
+    size_t off = 0;
+    for (Parameter* p : b.params) {
+      backend_.copy(p->grad.data(), b.device_staging.data() + off, p->size() * sizeof(float));
+      off += p->size();
+    }
+    return;
+  }
   if (host_memory_ && b.params.size() == 1) return;
   size_t off = 0;
   for (Parameter* p : b.params) {

@@ -7,6 +7,9 @@
 //     are grouped into buckets in the order the backward pass finishes them, and each bucket's
 //     all-reduce starts as soon as its layers are done, overlapping the backward pass of the
 //     layers before them (Communicator::start_all_reduce runs it on a communication thread).
+// The communicator may hold host memory (MPI: gradients of a device backend are staged through
+// host buffers) or device memory (NCCL with the CUDA backend: gradients are scaled, packed and
+// reduced on the device, never leaving it).
 #pragma once
 
 #include <cstddef>
@@ -15,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backend/device_array.h"
 #include "dist/communicator.h"
 #include "model/network.h"
 
@@ -61,16 +65,19 @@ class GradientReducer {
     size_t floats = 0;
     size_t pending = 0;  // parameters not yet final this step
     bool started = false;
-    std::vector<float> staging;  // packed parameters (or a host copy of a device gradient)
+    std::vector<float> staging;         // packed parameters (or a host copy of a device gradient)
+    DeviceArray<float> device_staging;  // packed parameters, with a Device communicator
     std::unique_ptr<PendingOp> op;
   };
   void start(Bucket& b);
+  void start_on_device(Bucket& b);
   void unpack(Bucket& b);
 
   Network& net_;
   Communicator& comm_;
   Backend& backend_;
-  bool host_memory_;  // gradients can be handed to the communicator as they are
+  bool host_memory_;    // host gradients can be handed to the communicator as they are
+  bool device_memory_;  // a Device communicator (on the backend's device): gradients stay there
   bool overlap_;
   float weight_ = 1.0f;
   std::vector<Bucket> buckets_;

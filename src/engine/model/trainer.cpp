@@ -10,6 +10,7 @@
 
 #include "backend/math/loss_sums.h"
 #include "core/error.h"
+#include "dist/device_placement.h"
 #include "model_io/network_file.h"
 
 namespace nn {
@@ -106,8 +107,16 @@ Trainer::Trainer(Network& net, const BoundData& data, TrainOptions options, LogS
   // those apart from asynchronous all-reduces, so with split layers the data-parallel gradients
   // are reduced after the backward pass.
   if (model_parallel_) options_.reduction.overlap = false;
-  if (comm_->size() > 1)
-    reducer_ = std::make_unique<GradientReducer>(net_, *comm_, options_.reduction);
+  if (comm_->size() > 1) {
+    // Gradients live in the backend's memory: with the CUDA backend they are reduced by NCCL
+    // on the device (dist/device_placement.h); host-side collectives stay on comm_.
+    std::string why;
+    backend_comm_ = make_backend_communicator(net_.backend(), *comm_, &why);
+    placement_ = describe_placement(*comm_, net_.backend(), backend_comm_.get());
+    if (!placement_.empty()) placement_.push_back("gradient communicator: " + why);
+    reducer_ = std::make_unique<GradientReducer>(net_, backend_comm_ ? *backend_comm_ : *comm_,
+                                                 options_.reduction);
+  }
   for (const LayerSpec& l : net_.spec().layers) has_batch_norm_ |= l.batch_normalization;
 }
 
@@ -174,10 +183,12 @@ std::vector<EpochReport> Trainer::run() {
   log_("training: " + std::to_string(data_.examples) + " examples, minibatch " +
        std::to_string(options_.minibatch) + ", " + std::to_string(parameters + split_parameters) +
        " parameters, " + describe(options_.optimizer) + ", backend " + net_.backend().name());
+  for (const std::string& line : placement_) log_(line);
   if (reducer_ && reducer_->buckets() > 0)
     log_(format("data parallel: %d ranks (%s), each takes its slice of every minibatch of %u; "
                 "gradients %.1f MB per step in %zu buckets, %s the backward pass",
-                comm_->size(), comm_->name().c_str(), options_.minibatch,
+                comm_->size(), (backend_comm_ ? backend_comm_.get() : comm_)->name().c_str(),
+                options_.minibatch,
                 double(reducer_->bytes_per_step()) / 1e6, reducer_->buckets(),
                 reducer_->overlapping() ? "reduced during" : "reduced after"));
   if (model_parallel_)

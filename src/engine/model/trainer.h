@@ -129,7 +129,11 @@ class Trainer {
   OutputLosses losses_;
   uint64_t epoch_ = 0, step_ = 0;
   Rng shuffle_rng_;
-  std::unique_ptr<GradientReducer> reducer_;  // data parallel only
+  // Data parallel only: the communicator for the backend's gradient buffers (NCCL with the CUDA
+  // backend; null: comm_ itself, through host staging) and the reducer using it.
+  std::unique_ptr<Communicator> backend_comm_;
+  std::vector<std::string> placement_;  // one line per rank (rank 0), logged by run()
+  std::unique_ptr<GradientReducer> reducer_;
   // Training-loss accumulator in the backend's memory (math::LossSumSlot layout), read back once
   // per reporting interval; reg_sums_: the regularisation loss (unsplit, split parameters).
   DeviceArray<double> loss_sums_, reg_sums_;

@@ -7,6 +7,7 @@
 #include "common/cli_support.h"
 #include "common/stdin_spool.h"
 #include "config/parse.h"
+#include "dist/device_placement.h"
 #include "nn-predict/layer_dump.h"
 #include "nn-predict/output_file.h"
 #include "nn-predict/predict_job.h"
@@ -78,7 +79,9 @@ int run(int argc, char** argv) {
       "cpu, cuda or auto (default auto: cuda when this build has it and the device is usable; "
       "a CDL Backend key is used when the flag is absent)");
   auto* device_opt =
-      app.add_option("--device", job.device, "CUDA device index (default 0, or the CDL Device key)")
+      app.add_option("--device", job.device,
+                     "CUDA device index (default: the CDL Device key, else the node-local "
+                     "MPI rank modulo the GPUs of the host: 0 for a single process)")
           ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", job.threads,
                  "CPU threads (default: the CPUs this process may use, shared among the ranks "
@@ -89,6 +92,9 @@ int run(int argc, char** argv) {
   int status = 0;
   if (parse_or_exit(app, rewrite_single_dash(argc, argv, {}), status)) return status;
 
+  // One process per GPU: without --device (or a CDL Device key, applied below) a rank takes
+  // the device of its node-local rank (dist/device_placement.h).
+  if (device_opt->count() == 0) job.device = default_device();
   std::vector<std::string> overrides;
   if (!cdl.empty()) {
     if (!job.network.empty() || !job.text_input.empty())

@@ -19,6 +19,7 @@
 #include "core/nearest_name.h"
 #include "data/netcdf_dataset.h"
 #include "data/text_examples.h"
+#include "dist/device_placement.h"
 #include "dist/process.h"
 #include "model/binding.h"
 #include "model/classifier_report.h"
@@ -199,6 +200,9 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
   std::string note;
   auto backend = make_backend_for(spec, job.backend, job.threads, job.device, &note);
   if (!note.empty()) log(note);
+  // Which device each rank scores on (one process per GPU), printed by rank 0; collective.
+  if (comm->size() > 1)
+    for (const std::string& line : describe_placement(*comm, *backend, nullptr)) log(line);
   const std::shared_ptr<api::Model> model = api::Model::Impl::create(
       std::move(backend), spec, bound.sparse_inputs(), &file, 0, parallel);
   Network& net = *model->impl().net;

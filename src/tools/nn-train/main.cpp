@@ -9,6 +9,7 @@
 #include "common/cli_support.h"
 #include "config/parse.h"
 #include "core/error.h"
+#include "dist/device_placement.h"
 #include "dist/process.h"
 #include "api/train_setup.h"
 #include "nn-train/train_job.h"
@@ -163,7 +164,9 @@ int run(int argc, char** argv) {
       "cpu, cuda or auto (default auto: cuda when this build has it and the device is usable; "
       "a CDL Backend key is used when the flag is absent)");
   auto* device_opt =
-      app.add_option("--device", device, "CUDA device index (default 0, or the CDL Device key)")
+      app.add_option("--device", device,
+                     "CUDA device index (default: the CDL Device key, else the node-local "
+                     "MPI rank modulo the GPUs of the host: 0 for a single process)")
           ->check(CLI::NonNegativeNumber);
   app.add_option("--threads", threads,
                  "CPU threads (default: the CPUs this process may use, shared among the ranks "
@@ -181,7 +184,9 @@ int run(int argc, char** argv) {
   std::vector<std::string> overrides;
   bool seed_chosen = false;
   job.backend = backend;
-  job.device = device;
+  // One process per GPU: without --device (or a CDL Device key, applied below) a rank takes
+  // the device of its node-local rank (dist/device_placement.h).
+  job.device = device_opt->count() ? device : default_device();
   // Under mpirun the ranks on a host share its CPUs (dist/process.h).
   job.threads = threads > 0 ? threads : default_thread_count();
   job.resume = resume;
