@@ -186,6 +186,16 @@ inner() {
 
   mount | grep -F " $root" | sed 's/^/  mounted: /'
 
+  # pip in the root reaches the package index the way the host's pip does: the CA bundle the
+  # host's pip trusts (PIP_CERT, or pip's configured global.cert; where a TLS-inspecting proxy's
+  # certificate lives) is copied in and named in the root's /etc/pip.conf.
+  local host_ca=${PIP_CERT:-$(python3 -m pip config get global.cert 2>/dev/null || true)}
+  if [ -n "$host_ca" ] && [ -f "$host_ca" ]; then
+    cp "$host_ca" "$root/etc/nn-host-ca.crt"
+    printf '[global]\ncert = /etc/nn-host-ca.crt\n' >"$root/etc/pip.conf"
+    note "pip in the root trusts the host's CA bundle ($host_ca)"
+  fi
+
   local step cmd start status all=0
   for step in 1 2 3; do
     case $step in
