@@ -189,7 +189,7 @@ inner() {
   # pip in the root reaches the package index the way the host's pip does: the CA bundle the
   # host's pip trusts (PIP_CERT, or pip's configured global.cert; where a TLS-inspecting proxy's
   # certificate lives) is copied in and named in the root's /etc/pip.conf.
-  local host_ca=${PIP_CERT:-$(python3 -m pip config get global.cert 2>/dev/null || true)}
+  local host_ca=${PIP_CERT:-$(python3 -m pip config --global get global.cert 2>/dev/null || true)}
   if [ -n "$host_ca" ] && [ -f "$host_ca" ]; then
     cp "$host_ca" "$root/etc/nn-host-ca.crt"
     printf '[global]\ncert = /etc/nn-host-ca.crt\n' >"$root/etc/pip.conf"
