@@ -1,4 +1,4 @@
-// CUDA runtime and cuBLAS statuses turned into BackendError (see cuda_check.h).
+// CUDA runtime, cuBLAS and cuDNN statuses turned into BackendError (see cuda_check.h).
 #include <string>
 
 #include "backend/cuda/cuda_check.h"
@@ -52,6 +52,13 @@ void throw_cuda_error(cudaError_t status, const char* call, const char* file, in
 
 void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
   throw BackendError(where(file, line) + call + ": " + cublas_status_name(status) + " (code " +
+                     std::to_string(int(status)) + ")");
+}
+
+void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file, int line) {
+  // cudnnGetErrorString names the status (CUDNN_STATUS_BAD_PARAM, ...); cudnnGetLastErrorString
+  // would add cuDNN's own explanation but is global state shared with other threads.
+  throw BackendError(where(file, line) + call + ": " + cudnnGetErrorString(status) + " (code " +
                      std::to_string(int(status)) + ")");
 }
 
