@@ -11,8 +11,8 @@
 
 namespace nn {
 
-// The first feature of `spec` the CUDA backend cannot run yet ("Convolutional layer 'C1'",
-// "BatchNormalization on layer 'H1'", ...), or "" when it runs every part of it.
+// The first feature of `spec` the CUDA backend cannot run yet ("Cosine Pooling layer 'P1'"), or
+// "" when it runs every part of it.
 std::string cuda_unsupported_feature(const NetworkSpec& spec);
 
 // make_backend for `spec`: as make_backend(name, threads, device), except that "auto" picks the
