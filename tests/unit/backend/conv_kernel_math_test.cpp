@@ -269,5 +269,57 @@ TEST(HostKernelMath, BatchNormInferenceBackwardMatchesCpu) {
   }
 }
 
+TEST(HostKernelMath, BatchNormWithOneValuePerChannelMatchesCpu) {
+  // rows x spatial = 1: the CUDA backend's own kernels instead of cuDNN (whose running variance
+  // would divide by n - 1 = 0).
+  CpuBackend cpu(1);
+  Rng rng(10);
+  BatchNormParams p;
+  p.rows = 1;
+  p.channels = 37;
+  p.spatial = 1;
+  p.epsilon = 1e-5f;
+  p.momentum = 0.1f;
+  const uint32_t C = p.channels;
+  const std::vector<float> x = test::uniform(C, rng, -2.0, 2.0), dy = test::uniform(C, rng, -1, 1),
+                           scale = test::uniform(C, rng, 0.5, 1.5),
+                           bias = test::uniform(C, rng, -1.0, 1.0),
+                           rmean = test::uniform(C, rng, -0.5, 0.5),
+                           rvar = test::uniform(C, rng, 0.5, 2.0);
+  std::vector<float> y(C), rm = rmean, rv = rvar, sm(C), si(C);
+  cpu.batch_norm_forward_training(p, x.data(), y.data(), scale.data(), bias.data(), rm.data(),
+                                  rv.data(), sm.data(), si.data());
+  std::vector<float> gy(C), grm(C), grv(C), gsm(C), gsi(C);
+  for (uint32_t c = 0; c < C; ++c) {
+    const math::BnSingle r =
+        math::bn_single_forward(x[c], scale[c], bias[c], rmean[c], rvar[c], p.epsilon, p.momentum);
+    gy[c] = r.y;
+    gsm[c] = r.save_mean;
+    gsi[c] = r.save_inv_std;
+    grm[c] = r.running_mean;
+    grv[c] = r.running_var;
+  }
+  EXPECT_TRUE(bitwise_equal(gy, y));
+  EXPECT_TRUE(bitwise_equal(gsm, sm));
+  EXPECT_TRUE(bitwise_equal(gsi, si));
+  EXPECT_TRUE(bitwise_equal(grm, rm));
+  EXPECT_TRUE(bitwise_equal(grv, rv));
+
+  std::vector<float> dx(C), ds(C), db(C);
+  cpu.batch_norm_backward(p, x.data(), dy.data(), scale.data(), sm.data(), si.data(), 0.5f,
+                          dx.data(), ds.data(), db.data());
+  std::vector<float> gdx(C), gds(C), gdb(C);
+  for (uint32_t c = 0; c < C; ++c) {
+    const math::BnSingleGrad r =
+        math::bn_single_backward(x[c], dy[c], scale[c], sm[c], si[c], 0.5f);
+    gdx[c] = r.dx;
+    gds[c] = r.dscale;
+    gdb[c] = r.dbias;
+  }
+  EXPECT_TRUE(bitwise_equal(gdx, dx));
+  EXPECT_TRUE(bitwise_equal(gds, ds));
+  EXPECT_TRUE(bitwise_equal(gdb, db));
+}
+
 }  // namespace
 }  // namespace nn

@@ -239,7 +239,7 @@ TEST_F(CudaConvParity, LocalResponseNormalisation) {
 TEST_F(CudaConvParity, BatchNormalisationAllOperations) {
   for (uint32_t spatial : {1u, 49u}) {
     for (uint32_t channels : {1u, 5u, 33u}) {
-      for (uint32_t rows : {2u, 16u, 37u}) {
+      for (uint32_t rows : {1u, 2u, 16u, 37u}) {  // 1 x 1: one value per channel
         BatchNormParams p;
         p.rows = rows;
         p.channels = channels;

@@ -7,9 +7,10 @@
 // cuDNN's conventions are the Backend's (kernel_params.h): running = (1 - factor) * running +
 // factor * batch with factor = momentum, the running variance from the UNBIASED batch variance,
 // the saved statistics the batch mean and 1 / sqrt(var + eps), parameter gradients written
-// with alpha and beta 0 (overwritten, scaled by alpha). One difference remains: with a single
-// value per channel (rows * spatial == 1) the CPU keeps the biased variance (0) for the running
-// update where cuDNN divides by n - 1 = 0.
+// with alpha and beta 0 (overwritten, scaled by alpha). One difference: with a single value per
+// channel (rows * spatial == 1, e.g. a last batch of one example) the CPU updates the running
+// variance with the biased variance 0 where cuDNN would divide by n - 1 = 0; that case runs
+// own kernels, one thread per channel (math/batch_norm_math.h).
 //
 // The Backend allows y to alias x and dx to alias dy; cuDNN does not promise in-place
 // operation, so aliased calls go through a scratch buffer and a copy.
@@ -63,6 +64,37 @@ __global__ void bn_backward_inference_kernel(BatchNormParams p, const float* x, 
   }
 }
 
+// rows * spatial == 1: channel c's single value is x[c].
+__global__ void bn_single_forward_kernel(BatchNormParams p, const float* x, float* y,
+                                         const float* scale, const float* bias, float* running_mean,
+                                         float* running_var, float* save_mean,
+                                         float* save_inv_std) {
+  for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < p.channels;
+       c += gridDim.x * blockDim.x) {
+    const math::BnSingle r = math::bn_single_forward(x[c], scale[c], bias[c], running_mean[c],
+                                                     running_var[c], p.epsilon, p.momentum);
+    y[c] = r.y;  // x[c] read first: y may alias x
+    save_mean[c] = r.save_mean;
+    save_inv_std[c] = r.save_inv_std;
+    running_mean[c] = r.running_mean;
+    running_var[c] = r.running_var;
+  }
+}
+
+__global__ void bn_single_backward_kernel(BatchNormParams p, const float* x, const float* dy,
+                                          const float* scale, const float* save_mean,
+                                          const float* save_inv_std, float alpha, float* dx,
+                                          float* dscale, float* dbias) {
+  for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < p.channels;
+       c += gridDim.x * blockDim.x) {
+    const math::BnSingleGrad r =
+        math::bn_single_backward(x[c], dy[c], scale[c], save_mean[c], save_inv_std[c], alpha);
+    dx[c] = r.dx;  // dy[c] read first: dx may alias dy
+    dscale[c] = r.dscale;
+    dbias[c] = r.dbias;
+  }
+}
+
 }  // namespace
 
 void CudaBackend::batch_norm_forward_training(const BatchNormParams& p, const float* x, float* y,
@@ -70,6 +102,12 @@ void CudaBackend::batch_norm_forward_training(const BatchNormParams& p, const fl
                                               float* running_mean, float* running_var,
                                               float* save_mean, float* save_inv_std) {
   if (p.rows == 0 || p.channels == 0 || p.spatial == 0) return;
+  if (uint64_t(p.rows) * p.spatial == 1) {
+    bn_single_forward_kernel<<<grid_for(p.channels), kThreads, 0, stream_>>>(
+        p, x, y, scale, bias, running_mean, running_var, save_mean, save_inv_std);
+    NN_CUDA_LAUNCHED("bn_single_forward_kernel");
+    return;
+  }
   const BnCall call(p);
   const size_t n = size_t(p.rows) * p.channels * p.spatial;
   float* out = y == x ? static_cast<float*>(scratch(kSlotA, n * sizeof(float))) : y;
@@ -104,6 +142,12 @@ void CudaBackend::batch_norm_backward(const BatchNormParams& p, const float* x, 
   if (p.rows == 0 || p.spatial == 0) {
     fill(dscale, p.channels, 0.0f);
     fill(dbias, p.channels, 0.0f);
+    return;
+  }
+  if (uint64_t(p.rows) * p.spatial == 1) {
+    bn_single_backward_kernel<<<grid_for(p.channels), kThreads, 0, stream_>>>(
+        p, x, dy, scale, save_mean, save_inv_std, alpha, dx, dscale, dbias);
+    NN_CUDA_LAUNCHED("bn_single_backward_kernel");
     return;
   }
   const BnCall call(p);
