@@ -22,6 +22,17 @@ std::string cuda_unsupported_feature(const NetworkSpec& spec) {
   return "";
 }
 
+std::string cudnn_feature(const NetworkSpec& spec) {
+  for (const LayerSpec& l : spec.layers) {
+    const std::string name = "'" + l.name + "'";
+    if (l.type == LayerType::Convolutional) return "Convolutional layer " + name;
+    if (l.type == LayerType::Pooling && l.pooling == PoolingFunction::LRN)
+      return "LRN Pooling layer " + name;
+    if (l.batch_normalization) return "BatchNormalization on layer " + name;
+  }
+  return "";
+}
+
 std::unique_ptr<Backend> make_backend_for(const NetworkSpec& spec, const std::string& name,
                                           int threads, int device, std::string* note) {
   if (note) note->clear();
@@ -32,6 +43,13 @@ std::unique_ptr<Backend> make_backend_for(const NetworkSpec& spec, const std::st
       if (note)
         *note =
             "backend auto: " + missing + " is not implemented on CUDA yet; using the CPU backend";
+      return make_backend("cpu", threads, device);
+    }
+    const std::string needs = cudnn_feature(spec);
+    std::string why;
+    if (!needs.empty() && !cudnn_loadable(&why)) {
+      if (note)
+        *note = "backend auto: " + needs + " needs cuDNN: " + why + "; using the CPU backend";
       return make_backend("cpu", threads, device);
     }
   }

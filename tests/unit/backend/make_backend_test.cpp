@@ -101,6 +101,22 @@ TEST(BackendChoice, FeaturesTheCudaBackendLacksAreNamed) {
   EXPECT_EQ(cuda_unsupported_feature(s), "");
 }
 
+TEST(BackendChoice, FeaturesThatNeedCudnnAreNamed) {
+  EXPECT_EQ(cudnn_feature(fc_spec()), "");
+  NetworkSpec s = fc_spec();
+  s.layers[1].type = LayerType::Convolutional;
+  EXPECT_EQ(cudnn_feature(s), "Convolutional layer 'H'");
+  s = fc_spec();
+  s.layers[1].batch_normalization = true;
+  EXPECT_EQ(cudnn_feature(s), "BatchNormalization on layer 'H'");
+  s = fc_spec();
+  s.layers[2].type = LayerType::Pooling;
+  s.layers[2].pooling = PoolingFunction::LRN;
+  EXPECT_EQ(cudnn_feature(s), "LRN Pooling layer 'Out'");
+  s.layers[2].pooling = PoolingFunction::Max;  // own kernels
+  EXPECT_EQ(cudnn_feature(s), "");
+}
+
 TEST(BackendChoice, AutoNeverPicksABackendThatCannotRunTheNetwork) {
   NetworkSpec cosine = fc_spec();
   cosine.layers[2].type = LayerType::Pooling;

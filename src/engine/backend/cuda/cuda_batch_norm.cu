@@ -108,14 +108,15 @@ void CudaBackend::batch_norm_forward_training(const BatchNormParams& p, const fl
     NN_CUDA_LAUNCHED("bn_single_forward_kernel");
     return;
   }
+  cuda::Cudnn& dnn = cudnn();
   const BnCall call(p);
   const size_t n = size_t(p.rows) * p.channels * p.spatial;
   float* out = y == x ? static_cast<float*>(scratch(kSlotA, n * sizeof(float))) : y;
   const float one = 1.0f, zero = 0.0f;
-  NN_CUDNN_CALL(cudnnBatchNormalizationForwardTraining(
-      cudnn().handle(), call.mode, &one, &zero, call.x.get(), x, call.x.get(), out,
-      call.param.get(), scale, bias, double(p.momentum), running_mean, running_var,
-      double(p.epsilon), save_mean, save_inv_std));
+  NN_CUDNN_CALL(dnn.api().cudnnBatchNormalizationForwardTraining(
+      dnn.handle(), call.mode, &one, &zero, call.x.get(), x, call.x.get(), out, call.param.get(),
+      scale, bias, double(p.momentum), running_mean, running_var, double(p.epsilon), save_mean,
+      save_inv_std));
   if (out != y) copy(y, out, n * sizeof(float));
 }
 
@@ -124,13 +125,14 @@ void CudaBackend::batch_norm_forward_inference(const BatchNormParams& p, const f
                                                const float* running_mean,
                                                const float* running_var) {
   if (p.rows == 0 || p.channels == 0 || p.spatial == 0) return;
+  cuda::Cudnn& dnn = cudnn();
   const BnCall call(p);
   const size_t n = size_t(p.rows) * p.channels * p.spatial;
   float* out = y == x ? static_cast<float*>(scratch(kSlotA, n * sizeof(float))) : y;
   const float one = 1.0f, zero = 0.0f;
-  NN_CUDNN_CALL(cudnnBatchNormalizationForwardInference(
-      cudnn().handle(), call.mode, &one, &zero, call.x.get(), x, call.x.get(), out,
-      call.param.get(), scale, bias, running_mean, running_var, double(p.epsilon)));
+  NN_CUDNN_CALL(dnn.api().cudnnBatchNormalizationForwardInference(
+      dnn.handle(), call.mode, &one, &zero, call.x.get(), x, call.x.get(), out, call.param.get(),
+      scale, bias, running_mean, running_var, double(p.epsilon)));
   if (out != y) copy(y, out, n * sizeof(float));
 }
 
@@ -150,14 +152,15 @@ void CudaBackend::batch_norm_backward(const BatchNormParams& p, const float* x, 
     NN_CUDA_LAUNCHED("bn_single_backward_kernel");
     return;
   }
+  cuda::Cudnn& dnn = cudnn();
   const BnCall call(p);
   const size_t n = size_t(p.rows) * p.channels * p.spatial;
   float* out = dx == dy ? static_cast<float*>(scratch(kSlotA, n * sizeof(float))) : dx;
   const float one = 1.0f, zero = 0.0f;
-  NN_CUDNN_CALL(cudnnBatchNormalizationBackward(cudnn().handle(), call.mode, &one, &zero, &alpha,
-                                                &zero, call.x.get(), x, call.x.get(), dy,
-                                                call.x.get(), out, call.param.get(), scale, dscale,
-                                                dbias, double(p.epsilon), save_mean, save_inv_std));
+  NN_CUDNN_CALL(dnn.api().cudnnBatchNormalizationBackward(
+      dnn.handle(), call.mode, &one, &zero, &alpha, &zero, call.x.get(), x, call.x.get(), dy,
+      call.x.get(), out, call.param.get(), scale, dscale, dbias, double(p.epsilon), save_mean,
+      save_inv_std));
   if (out != dx) copy(dx, out, n * sizeof(float));
 }
 

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cudnn_support.h"
 #include "core/error.h"
 
 namespace nn::cuda {
@@ -56,10 +57,10 @@ void throw_cublas_error(cublasStatus_t status, const char* call, const char* fil
 }
 
 void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file, int line) {
-  // cudnnGetErrorString names the status (CUDNN_STATUS_BAD_PARAM, ...); cudnnGetLastErrorString
-  // would add cuDNN's own explanation but is global state shared with other threads.
-  throw BackendError(where(file, line) + call + ": " + cudnnGetErrorString(status) + " (code " +
-                     std::to_string(int(status)) + ")");
+  // cudnnGetErrorString names the status (CUDNN_STATUS_BAD_PARAM, ...). A status means cuDNN
+  // was loaded, so cudnn_api() does not throw here.
+  throw BackendError(where(file, line) + call + ": " + cudnn_api().cudnnGetErrorString(status) +
+                     " (code " + std::to_string(int(status)) + ")");
 }
 
 }  // namespace nn::cuda

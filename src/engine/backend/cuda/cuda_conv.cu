@@ -71,11 +71,12 @@ void CudaBackend::conv_forward(const ConvGeometry& g, uint32_t rows, const float
   const float* input = conv_input(*this, plan, rows, g.in_channels, x);
   void* work = plan.forward_bytes ? scratch(kSlotB, plan.forward_bytes) : nullptr;
   const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  NN_CUDNN_CALL(cudnnConvolutionForward(dnn.handle(), &one, plan.x.get(), input, plan.w.get(), w,
-                                        plan.conv.get(), plan.forward, work, plan.forward_bytes,
-                                        &beta, plan.y.get(), y));
+  NN_CUDNN_CALL(dnn.api().cudnnConvolutionForward(
+      dnn.handle(), &one, plan.x.get(), input, plan.w.get(), w, plan.conv.get(), plan.forward, work,
+      plan.forward_bytes, &beta, plan.y.get(), y));
   if (bias)
-    NN_CUDNN_CALL(cudnnAddTensor(dnn.handle(), &one, plan.bias.get(), bias, &one, plan.y.get(), y));
+    NN_CUDNN_CALL(
+        dnn.api().cudnnAddTensor(dnn.handle(), &one, plan.bias.get(), bias, &one, plan.y.get(), y));
 }
 
 void CudaBackend::conv_backward_data(const ConvGeometry& g, uint32_t rows, const float* dy,
@@ -87,14 +88,14 @@ void CudaBackend::conv_backward_data(const ConvGeometry& g, uint32_t rows, const
   void* work = plan.backward_data_bytes ? scratch(kSlotB, plan.backward_data_bytes) : nullptr;
   const float one = 1.0f, zero = 0.0f;
   if (!plan.explicit_pad) {
-    NN_CUDNN_CALL(cudnnConvolutionBackwardData(dnn.handle(), &one, plan.w.get(), w, plan.y.get(),
-                                               dy, plan.conv.get(), plan.backward_data, work,
-                                               plan.backward_data_bytes, &one, plan.x.get(), dx));
+    NN_CUDNN_CALL(dnn.api().cudnnConvolutionBackwardData(
+        dnn.handle(), &one, plan.w.get(), w, plan.y.get(), dy, plan.conv.get(), plan.backward_data,
+        work, plan.backward_data_bytes, &one, plan.x.get(), dx));
     return;
   }
   const uint64_t padded_total = uint64_t(rows) * g.in_channels * math::padded_plane(plan.pad);
   float* padded = static_cast<float*>(scratch(kSlotC, padded_total * sizeof(float)));
-  NN_CUDNN_CALL(cudnnConvolutionBackwardData(
+  NN_CUDNN_CALL(dnn.api().cudnnConvolutionBackwardData(
       dnn.handle(), &one, plan.w.get(), w, plan.y.get(), dy, plan.conv.get(), plan.backward_data,
       work, plan.backward_data_bytes, &zero, plan.x.get(), padded));
   const uint64_t total = uint64_t(rows) * g.in_size();
@@ -115,12 +116,12 @@ void CudaBackend::conv_backward_filter(const ConvGeometry& g, uint32_t rows, con
   const float* input = conv_input(*this, plan, rows, g.in_channels, x);
   void* work = plan.backward_filter_bytes ? scratch(kSlotB, plan.backward_filter_bytes) : nullptr;
   const float zero = 0.0f;
-  NN_CUDNN_CALL(cudnnConvolutionBackwardFilter(
+  NN_CUDNN_CALL(dnn.api().cudnnConvolutionBackwardFilter(
       dnn.handle(), &alpha, plan.x.get(), input, plan.y.get(), dy, plan.conv.get(),
       plan.backward_filter, work, plan.backward_filter_bytes, &zero, plan.w.get(), dw));
   if (dbias)
-    NN_CUDNN_CALL(cudnnConvolutionBackwardBias(dnn.handle(), &alpha, plan.y.get(), dy, &zero,
-                                               plan.bias.get(), dbias));
+    NN_CUDNN_CALL(dnn.api().cudnnConvolutionBackwardBias(dnn.handle(), &alpha, plan.y.get(), dy,
+                                                         &zero, plan.bias.get(), dbias));
 }
 
 }  // namespace nn

@@ -21,7 +21,7 @@ namespace {
 struct LrnCall {
   cuda::LrnDesc lrn;
   cuda::TensorDesc x;
-  LrnCall(const LrnParams& p, uint32_t rows, const char* kernel) {
+  LrnCall(const cuda::CudnnApi& api, const LrnParams& p, uint32_t rows, const char* kernel) {
     NN_CHECK(p.channels >= 1 && p.plane >= 1 && p.n >= 1, kernel);
     if (p.n > CUDNN_LRN_MAX_N || double(p.k) < CUDNN_LRN_MIN_K ||
         double(p.beta) < CUDNN_LRN_MIN_BETA)
@@ -32,7 +32,7 @@ struct LrnCall {
     NN_CHECK(p.plane <= uint64_t(INT32_MAX) &&
                  uint64_t(rows) * p.channels * p.plane <= uint64_t(INT32_MAX),
              std::string(kernel) + ": batch too large for one cuDNN tensor");
-    NN_CUDNN_CALL(cudnnSetLRNDescriptor(lrn.get(), p.n, p.alpha, p.beta, p.k));
+    NN_CUDNN_CALL(api.cudnnSetLRNDescriptor(lrn.get(), p.n, p.alpha, p.beta, p.k));
     x.set({int(rows), int(p.channels), int(p.plane), 1});
   }
 };
@@ -42,26 +42,29 @@ struct LrnCall {
 void CudaBackend::lrn_forward(const LrnParams& p, uint32_t rows, const float* x, bool accumulate,
                               float* y) {
   if (rows == 0) return;
-  const LrnCall call(p, rows, "lrn_forward");
+  cuda::Cudnn& dnn = cudnn();
+  const LrnCall call(dnn.api(), p, rows, "lrn_forward");
   const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  NN_CUDNN_CALL(cudnnLRNCrossChannelForward(cudnn().handle(), call.lrn.get(),
-                                            CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, call.x.get(), x,
-                                            &beta, call.x.get(), y));
+  NN_CUDNN_CALL(dnn.api().cudnnLRNCrossChannelForward(dnn.handle(), call.lrn.get(),
+                                                      CUDNN_LRN_CROSS_CHANNEL_DIM1, &one,
+                                                      call.x.get(), x, &beta, call.x.get(), y));
 }
 
 void CudaBackend::lrn_backward(const LrnParams& p, uint32_t rows, const float* x, const float* dy,
                                float* dx) {
   if (rows == 0) return;
-  const LrnCall call(p, rows, "lrn_backward");
+  cuda::Cudnn& dnn = cudnn();
+  const LrnCall call(dnn.api(), p, rows, "lrn_backward");
   const uint64_t n = uint64_t(rows) * p.channels * p.plane;
   float* y = static_cast<float*>(scratch(kSlotA, n * sizeof(float)));
   const float one = 1.0f, zero = 0.0f;
-  cudnnHandle_t h = cudnn().handle();
-  NN_CUDNN_CALL(cudnnLRNCrossChannelForward(h, call.lrn.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, &one,
-                                            call.x.get(), x, &zero, call.x.get(), y));
-  NN_CUDNN_CALL(cudnnLRNCrossChannelBackward(h, call.lrn.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, &one,
-                                             call.x.get(), y, call.x.get(), dy, call.x.get(), x,
-                                             &one, call.x.get(), dx));
+  cudnnHandle_t h = dnn.handle();
+  NN_CUDNN_CALL(dnn.api().cudnnLRNCrossChannelForward(h, call.lrn.get(),
+                                                      CUDNN_LRN_CROSS_CHANNEL_DIM1, &one,
+                                                      call.x.get(), x, &zero, call.x.get(), y));
+  NN_CUDNN_CALL(dnn.api().cudnnLRNCrossChannelBackward(
+      h, call.lrn.get(), CUDNN_LRN_CROSS_CHANNEL_DIM1, &one, call.x.get(), y, call.x.get(), dy,
+      call.x.get(), x, &one, call.x.get(), dx));
 }
 
 }  // namespace nn

@@ -1,7 +1,16 @@
-// The one place the CUDA backend talks to cuDNN's descriptors: a handle bound to the backend's
-// stream, owning wrappers of the tensor / filter / convolution / LRN descriptors, and the
-// convolution plans (descriptors plus the chosen algorithms and their workspace sizes) cached
-// per (geometry, batch rows). Every status goes through NN_CUDNN_CALL (cuda_check.h).
+// The one place the CUDA backend talks to cuDNN: the library itself, loaded at run time, a
+// handle bound to the backend's stream, owning wrappers of the tensor / filter / convolution /
+// LRN descriptors, and the convolution plans (descriptors plus the chosen algorithms and their
+// workspace sizes) cached per (geometry, batch rows). Every status goes through NN_CUDNN_CALL
+// (cuda_check.h).
+//
+// Run-time loading: cuDNN is opened with dlopen on first use (the NN_CUDNN_LIBRARY environment
+// variable, else libcudnn.so.9 on the loader's path, else the library found at configure time)
+// instead of being linked. Linking would make every program of the suite need cuDNN just to
+// start, on machines where only convolution, LRN or batch norm use it (a GPU machine with the
+// CUDA toolkit but no cuDNN on the library path could not even run the fully connected CUDA
+// tests). Without a loadable cuDNN those operations throw BackendError saying why, and backend
+// auto picks the CPU for networks that need them.
 //
 // cuDNN 9 marks this "legacy" API deprecated in favour of the graph API (its deprecation
 // warnings are off unless CUDNN_WARN_DEPRECATED is defined); it is complete for what the
@@ -17,12 +26,61 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/conv_params.h"
 #include "backend/math/conv_math.h"
 
 namespace nn::cuda {
+
+// Every cuDNN function the backend calls, resolved from the loaded library.
+#define NN_CUDNN_FUNCTIONS(X)                       \
+  X(cudnnGetVersion)                                \
+  X(cudnnGetErrorString)                            \
+  X(cudnnCreate)                                    \
+  X(cudnnDestroy)                                   \
+  X(cudnnSetStream)                                 \
+  X(cudnnCreateTensorDescriptor)                    \
+  X(cudnnDestroyTensorDescriptor)                   \
+  X(cudnnSetTensorNdDescriptor)                     \
+  X(cudnnCreateFilterDescriptor)                    \
+  X(cudnnDestroyFilterDescriptor)                   \
+  X(cudnnSetFilterNdDescriptor)                     \
+  X(cudnnCreateConvolutionDescriptor)               \
+  X(cudnnDestroyConvolutionDescriptor)              \
+  X(cudnnSetConvolutionNdDescriptor)                \
+  X(cudnnSetConvolutionMathType)                    \
+  X(cudnnGetConvolutionNdForwardOutputDim)          \
+  X(cudnnGetConvolutionForwardAlgorithm_v7)         \
+  X(cudnnGetConvolutionForwardWorkspaceSize)        \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7)    \
+  X(cudnnGetConvolutionBackwardDataWorkspaceSize)   \
+  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)  \
+  X(cudnnGetConvolutionBackwardFilterWorkspaceSize) \
+  X(cudnnConvolutionForward)                        \
+  X(cudnnAddTensor)                                 \
+  X(cudnnConvolutionBackwardData)                   \
+  X(cudnnConvolutionBackwardFilter)                 \
+  X(cudnnConvolutionBackwardBias)                   \
+  X(cudnnCreateLRNDescriptor)                       \
+  X(cudnnDestroyLRNDescriptor)                      \
+  X(cudnnSetLRNDescriptor)                          \
+  X(cudnnLRNCrossChannelForward)                    \
+  X(cudnnLRNCrossChannelBackward)                   \
+  X(cudnnBatchNormalizationForwardTraining)         \
+  X(cudnnBatchNormalizationForwardInference)        \
+  X(cudnnBatchNormalizationBackward)
+
+struct CudnnApi {
+#define NN_CUDNN_MEMBER(name) decltype(&::name) name = nullptr;
+  NN_CUDNN_FUNCTIONS(NN_CUDNN_MEMBER)
+#undef NN_CUDNN_MEMBER
+};
+
+// The loaded API (loaded once, on first call); throws BackendError saying why cuDNN cannot be
+// used (not found, a symbol missing, another major version than the headers').
+const CudnnApi& cudnn_api();
 
 class TensorDesc {
  public:
@@ -92,6 +150,13 @@ struct ConvPlan {
   size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;
 };
 
+// Fills the descriptors of `p` for `rows` examples of g (everything but the algorithms, which
+// need a handle and so a device): explicit padding when cuDNN's geometry is not the layer's,
+// and a check that cuDNN's output shape is the layer's (BackendError otherwise). Public so that
+// host tests can check the geometry against the real library without a GPU.
+void describe_convolution(const CudnnApi& api, const ConvGeometry& g, uint32_t rows, bool tf32,
+                          ConvPlan& p);
+
 class Cudnn {
  public:
   Cudnn(cudaStream_t stream, bool tf32);
@@ -100,10 +165,12 @@ class Cudnn {
   Cudnn& operator=(const Cudnn&) = delete;
 
   cudnnHandle_t handle() const { return handle_; }
+  const CudnnApi& api() const { return api_; }
   // The plan for convolving `rows` examples of geometry g (built on first use, then cached).
   const ConvPlan& conv_plan(const ConvGeometry& g, uint32_t rows);
 
  private:
+  const CudnnApi& api_;
   cudnnHandle_t handle_ = nullptr;
   bool tf32_ = false;
   std::map<std::vector<uint32_t>, std::unique_ptr<ConvPlan>> plans_;
