@@ -88,6 +88,24 @@ TEST(CudnnHost, ConvolutionDescriptorsGiveTheLayersOutputShape) {
     }
   }
 }
+
+// cuda_lrn.cu checks cuDNN's LRN limits itself (to say which parameter is out of range); the
+// library must accept every value inside them and refuse the first outside.
+TEST(CudnnHost, LrnDescriptorLimitsAreCudnns) {
+  std::string why;
+  if (!cudnn_loadable(&why)) GTEST_SKIP() << why;
+  const cuda::CudnnApi& api = cuda::cudnn_api();
+  cuda::LrnDesc lrn;
+  for (unsigned n = CUDNN_LRN_MIN_N; n <= CUDNN_LRN_MAX_N; ++n)
+    EXPECT_EQ(api.cudnnSetLRNDescriptor(lrn.get(), n, 1e-4, 0.75, 2.0), CUDNN_STATUS_SUCCESS) << n;
+  EXPECT_EQ(api.cudnnSetLRNDescriptor(lrn.get(), 5, 1e-4, 0.01, 1e-5), CUDNN_STATUS_SUCCESS);
+  EXPECT_NE(api.cudnnSetLRNDescriptor(lrn.get(), CUDNN_LRN_MAX_N + 1, 1e-4, 0.75, 2.0),
+            CUDNN_STATUS_SUCCESS);
+  EXPECT_NE(api.cudnnSetLRNDescriptor(lrn.get(), 5, 1e-4, 0.75, 1e-6), CUDNN_STATUS_SUCCESS);
+  // The [rows][channels][plane][1] view of an LRN or batch-norm batch is a valid tensor.
+  cuda::TensorDesc x;
+  EXPECT_NO_THROW(x.set({3, 37, 784, 1}));
+}
 #endif
 
 }  // namespace
