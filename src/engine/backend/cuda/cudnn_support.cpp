@@ -129,7 +129,9 @@ std::vector<int> tensor_dims(uint32_t n, uint32_t c, const uint32_t* extent, uin
 namespace {
 
 // The heuristics' choice: deterministic with allowed math first, then allowed math, then the
-// first that runs at all (cuDNN lists them fastest first).
+// first that runs at all (cuDNN lists them fastest first). Without TF32, algorithms ranked for
+// tensor-op math are not allowed (the descriptor's FMA math is what runs, so DEFAULT-math
+// entries are fine).
 template <typename Perf>
 const Perf* choose(const Perf* perf, int count, bool tf32) {
   const Perf* allowed = nullptr;
@@ -138,7 +140,8 @@ const Perf* choose(const Perf* perf, int count, bool tf32) {
     const Perf& p = perf[i];
     if (p.status != CUDNN_STATUS_SUCCESS) continue;
     if (!any) any = &p;
-    const bool math_ok = tf32 || p.mathType == CUDNN_FMA_MATH;
+    const bool math_ok = tf32 || (p.mathType != CUDNN_TENSOR_OP_MATH &&
+                                  p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
     if (!math_ok) continue;
     if (p.determinism == CUDNN_DETERMINISTIC) return &p;
     if (!allowed) allowed = &p;
