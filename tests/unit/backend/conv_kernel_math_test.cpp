@@ -8,7 +8,9 @@
 //    the filter gradient; the data gradient, cropped back, within rounding);
 //  * pooling: the per-output forward and the per-input gathering backward, bit for bit,
 //    including ties (the first largest input gets the gradient) and windows in the padding;
-//  * batch norm: the backward of the inference forward (dx bit for bit, sums within rounding).
+//  * batch norm: the backward of the inference forward (dx bit for bit, sums within rounding),
+//    and training with one value per channel (bit for bit);
+//  * LRN outside cuDNN's limits: forward and backward within rounding.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -18,6 +20,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/math/batch_norm_math.h"
 #include "backend/math/conv_math.h"
+#include "backend/math/lrn_math.h"
 #include "backend/math/pool_math.h"
 #include "backend_test_util.h"
 #include "core/random.h"
@@ -266,6 +269,52 @@ TEST(HostKernelMath, BatchNormInferenceBackwardMatchesCpu) {
           test::all_near(gs, std::vector<double>(dscale.begin(), dscale.end()), 1e-5, 1e-5));
       EXPECT_TRUE(test::all_near(gb, std::vector<double>(dbias.begin(), dbias.end()), 1e-5, 1e-5));
     }
+  }
+}
+
+TEST(HostKernelMath, LrnFallbackMatchesCpu) {
+  CpuBackend cpu(2);
+  Rng rng(12);
+  struct Case {
+    uint32_t channels, n;
+    uint64_t plane;
+    float k, beta;
+  };
+  const Case cases[] = {{37, 17, 31, 2.0f, 0.75f},  // n above cuDNN's 16
+                        {5, 32, 7, 1.0f, 0.75f},    // window wider than the channels
+                        {16, 5, 49, 1e-6f, 0.75f},  // k below cuDNN's 1e-5
+                        {9, 4, 13, 2.0f, 0.005f},   // beta below cuDNN's 0.01
+                        {1, 1, 100, 1.0f, 0.5f}};
+  for (const Case& c : cases) {
+    LrnParams p;
+    p.channels = c.channels;
+    p.n = c.n;
+    p.plane = c.plane;
+    p.k = c.k;
+    p.alpha = 0.3f;
+    p.beta = c.beta;
+    SCOPED_TRACE(std::to_string(c.channels) + " channels, n " + std::to_string(c.n));
+    const uint32_t rows = 3;
+    const size_t total = size_t(rows) * c.channels * c.plane;
+    const std::vector<float> x = test::uniform(total, rng, 0.1, 2.0),  // no zero s when k ~ 0
+        dy = test::uniform(total, rng, -1.0, 1.0), base = test::uniform(total, rng, -1.0, 1.0);
+    const math::LrnShape s = math::lrn_shape_of(p);
+    for (bool accumulate : {false, true}) {
+      std::vector<float> want = base, got = base;
+      cpu.lrn_forward(p, rows, x.data(), accumulate, want.data());
+      for (uint64_t i = 0; i < total; ++i) {
+        const float v = math::lrn_value(s, x[i], math::lrn_scale(s, x.data(), i));
+        got[i] = accumulate ? got[i] + v : v;
+      }
+      EXPECT_TRUE(test::all_near(got, std::vector<double>(want.begin(), want.end()), 1e-6, 1e-5));
+    }
+    std::vector<float> want = base, got = base, f(total), t(total);
+    cpu.lrn_backward(p, rows, x.data(), dy.data(), want.data());
+    for (uint64_t i = 0; i < total; ++i)
+      math::lrn_terms(s, x[i], dy[i], math::lrn_scale(s, x.data(), i), f[i], t[i]);
+    for (uint64_t i = 0; i < total; ++i)
+      got[i] = math::lrn_dx(s, x.data(), dy.data(), f.data(), t.data(), i, got[i]);
+    EXPECT_TRUE(test::all_near(got, std::vector<double>(want.begin(), want.end()), 1e-6, 1e-5));
   }
 }
 

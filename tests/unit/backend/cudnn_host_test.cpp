@@ -89,8 +89,8 @@ TEST(CudnnHost, ConvolutionDescriptorsGiveTheLayersOutputShape) {
   }
 }
 
-// cuda_lrn.cu checks cuDNN's LRN limits itself (to say which parameter is out of range); the
-// library must accept every value inside them and refuse the first outside.
+// cuda_lrn.cu checks cuDNN's LRN limits itself (parameters outside them run its own kernels);
+// the library must accept every value inside them and refuse the first outside.
 TEST(CudnnHost, LrnDescriptorLimitsAreCudnns) {
   std::string why;
   if (!cudnn_loadable(&why)) GTEST_SKIP() << why;

@@ -1,10 +1,10 @@
-// CUDA parity tests (CTest label `cuda`) of convolution (cuDNN), pooling (own kernels), LRN and
-// batch normalisation (cuDNN): each operation on both backends with the same inputs, on shapes
-// with awkward sizes, odd and even kernels (even ones at stride 1 with DSSTNE's output extents,
-// which the CUDA backend gets by explicit padding), strides 1 and 2, padding, windows in the
-// padding only, accumulate on and off, aliased in-place batch norm, compared with tolerances
-// (pooling bit for bit where it cannot round differently). Every test skips with a message when
-// no CUDA device is usable; scripts/gpu-check.sh runs them on a GPU.
+// CUDA parity tests (CTest label `cuda`) of convolution (cuDNN), pooling (own kernels), LRN
+// (cuDNN, own kernels outside cuDNN's parameter limits) and batch normalisation (cuDNN): each
+// operation on both backends with the same inputs, on shapes with awkward sizes, odd and even
+// kernels (even ones at stride 1 with DSSTNE's output extents, which the CUDA backend gets by
+// explicit padding), strides 1 and 2, padding, windows in the padding only, accumulate on and
+// off, aliased in-place batch norm, compared with tolerances. Every test skips with a message
+// when no CUDA device is usable; scripts/gpu-check.sh runs them on a GPU.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -200,23 +200,31 @@ TEST_F(CudaConvParity, PoolingMaxAndAverage) {
 }
 
 TEST_F(CudaConvParity, LocalResponseNormalisation) {
+  struct Params {
+    uint32_t n;
+    float k, beta;
+  };
+  // cuDNN's range, then beyond it (the backend's own kernels): n > 16, k < 1e-5, beta < 0.01.
+  const Params params[] = {{1, 1.5f, 0.75f},  {2, 1.5f, 0.75f},  {5, 1.5f, 0.75f},
+                           {16, 1.5f, 0.75f}, {17, 1.5f, 0.75f}, {40, 2.0f, 0.75f},
+                           {5, 1e-6f, 0.75f}, {4, 2.0f, 0.005f}};
   for (uint32_t channels : {1u, 3u, 16u, 37u}) {
-    for (uint32_t n : {1u, 2u, 5u, 16u}) {
+    for (const Params& q : params) {
       for (uint64_t plane : {uint64_t(1), uint64_t(31), uint64_t(784)}) {
         LrnParams p;
         p.channels = channels;
         p.plane = plane;
-        p.n = n;
-        p.k = 1.5f;
+        p.n = q.n;
+        p.k = q.k;
         p.alpha = 0.3f;  // large enough that the normalisation matters
-        p.beta = 0.75f;
+        p.beta = q.beta;
         const uint32_t rows = 3;
-        SCOPED_TRACE(std::to_string(channels) + " channels, n " + std::to_string(n) + ", plane " +
+        SCOPED_TRACE(std::to_string(channels) + " channels, n " + std::to_string(q.n) + ", k " +
+                     std::to_string(q.k) + ", beta " + std::to_string(q.beta) + ", plane " +
                      std::to_string(plane));
         const size_t size = size_t(rows) * channels * plane;
-        const std::vector<float> x = test::uniform(size, rng_, -2, 2),
-                                 y0 = test::uniform(size, rng_, -1, 1),
-                                 dy = test::uniform(size, rng_, -1, 1),
+        const std::vector<float> x = test::uniform(size, rng_, 0.1, 2),  // k ~ 0 needs x != 0
+            y0 = test::uniform(size, rng_, -1, 1), dy = test::uniform(size, rng_, -1, 1),
                                  dx0 = test::uniform(size, rng_, -1, 1);
         auto gx = on(*gpu_, x), gdy = on(*gpu_, dy);
         for (bool accumulate : {false, true}) {
