@@ -71,6 +71,7 @@ std::vector<ConvGeometry> conv_shapes() {
       dsstne(2, {3, 2, 1}, {5, 4, 1}, {1, 1, 1}, 2, 3),   // kernel larger than the input
       dsstne(2, {3, 3, 1}, {5, 5, 1}, {2, 2, 1}, 1, 1),   // ... at stride 2
       dsstne(2, {6, 6, 1}, {1, 1, 1}, {1, 1, 1}, 4, 3),   // 1x1
+      dsstne(2, {6, 5, 3}, {2, 3, 1}, {1, 1, 1}, 2, 2),   // 2-D over 3 z slices
   };
 }
 

@@ -70,6 +70,8 @@ TEST(CudnnHost, ConvolutionDescriptorsGiveTheLayersOutputShape) {
       {dsstne(3, {9, 7, 5}, {3, 2, 3}, {1, 1, 1}, 2, 3), true},
       {dsstne(2, {3, 4, 1}, {5, 5, 1}, {1, 1, 1}, 2, 2), true},  // y: 4 + 2 - 5 + 1 = 2 != 1
       {dsstne(2, {12, 10, 1}, {1, 1, 1}, {1, 1, 1}, 16, 9), false},
+      {dsstne(2, {12, 10, 3}, {2, 3, 1}, {1, 1, 1}, 2, 4), true},  // z extent 3, kernel 1 on z
+      {dsstne(1, {20, 4, 1}, {3, 1, 1}, {2, 1, 1}, 2, 2), false},  // 1-D over 4 rows of y
   };
   try {  // descriptors that needed a device would fail here rather than wrongly succeed
     cuda::ConvPlan probe;

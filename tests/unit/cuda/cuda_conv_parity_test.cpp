@@ -91,6 +91,7 @@ TEST_F(CudaConvParity, ConvolutionForwardAndBackward) {
       geometry(3, {9, 7, 5}, {3, 2, 3}, {1, 1, 1}, 2, 3, false),     // 3-D
       geometry(2, {3, 4, 1}, {5, 5, 1}, {1, 1, 1}, 2, 2, false),     // kernel > input
       geometry(2, {12, 10, 1}, {1, 1, 1}, {1, 1, 1}, 16, 9, false),  // 1x1
+      geometry(2, {12, 10, 3}, {2, 3, 1}, {1, 1, 1}, 2, 4, false),   // 2-D over 3 z slices
       geometry(2, {15, 14, 1}, {3, 3, 1}, {2, 2, 1}, 3, 4, true, {1, 1, 0}),  // cuDNN's rule
   };
   for (const ConvGeometry& g : shapes) {

@@ -46,7 +46,8 @@ void check_geometry(const ConvGeometry& g, const char* kernel) {
       NN_CHECK(g.kernel[d] == 1 && g.stride[d] == 1 && g.pad[d] == 0 && g.in[d] == g.out[d],
                kernel);
   }
-  // A 1-D geometry becomes a 2-D one with y extent 1; 2-D drops z (tensor_dims).
+  // A 1-D geometry becomes a 2-D one with y extent 1; 2-D drops z when its extent is 1
+  // (describe_convolution).
 }
 
 // The input as cuDNN sees it: x itself, or its zero-padded copy in scratch slot A.

@@ -166,11 +166,14 @@ void describe_convolution(const CudnnApi& api, const ConvGeometry& g, uint32_t r
   p.pad = math::pad_shape_of(g);
   const uint32_t* x_extent = p.explicit_pad ? p.pad.padded : g.in.data();
   const uint32_t ones[3] = {1, 1, 1};
-  p.x.set(tensor_dims(rows, g.in_channels, x_extent, g.dims));
-  p.y.set(tensor_dims(rows, g.out_channels, g.out.data(), g.dims));
-  p.bias.set(tensor_dims(1, g.out_channels, ones, g.dims));
+  // 4-D tensors unless a z axis is in use (an unused axis may still have extent > 1 with a
+  // kernel of 1: it is then a batch-like axis cuDNN must see).
+  const uint32_t dims = g.dims == 3 || g.in[2] > 1 || g.out[2] > 1 ? 3 : 2;
+  p.x.set(tensor_dims(rows, g.in_channels, x_extent, dims));
+  p.y.set(tensor_dims(rows, g.out_channels, g.out.data(), dims));
+  p.bias.set(tensor_dims(1, g.out_channels, ones, dims));
   std::vector<int> w_dims = {int(g.out_channels), int(g.in_channels)};
-  const int spatial = g.dims <= 2 ? 2 : 3;
+  const int spatial = int(dims);
   std::vector<int> pad(spatial), stride(spatial), dilation(spatial, 1);
   for (int i = 0; i < spatial; ++i) {
     const int d = spatial - 1 - i;  // cuDNN lists the outermost spatial axis first
@@ -189,7 +192,7 @@ void describe_convolution(const CudnnApi& api, const ConvGeometry& g, uint32_t r
   std::vector<int> out(w_dims.size());
   NN_CUDNN_CALL(api.cudnnGetConvolutionNdForwardOutputDim(p.conv.get(), p.x.get(), p.w.get(),
                                                           int(out.size()), out.data()));
-  const std::vector<int> want = tensor_dims(rows, g.out_channels, g.out.data(), g.dims);
+  const std::vector<int> want = tensor_dims(rows, g.out_channels, g.out.data(), dims);
   if (out != want)
     throw BackendError("cuDNN convolution: output shape differs from the layer's for " +
                        describe(g, rows));
