@@ -13,6 +13,9 @@
 #   NN_CUDA_ARCH   CUDA architectures (default 90: H100/H200)
 #   NN_BENCH_BATCHES  timed batches per benchmark shape (default 50)
 #   NN_DEVICE      CUDA device index (default 0)
+#   NN_CUDNN_LIBRARY  path of libcudnn.so.9 (cuDNN is loaded at run time, for convolution, LRN
+#                  and batch norm); when unset and the loader cannot find it, the cuDNN of the
+#                  PyTorch wheels (python package nvidia.cudnn) is used if present
 # Exit status: 0 when every step passed, 1 otherwise (the report says which step failed).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,6 +58,14 @@ fi
 cuda_tests=$build/tests/nn_cuda_tests
 [ -x "$cuda_tests" ] || { step_failed "$cuda_tests missing (a build without CUDA?)"; exit 1; }
 
+# cuDNN is dlopen'ed by the backend (backend/cuda/cudnn_support.h); without it the convolution,
+# LRN and batch-norm parity tests fail with "cuDNN cannot be loaded".
+if [ -z "${NN_CUDNN_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcudnn.so.9 '; then
+  wheel=$(python3 -c 'import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], "lib", "libcudnn.so.9"))' 2>/dev/null || true)
+  [ -n "$wheel" ] && [ -f "$wheel" ] && export NN_CUDNN_LIBRARY=$wheel
+fi
+say "cuDNN: ${NN_CUDNN_LIBRARY:-libcudnn.so.9 on the library path}"
+
 # ---- 2. CUDA parity tests ---------------------------------------------------------------------
 say "## 2. CUDA-labelled tests (CUDA backend vs CPU backend)"
 "$cuda_tests" > "$work/cuda-tests.log" 2>&1 || step_failed "cuda tests"
@@ -80,7 +91,7 @@ fi
 ctest --test-dir "$build" -L cuda > "$work/ctest.log" 2>&1 || step_failed "ctest -L cuda"
 tail -3 "$work/ctest.log" | block
 # The host tests of the kernels' arithmetic and the device probe, for completeness.
-"$build/tests/nn_backend_tests" --gtest_filter='HostKernelMath.*:CudaProbe.*:MakeBackend.*' \
+"$build/tests/nn_backend_tests" --gtest_filter='HostKernelMath.*:CudaProbe.*:MakeBackend.*:CudnnHost.*' \
   > "$work/host.log" 2>&1 || step_failed "host kernel-math tests"
 tail -5 "$work/host.log" | block
 

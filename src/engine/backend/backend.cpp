@@ -59,6 +59,10 @@ std::string cuda_device_summary() {
 bool cuda_smoke_test() noexcept {
   return false;
 }
+bool cudnn_loadable(std::string* why) noexcept {
+  if (why) *why = "this build has no CUDA support";
+  return false;
+}
 #endif
 
 }  // namespace nn

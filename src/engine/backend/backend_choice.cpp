@@ -6,16 +6,28 @@
 
 #include "backend/cuda/device_probe.h"
 
-// Keep in step with backend/cuda/cuda_unimplemented.cpp: Pooling layers cover pooling, LRN
-// and similarity pooling (DotProduct, Cosine); everything else has CUDA kernels.
+// Keep in step with backend/cuda/cuda_unimplemented.cpp: similarity pooling (DotProduct and
+// Cosine Pooling layers) is the one kernel family the CUDA backend lacks; convolution, Max /
+// Average pooling, LRN and batch normalisation run on cuDNN or own kernels.
 
 namespace nn {
 
 std::string cuda_unsupported_feature(const NetworkSpec& spec) {
   for (const LayerSpec& l : spec.layers) {
     const std::string name = "'" + l.name + "'";
+    if (l.type == LayerType::Pooling &&
+        (l.pooling == PoolingFunction::DotProduct || l.pooling == PoolingFunction::Cosine))
+      return std::string(to_string(l.pooling)) + " Pooling layer " + name;
+  }
+  return "";
+}
+
+std::string cudnn_feature(const NetworkSpec& spec) {
+  for (const LayerSpec& l : spec.layers) {
+    const std::string name = "'" + l.name + "'";
     if (l.type == LayerType::Convolutional) return "Convolutional layer " + name;
-    if (l.type == LayerType::Pooling) return "Pooling layer " + name;
+    if (l.type == LayerType::Pooling && l.pooling == PoolingFunction::LRN)
+      return "LRN Pooling layer " + name;
     if (l.batch_normalization) return "BatchNormalization on layer " + name;
   }
   return "";
@@ -31,6 +43,13 @@ std::unique_ptr<Backend> make_backend_for(const NetworkSpec& spec, const std::st
       if (note)
         *note =
             "backend auto: " + missing + " is not implemented on CUDA yet; using the CPU backend";
+      return make_backend("cpu", threads, device);
+    }
+    const std::string needs = cudnn_feature(spec);
+    std::string why;
+    if (!needs.empty() && !cudnn_loadable(&why)) {
+      if (note)
+        *note = "backend auto: " + needs + " needs cuDNN: " + why + "; using the CPU backend";
       return make_backend("cpu", threads, device);
     }
   }

@@ -11,13 +11,17 @@
 
 namespace nn {
 
-// The first feature of `spec` the CUDA backend cannot run yet ("Convolutional layer 'C1'",
-// "BatchNormalization on layer 'H1'", ...), or "" when it runs every part of it.
+// The first feature of `spec` the CUDA backend cannot run yet ("Cosine Pooling layer 'P1'"), or
+// "" when it runs every part of it.
 std::string cuda_unsupported_feature(const NetworkSpec& spec);
 
+// The first feature of `spec` that the CUDA backend runs through cuDNN (convolution, LRN, batch
+// normalisation), or "". Max / Average pooling are own kernels and need no cuDNN.
+std::string cudnn_feature(const NetworkSpec& spec);
+
 // make_backend for `spec`: as make_backend(name, threads, device), except that "auto" picks the
-// CPU when the CUDA backend would be chosen but cannot run the network; *note (when given) then
-// says so, and is "" otherwise.
+// CPU when the CUDA backend would be chosen but cannot run the network (a kernel family it lacks,
+// or cuDNN needed but not loadable); *note (when given) then says so, and is "" otherwise.
 std::unique_ptr<Backend> make_backend_for(const NetworkSpec& spec, const std::string& name,
                                           int threads, int device, std::string* note = nullptr);
 

@@ -79,16 +79,21 @@ NetworkSpec fc_spec() {
 TEST(BackendChoice, FeaturesTheCudaBackendLacksAreNamed) {
   EXPECT_EQ(cuda_unsupported_feature(fc_spec()), "");
   NetworkSpec s = fc_spec();
-  s.layers[1].type = LayerType::Convolutional;
-  EXPECT_EQ(cuda_unsupported_feature(s), "Convolutional layer 'H'");
-  s = fc_spec();
-  s.layers[1].batch_normalization = true;
-  EXPECT_EQ(cuda_unsupported_feature(s), "BatchNormalization on layer 'H'");
-  s = fc_spec();
   s.layers[2].type = LayerType::Pooling;
-  EXPECT_EQ(cuda_unsupported_feature(s), "Pooling layer 'Out'");
-  // Features with CUDA kernels: norms, the sparseness penalty.
+  s.layers[2].pooling = PoolingFunction::Cosine;
+  EXPECT_EQ(cuda_unsupported_feature(s), "Cosine Pooling layer 'Out'");
+  s.layers[2].pooling = PoolingFunction::DotProduct;
+  EXPECT_EQ(cuda_unsupported_feature(s), "DotProduct Pooling layer 'Out'");
+  // Features with CUDA kernels: convolution, Max / Average pooling, LRN, batch norm (cuDNN or
+  // own kernels), norms, the sparseness penalty.
+  for (PoolingFunction f : {PoolingFunction::Max, PoolingFunction::Average, PoolingFunction::LRN,
+                            PoolingFunction::Maxout}) {
+    s.layers[2].pooling = f;
+    EXPECT_EQ(cuda_unsupported_feature(s), "") << to_string(f);
+  }
   s = fc_spec();
+  s.layers[1].type = LayerType::Convolutional;
+  s.layers[1].batch_normalization = true;
   s.layers[2].delta_norm = 1.0f;
   s.layers[1].weight_norm = 1.0f;
   s.layers[1].sparse = true;
@@ -96,16 +101,33 @@ TEST(BackendChoice, FeaturesTheCudaBackendLacksAreNamed) {
   EXPECT_EQ(cuda_unsupported_feature(s), "");
 }
 
+TEST(BackendChoice, FeaturesThatNeedCudnnAreNamed) {
+  EXPECT_EQ(cudnn_feature(fc_spec()), "");
+  NetworkSpec s = fc_spec();
+  s.layers[1].type = LayerType::Convolutional;
+  EXPECT_EQ(cudnn_feature(s), "Convolutional layer 'H'");
+  s = fc_spec();
+  s.layers[1].batch_normalization = true;
+  EXPECT_EQ(cudnn_feature(s), "BatchNormalization on layer 'H'");
+  s = fc_spec();
+  s.layers[2].type = LayerType::Pooling;
+  s.layers[2].pooling = PoolingFunction::LRN;
+  EXPECT_EQ(cudnn_feature(s), "LRN Pooling layer 'Out'");
+  s.layers[2].pooling = PoolingFunction::Max;  // own kernels
+  EXPECT_EQ(cudnn_feature(s), "");
+}
+
 TEST(BackendChoice, AutoNeverPicksABackendThatCannotRunTheNetwork) {
-  NetworkSpec conv = fc_spec();
-  conv.layers[1].type = LayerType::Convolutional;
+  NetworkSpec cosine = fc_spec();
+  cosine.layers[2].type = LayerType::Pooling;
+  cosine.layers[2].pooling = PoolingFunction::Cosine;
   std::string note = "stale";
-  EXPECT_EQ(make_backend_for(conv, "auto", 1, 0, &note)->name(), "cpu");
+  EXPECT_EQ(make_backend_for(cosine, "auto", 1, 0, &note)->name(), "cpu");
 #ifdef NN_HAVE_CUDA
   if (cuda_device_count() > 0)
     EXPECT_EQ(note,
-              "backend auto: Convolutional layer 'H' is not implemented on CUDA yet; using the CPU "
-              "backend");
+              "backend auto: Cosine Pooling layer 'Out' is not implemented on CUDA yet; using the "
+              "CPU backend");
   else
     EXPECT_EQ(note, "");
 #else

@@ -399,7 +399,7 @@ TEST_F(CudaParity, TransposedSparseWeights) {
 TEST_F(CudaParity, UnimplementedOperationsSaySo) {
   DeviceArray<float> x(*gpu_, 4);
   try {
-    gpu_->lrn_forward(LrnParams{}, 1, x.data(), false, x.data());
+    gpu_->similarity_forward(PoolingFunction::Cosine, 1, 4, x.data(), x.data(), x.data(), 1);
     FAIL() << "no BackendError";
   } catch (const BackendError& e) {
     EXPECT_NE(std::string(e.what()).find("not implemented on CUDA yet"), std::string::npos)

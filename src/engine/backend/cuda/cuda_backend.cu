@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_factory.h"
 #include "backend/cuda/cuda_reduce.cuh"
 #include "backend/math/loss_sums.h"
+#include "backend/cuda/cudnn_support.h"
 #include "core/allocation_context.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
@@ -59,6 +60,7 @@ CudaBackend::~CudaBackend() {
   // Destructors must not throw: statuses are ignored here (the process may be exiting after a
   // device fault, when every call fails).
   cudaStreamSynchronize(stream_);
+  cudnn_.reset();
   for (Buffer& b : scratch_)
     if (b.ptr) cudaFree(b.ptr);
   if (error_flag_) cudaFree(error_flag_);

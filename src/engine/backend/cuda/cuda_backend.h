@@ -1,5 +1,6 @@
-// The CUDA backend: device memory, one stream, cuBLAS for dense products and own kernels for the
-// rest, one kernel family per file (cuda_<family>.cu). Every kernel's per-element arithmetic is a
+// The CUDA backend: device memory, one stream, cuBLAS for dense products, cuDNN for convolution,
+// LRN and batch normalisation, and own kernels for the rest, one kernel family per file
+// (cuda_<family>.cu). Every kernel's per-element arithmetic is a
 // __host__ __device__ function in backend/math/, shared with the CPU backend or compared with it
 // by host tests; the wrappers here are thin and check every status (cuda_check.h).
 //
@@ -10,8 +11,8 @@
 // Determinism: no kernel uses floating-point atomics; every sum has a fixed order (see each
 // file), so repeated runs give identical bits.
 //
-// Not implemented yet (they throw BackendError naming the operation): convolution, pooling, LRN,
-// batch normalisation and similarity pooling (cuda_unimplemented.cpp).
+// Not implemented yet (they throw BackendError naming the operation): similarity pooling
+// (cuda_unimplemented.cpp).
 #pragma once
 
 #include <cublas_v2.h>
@@ -19,11 +20,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "backend/backend.h"
 
 namespace nn {
+namespace cuda {
+class Cudnn;
+}
 
 class CudaBackend final : public Backend {
  public:
@@ -94,8 +99,8 @@ class CudaBackend final : public Backend {
   void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
              float* values, uint32_t* indices) override;
 
-  // Norms and the sparseness penalty (cuda_norm.cu), transposed sparse weights
-  // (cuda_sparse_transposed.cu).
+  // Norms and the sparseness penalty (cuda_norm.cu), batch normalisation (cuda_batch_norm.cu),
+  // transposed sparse weights (cuda_sparse_transposed.cu).
   void clip_row_norms(float* x, uint32_t rows, uint32_t cols, float max_norm) override;
   void clip_column_norms(float* w, uint32_t rows, uint32_t cols, float max_norm) override;
   double sparseness_penalty(const float* a, uint32_t rows, uint32_t cols, float p, float beta,
@@ -120,7 +125,7 @@ class CudaBackend final : public Backend {
                                 float* z) override;
   void sparse_weight_gradient_transposed(const SparseView& x, const float* delta, uint32_t n_out,
                                          float alpha, float* g) override;
-  // Not implemented on CUDA yet: each throws BackendError naming the operation.
+  // Convolution (cuda_conv.cu), pooling (cuda_pool.cu), LRN (cuda_lrn.cu).
   void conv_forward(const ConvGeometry& g, uint32_t rows, const float* x, const float* w,
                     const float* bias, bool accumulate, float* y) override;
   void conv_backward_data(const ConvGeometry& g, uint32_t rows, const float* dy, const float* w,
@@ -135,6 +140,7 @@ class CudaBackend final : public Backend {
                    float* y) override;
   void lrn_backward(const LrnParams& p, uint32_t rows, const float* x, const float* dy,
                     float* dx) override;
+  // Not implemented on CUDA yet: each throws BackendError naming the operation.
   void similarity_forward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
                           const float* b, float* y, uint32_t y_stride) override;
   void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
@@ -164,6 +170,9 @@ class CudaBackend final : public Backend {
   void sum_doubles(const double* values, size_t count, double* out);
   // The same sum s, added: *out += scale * s (math::add_scaled), for the *_accumulate forms.
   void add_sum_doubles(const double* values, size_t count, double scale, double* out);
+  // The cuDNN handle on stream_ and the cached convolution plans, created on first use (so a
+  // network without convolutions, LRN or batch norm never loads cuDNN); cudnn_support.cpp.
+  cuda::Cudnn& cudnn();
 
  private:
   [[noreturn]] void not_implemented(const char* operation) const;
@@ -199,6 +208,7 @@ class CudaBackend final : public Backend {
     size_t bytes = 0;
   };
   Buffer scratch_[kSlotCount];
+  std::unique_ptr<cuda::Cudnn> cudnn_;
 };
 
 // Threads per block of the elementwise kernels, and a grid that covers n elements with a

@@ -1,7 +1,8 @@
-// CUDA runtime and cuBLAS statuses turned into BackendError (see cuda_check.h).
+// CUDA runtime, cuBLAS and cuDNN statuses turned into BackendError (see cuda_check.h).
 #include <string>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cudnn_support.h"
 #include "core/error.h"
 
 namespace nn::cuda {
@@ -53,6 +54,13 @@ void throw_cuda_error(cudaError_t status, const char* call, const char* file, in
 void throw_cublas_error(cublasStatus_t status, const char* call, const char* file, int line) {
   throw BackendError(where(file, line) + call + ": " + cublas_status_name(status) + " (code " +
                      std::to_string(int(status)) + ")");
+}
+
+void throw_cudnn_error(cudnnStatus_t status, const char* call, const char* file, int line) {
+  // cudnnGetErrorString names the status (CUDNN_STATUS_BAD_PARAM, ...). A status means cuDNN
+  // was loaded, so cudnn_api() does not throw here.
+  throw BackendError(where(file, line) + call + ": " + cudnn_api().cudnnGetErrorString(status) +
+                     " (code " + std::to_string(int(status)) + ")");
 }
 
 }  // namespace nn::cuda

@@ -17,4 +17,8 @@ std::string cuda_device_summary();
 // toolchain, driver and device work end to end; false on any failure or without a device.
 bool cuda_smoke_test() noexcept;
 
+// Whether cuDNN (used for convolution, LRN and batch normalisation) can be loaded at run time;
+// when not, *why (if given) says what was tried. Loads it on the first call (cudnn_support.h).
+bool cudnn_loadable(std::string* why = nullptr) noexcept;
+
 }  // namespace nn

@@ -1,0 +1,179 @@
+// The one place the CUDA backend talks to cuDNN: the library itself, loaded at run time, a
+// handle bound to the backend's stream, owning wrappers of the tensor / filter / convolution /
+// LRN descriptors, and the convolution plans (descriptors plus the chosen algorithms and their
+// workspace sizes) cached per (geometry, batch rows). Every status goes through NN_CUDNN_CALL
+// (cuda_check.h).
+//
+// Run-time loading: cuDNN is opened with dlopen on first use (the NN_CUDNN_LIBRARY environment
+// variable, else libcudnn.so.9 on the loader's path, else the library found at configure time)
+// instead of being linked. Linking would make every program of the suite need cuDNN just to
+// start, on machines where only convolution, LRN or batch norm use it (a GPU machine with the
+// CUDA toolkit but no cuDNN on the library path could not even run the fully connected CUDA
+// tests). Without a loadable cuDNN those operations throw BackendError saying why, and backend
+// auto picks the CPU for networks that need them.
+//
+// cuDNN 9 marks this "legacy" API deprecated in favour of the graph API (its deprecation
+// warnings are off unless CUDNN_WARN_DEPRECATED is defined); it is complete for what the
+// Backend needs and keeps these wrappers thin.
+//
+// Algorithms: cuDNN's heuristics (cudnnGet*Algorithm_v7), preferring deterministic ones (the
+// backward data and filter passes otherwise may sum with atomics in a varying order) whose math
+// is FP32 FMA, or any math when the backend was created with TF32.
+#pragma once
+
+#include <cudnn.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/conv_params.h"
+#include "backend/math/conv_math.h"
+
+namespace nn::cuda {
+
+// Every cuDNN function the backend calls, resolved from the loaded library.
+#define NN_CUDNN_FUNCTIONS(X)                       \
+  X(cudnnGetVersion)                                \
+  X(cudnnGetErrorString)                            \
+  X(cudnnCreate)                                    \
+  X(cudnnDestroy)                                   \
+  X(cudnnSetStream)                                 \
+  X(cudnnCreateTensorDescriptor)                    \
+  X(cudnnDestroyTensorDescriptor)                   \
+  X(cudnnSetTensorNdDescriptor)                     \
+  X(cudnnCreateFilterDescriptor)                    \
+  X(cudnnDestroyFilterDescriptor)                   \
+  X(cudnnSetFilterNdDescriptor)                     \
+  X(cudnnCreateConvolutionDescriptor)               \
+  X(cudnnDestroyConvolutionDescriptor)              \
+  X(cudnnSetConvolutionNdDescriptor)                \
+  X(cudnnSetConvolutionMathType)                    \
+  X(cudnnGetConvolutionNdForwardOutputDim)          \
+  X(cudnnGetConvolutionForwardAlgorithm_v7)         \
+  X(cudnnGetConvolutionForwardWorkspaceSize)        \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7)    \
+  X(cudnnGetConvolutionBackwardDataWorkspaceSize)   \
+  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)  \
+  X(cudnnGetConvolutionBackwardFilterWorkspaceSize) \
+  X(cudnnConvolutionForward)                        \
+  X(cudnnAddTensor)                                 \
+  X(cudnnConvolutionBackwardData)                   \
+  X(cudnnConvolutionBackwardFilter)                 \
+  X(cudnnConvolutionBackwardBias)                   \
+  X(cudnnCreateLRNDescriptor)                       \
+  X(cudnnDestroyLRNDescriptor)                      \
+  X(cudnnSetLRNDescriptor)                          \
+  X(cudnnLRNCrossChannelForward)                    \
+  X(cudnnLRNCrossChannelBackward)                   \
+  X(cudnnBatchNormalizationForwardTraining)         \
+  X(cudnnBatchNormalizationForwardInference)        \
+  X(cudnnBatchNormalizationBackward)
+
+struct CudnnApi {
+#define NN_CUDNN_MEMBER(name) decltype(&::name) name = nullptr;
+  NN_CUDNN_FUNCTIONS(NN_CUDNN_MEMBER)
+#undef NN_CUDNN_MEMBER
+};
+
+// The loaded API (loaded once, on first call); throws BackendError saying why cuDNN cannot be
+// used (not found, a symbol missing, another major version than the headers').
+const CudnnApi& cudnn_api();
+
+class TensorDesc {
+ public:
+  TensorDesc();
+  ~TensorDesc();
+  TensorDesc(const TensorDesc&) = delete;
+  TensorDesc& operator=(const TensorDesc&) = delete;
+  // Packed NCHW / NCDHW float tensor of the given dimensions (4 or 5, outermost first).
+  void set(const std::vector<int>& dims);
+  cudnnTensorDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnTensorDescriptor_t d_ = nullptr;
+};
+
+class FilterDesc {
+ public:
+  FilterDesc();
+  ~FilterDesc();
+  FilterDesc(const FilterDesc&) = delete;
+  FilterDesc& operator=(const FilterDesc&) = delete;
+  void set(const std::vector<int>& dims);  // [out channels][in channels][kz][ky][kx], NCHW
+  cudnnFilterDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnFilterDescriptor_t d_ = nullptr;
+};
+
+class ConvDesc {
+ public:
+  ConvDesc();
+  ~ConvDesc();
+  ConvDesc(const ConvDesc&) = delete;
+  ConvDesc& operator=(const ConvDesc&) = delete;
+  cudnnConvolutionDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnConvolutionDescriptor_t d_ = nullptr;
+};
+
+class LrnDesc {
+ public:
+  LrnDesc();
+  ~LrnDesc();
+  LrnDesc(const LrnDesc&) = delete;
+  LrnDesc& operator=(const LrnDesc&) = delete;
+  cudnnLRNDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnLRNDescriptor_t d_ = nullptr;
+};
+
+// [n][c][spatial...] for cuDNN: 4 dimensions for 1-D and 2-D geometries (z dropped), 5 for 3-D;
+// extents are x, y, z as in ConvGeometry.
+std::vector<int> tensor_dims(uint32_t n, uint32_t c, const uint32_t* extent, uint32_t dims);
+
+// Everything one convolution shape needs, built once.
+struct ConvPlan {
+  bool explicit_pad = false;  // the input goes through a zero-padded copy (math/conv_math.h)
+  math::PadShape pad{};
+  TensorDesc x, y, bias;  // x: the padded shape when explicit_pad
+  FilterDesc w;
+  ConvDesc conv;
+  cudnnConvolutionFwdAlgo_t forward{};
+  cudnnConvolutionBwdDataAlgo_t backward_data{};
+  cudnnConvolutionBwdFilterAlgo_t backward_filter{};
+  size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;
+};
+
+// Fills the descriptors of `p` for `rows` examples of g (everything but the algorithms, which
+// need a handle and so a device): explicit padding when cuDNN's geometry is not the layer's,
+// and a check that cuDNN's output shape is the layer's (BackendError otherwise). Public so that
+// host tests can check the geometry against the real library without a GPU.
+void describe_convolution(const CudnnApi& api, const ConvGeometry& g, uint32_t rows, bool tf32,
+                          ConvPlan& p);
+
+class Cudnn {
+ public:
+  Cudnn(cudaStream_t stream, bool tf32);
+  ~Cudnn();
+  Cudnn(const Cudnn&) = delete;
+  Cudnn& operator=(const Cudnn&) = delete;
+
+  cudnnHandle_t handle() const { return handle_; }
+  const CudnnApi& api() const { return api_; }
+  // The plan for convolving `rows` examples of geometry g (built on first use, then cached).
+  const ConvPlan& conv_plan(const ConvGeometry& g, uint32_t rows);
+
+ private:
+  const CudnnApi& api_;
+  cudnnHandle_t handle_ = nullptr;
+  bool tf32_ = false;
+  std::map<std::vector<uint32_t>, std::unique_ptr<ConvPlan>> plans_;
+};
+
+}  // namespace nn::cuda
