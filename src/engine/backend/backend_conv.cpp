@@ -16,6 +16,15 @@ namespace {
 
 }  // namespace
 
+void check_pool_params(const PoolParams& p, const char* kernel) {
+  const ConvGeometry& g = p.geometry;
+  const std::string where = std::string(kernel) + ": " + to_string(p.function) + " pooling";
+  NN_CHECK(p.function == PoolingFunction::Max || p.function == PoolingFunction::Average, where);
+  NN_CHECK(g.dims >= 1 && g.dims <= 3 && g.in_channels == g.out_channels, where);
+  for (int d = 0; d < 3; ++d)
+    NN_CHECK(g.in[d] >= 1 && g.out[d] >= 1 && g.kernel[d] >= 1 && g.stride[d] >= 1, where);
+}
+
 void Backend::conv_forward(const ConvGeometry&, uint32_t, const float*, const float*, const float*,
                            bool, float*) {
   missing(*this, "conv_forward");

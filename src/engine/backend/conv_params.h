@@ -51,6 +51,11 @@ struct PoolParams {
   PoolingFunction function = PoolingFunction::Max;
 };
 
+// Every backend's pooling kernels start here: InternalError naming `kernel` unless `p` is Max or
+// Average pooling over 1 to 3 dimensions with positive extents and as many outputs as inputs
+// channels (backend_conv.cpp).
+void check_pool_params(const PoolParams& p, const char* kernel);
+
 // Cross-channel local response normalisation (cuDNN's CUDNN_LRN_CROSS_CHANNEL_DIM1):
 //   y_c = x_c * (k + alpha / n * sum_{j = c - (n-1)/2}^{c + n/2} x_j^2) ^ -beta
 // over the channels j that exist; independently at every position of the plane.

@@ -34,15 +34,6 @@ struct Windows {
         z(g.in[2], g.out[2], g.kernel[2], g.stride[2], g.pad[2]) {}
 };
 
-void check(const PoolParams& p, const char* kernel) {
-  const ConvGeometry& g = p.geometry;
-  const std::string where = std::string(kernel) + ": " + to_string(p.function) + " pooling";
-  NN_CHECK(p.function == PoolingFunction::Max || p.function == PoolingFunction::Average, where);
-  NN_CHECK(g.dims >= 1 && g.dims <= 3 && g.in_channels == g.out_channels, where);
-  for (int d = 0; d < 3; ++d)
-    NN_CHECK(g.in[d] >= 1 && g.out[d] >= 1 && g.kernel[d] >= 1 && g.stride[d] >= 1, where);
-}
-
 // 2x2 windows, stride 2, no padding, every window inside the input (z, if any, untouched):
 // then planes of z slices can be pooled row pair by row pair.
 bool is_2x2_stride_2(const ConvGeometry& g) {
@@ -125,7 +116,7 @@ inline float max4(float a, float b, float c, float d) {
 
 void CpuBackend::pool_forward(const PoolParams& p, uint32_t rows, const float* x, bool accumulate,
                               float* y) {
-  check(p, "pool_forward");
+  check_pool_params(p, "pool_forward");
   const ConvGeometry& g = p.geometry;
   const bool is_max = p.function == PoolingFunction::Max;
   if (is_2x2_stride_2(g)) {
@@ -176,7 +167,7 @@ void CpuBackend::pool_forward(const PoolParams& p, uint32_t rows, const float* x
 
 void CpuBackend::pool_backward(const PoolParams& p, uint32_t rows, const float* x, const float* dy,
                                float* dx) {
-  check(p, "pool_backward");
+  check_pool_params(p, "pool_backward");
   const ConvGeometry& g = p.geometry;
   const bool is_max = p.function == PoolingFunction::Max;
   if (is_2x2_stride_2(g)) {

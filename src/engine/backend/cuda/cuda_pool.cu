@@ -32,20 +32,11 @@ __global__ void pool_backward_kernel(math::PoolShape s, uint64_t in_plane, uint6
   }
 }
 
-void check(const PoolParams& p, const char* kernel) {
-  const ConvGeometry& g = p.geometry;
-  const std::string where = std::string(kernel) + ": " + to_string(p.function) + " pooling";
-  NN_CHECK(p.function == PoolingFunction::Max || p.function == PoolingFunction::Average, where);
-  NN_CHECK(g.dims >= 1 && g.dims <= 3 && g.in_channels == g.out_channels, where);
-  for (int d = 0; d < 3; ++d)
-    NN_CHECK(g.in[d] >= 1 && g.out[d] >= 1 && g.kernel[d] >= 1 && g.stride[d] >= 1, where);
-}
-
 }  // namespace
 
 void CudaBackend::pool_forward(const PoolParams& p, uint32_t rows, const float* x, bool accumulate,
                                float* y) {
-  check(p, "pool_forward");
+  check_pool_params(p, "pool_forward");
   const ConvGeometry& g = p.geometry;
   const uint64_t total = uint64_t(rows) * g.in_channels * g.out_plane();
   if (total == 0) return;
@@ -56,7 +47,7 @@ void CudaBackend::pool_forward(const PoolParams& p, uint32_t rows, const float* 
 
 void CudaBackend::pool_backward(const PoolParams& p, uint32_t rows, const float* x, const float* dy,
                                 float* dx) {
-  check(p, "pool_backward");
+  check_pool_params(p, "pool_backward");
   const ConvGeometry& g = p.geometry;
   const uint64_t total = uint64_t(rows) * g.in_channels * g.in_plane();
   if (total == 0) return;
