@@ -6,21 +6,14 @@
 
 #include "backend/cuda/device_probe.h"
 
-// Keep in step with backend/cuda/cuda_unimplemented.cpp: similarity pooling (DotProduct and
-// Cosine Pooling layers) is the one kernel family the CUDA backend lacks; convolution, Max /
-// Average pooling, LRN and batch normalisation run on cuDNN or own kernels.
+// Keep in step with backend/cuda/cuda_unimplemented.cpp: every kernel family has a CUDA
+// implementation now (convolution, LRN and batch normalisation on cuDNN; pooling, similarity
+// pooling and the rest own kernels), so no network feature keeps "auto" off CUDA; the hook stays
+// for the next family that lands on the CPU first.
 
 namespace nn {
 
-std::string cuda_unsupported_feature(const NetworkSpec& spec) {
-  for (const LayerSpec& l : spec.layers) {
-    const std::string name = "'" + l.name + "'";
-    if (l.type == LayerType::Pooling &&
-        (l.pooling == PoolingFunction::DotProduct || l.pooling == PoolingFunction::Cosine))
-      return std::string(to_string(l.pooling)) + " Pooling layer " + name;
-  }
-  return "";
-}
+std::string cuda_unsupported_feature(const NetworkSpec&) { return ""; }
 
 std::string cudnn_feature(const NetworkSpec& spec) {
   for (const LayerSpec& l : spec.layers) {

@@ -76,17 +76,14 @@ NetworkSpec fc_spec() {
   return s;
 }
 
-TEST(BackendChoice, FeaturesTheCudaBackendLacksAreNamed) {
+TEST(BackendChoice, TheCudaBackendLacksNoFeature) {
   EXPECT_EQ(cuda_unsupported_feature(fc_spec()), "");
   NetworkSpec s = fc_spec();
   s.layers[2].type = LayerType::Pooling;
-  s.layers[2].pooling = PoolingFunction::Cosine;
-  EXPECT_EQ(cuda_unsupported_feature(s), "Cosine Pooling layer 'Out'");
-  s.layers[2].pooling = PoolingFunction::DotProduct;
-  EXPECT_EQ(cuda_unsupported_feature(s), "DotProduct Pooling layer 'Out'");
-  // Features with CUDA kernels: convolution, Max / Average pooling, LRN, batch norm (cuDNN or
-  // own kernels), norms, the sparseness penalty.
-  for (PoolingFunction f : {PoolingFunction::Max, PoolingFunction::Average, PoolingFunction::LRN,
+  // Every pooling function has CUDA kernels: similarity pooling (own kernels, cuda_similarity.cu),
+  // Max / Average, LRN, Maxout.
+  for (PoolingFunction f : {PoolingFunction::DotProduct, PoolingFunction::Cosine,
+                            PoolingFunction::Max, PoolingFunction::Average, PoolingFunction::LRN,
                             PoolingFunction::Maxout}) {
     s.layers[2].pooling = f;
     EXPECT_EQ(cuda_unsupported_feature(s), "") << to_string(f);
@@ -118,21 +115,19 @@ TEST(BackendChoice, FeaturesThatNeedCudnnAreNamed) {
 }
 
 TEST(BackendChoice, AutoNeverPicksABackendThatCannotRunTheNetwork) {
+  // Similarity pooling runs on CUDA now: "auto" picks CUDA for it when a device is usable (and
+  // cuDNN is not needed), the CPU otherwise, without a note either way.
   NetworkSpec cosine = fc_spec();
   cosine.layers[2].type = LayerType::Pooling;
   cosine.layers[2].pooling = PoolingFunction::Cosine;
   std::string note = "stale";
-  EXPECT_EQ(make_backend_for(cosine, "auto", 1, 0, &note)->name(), "cpu");
 #ifdef NN_HAVE_CUDA
-  if (cuda_device_count() > 0)
-    EXPECT_EQ(note,
-              "backend auto: Cosine Pooling layer 'Out' is not implemented on CUDA yet; using the "
-              "CPU backend");
-  else
-    EXPECT_EQ(note, "");
+  const std::string expected = cuda_device_count() > 0 ? "cuda" : "cpu";
 #else
-  EXPECT_EQ(note, "");
+  const std::string expected = "cpu";
 #endif
+  EXPECT_EQ(make_backend_for(cosine, "auto", 1, 0, &note)->name(), expected);
+  EXPECT_EQ(note, "");
   EXPECT_EQ(make_backend_for(fc_spec(), "cpu", 1, 0, &note)->name(), "cpu");
   EXPECT_EQ(note, "");
 }

@@ -93,6 +93,8 @@ class CpuBackend final : public Backend {
 
   void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
              float* values, uint32_t* indices) override;
+  void top_k_filtered(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
+                      const TopKFilter& filter, float* values, uint32_t* indices) override;
 
   // ---- layer features (cpu_norm.cpp, cpu_batch_norm.cpp, cpu_sparse_transposed.cpp) ----------
   void clip_row_norms(float* x, uint32_t rows, uint32_t cols, float max_norm) override;

@@ -1,5 +1,6 @@
 // DotProduct and Cosine pooling on the CPU: one score per row from two [rows][cols] sources,
-// and its gradient. Rows are independent, so they are spread over the pool; each row is reduced
+// and its gradient (per-row arithmetic in backend/math/similarity_math.h, shared with the CUDA
+// backend). Rows are independent, so they are spread over the pool; each row is reduced
 // by one task in double, in a fixed order, so results do not depend on the thread count.
 // The backward recomputes the dot product and norms from the inputs rather than keeping them
 // from the forward: the kernels stay stateless and the extra pass is as cheap as the forward.
@@ -10,6 +11,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/math/similarity_math.h"
 #include "core/error.h"
 
 namespace nn {
@@ -17,6 +19,7 @@ namespace {
 
 // Below this many elements handing rows to other threads costs more than it saves.
 constexpr size_t kParallelMin = size_t(1) << 15;
+constexpr double kEps = Backend::kCosineEpsilon;
 
 struct RowSums {
   double dot = 0.0, aa = 0.0, bb = 0.0;
@@ -42,17 +45,6 @@ RowSums row_sums(const float* a, const float* b, uint32_t cols, bool norms) {
   return s;
 }
 
-// The cosine of a row with both norms clamped to at least Backend::kCosineEpsilon.
-struct Cosine {
-  double na, nb, ca, cb, value;
-  explicit Cosine(const RowSums& s)
-      : na(std::sqrt(s.aa)),
-        nb(std::sqrt(s.bb)),
-        ca(std::max(na, double(Backend::kCosineEpsilon))),
-        cb(std::max(nb, double(Backend::kCosineEpsilon))),
-        value(s.dot / (ca * cb)) {}
-};
-
 void check(PoolingFunction f, const char* kernel) {
   NN_CHECK(f == PoolingFunction::DotProduct || f == PoolingFunction::Cosine,
            std::string(kernel) + ": " + to_string(f) + " is not a similarity function");
@@ -73,7 +65,7 @@ void for_rows(cpu::ThreadPool& pool, uint32_t rows, uint32_t cols, const F& body
 // x[c] += p * u[c] - q * v[c]
 void add_two(float* x, uint32_t cols, float p, const float* u, float q, const float* v) {
 #pragma omp simd
-  for (uint32_t c = 0; c < cols; ++c) x[c] += p * u[c] - q * v[c];
+  for (uint32_t c = 0; c < cols; ++c) x[c] = math::similarity_grad_unit(x[c], p, u[c], q, v[c]);
 }
 
 }  // namespace
@@ -84,7 +76,7 @@ void CpuBackend::similarity_forward(PoolingFunction f, uint32_t rows, uint32_t c
   const bool cosine = f == PoolingFunction::Cosine;
   for_rows(*pool_, rows, cols, [=](size_t r) {
     const RowSums s = row_sums(a + r * cols, b + r * cols, cols, cosine);
-    y[r * y_stride] = float(cosine ? Cosine(s).value : s.dot);
+    y[r * y_stride] = float(math::similarity_score(cosine, s.dot, s.aa, s.bb, kEps));
   });
 }
 
@@ -99,17 +91,13 @@ void CpuBackend::similarity_backward(PoolingFunction f, uint32_t rows, uint32_t 
     const float* br = b + r * cols;
     const double g = dy[r * dy_stride];
     // d(score)/da = pa * b - qa * a and d(score)/db = pb * a - qb * b.
-    double pa = g, qa = 0.0, pb = g, qb = 0.0;
-    if (cosine) {
-      const Cosine c(row_sums(ar, br, cols, true));
-      pa = pb = g / (c.ca * c.cb);
-      // A clamped norm is a constant: no term through it.
-      if (c.na > Backend::kCosineEpsilon) qa = g * c.value / (c.na * c.na);
-      if (c.nb > Backend::kCosineEpsilon) qb = g * c.value / (c.nb * c.nb);
-    }
+    RowSums sums;
+    if (cosine) sums = row_sums(ar, br, cols, true);
+    const math::SimilarityGrad c =
+        math::similarity_grad(cosine, g, sums.dot, sums.aa, sums.bb, kEps);
     // Both terms read only a and b, so da and db may be the same array.
-    if (da) add_two(da + r * cols, cols, float(pa), br, float(qa), ar);
-    if (db) add_two(db + r * cols, cols, float(pb), ar, float(qb), br);
+    if (da) add_two(da + r * cols, cols, c.pa, br, c.qa, ar);
+    if (db) add_two(db + r * cols, cols, c.pb, ar, c.qb, br);
   });
 }
 

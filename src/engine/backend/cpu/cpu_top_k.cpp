@@ -1,6 +1,9 @@
 // CpuBackend top-K selection per row: a bounded heap whose root is the worst kept candidate, so
 // most columns cost one comparison. Order: larger value first, ties to the lower column, NaN
 // after every number (a NaN score never displaces a real one). Rows run in parallel.
+// top_k_filtered walks each row's filter lists (ascending) alongside the columns: excluded
+// columns and NaN scores are skipped, scaled columns multiplied; blocks without a scaled column
+// keep the one-pass skip (an excluded column can only lower a block's true maximum).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -29,6 +32,31 @@ struct Better {
   }
 };
 constexpr Better better{};
+
+// Writes the sorted heap (best first) as row r's k outputs, padded with -inf / UINT32_MAX.
+void write_row(const std::vector<Candidate>& sorted, uint32_t k, float* vr, uint32_t* ir) {
+  for (uint32_t i = 0; i < k; ++i) {
+    if (i < sorted.size()) {
+      vr[i] = sorted[i].first;
+      ir[i] = sorted[i].second;
+    } else {
+      vr[i] = -std::numeric_limits<float>::infinity();
+      ir[i] = UINT32_MAX;
+    }
+  }
+}
+
+// Offers a candidate to a heap of at most `keep` (front = the worst kept).
+inline void offer(std::vector<Candidate>& heap, uint32_t keep, const Candidate& cand) {
+  if (heap.size() < keep) {
+    heap.push_back(cand);
+    std::push_heap(heap.begin(), heap.end(), better);
+  } else if (keep > 0 && better(cand, heap.front())) {
+    std::pop_heap(heap.begin(), heap.end(), better);
+    heap.back() = cand;
+    std::push_heap(heap.begin(), heap.end(), better);
+  }
+}
 
 }  // namespace
 
@@ -71,17 +99,61 @@ void CpuBackend::top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t va
         }
       }
       std::sort_heap(heap.begin(), heap.end(), better);  // best first
-      float* vr = values + size_t(r) * k;
-      uint32_t* ir = indices + size_t(r) * k;
-      for (uint32_t i = 0; i < k; ++i) {
-        if (i < heap.size()) {
-          vr[i] = heap[i].first;
-          ir[i] = heap[i].second;
-        } else {
-          vr[i] = -std::numeric_limits<float>::infinity();
-          ir[i] = UINT32_MAX;
+      write_row(heap, k, values + size_t(r) * k, indices + size_t(r) * k);
+    }
+  };
+  if (work >= (size_t(1) << 15))
+    cpu::parallel_ranges(*pool_, rows, std::max<size_t>(1, cpu::kMinTaskFloats / valid), range);
+  else
+    range(0, rows);
+}
+
+void CpuBackend::top_k_filtered(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols,
+                                uint32_t k, const TopKFilter& filter, float* values,
+                                uint32_t* indices) {
+  if (k == 0 || rows == 0) return;
+  const uint32_t valid = std::min(cols, valid_cols);
+  const uint32_t keep = std::min(k, valid);
+  const size_t work = size_t(rows) * valid;
+  const uint32_t* ex = filter.exclude_index;
+  const uint32_t* sc = filter.scale_index;
+  const float* sv = filter.scale_value;
+  auto range = [&](size_t lo, size_t hi) {
+    std::vector<Candidate> heap;
+    heap.reserve(keep);
+    for (size_t r = lo; r < hi; ++r) {
+      const float* row = x + size_t(r) * cols;
+      heap.clear();
+      uint32_t e = 0, e_end = 0, s = 0, s_end = 0;
+      if (filter.exclude_ptr) {
+        e = filter.exclude_ptr[r];
+        e_end = filter.exclude_ptr[r + 1];
+      }
+      if (filter.scale_ptr) {
+        s = filter.scale_ptr[r];
+        s_end = filter.scale_ptr[r + 1];
+      }
+      for (uint32_t b = 0; b < valid; b += kBlock) {
+        const uint32_t end = std::min(valid, b + kBlock);
+        while (s < s_end && sc[s] < b) ++s;
+        // Kept candidates are never NaN here. Ties with the worst kept value lose to it (it has
+        // the lower column), so a block whose raw maximum is not above it has nothing to offer
+        // unless a multiplier changes one of its scores.
+        if (keep > 0 && heap.size() == keep && (s == s_end || sc[s] >= end) &&
+            cpu::max_ignoring_nan(row + b, end - b) <= heap.front().first)
+          continue;
+        for (uint32_t c = b; c < end; ++c) {
+          while (e < e_end && ex[e] < c) ++e;
+          if (e < e_end && ex[e] == c) continue;
+          float v = row[c];
+          while (s < s_end && sc[s] < c) ++s;
+          for (uint32_t j = s; j < s_end && sc[j] == c; ++j) v *= sv[j];
+          if (std::isnan(v)) continue;
+          offer(heap, keep, Candidate(v, c));
         }
       }
+      std::sort_heap(heap.begin(), heap.end(), better);  // best first
+      write_row(heap, k, values + size_t(r) * k, indices + size_t(r) * k);
     }
   };
   if (work >= (size_t(1) << 15))

@@ -11,8 +11,8 @@
 // Determinism: no kernel uses floating-point atomics; every sum has a fixed order (see each
 // file), so repeated runs give identical bits.
 //
-// Not implemented yet (they throw BackendError naming the operation): similarity pooling
-// (cuda_unimplemented.cpp).
+// Every Backend operation has a CUDA implementation; not_implemented() stays for the next
+// family that lands on the CPU first.
 #pragma once
 
 #include <cublas_v2.h>
@@ -98,6 +98,9 @@ class CudaBackend final : public Backend {
 
   void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
              float* values, uint32_t* indices) override;
+  void top_k_filtered(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols,
+                      uint32_t k, const TopKFilter& filter, float* values,
+                      uint32_t* indices) override;
 
   // Norms and the sparseness penalty (cuda_norm.cu), batch normalisation (cuda_batch_norm.cu),
   // transposed sparse weights (cuda_sparse_transposed.cu).
@@ -140,7 +143,7 @@ class CudaBackend final : public Backend {
                    float* y) override;
   void lrn_backward(const LrnParams& p, uint32_t rows, const float* x, const float* dy,
                     float* dx) override;
-  // Not implemented on CUDA yet: each throws BackendError naming the operation.
+  // DotProduct and Cosine pooling (cuda_similarity.cu).
   void similarity_forward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
                           const float* b, float* y, uint32_t y_stride) override;
   void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
@@ -166,6 +169,10 @@ class CudaBackend final : public Backend {
   unsigned long long* error_flag() const { return error_flag_; }
   void arm_data_error(std::string prefix, std::string suffix);
   void check_data_errors();
+  // Sorts each row's 64-bit keys descending (CUB's segmented radix sort; offsets: rows + 1
+  // segment starts, device) from keys into sorted (cuda_top_k.cu).
+  void sort_row_keys(const unsigned long long* keys, unsigned long long* sorted, size_t items,
+                     uint32_t rows, const int* offsets);
   // Sums `count` doubles on the device in a fixed order into *out (device).
   void sum_doubles(const double* values, size_t count, double* out);
   // The same sum s, added: *out += scale * s (math::add_scaled), for the *_accumulate forms.
