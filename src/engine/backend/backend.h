@@ -77,8 +77,8 @@ class Backend {
   // ---- losses -------------------------------------------------------------------------------
   virtual double loss(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
                       uint32_t cols) = 0;
-  virtual void output_delta(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
-                            uint32_t cols, float* delta) = 0;
+  virtual void output_delta(const LossParams& p, const float* a, const TargetView& t,
+                            uint32_t rows, uint32_t cols, float* delta) = 0;
   // Both in one pass over the activations (the training hot path); returns the summed error.
   virtual double loss_and_delta(const LossParams& p, const float* a, const TargetView& t,
                                 uint32_t rows, uint32_t cols, float* delta) {
@@ -125,8 +125,8 @@ class Backend {
   // Per row, the k largest values (descending; ties by lower index) and their column indices.
   // Columns with index >= valid_cols are ignored. Entries past the row's count get index
   // UINT32_MAX and value -inf.
-  virtual void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
-                     float* values, uint32_t* indices) = 0;
+  virtual void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols,
+                     uint32_t k, float* values, uint32_t* indices) = 0;
   // top_k for serving, after per-row filters (TopKFilter, kernel_params.h): a row's scaled
   // columns are multiplied first; excluded columns and NaN scores are then left out (not ranked
   // last), and values are the scaled scores. Otherwise as top_k: descending, ties to the lower
@@ -231,9 +231,9 @@ class Backend {
                                   const float* b, float* y, uint32_t y_stride);
   // Backward, from a and b alone: da[r] += dy[r * dy_stride] * d(score_r)/d(a_r), and likewise
   // db. Either may be null (no gradient wanted); they may be the same array.
-  virtual void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
-                                   const float* b, const float* dy, uint32_t dy_stride, float* da,
-                                   float* db);
+  virtual void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols,
+                                   const float* a, const float* b, const float* dy,
+                                   uint32_t dy_stride, float* da, float* db);
 };
 
 // Creates a backend by name: "cpu", "cuda", or "auto" (cuda when this build has the CUDA backend
