@@ -1,5 +1,6 @@
 // The public Evaluator: a Network of its own whose weights are views of the Model's
-// (Network::share_weights_of), fed from caller batches in chunks, with the predictor's top-K.
+// (Network::share_weights_of), fed from caller batches in chunks, with top-K on the backend
+// (Backend::top_k_filtered).
 #include "nn/evaluator.h"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <limits>
 
 #include "api/model_impl.h"
+#include "backend/device_array.h"
 #include "core/error.h"
 #include "layers/input_layer.h"
 #include "model/predictor.h"
@@ -21,8 +23,11 @@ struct Evaluator::Impl {
   uint32_t max_batch = 0;
   SparseBatch csr;            // the current chunk, when the input layer is sparse
   std::vector<float> dense;   // the current chunk, when it is dense
-  std::vector<float> scores;  // a chunk of the scored layer's outputs
-  TopK top;
+  // top_k: a chunk's exclusions as CSR (ascending per row) on the host and the backend, and
+  // the selected entries on the backend (only k per row are read back).
+  std::vector<uint32_t> ex_ptr, ex_index;
+  DeviceArray<uint32_t> d_ex_ptr, d_ex_index, d_top_index;
+  DeviceArray<float> d_top_score;
 
   Layer& scored(const std::string& name) {
     if (name.empty()) return *net->outputs().front();
@@ -159,28 +164,39 @@ void Evaluator::top_k(const Input& in, uint32_t k, const std::string& layer_name
         throw ConfigError("exclude: row offsets decrease at row " + std::to_string(r));
   }
   Backend& be = impl_->net->backend();
-  std::vector<std::vector<uint32_t>> excluded;
-  for (uint64_t first = 0; first < in.rows(); first += impl_->max_batch) {
-    const uint32_t rows = uint32_t(std::min<uint64_t>(impl_->max_batch, in.rows() - first));
-    impl_->forward(in, first, rows);
-    impl_->scores.resize(size_t(rows) * units);
-    be.download(impl_->scores.data(), layer.activations(), impl_->scores.size() * sizeof(float));
-    // top_k_rows wants each row's excluded columns sorted.
+  Impl& m = *impl_;
+  for (uint64_t first = 0; first < in.rows(); first += m.max_batch) {
+    const uint32_t rows = uint32_t(std::min<uint64_t>(m.max_batch, in.rows() - first));
+    m.forward(in, first, rows);
+    TopKFilter filter;
     if (exclude) {
-      excluded.resize(rows);
+      // top_k_filtered wants each row's excluded columns ascending.
+      m.ex_ptr.assign(1, 0);
+      m.ex_index.clear();
       for (uint32_t r = 0; r < rows; ++r) {
-        excluded[r].assign(exclude->index + exclude->row_ptr[first + r],
-                           exclude->index + exclude->row_ptr[first + r + 1]);
-        std::sort(excluded[r].begin(), excluded[r].end());
+        const size_t at = m.ex_index.size();
+        m.ex_index.insert(m.ex_index.end(), exclude->index + exclude->row_ptr[first + r],
+                          exclude->index + exclude->row_ptr[first + r + 1]);
+        std::sort(m.ex_index.begin() + at, m.ex_index.end());
+        if (m.ex_index.size() > std::numeric_limits<uint32_t>::max())
+          throw ConfigError("exclude: more than 2^32 - 1 entries in " + std::to_string(rows) +
+                            " rows; use a smaller max_batch");
+        m.ex_ptr.push_back(static_cast<uint32_t>(m.ex_index.size()));
+      }
+      if (!m.ex_index.empty()) {
+        m.d_ex_ptr.assign(be, m.ex_ptr);
+        m.d_ex_index.assign(be, m.ex_index);
+        filter.exclude_ptr = m.d_ex_ptr.data();
+        filter.exclude_index = m.d_ex_index.data();
       }
     }
-    // One thread for selection: an Evaluator is one thread's; callers parallelise over
-    // Evaluators (the forward pass itself runs on the backend's threads).
-    top_k_rows(
-        impl_->scores.data(), rows, units, units, k,
-        [&](uint32_t r) { return exclude ? &excluded[r] : nullptr; }, impl_->top, 1);
-    std::copy(impl_->top.index.begin(), impl_->top.index.end(), index + first * k);
-    std::copy(impl_->top.score.begin(), impl_->top.score.end(), score + first * k);
+    const size_t n = size_t(rows) * k;
+    m.d_top_index.resize(be, n);
+    m.d_top_score.resize(be, n);
+    be.top_k_filtered(layer.activations(), rows, units, units, k, filter, m.d_top_score.data(),
+                      m.d_top_index.data());
+    be.download(index + first * k, m.d_top_index.data(), n * sizeof(uint32_t));
+    be.download(score + first * k, m.d_top_score.data(), n * sizeof(float));
   }
 }
 

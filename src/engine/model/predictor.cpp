@@ -38,6 +38,28 @@ std::pair<uint32_t, uint32_t> Predictor::columns(const std::string& layer_name) 
   return {0, layer.units()};
 }
 
+RowSlice Predictor::forward_batch(uint64_t first, uint32_t rows) {
+  Backend& be = net_.backend();
+  ids_.resize(std::max<size_t>(ids_.size(), rows));
+  std::iota(ids_.begin(), ids_.begin() + rows, static_cast<uint32_t>(first));
+  loader_.assemble(ids_.data(), rows, 0, false, hb_);
+  if (net_.model_parallel()) {
+    // Every rank runs every batch: its rows through the whole layers, every row through its
+    // slice of the split ones.
+    const RowSlice slice = rank_rows(rows, comm_->rank(), comm_->size());
+    const HostBatch local = slice_rows(hb_, slice.first, slice.count);
+    load_inputs(net_, data_, local);
+    load_full_inputs(net_, data_, hb_);
+    LayerContext ctx{be, slice.count, false, 0, 0, slice.first, comm_, rows};
+    net_.forward(ctx);
+    return slice;
+  }
+  load_inputs(net_, data_, hb_);
+  LayerContext ctx{be, rows, false, 0, 0};
+  net_.forward(ctx);
+  return RowSlice{0, rows};
+}
+
 void Predictor::run(
     const std::string& layer_name,
     const std::function<void(uint64_t, uint32_t, const float*)>& consume, uint64_t begin,
@@ -47,49 +69,23 @@ void Predictor::run(
   if (layer.has_sparse_output())
     throw ConfigError("layer '" + layer_name + "' is a sparse input; it has no scores");
   const uint64_t n = std::min<uint64_t>(data_.examples, end);
-  std::vector<uint32_t> ids(minibatch_);
-  std::vector<float> scores;
-  HostBatch hb;
-  if (net_.model_parallel()) {
-    // Every rank runs every batch: its rows through the whole layers, every row through its
-    // slice of the split ones.
-    const uint32_t cols = columns(layer_name).second;
-    const bool local_columns = layer.sharded() && layer.kind() == LayerKind::Output;
-    std::vector<float> mine;
-    for (uint64_t first = begin; first < n; first += minibatch_) {
-      const uint32_t rows = static_cast<uint32_t>(std::min<uint64_t>(minibatch_, n - first));
-      std::iota(ids.begin(), ids.begin() + rows, static_cast<uint32_t>(first));
-      loader_.assemble(ids.data(), rows, 0, false, hb);
-      const RowSlice slice = rank_rows(rows, comm_->rank(), comm_->size());
-      const HostBatch local = slice_rows(hb, slice.first, slice.count);
-      load_inputs(net_, data_, local);
-      load_full_inputs(net_, data_, hb);
-      LayerContext ctx{be, slice.count, false, 0, 0, slice.first, comm_, rows};
-      net_.forward(ctx);
-      scores.resize(size_t(rows) * cols);
-      if (local_columns) {
-        be.download(scores.data(), layer.activations(), scores.size() * sizeof(float));
-      } else {  // this rank's rows of every unit: gathered from every rank
-        mine.resize(size_t(slice.count) * cols);
-        be.download(mine.data(), layer.activations(), mine.size() * sizeof(float));
-        std::vector<size_t> counts(size_t(comm_->size()));
-        for (int q = 0; q < comm_->size(); ++q)
-          counts[size_t(q)] = size_t(rank_rows(rows, q, comm_->size()).count) * cols;
-        comm_->all_gather_v(mine.data(), scores.data(), counts);
-      }
-      consume(first, rows, scores.data());
-    }
-    return;
-  }
+  const uint32_t cols = columns(layer_name).second;
+  const bool local_columns = layer.sharded() && layer.kind() == LayerKind::Output;
+  std::vector<float> scores, mine;
   for (uint64_t first = begin; first < n; first += minibatch_) {
     const uint32_t rows = static_cast<uint32_t>(std::min<uint64_t>(minibatch_, n - first));
-    std::iota(ids.begin(), ids.begin() + rows, static_cast<uint32_t>(first));
-    loader_.assemble(ids.data(), rows, 0, false, hb);
-    load_inputs(net_, data_, hb);
-    LayerContext ctx{be, rows, false, 0, 0};
-    net_.forward(ctx);
-    scores.resize(size_t(rows) * layer.units());
-    be.download(scores.data(), layer.activations(), scores.size() * sizeof(float));
+    const RowSlice slice = forward_batch(first, rows);
+    scores.resize(size_t(rows) * cols);
+    if (!net_.model_parallel() || local_columns) {
+      be.download(scores.data(), layer.activations(), scores.size() * sizeof(float));
+    } else {  // this rank's rows of every unit: gathered from every rank
+      mine.resize(size_t(slice.count) * cols);
+      be.download(mine.data(), layer.activations(), mine.size() * sizeof(float));
+      std::vector<size_t> counts(size_t(comm_->size()));
+      for (int q = 0; q < comm_->size(); ++q)
+        counts[size_t(q)] = size_t(rank_rows(rows, q, comm_->size()).count) * cols;
+      comm_->all_gather_v(mine.data(), scores.data(), counts);
+    }
     consume(first, rows, scores.data());
   }
 }

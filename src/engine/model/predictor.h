@@ -1,6 +1,7 @@
 // Forward-only evaluation for serving: runs a trained network over a dataset in minibatches and
-// hands each batch's scores for one layer to the caller, plus host-side top-K selection with
-// per-example exclusion filters and ranking metrics (precision, recall, NDCG at 1..K).
+// hands each batch's scores for one layer to the caller (run), or only each example's top K after
+// its filters, selected on the backend so that k results per row leave the device (run_top_k);
+// plus host-side top-K selection and ranking metrics (precision, recall, NDCG at 1..K).
 #pragma once
 
 #include <cstdint>
@@ -9,7 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "backend/device_array.h"
 #include "model/batch_loader.h"
+#include "model/data_parallel.h"
 #include "model/network.h"
 
 namespace nn {
@@ -17,6 +20,17 @@ namespace nn {
 struct TopK {
   std::vector<uint32_t> index;  // rows * k, UINT32_MAX when a row has fewer candidates
   std::vector<float> score;
+};
+
+// One example's filters for Predictor::run_top_k, in the scored layer's unit numbers, in host
+// memory that stays valid until the next call of the filter function: columns to leave out and
+// score multipliers, each list ascending (the Backend::top_k_filtered contract).
+struct RowFilter {
+  const uint32_t* exclude = nullptr;
+  size_t excluded = 0;
+  const uint32_t* scale_index = nullptr;
+  const float* scale_value = nullptr;
+  size_t scaled = 0;
 };
 
 class Predictor {
@@ -37,12 +51,41 @@ class Predictor {
   // {first unit, units} of the scores run() hands over for `layer`.
   std::pair<uint32_t, uint32_t> columns(const std::string& layer);
 
+  // Like run(), but hands over only each example's k best units of `layer` among
+  // [0, valid_cols) after its filters (`filter(example)`; null: none), selected on the backend
+  // (Backend::top_k_filtered), so the scores never leave it: consume(first, rows, top) gets
+  // rows * k global unit numbers (UINT32_MAX past a row's candidates) and their filtered scores.
+  // With model-parallel layers: a split Output layer is ranked by every rank over its columns
+  // and the candidates merged on rank 0 (merge_top_k), where alone consume is called; any other
+  // layer is ranked by each rank over its rows, and every rank gets every row. Collective then.
+  void run_top_k(const std::string& layer, uint32_t k, uint32_t valid_cols,
+                 const std::function<RowFilter(uint64_t example)>& filter,
+                 const std::function<void(uint64_t first, uint32_t rows, const TopK& top)>& consume,
+                 uint64_t begin = 0, uint64_t end = UINT64_MAX);
+
  private:
+  // Loads examples [first, first + rows) and runs the forward pass; returns this rank's rows of
+  // the batch (all of them without model parallelism).
+  RowSlice forward_batch(uint64_t first, uint32_t rows);
+  // Ranks `rows` rows of the layer's activations (`cols` columns from unit col_first) on the
+  // backend into `out` (global unit numbers); the filters are those of examples
+  // first_example + 0 .. rows - 1.
+  void select_on_backend(Layer& layer, uint32_t rows, uint32_t col_first, uint32_t cols,
+                         uint32_t k, uint32_t valid_cols, uint64_t first_example,
+                         const std::function<RowFilter(uint64_t)>& filter, TopK& out);
+
   Network& net_;
   BoundData data_;
   uint32_t minibatch_;
   BatchLoader loader_;
   Communicator* comm_;
+  std::vector<uint32_t> ids_;
+  HostBatch hb_;
+  // run_top_k: one batch's filters as CSR (host and backend copies) and the selected entries.
+  std::vector<uint32_t> ex_ptr_, ex_index_, sc_ptr_, sc_index_;
+  std::vector<float> sc_value_;
+  DeviceArray<uint32_t> d_ex_ptr_, d_ex_index_, d_sc_ptr_, d_sc_index_, d_top_index_;
+  DeviceArray<float> d_sc_value_, d_top_score_;
 };
 
 // Model parallelism: merges every rank's top-k candidates (`mine`, global column indices) into

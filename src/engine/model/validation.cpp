@@ -57,8 +57,9 @@ ValidationResult Validator::evaluate() {
   DeviceArray<double> sums;
   sums.assign(be, std::vector<double>(math::kLossSumCount, 0.0));
   std::vector<uint32_t> ids(batch), truth_row;
-  std::vector<float> scores;
-  std::vector<std::vector<uint32_t>> excluded;
+  std::vector<uint32_t> excluded, ex_ptr, ex_index;
+  DeviceArray<uint32_t> d_ex_ptr, d_ex_index, d_top_index;
+  DeviceArray<float> d_top_score;
   HostBatch hb;
   TopK top;
   for (uint64_t first = 0; first < n; first += batch) {
@@ -71,15 +72,30 @@ ValidationResult Validator::evaluate() {
     losses_.accumulate(hb, /*write_deltas=*/false, nullptr, sums.data() + math::kLossBatch);
     be.fold_loss_sums(sums.data(), first / batch + 1);
     if (mode_ == Mode::Loss) continue;
-    scores.resize(size_t(rows) * units);
-    be.download(scores.data(), out.activations(), scores.size() * sizeof(float));
-    excluded.assign(rows, {});
+    // Ranked on the backend (only k per row come back), leaving out the input items.
+    TopKFilter filter;
     if (exclude_) {
-      for (uint32_t r = 0; r < rows; ++r) sorted_items(*exclude_, first + r, excluded[r]);
+      ex_ptr.assign(1, 0);
+      ex_index.clear();
+      for (uint32_t r = 0; r < rows; ++r) {
+        sorted_items(*exclude_, first + r, excluded);
+        ex_index.insert(ex_index.end(), excluded.begin(), excluded.end());
+        ex_ptr.push_back(static_cast<uint32_t>(ex_index.size()));
+      }
+      if (!ex_index.empty()) {
+        d_ex_ptr.assign(be, ex_ptr);
+        d_ex_index.assign(be, ex_index);
+        filter.exclude_ptr = d_ex_ptr.data();
+        filter.exclude_index = d_ex_index.data();
+      }
     }
-    top_k_rows(
-        scores.data(), rows, units, units, k,
-        [&](uint32_t r) { return exclude_ ? &excluded[r] : nullptr; }, top);
+    const size_t selected = size_t(rows) * k;
+    d_top_index.resize(be, selected);
+    d_top_score.resize(be, selected);
+    be.top_k_filtered(out.activations(), rows, units, units, k, filter, d_top_score.data(),
+                      d_top_index.data());
+    top.index.resize(selected);
+    be.download(top.index.data(), d_top_index.data(), selected * sizeof(uint32_t));
     for (uint32_t r = 0; r < rows; ++r) {
       const uint32_t* ranked = &top.index[size_t(r) * k];
       if (mode_ == Mode::Classify) {

@@ -320,78 +320,24 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
     dump = std::make_unique<LayerDump>(job.dump, dump_source->spec(), bound.examples);
 
   Predictor predictor(net, bound, job.minibatch, comm.get());
-  // The scores handed over hold units [col_first, col_first + cols): a split Output layer's
-  // slice on this rank, else all of them.
-  const auto [col_first, cols] = predictor.columns(layer);
-  const bool merge = model_parallel && cols != units;
-  const uint32_t valid_local = valid_cols > col_first ? std::min(valid_cols - col_first, cols) : 0;
-  std::vector<std::vector<uint32_t>> local_excluded;
-  TopK top, merged;
+  TopK top;
   std::string line;
   char num[64];
   std::vector<uint32_t> truth_row;
-  std::vector<float> scaled, dumped;
-  predictor.run(layer, [&](uint64_t first, uint32_t rows, const float* scores_in) {
-    if (dump) {
-      const float* values = scores_in;
-      if (dump_source != &net.layer(layer)) {
-        dumped.resize(size_t(rows) * dump_source->units());
-        net.backend().download(dumped.data(), dump_source->activations(),
-                               dumped.size() * sizeof(float));
-        values = dumped.data();
-      }
-      dump->add(first, rows, values, sample_name);
-    }
-    if (!want_lines && !truth) return;
-
-    const float* scores = scores_in;
-    std::vector<const std::vector<uint32_t>*> excluded(rows, nullptr);
-    local_excluded.resize(rows);
-    bool multiplied = false;
-    for (uint32_t r = 0; r < rows; ++r) {
-      auto it = filter.find(first + r);
-      if (it == filter.end()) continue;
-      if (job.filter_multiply) {
-        if (!multiplied) scaled.assign(scores_in, scores_in + size_t(rows) * cols);
-        multiplied = true;
-        for (size_t j = 0; j < it->second.items.size(); ++j) {
-          const uint32_t item = it->second.items[j];
-          if (item >= col_first && item - col_first < cols)
-            scaled[size_t(r) * cols + item - col_first] *= it->second.values[j];
-        }
-      } else if (col_first == 0 && cols == units) {
-        excluded[r] = &it->second.items;
-      } else {  // this rank's columns of the (sorted) list, counted from its first unit
-        local_excluded[r].clear();
-        for (uint32_t item : it->second.items)
-          if (item >= col_first && item - col_first < cols)
-            local_excluded[r].push_back(item - col_first);
-        excluded[r] = &local_excluded[r];
-      }
-    }
-    if (multiplied) scores = scaled.data();
-    top_k_rows(
-        scores, rows, cols, valid_local, job.k, [&](uint32_t r) { return excluded[r]; }, top,
-        job.threads);
-    if (col_first > 0)
-      for (uint32_t& i : top.index)
-        if (i != kNone) i += col_first;
-    if (merge) {
-      merge_top_k(*comm, top, rows, job.k, merged);
-      top.index.swap(merged.index);
-      top.score.swap(merged.score);
-    }
+  // One batch's top k (global unit numbers): recommendation lines and metrics.
+  auto emit = [&](uint64_t first, uint32_t rows, const TopK& ranked_rows) {
     if (model_parallel && !writer) return;  // rank 0 writes the lines and the metrics
     for (uint32_t r = 0; r < rows; ++r) {
       const uint64_t e = first + r;
-      const uint32_t* ranked = &top.index[size_t(r) * job.k];
+      const uint32_t* ranked = &ranked_rows.index[size_t(r) * job.k];
       if (want_lines) {
         line = sample_name(e);
         line += '\t';
         for (uint32_t j = 0; j < job.k && ranked[j] != kNone; ++j) {
           line += have_items ? items.label(ranked[j]) : std::to_string(ranked[j]);
           line += ',';
-          std::snprintf(num, sizeof num, fmt.c_str(), double(top.score[size_t(r) * job.k + j]));
+          std::snprintf(num, sizeof num, fmt.c_str(),
+                        double(ranked_rows.score[size_t(r) * job.k + j]));
           line += num;
           line += ':';
         }
@@ -410,7 +356,66 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
         metrics.add(ranked, job.k, truth_row);
       }
     }
-  }, begin, end);
+  };
+  const bool ranking = want_lines || truth;
+  if (!dump_source && ranking) {
+    // Ranked on the backend: only k results per example leave it (Predictor::run_top_k). The
+    // filter's lists are ascending, as top_k_filtered wants them.
+    auto row_filter = [&](uint64_t e) {
+      RowFilter f;
+      auto it = filter.find(e);
+      if (it == filter.end()) return f;
+      if (job.filter_multiply) {
+        f.scale_index = it->second.items.data();
+        f.scale_value = it->second.values.data();
+        f.scaled = it->second.items.size();
+      } else {
+        f.exclude = it->second.items.data();
+        f.excluded = it->second.items.size();
+      }
+      return f;
+    };
+    predictor.run_top_k(layer, job.k, valid_cols, row_filter, emit, begin, end);
+  } else {
+    // Every score comes to the host: --dump writes them (one process, so every unit is here)
+    // and the ranking, if any, runs on the host.
+    std::vector<const std::vector<uint32_t>*> excluded;
+    std::vector<float> scaled, dumped;
+    predictor.run(layer, [&](uint64_t first, uint32_t rows, const float* scores_in) {
+      if (dump) {
+        const float* values = scores_in;
+        if (dump_source != &net.layer(layer)) {
+          dumped.resize(size_t(rows) * dump_source->units());
+          net.backend().download(dumped.data(), dump_source->activations(),
+                                 dumped.size() * sizeof(float));
+          values = dumped.data();
+        }
+        dump->add(first, rows, values, sample_name);
+      }
+      if (!ranking) return;
+      const float* scores = scores_in;
+      excluded.assign(rows, nullptr);
+      bool multiplied = false;
+      for (uint32_t r = 0; r < rows; ++r) {
+        auto it = filter.find(first + r);
+        if (it == filter.end()) continue;
+        if (!job.filter_multiply) {
+          excluded[r] = &it->second.items;
+          continue;
+        }
+        if (!multiplied) scaled.assign(scores_in, scores_in + size_t(rows) * units);
+        multiplied = true;
+        for (size_t j = 0; j < it->second.items.size(); ++j)
+          if (it->second.items[j] < units)
+            scaled[size_t(r) * units + it->second.items[j]] *= it->second.values[j];
+      }
+      if (multiplied) scores = scaled.data();
+      top_k_rows(
+          scores, rows, units, valid_cols, job.k, [&](uint32_t r) { return excluded[r]; }, top,
+          job.threads);
+      emit(first, rows, top);
+    }, begin, end);
+  }
   if (split) {
     // Rank 0 receives every rank's lines, in rank (= example) order.
     std::vector<uint64_t> sizes(size_t(comm->size()));
