@@ -69,9 +69,10 @@ __global__ void similarity_backward_kernel(bool cosine, uint32_t cols, const flo
   }
 }
 
+// The CPU backend's check, with its error type (a caller's bug, not a device failure).
 void check_function(PoolingFunction f, const char* kernel) {
-  if (f != PoolingFunction::DotProduct && f != PoolingFunction::Cosine)
-    throw BackendError(std::string(kernel) + ": " + to_string(f) + " is not a similarity function");
+  NN_CHECK(f == PoolingFunction::DotProduct || f == PoolingFunction::Cosine,
+           std::string(kernel) + ": " + to_string(f) + " is not a similarity function");
 }
 
 }  // namespace
