@@ -1,9 +1,9 @@
-// Backend::top_k_filtered on the CPU backend against a plain reference (filter, then a stable sort
-// by descending score): exclusions (duplicated, past the valid columns), multipliers (a column
-// listed twice, a product that is NaN), K larger than the row, NaN scores, rows left empty, ties
-// and -0; and the CUDA kernel's per-element keys (backend/math/top_k_math.h) emulated on the host
-// over the same index space (HostKernelMath.*), which must give the CPU backend's result bit for
-// bit.
+// Backend::top_k_filtered on every backend (fixture BackendTest: /cpu, and /cuda in CUDA builds)
+// against a plain reference (filter, then a stable sort by descending score): exclusions
+// (duplicated, past the valid columns), multipliers (a column listed twice, a product that is
+// NaN), K larger than the row, NaN scores, rows left empty, ties and -0; and the CUDA kernel's
+// per-element keys (backend/math/top_k_math.h) emulated on the host over the same index space
+// (HostKernelMath.*), which must give the CPU backend's result bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/device_array.h"
 #include "backend/math/top_k_math.h"
 #include "backend_test_util.h"
 #include "core/random.h"
@@ -92,13 +93,28 @@ Result reference(const std::vector<float>& x, uint32_t rows, uint32_t cols, uint
   return out;
 }
 
-Result run_cpu(CpuBackend& be, const std::vector<float>& x, uint32_t rows, uint32_t cols,
-               uint32_t valid_cols, uint32_t k, Filters& f) {
-  Result out{std::vector<float>(size_t(rows) * k, 7.0f),
-             std::vector<uint32_t>(size_t(rows) * k, 7u)};
-  be.top_k_filtered(x.data(), rows, cols, valid_cols, k, f.view(), out.value.data(),
-                    out.index.data());
-  return out;
+// top_k_filtered on `be` with x and the filters copied into its memory.
+Result run_on(Backend& be, const std::vector<float>& x, uint32_t rows, uint32_t cols,
+              uint32_t valid_cols, uint32_t k, Filters& f) {
+  const TopKFilter host = f.view();
+  auto dx = test::to_device(be, x);
+  auto ep = test::to_device(be, f.ex_ptr), ei = test::to_device(be, f.ex_index),
+       sp = test::to_device(be, f.sc_ptr), si = test::to_device(be, f.sc_index);
+  auto sv = test::to_device(be, f.sc_value);
+  TopKFilter tf;
+  if (host.exclude_ptr) {
+    tf.exclude_ptr = ep.data();
+    tf.exclude_index = ei.data();
+  }
+  if (host.scale_ptr) {
+    tf.scale_ptr = sp.data();
+    tf.scale_index = si.data();
+    tf.scale_value = sv.data();
+  }
+  auto dv = test::to_device(be, std::vector<float>(size_t(rows) * k, 7.0f));
+  auto di = test::to_device(be, std::vector<uint32_t>(size_t(rows) * k, 7u));
+  be.top_k_filtered(dx.data(), rows, cols, valid_cols, k, tf, dv.data(), di.data());
+  return Result{dv.to_host(), di.to_host()};
 }
 
 // The CUDA kernels of cuda_top_k.cu on the host: one key per (row, valid column), a descending
@@ -134,21 +150,23 @@ Result emulate_cuda(const std::vector<float>& x, uint32_t rows, uint32_t cols, u
   return out;
 }
 
-TEST(TopKFiltered, ExclusionsAreSkippedAndTheRestRankInOrder) {
-  CpuBackend be(1);
+class TopKFiltered : public test::BackendTest {};
+
+TEST_P(TopKFiltered, ExclusionsAreSkippedAndTheRestRankInOrder) {
+  auto be = backend(1);
   const uint32_t rows = 2, cols = 6;
   const std::vector<float> x = {0.1f, 0.9f, 0.5f, 0.9f, 0.3f, 0.7f,  //
                                 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
   Filters f(rows);
   f.exclude[0] = {1, 1, 4, 9};  // a duplicate and a column past the row are harmless
   f.exclude[1] = {0, 5};
-  const Result got = run_cpu(be, x, rows, cols, cols, 3, f);
+  const Result got = run_on(*be, x, rows, cols, cols, 3, f);
   EXPECT_EQ(got.index, (std::vector<uint32_t>{3, 5, 2, 4, 3, 2}));
   EXPECT_EQ(got.value, (std::vector<float>{0.9f, 0.7f, 0.5f, 5.0f, 4.0f, 3.0f}));
 }
 
-TEST(TopKFiltered, MultipliersScaleScoresBeforeRanking) {
-  CpuBackend be(1);
+TEST_P(TopKFiltered, MultipliersScaleScoresBeforeRanking) {
+  auto be = backend(1);
   const uint32_t cols = 5;
   const std::vector<float> x = {1.0f, 2.0f, 3.0f, INFINITY, 0.5f};
   Filters f(1);
@@ -156,13 +174,13 @@ TEST(TopKFiltered, MultipliersScaleScoresBeforeRanking) {
   // goes negative.
   f.scale_index[0] = {0, 0, 2, 3};
   f.scale_value[0] = {4.0f, 2.0f, -1.0f, 0.0f};
-  const Result got = run_cpu(be, x, 1, cols, cols, 5, f);
+  const Result got = run_on(*be, x, 1, cols, cols, 5, f);
   EXPECT_EQ(got.index, (std::vector<uint32_t>{0, 1, 4, 2, kNone}));
   EXPECT_EQ(got.value, (std::vector<float>{8.0f, 2.0f, 0.5f, -3.0f, -INFINITY}));
 }
 
-TEST(TopKFiltered, NanIsSkippedAndShortRowsArePadded) {
-  CpuBackend be(1);
+TEST_P(TopKFiltered, NanIsSkippedAndShortRowsArePadded) {
+  auto be = backend(1);
   const uint32_t rows = 3, cols = 4;
   const std::vector<float> x = {kNan,  1.0f, kNan,  -INFINITY,  // NaN left out, -inf kept
                                 2.0f,  1.0f, 0.0f,  -1.0f,      // every column excluded
@@ -170,7 +188,7 @@ TEST(TopKFiltered, NanIsSkippedAndShortRowsArePadded) {
   Filters f(rows);
   f.exclude[1] = {0, 1, 2, 3};
   f.with_scale = false;
-  const Result got = run_cpu(be, x, rows, cols, cols, 6, f);  // K larger than the row
+  const Result got = run_on(*be, x, rows, cols, cols, 6, f);  // K larger than the row
   EXPECT_EQ(got.index, (std::vector<uint32_t>{1, 3, kNone, kNone, kNone, kNone,          //
                                               kNone, kNone, kNone, kNone, kNone, kNone,  //
                                               0, 1, 2, 3, kNone, kNone}));
@@ -180,29 +198,30 @@ TEST(TopKFiltered, NanIsSkippedAndShortRowsArePadded) {
   for (uint32_t j = 0; j < 6; ++j) EXPECT_EQ(got.value[6 + j], -INFINITY);
 }
 
-TEST(TopKFiltered, NoFiltersEqualsTopKExceptThatNanIsLeftOut) {
-  CpuBackend be(2);
+TEST_P(TopKFiltered, NoFiltersEqualsTopKWhenThereIsNoNan) {
+  auto be = backend(2);
   Rng rng(3);
   const uint32_t rows = 40, cols = 1000, k = 17;
-  std::vector<float> x = test::uniform(size_t(rows) * cols, rng, -1, 1);
-  std::vector<float> v(size_t(rows) * k), fv(v.size());
-  std::vector<uint32_t> i(v.size()), fi(v.size());
-  be.top_k(x.data(), rows, cols, 900, k, v.data(), i.data());
-  be.top_k_filtered(x.data(), rows, cols, 900, k, TopKFilter{}, fv.data(), fi.data());
-  EXPECT_EQ(fi, i);
-  EXPECT_TRUE(test::bitwise_equal(fv, v));
+  const std::vector<float> x = test::uniform(size_t(rows) * cols, rng, -1, 1);
+  auto dx = test::to_device(*be, x);
+  DeviceArray<float> v(*be, size_t(rows) * k), fv(*be, size_t(rows) * k);
+  DeviceArray<uint32_t> i(*be, size_t(rows) * k), fi(*be, size_t(rows) * k);
+  be->top_k(dx.data(), rows, cols, 900, k, v.data(), i.data());
+  be->top_k_filtered(dx.data(), rows, cols, 900, k, TopKFilter{}, fv.data(), fi.data());
+  EXPECT_EQ(fi.to_host(), i.to_host());
+  EXPECT_TRUE(test::bitwise_equal(fv.to_host(), v.to_host()));
 }
 
-TEST(TopKFiltered, EmptyInputsWriteNothingOrPadding) {
-  CpuBackend be(1);
-  std::vector<float> v(3, 7.0f);
-  std::vector<uint32_t> i(3, 7u);
-  be.top_k_filtered(nullptr, 0, 10, 10, 3, TopKFilter{}, v.data(), i.data());
-  EXPECT_EQ(i, (std::vector<uint32_t>(3, 7u)));
-  const std::vector<float> x = {1.0f, 2.0f};
-  be.top_k_filtered(x.data(), 1, 2, 0, 3, TopKFilter{}, v.data(), i.data());  // no valid column
-  EXPECT_EQ(i, (std::vector<uint32_t>(3, kNone)));
-  EXPECT_EQ(v, (std::vector<float>(3, -INFINITY)));
+TEST_P(TopKFiltered, EmptyInputsWriteNothingOrPadding) {
+  auto be = backend(1);
+  auto v = test::to_device(*be, std::vector<float>(3, 7.0f));
+  auto i = test::to_device(*be, std::vector<uint32_t>(3, 7u));
+  be->top_k_filtered(nullptr, 0, 10, 10, 3, TopKFilter{}, v.data(), i.data());
+  EXPECT_EQ(i.to_host(), (std::vector<uint32_t>(3, 7u)));
+  auto x = test::to_device(*be, std::vector<float>{1.0f, 2.0f});
+  be->top_k_filtered(x.data(), 1, 2, 0, 3, TopKFilter{}, v.data(), i.data());  // no valid column
+  EXPECT_EQ(i.to_host(), (std::vector<uint32_t>(3, kNone)));
+  EXPECT_EQ(v.to_host(), (std::vector<float>(3, -INFINITY)));
 }
 
 // Random rows large enough for the parallel path and the block skip, with random filters.
@@ -227,8 +246,8 @@ void random_case(Rng& rng, uint32_t rows, uint32_t cols, uint32_t valid, uint32_
   (void)k;
 }
 
-TEST(TopKFiltered, MatchesTheReferenceOnRandomRows) {
-  CpuBackend be(2);
+TEST_P(TopKFiltered, MatchesTheReferenceOnRandomRows) {
+  auto be = backend(2);
   Rng rng(11);
   struct Case {
     uint32_t rows, cols, valid, k;
@@ -239,7 +258,7 @@ TEST(TopKFiltered, MatchesTheReferenceOnRandomRows) {
     std::vector<float> x;
     random_case(rng, c.rows, c.cols, c.valid, c.k, f, x);
     const Result want = reference(x, c.rows, c.cols, c.valid, c.k, f);
-    const Result got = run_cpu(be, x, c.rows, c.cols, c.valid, c.k, f);
+    const Result got = run_on(*be, x, c.rows, c.cols, c.valid, c.k, f);
     EXPECT_EQ(got.index, want.index) << c.rows << "x" << c.cols << " k " << c.k;
     EXPECT_TRUE(test::bitwise_equal(got.value, want.value)) << c.rows << "x" << c.cols;
   }
@@ -260,12 +279,14 @@ TEST(HostKernelMath, TopKFilteredKeysGiveTheCpuBackendsResult) {
     random_case(rng, c.rows, c.cols, c.valid, c.k, f, x);
     f.with_exclude = c.exclude;
     f.with_scale = c.scale;
-    const Result want = run_cpu(cpu, x, c.rows, c.cols, c.valid, c.k, f);
+    const Result want = run_on(cpu, x, c.rows, c.cols, c.valid, c.k, f);
     const Result got = emulate_cuda(x, c.rows, c.cols, c.valid, c.k, f);
     EXPECT_EQ(got.index, want.index) << c.rows << "x" << c.cols << " k " << c.k;
     EXPECT_TRUE(test::bitwise_equal(got.value, want.value)) << c.rows << "x" << c.cols;
   }
 }
+
+NN_INSTANTIATE_ON_BACKENDS(TopKFiltered);
 
 }  // namespace
 }  // namespace nn
