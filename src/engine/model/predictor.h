@@ -70,8 +70,8 @@ class Predictor {
   // Ranks `rows` rows of the layer's activations (`cols` columns from unit col_first) on the
   // backend into `out` (global unit numbers); the filters are those of examples
   // first_example + 0 .. rows - 1.
-  void select_on_backend(Layer& layer, uint32_t rows, uint32_t col_first, uint32_t cols,
-                         uint32_t k, uint32_t valid_cols, uint64_t first_example,
+  void select_on_backend(Layer& layer, uint32_t rows, uint32_t col_first, uint32_t cols, uint32_t k,
+                         uint32_t valid_cols, uint64_t first_example,
                          const std::function<RowFilter(uint64_t)>& filter, TopK& out);
 
   Network& net_;

@@ -381,40 +381,43 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
     // and the ranking, if any, runs on the host.
     std::vector<const std::vector<uint32_t>*> excluded;
     std::vector<float> scaled, dumped;
-    predictor.run(layer, [&](uint64_t first, uint32_t rows, const float* scores_in) {
-      if (dump) {
-        const float* values = scores_in;
-        if (dump_source != &net.layer(layer)) {
-          dumped.resize(size_t(rows) * dump_source->units());
-          net.backend().download(dumped.data(), dump_source->activations(),
-                                 dumped.size() * sizeof(float));
-          values = dumped.data();
-        }
-        dump->add(first, rows, values, sample_name);
-      }
-      if (!ranking) return;
-      const float* scores = scores_in;
-      excluded.assign(rows, nullptr);
-      bool multiplied = false;
-      for (uint32_t r = 0; r < rows; ++r) {
-        auto it = filter.find(first + r);
-        if (it == filter.end()) continue;
-        if (!job.filter_multiply) {
-          excluded[r] = &it->second.items;
-          continue;
-        }
-        if (!multiplied) scaled.assign(scores_in, scores_in + size_t(rows) * units);
-        multiplied = true;
-        for (size_t j = 0; j < it->second.items.size(); ++j)
-          if (it->second.items[j] < units)
-            scaled[size_t(r) * units + it->second.items[j]] *= it->second.values[j];
-      }
-      if (multiplied) scores = scaled.data();
-      top_k_rows(
-          scores, rows, units, valid_cols, job.k, [&](uint32_t r) { return excluded[r]; }, top,
-          job.threads);
-      emit(first, rows, top);
-    }, begin, end);
+    predictor.run(
+        layer,
+        [&](uint64_t first, uint32_t rows, const float* scores_in) {
+          if (dump) {
+            const float* values = scores_in;
+            if (dump_source != &net.layer(layer)) {
+              dumped.resize(size_t(rows) * dump_source->units());
+              net.backend().download(dumped.data(), dump_source->activations(),
+                                     dumped.size() * sizeof(float));
+              values = dumped.data();
+            }
+            dump->add(first, rows, values, sample_name);
+          }
+          if (!ranking) return;
+          const float* scores = scores_in;
+          excluded.assign(rows, nullptr);
+          bool multiplied = false;
+          for (uint32_t r = 0; r < rows; ++r) {
+            auto it = filter.find(first + r);
+            if (it == filter.end()) continue;
+            if (!job.filter_multiply) {
+              excluded[r] = &it->second.items;
+              continue;
+            }
+            if (!multiplied) scaled.assign(scores_in, scores_in + size_t(rows) * units);
+            multiplied = true;
+            for (size_t j = 0; j < it->second.items.size(); ++j)
+              if (it->second.items[j] < units)
+                scaled[size_t(r) * units + it->second.items[j]] *= it->second.values[j];
+          }
+          if (multiplied) scores = scaled.data();
+          top_k_rows(
+              scores, rows, units, valid_cols, job.k, [&](uint32_t r) { return excluded[r]; }, top,
+              job.threads);
+          emit(first, rows, top);
+        },
+        begin, end);
   }
   if (split) {
     // Rank 0 receives every rank's lines, in rank (= example) order.

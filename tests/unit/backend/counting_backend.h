@@ -131,9 +131,8 @@ class CountingBackend final : public Backend {
              float* values, uint32_t* indices) override {
     inner_->top_k(x, rows, cols, valid_cols, k, values, indices);
   }
-  void top_k_filtered(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols,
-                      uint32_t k, const TopKFilter& filter, float* values,
-                      uint32_t* indices) override {
+  void top_k_filtered(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
+                      const TopKFilter& filter, float* values, uint32_t* indices) override {
     inner_->top_k_filtered(x, rows, cols, valid_cols, k, filter, values, indices);
   }
   double sparseness_penalty(const float* a, uint32_t rows, uint32_t cols, float p, float beta,
