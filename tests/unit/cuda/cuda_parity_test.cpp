@@ -396,16 +396,5 @@ TEST_F(CudaParity, TransposedSparseWeights) {
   }
 }
 
-TEST_F(CudaParity, UnimplementedOperationsSaySo) {
-  DeviceArray<float> x(*gpu_, 4);
-  try {
-    gpu_->similarity_forward(PoolingFunction::Cosine, 1, 4, x.data(), x.data(), x.data(), 1);
-    FAIL() << "no BackendError";
-  } catch (const BackendError& e) {
-    EXPECT_NE(std::string(e.what()).find("not implemented on CUDA yet"), std::string::npos)
-        << e.what();
-  }
-}
-
 }  // namespace
 }  // namespace nn
