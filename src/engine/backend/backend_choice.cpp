@@ -6,10 +6,10 @@
 
 #include "backend/cuda/device_probe.h"
 
-// Keep in step with backend/cuda/cuda_unimplemented.cpp: every kernel family has a CUDA
+// Keep cuda_unsupported_feature in step with the CUDA backend: every kernel family has a CUDA
 // implementation now (convolution, LRN and batch normalisation on cuDNN; pooling, similarity
 // pooling and the rest own kernels), so no network feature keeps "auto" off CUDA; the hook stays
-// for the next family that lands on the CPU first.
+// for the next family that lands on the CPU first (CudaBackend::not_implemented).
 
 namespace nn {
 

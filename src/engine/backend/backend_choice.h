@@ -11,8 +11,8 @@
 
 namespace nn {
 
-// The first feature of `spec` the CUDA backend cannot run yet ("Cosine Pooling layer 'P1'"), or
-// "" when it runs every part of it.
+// The first feature of `spec` the CUDA backend cannot run yet ("Cosine Pooling layer 'P1'" before
+// similarity pooling had CUDA kernels), or "" when it runs every part of it (today: always).
 std::string cuda_unsupported_feature(const NetworkSpec& spec);
 
 // The first feature of `spec` that the CUDA backend runs through cuDNN (convolution, LRN, batch
