@@ -18,54 +18,22 @@
 #include "backend/cuda/device_probe.h"
 #include "backend/device_array.h"
 #include "backend_test_util.h"
+#include "cuda_test_util.h"
 #include "core/error.h"
 #include "core/random.h"
 
 namespace nn {
 namespace {
 
+using test::near;
+using test::on;
+
 using test::Csr;
+using test::DeviceCsr;
 
-template <typename T>
-DeviceArray<T> on(Backend& b, const std::vector<T>& v) {
-  DeviceArray<T> d(b, v.size());
-  d.upload(v);
-  return d;
-}
-
-::testing::AssertionResult near(const std::vector<float>& got, const std::vector<float>& want,
-                                double abs_tol, double rel_tol) {
-  return test::all_near(got, std::vector<double>(want.begin(), want.end()), abs_tol, rel_tol);
-}
-
-// A CSR batch in one backend's memory.
-struct DeviceCsr {
-  DeviceArray<uint32_t> row_ptr, index;
-  DeviceArray<float> value, weight;
-  SparseView v;
-  DeviceCsr(Backend& b, const Csr& c) {
-    row_ptr = on(b, c.row_ptr);
-    index = on(b, c.index);
-    if (!c.value.empty()) value = on(b, c.value);
-    if (!c.row_weight.empty()) weight = on(b, c.row_weight);
-    v = c.view();
-    v.row_ptr = row_ptr.data();
-    v.index = index.empty() ? nullptr : index.data();
-    v.value = c.value.empty() ? nullptr : value.data();
-    v.row_weight = c.row_weight.empty() ? nullptr : weight.data();
-  }
-};
-
-class CudaParity : public ::testing::Test {
+class CudaParity : public test::CudaVsCpu {
  protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0)
-      GTEST_SKIP() << "no CUDA device, CUDA parity not checked: " << cuda_device_summary();
-    gpu_ = make_backend("cuda");
-    cpu_ = std::make_unique<CpuBackend>(2);
-  }
-  std::unique_ptr<Backend> gpu_, cpu_;
-  Rng rng_{2024};
+  CudaParity() : CudaVsCpu(2024) {}
 };
 
 TEST_F(CudaParity, ElementwiseAndReductions) {
@@ -228,7 +196,7 @@ TEST_F(CudaParity, LossesAndOutputDeltas) {
             gt.row_weight = gw.data();
           } else {
             ct.sp = sp.view();
-            gt.sp = gsp.v;
+            gt.sp = gsp.view();
           }
           std::vector<float> cd(a.size());
           DeviceArray<float> gd(*gpu_, a.size());
@@ -258,16 +226,16 @@ TEST_F(CudaParity, SparseForwardAndGradientWithEmptyRows) {
                                g = test::uniform(size_t(cols) * n_out, rng_, -1, 1);
       auto gw = on(*gpu_, w), gz = on(*gpu_, z), gdelta = on(*gpu_, delta), gg = on(*gpu_, g);
       std::vector<float> cz = z, cg = g;
-      gpu_->sparse_matmul(gx.v, gw.data(), n_out, gz.data());
+      gpu_->sparse_matmul(gx.view(), gw.data(), n_out, gz.data());
       cpu_->sparse_matmul(x.view(), w.data(), n_out, cz.data());
       EXPECT_TRUE(near(gz.to_host(), cz, 1e-5, 1e-5)) << n_out;
-      gpu_->sparse_weight_gradient(gx.v, gdelta.data(), n_out, 0.3f, gg.data());
+      gpu_->sparse_weight_gradient(gx.view(), gdelta.data(), n_out, 0.3f, gg.data());
       cpu_->sparse_weight_gradient(x.view(), delta.data(), n_out, 0.3f, cg.data());
       const std::vector<float> first = gg.to_host();
       EXPECT_TRUE(near(first, cg, 1e-5, 1e-5)) << n_out;
       // Deterministic: the same call again gives the same bits.
       auto gg2 = on(*gpu_, g);
-      gpu_->sparse_weight_gradient(gx.v, gdelta.data(), n_out, 0.3f, gg2.data());
+      gpu_->sparse_weight_gradient(gx.view(), gdelta.data(), n_out, 0.3f, gg2.data());
       EXPECT_TRUE(test::bitwise_equal(gg2.to_host(), first));
     }
 }
@@ -281,7 +249,7 @@ TEST_F(CudaParity, SparseIndexOutsideTheInputsIsADataError) {
   DeviceArray<float> w(*gpu_, 10 * 4), z(*gpu_, 2 * 4);
   gpu_->fill(w.data(), 40, 1.0f);
   gpu_->fill(z.data(), 8, 0.0f);
-  gpu_->sparse_matmul(gx.v, w.data(), 4, z.data());
+  gpu_->sparse_matmul(gx.view(), w.data(), 4, z.data());
   try {
     gpu_->synchronize();
     FAIL() << "no DataError";
@@ -387,10 +355,10 @@ TEST_F(CudaParity, TransposedSparseWeights) {
                              g = test::uniform(size_t(n_out) * cols, rng_, -1, 1);
     auto gw = on(*gpu_, w), gz = on(*gpu_, z), gdelta = on(*gpu_, delta), gg = on(*gpu_, g);
     std::vector<float> cz = z, cg = g;
-    gpu_->sparse_matmul_transposed(gx.v, gw.data(), n_out, gz.data());
+    gpu_->sparse_matmul_transposed(gx.view(), gw.data(), n_out, gz.data());
     cpu_->sparse_matmul_transposed(x.view(), w.data(), n_out, cz.data());
     EXPECT_TRUE(near(gz.to_host(), cz, 1e-5, 1e-5)) << n_out;
-    gpu_->sparse_weight_gradient_transposed(gx.v, gdelta.data(), n_out, 0.3f, gg.data());
+    gpu_->sparse_weight_gradient_transposed(gx.view(), gdelta.data(), n_out, 0.3f, gg.data());
     cpu_->sparse_weight_gradient_transposed(x.view(), delta.data(), n_out, 0.3f, cg.data());
     EXPECT_TRUE(near(gg.to_host(), cg, 1e-5, 1e-5)) << n_out;
   }

@@ -15,33 +15,18 @@
 #include "backend/cuda/device_probe.h"
 #include "backend/device_array.h"
 #include "backend_test_util.h"
+#include "cuda_test_util.h"
 #include "core/random.h"
 
 namespace nn {
 namespace {
 
-template <typename T>
-DeviceArray<T> on(Backend& b, const std::vector<T>& v) {
-  DeviceArray<T> d(b, v.size());
-  d.upload(v);
-  return d;
-}
+using test::near;
+using test::on;
 
-::testing::AssertionResult near(const std::vector<float>& got, const std::vector<float>& want,
-                                double abs_tol, double rel_tol) {
-  return test::all_near(got, std::vector<double>(want.begin(), want.end()), abs_tol, rel_tol);
-}
-
-class CudaParitySimilarityTopK : public ::testing::Test {
+class CudaParitySimilarityTopK : public test::CudaVsCpu {
  protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0)
-      GTEST_SKIP() << "no CUDA device, CUDA parity not checked: " << cuda_device_summary();
-    gpu_ = make_backend("cuda");
-    cpu_ = std::make_unique<CpuBackend>(2);
-  }
-  std::unique_ptr<Backend> gpu_, cpu_;
-  Rng rng_{77};
+  CudaParitySimilarityTopK() : CudaVsCpu(77) {}
 };
 
 TEST_F(CudaParitySimilarityTopK, DotProductAndCosineForwardAndBackward) {

@@ -20,31 +20,21 @@
 #include "backend/device_array.h"
 #include "backend/math/loss_sums.h"
 #include "backend_test_util.h"
+#include "cuda_test_util.h"
 #include "core/error.h"
 #include "core/random.h"
 
 namespace nn {
 namespace {
 
+using test::near;
+using test::on;
+
 using test::Csr;
 
-template <typename T>
-DeviceArray<T> on(Backend& b, const std::vector<T>& v) {
-  DeviceArray<T> d(b, v.size());
-  d.upload(v);
-  return d;
-}
-
-class CudaSums : public ::testing::Test {
+class CudaSums : public test::CudaVsCpu {
  protected:
-  void SetUp() override {
-    if (cuda_device_count() == 0)
-      GTEST_SKIP() << "no CUDA device, CUDA sums not checked: " << cuda_device_summary();
-    gpu_ = make_backend("cuda");
-    cpu_ = std::make_unique<CpuBackend>(2);
-  }
-  std::unique_ptr<Backend> gpu_, cpu_;
-  Rng rng_{4242};
+  CudaSums() : CudaVsCpu(4242) {}
 };
 
 TEST_F(CudaSums, LossAccumulateAddsWhatLossAndDeltaReturns) {
