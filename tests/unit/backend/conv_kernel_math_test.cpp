@@ -23,6 +23,7 @@
 #include "backend/math/lrn_math.h"
 #include "backend/math/pool_math.h"
 #include "backend_test_util.h"
+#include "conv_test_geometry.h"
 #include "core/random.h"
 
 namespace nn {
@@ -30,60 +31,31 @@ namespace {
 
 using test::bitwise_equal;
 
-// A geometry with DSSTNE's output extent and padding rules (layers/conv_geometry.h): out = 1
-// when in <= kernel, in at stride 1, else (in - kernel) / stride + 1; pad = (kernel - in + 1) / 2
-// when in < kernel, kernel / 2 at stride 1, else 0.
-ConvGeometry dsstne(uint32_t dims, std::array<uint32_t, 3> in, std::array<uint32_t, 3> kernel,
-                    std::array<uint32_t, 3> stride, uint32_t cin, uint32_t cout) {
-  ConvGeometry g;
-  g.dims = dims;
-  g.in_channels = cin;
-  g.out_channels = cout;
-  g.in = in;
-  g.kernel = kernel;
-  g.stride = stride;
-  for (int d = 0; d < 3; ++d) {
-    const uint32_t i = in[d], k = kernel[d], s = stride[d];
-    g.out[d] = i <= k ? 1 : s == 1 ? i : (i - k) / s + 1;
-    g.pad[d] = i < k ? (k - i + 1) / 2 : s == 1 ? k / 2 : 0;
-  }
-  return g;
-}
-
-std::string describe(const ConvGeometry& g) {
-  auto a = [](const std::array<uint32_t, 3>& v) {
-    return std::to_string(v[0]) + "x" + std::to_string(v[1]) + "x" + std::to_string(v[2]);
-  };
-  return "in " + a(g.in) + "x" + std::to_string(g.in_channels) + " out " + a(g.out) + "x" +
-         std::to_string(g.out_channels) + " kernel " + a(g.kernel) + " stride " + a(g.stride) +
-         " pad " + a(g.pad);
-}
-
 std::vector<ConvGeometry> conv_shapes() {
   return {
-      dsstne(2, {7, 5, 1}, {2, 2, 1}, {1, 1, 1}, 3, 4),   // even kernel, stride 1: crop
-      dsstne(2, {9, 6, 1}, {4, 2, 1}, {1, 1, 1}, 2, 3),   // even kernels, stride 1
-      dsstne(2, {8, 7, 1}, {3, 3, 1}, {1, 1, 1}, 2, 5),   // odd kernel: cuDNN's geometry
-      dsstne(2, {9, 9, 1}, {3, 3, 1}, {2, 2, 1}, 3, 2),   // stride 2, no pad
-      dsstne(2, {10, 7, 1}, {2, 4, 1}, {2, 1, 1}, 1, 3),  // mixed: stride 2 on x only
-      dsstne(1, {31, 1, 1}, {4, 1, 1}, {1, 1, 1}, 2, 2),  // 1-D even kernel
-      dsstne(3, {5, 4, 3}, {2, 3, 2}, {1, 1, 1}, 2, 2),   // 3-D
-      dsstne(2, {3, 2, 1}, {5, 4, 1}, {1, 1, 1}, 2, 3),   // kernel larger than the input
-      dsstne(2, {3, 3, 1}, {5, 5, 1}, {2, 2, 1}, 1, 1),   // ... at stride 2
-      dsstne(2, {6, 6, 1}, {1, 1, 1}, {1, 1, 1}, 4, 3),   // 1x1
-      dsstne(2, {6, 5, 3}, {2, 3, 1}, {1, 1, 1}, 2, 2),   // 2-D over 3 z slices
+      test::dsstne_geometry(2, {7, 5, 1}, {2, 2, 1}, {1, 1, 1}, 3, 4),   // even kernel, stride 1: crop
+      test::dsstne_geometry(2, {9, 6, 1}, {4, 2, 1}, {1, 1, 1}, 2, 3),   // even kernels, stride 1
+      test::dsstne_geometry(2, {8, 7, 1}, {3, 3, 1}, {1, 1, 1}, 2, 5),   // odd kernel: cuDNN's geometry
+      test::dsstne_geometry(2, {9, 9, 1}, {3, 3, 1}, {2, 2, 1}, 3, 2),   // stride 2, no pad
+      test::dsstne_geometry(2, {10, 7, 1}, {2, 4, 1}, {2, 1, 1}, 1, 3),  // mixed: stride 2 on x only
+      test::dsstne_geometry(1, {31, 1, 1}, {4, 1, 1}, {1, 1, 1}, 2, 2),  // 1-D even kernel
+      test::dsstne_geometry(3, {5, 4, 3}, {2, 3, 2}, {1, 1, 1}, 2, 2),   // 3-D
+      test::dsstne_geometry(2, {3, 2, 1}, {5, 4, 1}, {1, 1, 1}, 2, 3),   // kernel larger than the input
+      test::dsstne_geometry(2, {3, 3, 1}, {5, 5, 1}, {2, 2, 1}, 1, 1),   // ... at stride 2
+      test::dsstne_geometry(2, {6, 6, 1}, {1, 1, 1}, {1, 1, 1}, 4, 3),   // 1x1
+      test::dsstne_geometry(2, {6, 5, 3}, {2, 3, 1}, {1, 1, 1}, 2, 2),   // 2-D over 3 z slices
   };
 }
 
 TEST(HostKernelMath, CudnnGeometryMatchesExactlyWhereDsstnesRuleAgrees) {
   // Odd kernels at stride 1 and unpadded strided kernels: cuDNN's own padding does it.
-  EXPECT_TRUE(math::cudnn_geometry_matches(dsstne(2, {8, 7, 1}, {3, 3, 1}, {1, 1, 1}, 1, 1)));
-  EXPECT_TRUE(math::cudnn_geometry_matches(dsstne(2, {9, 9, 1}, {3, 3, 1}, {2, 2, 1}, 1, 1)));
-  EXPECT_TRUE(math::cudnn_geometry_matches(dsstne(2, {6, 6, 1}, {1, 1, 1}, {1, 1, 1}, 1, 1)));
+  EXPECT_TRUE(math::cudnn_geometry_matches(test::dsstne_geometry(2, {8, 7, 1}, {3, 3, 1}, {1, 1, 1}, 1, 1)));
+  EXPECT_TRUE(math::cudnn_geometry_matches(test::dsstne_geometry(2, {9, 9, 1}, {3, 3, 1}, {2, 2, 1}, 1, 1)));
+  EXPECT_TRUE(math::cudnn_geometry_matches(test::dsstne_geometry(2, {6, 6, 1}, {1, 1, 1}, {1, 1, 1}, 1, 1)));
   // Even kernels at stride 1: cuDNN's symmetric padding gives in + 1 outputs, DSSTNE in.
-  EXPECT_FALSE(math::cudnn_geometry_matches(dsstne(2, {7, 5, 1}, {2, 2, 1}, {1, 1, 1}, 1, 1)));
-  EXPECT_FALSE(math::cudnn_geometry_matches(dsstne(1, {31, 1, 1}, {4, 1, 1}, {1, 1, 1}, 1, 1)));
-  const ConvGeometry g = dsstne(2, {7, 5, 1}, {2, 2, 1}, {1, 1, 1}, 1, 1);
+  EXPECT_FALSE(math::cudnn_geometry_matches(test::dsstne_geometry(2, {7, 5, 1}, {2, 2, 1}, {1, 1, 1}, 1, 1)));
+  EXPECT_FALSE(math::cudnn_geometry_matches(test::dsstne_geometry(1, {31, 1, 1}, {4, 1, 1}, {1, 1, 1}, 1, 1)));
+  const ConvGeometry g = test::dsstne_geometry(2, {7, 5, 1}, {2, 2, 1}, {1, 1, 1}, 1, 1);
   const math::PadShape s = math::pad_shape_of(g);
   EXPECT_EQ(s.padded[0], 8u);  // one position of padding before the input, none after
   EXPECT_EQ(s.padded[1], 6u);
@@ -114,7 +86,7 @@ TEST(HostKernelMath, ExplicitConvPaddingMatchesCpuConvolution) {
   cpu.set_conv_library(CpuBackend::ConvLibrary::Gemm);  // one implementation for both runs
   Rng rng(77);
   for (const ConvGeometry& g : conv_shapes()) {
-    SCOPED_TRACE(describe(g));
+    SCOPED_TRACE(test::describe(g));
     const math::PadShape s = math::pad_shape_of(g);
     const ConvGeometry gp = padded_geometry(g, s);
     ASSERT_TRUE(math::cudnn_geometry_matches(gp));  // what cuDNN will run: no padding
@@ -196,7 +168,7 @@ TEST(HostKernelMath, PoolingMatchesCpuBitForBit) {
       for (bool ties : {false, true}) {
         p.function = f;
         const ConvGeometry& g = p.geometry;
-        SCOPED_TRACE(describe(g) + " " + to_string(f) + (ties ? " ties" : ""));
+        SCOPED_TRACE(test::describe(g) + " " + to_string(f) + (ties ? " ties" : ""));
         const uint32_t rows = 2;
         const uint64_t planes = uint64_t(rows) * g.in_channels;
         std::vector<float> x = test::uniform(planes * g.in_plane(), rng, -2.0, 2.0);

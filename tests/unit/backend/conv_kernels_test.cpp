@@ -14,6 +14,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/device_array.h"
 #include "backend_test_util.h"
+#include "conv_test_geometry.h"
 #include "core/error.h"
 #include "core/random.h"
 
@@ -21,31 +22,6 @@ namespace nn::test {
 namespace {
 
 using Lib = CpuBackend::ConvLibrary;
-
-ConvGeometry geometry(uint32_t dims, std::array<uint32_t, 3> in, std::array<uint32_t, 3> kernel,
-                      std::array<uint32_t, 3> stride, std::array<uint32_t, 3> pad, uint32_t cin,
-                      uint32_t cout, std::array<uint32_t, 3> out = {0, 0, 0}) {
-  ConvGeometry g;
-  g.dims = dims;
-  g.in = in;
-  g.kernel = kernel;
-  g.stride = stride;
-  g.pad = pad;
-  g.in_channels = cin;
-  g.out_channels = cout;
-  for (int d = 0; d < 3; ++d)  // cuDNN's rule unless given
-    g.out[d] = out[d] ? out[d] : (in[d] + 2 * pad[d] - kernel[d]) / stride[d] + 1;
-  return g;
-}
-
-std::string describe(const ConvGeometry& g) {
-  auto a = [](const std::array<uint32_t, 3>& v) {
-    return std::to_string(v[0]) + "x" + std::to_string(v[1]) + "x" + std::to_string(v[2]);
-  };
-  return "dims " + std::to_string(g.dims) + " in " + a(g.in) + "x" + std::to_string(g.in_channels) +
-         " out " + a(g.out) + "x" + std::to_string(g.out_channels) + " kernel " + a(g.kernel) +
-         " stride " + a(g.stride) + " pad " + a(g.pad);
-}
 
 // Calls f(output offset in plane, input offset in plane or -1 for padding, kernel offset) for
 // every output position and kernel offset.
@@ -169,20 +145,20 @@ class ConvKernels : public BackendTest {};
 TEST_P(ConvKernels, MatchNaiveLoops) {
   const std::vector<ConvGeometry> shapes = {
       // 2-D 'same' (DSSTNE's stride-1 padding kernel/2), the Fashion-MNIST first layer shape.
-      geometry(2, {9, 7, 1}, {5, 5, 1}, {1, 1, 1}, {2, 2, 0}, 1, 4),
-      geometry(2, {8, 6, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, 3, 5),
+      conv_geometry(2, {9, 7, 1}, {5, 5, 1}, {1, 1, 1}, {2, 2, 0}, 1, 4),
+      conv_geometry(2, {8, 6, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, 3, 5),
       // Strides 2 and 3, no padding, non-square kernel.
-      geometry(2, {11, 9, 1}, {3, 2, 1}, {2, 3, 1}, {0, 0, 0}, 2, 3),
+      conv_geometry(2, {11, 9, 1}, {3, 2, 1}, {2, 3, 1}, {0, 0, 0}, 2, 3),
       // Even kernel with DSSTNE's same-size output (the last cuDNN output column dropped).
-      geometry(2, {6, 5, 1}, {2, 2, 1}, {1, 1, 1}, {1, 1, 0}, 2, 2, {6, 5, 1}),
+      conv_geometry(2, {6, 5, 1}, {2, 2, 1}, {1, 1, 1}, {1, 1, 0}, 2, 2, {6, 5, 1}),
       // Kernel larger than the input: DSSTNE pads (kernel - in + 1) / 2, output 1.
-      geometry(2, {3, 2, 1}, {5, 5, 1}, {1, 1, 1}, {1, 2, 0}, 2, 3, {1, 1, 1}),
+      conv_geometry(2, {3, 2, 1}, {5, 5, 1}, {1, 1, 1}, {1, 2, 0}, 2, 3, {1, 1, 1}),
       // 1-D and 3-D.
-      geometry(1, {13, 1, 1}, {4, 1, 1}, {2, 1, 1}, {0, 0, 0}, 3, 2),
-      geometry(3, {5, 4, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 2, 3),
-      geometry(3, {7, 6, 5}, {3, 2, 3}, {2, 2, 2}, {1, 0, 1}, 2, 2),
+      conv_geometry(1, {13, 1, 1}, {4, 1, 1}, {2, 1, 1}, {0, 0, 0}, 3, 2),
+      conv_geometry(3, {5, 4, 6}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 2, 3),
+      conv_geometry(3, {7, 6, 5}, {3, 2, 3}, {2, 2, 2}, {1, 0, 1}, 2, 2),
       // 1x1 (pointwise: no im2col).
-      geometry(2, {5, 4, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 6, 3),
+      conv_geometry(2, {5, 4, 1}, {1, 1, 1}, {1, 1, 1}, {0, 0, 0}, 6, 3),
   };
   // The CPU backend once per convolution library; other backends once.
   for (Lib lib : on_cpu() ? libraries() : std::vector<Lib>{Lib::Gemm}) {
@@ -198,7 +174,7 @@ TEST_P(ConvKernels, MatchNaiveLoops) {
 
 // The CPU backend's thread pool and convolution libraries: not questions for other backends.
 TEST(ConvKernels, ResultsDoNotDependOnThreads) {
-  const ConvGeometry g = geometry(2, {12, 10, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, 4, 6);
+  const ConvGeometry g = conv_geometry(2, {12, 10, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, 4, 6);
   const uint32_t rows = 37;
   Rng rng(5);
   const auto x = uniform(rows * g.in_size(), rng, -1, 1);
@@ -306,16 +282,16 @@ class PoolKernels : public BackendTest {};
 TEST_P(PoolKernels, MaxAndAverageMatchNaiveLoops) {
   const std::vector<ConvGeometry> shapes = {
       // 2x2 windows, stride 2 (the vectorised path), also over the z slices of a volume.
-      geometry(2, {8, 6, 1}, {2, 2, 1}, {2, 2, 1}, {0, 0, 0}, 3, 3),
-      geometry(2, {7, 7, 1}, {2, 2, 1}, {2, 2, 1}, {0, 0, 0}, 2, 2),  // odd size: last row cut
-      geometry(3, {6, 4, 3}, {2, 2, 1}, {2, 2, 1}, {0, 0, 0}, 2, 2),
-      geometry(2, {40, 30, 1}, {2, 2, 1}, {2, 2, 1}, {0, 0, 0}, 16, 16),  // split over threads
-      geometry(2, {6, 5, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, 2, 2),      // DSSTNE stride-1 'same'
-      geometry(2, {9, 8, 1}, {3, 3, 1}, {2, 2, 1}, {1, 1, 0}, 1, 1),      // overlapping, padded
-      geometry(2, {4, 4, 1}, {4, 4, 1}, {4, 4, 1}, {0, 0, 0}, 5, 5),      // global pooling
-      geometry(1, {10, 1, 1}, {3, 1, 1}, {2, 1, 1}, {1, 0, 0}, 2, 2),
-      geometry(3, {6, 5, 4}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, 2, 2),
-      geometry(3, {4, 4, 4}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, 1),
+      conv_geometry(2, {8, 6, 1}, {2, 2, 1}, {2, 2, 1}, {0, 0, 0}, 3, 3),
+      conv_geometry(2, {7, 7, 1}, {2, 2, 1}, {2, 2, 1}, {0, 0, 0}, 2, 2),  // odd size: last row cut
+      conv_geometry(3, {6, 4, 3}, {2, 2, 1}, {2, 2, 1}, {0, 0, 0}, 2, 2),
+      conv_geometry(2, {40, 30, 1}, {2, 2, 1}, {2, 2, 1}, {0, 0, 0}, 16, 16),  // split over threads
+      conv_geometry(2, {6, 5, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, 2, 2),      // DSSTNE stride-1 'same'
+      conv_geometry(2, {9, 8, 1}, {3, 3, 1}, {2, 2, 1}, {1, 1, 0}, 1, 1),      // overlapping, padded
+      conv_geometry(2, {4, 4, 1}, {4, 4, 1}, {4, 4, 1}, {0, 0, 0}, 5, 5),      // global pooling
+      conv_geometry(1, {10, 1, 1}, {3, 1, 1}, {2, 1, 1}, {1, 0, 0}, 2, 2),
+      conv_geometry(3, {6, 5, 4}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, 2, 2),
+      conv_geometry(3, {4, 4, 4}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, 1, 1),
   };
   auto be = backend(2);
   uint64_t seed = 7;
@@ -328,7 +304,7 @@ TEST_P(PoolKernels, MaxAndAverageMatchNaiveLoops) {
 
 TEST_P(PoolKernels, WindowEntirelyInPaddingGivesZero) {
   // Output 3 along x reads inputs 4..5 of a 4-wide input: nothing inside.
-  ConvGeometry g = geometry(1, {4, 1, 1}, {2, 1, 1}, {2, 1, 1}, {0, 0, 0}, 1, 1, {3, 1, 1});
+  ConvGeometry g = conv_geometry(1, {4, 1, 1}, {2, 1, 1}, {2, 1, 1}, {0, 0, 0}, 1, 1, {3, 1, 1});
   auto be = backend(1);
   const auto x = to_device(*be, std::vector<float>{-3, -1, -2, -4});
   for (PoolingFunction f : {PoolingFunction::Max, PoolingFunction::Average}) {

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backend/cuda/device_probe.h"
+#include "conv_test_geometry.h"
 
 #ifdef NN_HAVE_CUDA
 #include "backend/cuda/cudnn_support.h"
@@ -34,23 +35,6 @@ TEST(CudnnHost, LoadsOrSaysWhy) {
 }
 
 #ifdef NN_HAVE_CUDA
-ConvGeometry dsstne(uint32_t dims, std::array<uint32_t, 3> in, std::array<uint32_t, 3> kernel,
-                    std::array<uint32_t, 3> stride, uint32_t cin, uint32_t cout) {
-  ConvGeometry g;
-  g.dims = dims;
-  g.in_channels = cin;
-  g.out_channels = cout;
-  g.in = in;
-  g.kernel = kernel;
-  g.stride = stride;
-  for (int d = 0; d < 3; ++d) {  // layers/conv_geometry.h
-    const uint32_t i = in[d], k = kernel[d], s = stride[d];
-    g.out[d] = i <= k ? 1 : s == 1 ? i : (i - k) / s + 1;
-    g.pad[d] = i < k ? (k - i + 1) / 2 : s == 1 ? k / 2 : 0;
-  }
-  return g;
-}
-
 TEST(CudnnHost, ConvolutionDescriptorsGiveTheLayersOutputShape) {
   std::string why;
   if (!cudnn_loadable(&why)) GTEST_SKIP() << why;
@@ -60,22 +44,22 @@ TEST(CudnnHost, ConvolutionDescriptorsGiveTheLayersOutputShape) {
     bool explicit_pad;
   };
   const Case cases[] = {
-      {dsstne(2, {28, 28, 1}, {5, 5, 1}, {1, 1, 1}, 1, 8), false},
-      {dsstne(2, {13, 11, 1}, {2, 2, 1}, {1, 1, 1}, 3, 5), true},
-      {dsstne(2, {17, 9, 1}, {4, 3, 1}, {1, 1, 1}, 2, 3), true},
-      {dsstne(2, {33, 31, 1}, {3, 3, 1}, {2, 2, 1}, 4, 7), false},
-      {dsstne(2, {30, 30, 1}, {2, 2, 1}, {2, 2, 1}, 3, 4), false},
-      {dsstne(1, {77, 1, 1}, {4, 1, 1}, {1, 1, 1}, 2, 3), true},
-      {dsstne(1, {77, 1, 1}, {5, 1, 1}, {2, 1, 1}, 3, 2), false},
-      {dsstne(3, {9, 7, 5}, {3, 2, 3}, {1, 1, 1}, 2, 3), true},
-      {dsstne(2, {3, 4, 1}, {5, 5, 1}, {1, 1, 1}, 2, 2), true},  // y: 4 + 2 - 5 + 1 = 2 != 1
-      {dsstne(2, {12, 10, 1}, {1, 1, 1}, {1, 1, 1}, 16, 9), false},
-      {dsstne(2, {12, 10, 3}, {2, 3, 1}, {1, 1, 1}, 2, 4), true},  // z extent 3, kernel 1 on z
-      {dsstne(1, {20, 4, 1}, {3, 1, 1}, {2, 1, 1}, 2, 2), false},  // 1-D over 4 rows of y
+      {test::dsstne_geometry(2, {28, 28, 1}, {5, 5, 1}, {1, 1, 1}, 1, 8), false},
+      {test::dsstne_geometry(2, {13, 11, 1}, {2, 2, 1}, {1, 1, 1}, 3, 5), true},
+      {test::dsstne_geometry(2, {17, 9, 1}, {4, 3, 1}, {1, 1, 1}, 2, 3), true},
+      {test::dsstne_geometry(2, {33, 31, 1}, {3, 3, 1}, {2, 2, 1}, 4, 7), false},
+      {test::dsstne_geometry(2, {30, 30, 1}, {2, 2, 1}, {2, 2, 1}, 3, 4), false},
+      {test::dsstne_geometry(1, {77, 1, 1}, {4, 1, 1}, {1, 1, 1}, 2, 3), true},
+      {test::dsstne_geometry(1, {77, 1, 1}, {5, 1, 1}, {2, 1, 1}, 3, 2), false},
+      {test::dsstne_geometry(3, {9, 7, 5}, {3, 2, 3}, {1, 1, 1}, 2, 3), true},
+      {test::dsstne_geometry(2, {3, 4, 1}, {5, 5, 1}, {1, 1, 1}, 2, 2), true},  // y: 4 + 2 - 5 + 1 = 2 != 1
+      {test::dsstne_geometry(2, {12, 10, 1}, {1, 1, 1}, {1, 1, 1}, 16, 9), false},
+      {test::dsstne_geometry(2, {12, 10, 3}, {2, 3, 1}, {1, 1, 1}, 2, 4), true},  // z extent 3, kernel 1 on z
+      {test::dsstne_geometry(1, {20, 4, 1}, {3, 1, 1}, {2, 1, 1}, 2, 2), false},  // 1-D over 4 rows of y
   };
   try {  // descriptors that needed a device would fail here rather than wrongly succeed
     cuda::ConvPlan probe;
-    cuda::describe_convolution(api, dsstne(2, {4, 4, 1}, {1, 1, 1}, {1, 1, 1}, 1, 1), 1, false,
+    cuda::describe_convolution(api, test::dsstne_geometry(2, {4, 4, 1}, {1, 1, 1}, {1, 1, 1}, 1, 1), 1, false,
                                probe);
   } catch (const std::exception& e) {
     GTEST_SKIP() << "cuDNN descriptors unavailable here: " << e.what();

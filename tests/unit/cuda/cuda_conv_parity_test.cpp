@@ -17,6 +17,7 @@
 #include "backend/cuda/device_probe.h"
 #include "backend/device_array.h"
 #include "backend_test_util.h"
+#include "conv_test_geometry.h"
 #include "cuda_test_util.h"
 #include "core/random.h"
 
@@ -31,37 +32,12 @@ class CudaConvParity : public test::CudaVsCpu {
   CudaConvParity() : CudaVsCpu(4242) {}
 };
 
-// DSSTNE's output extent and padding rules (layers/conv_geometry.h), or cuDNN's when `cudnn`.
+// DSSTNE's output extent and padding rules, or cuDNN's when `cudnn`.
 ConvGeometry geometry(uint32_t dims, std::array<uint32_t, 3> in, std::array<uint32_t, 3> kernel,
                       std::array<uint32_t, 3> stride, uint32_t cin, uint32_t cout, bool cudnn,
                       std::array<uint32_t, 3> pad = {0, 0, 0}) {
-  ConvGeometry g;
-  g.dims = dims;
-  g.in_channels = cin;
-  g.out_channels = cout;
-  g.in = in;
-  g.kernel = kernel;
-  g.stride = stride;
-  for (int d = 0; d < 3; ++d) {
-    const uint32_t i = in[d], k = kernel[d], s = stride[d];
-    if (cudnn) {
-      g.pad[d] = pad[d];
-      g.out[d] = (i + 2 * pad[d] - k) / s + 1;
-    } else {
-      g.out[d] = i <= k ? 1 : s == 1 ? i : (i - k) / s + 1;
-      g.pad[d] = i < k ? (k - i + 1) / 2 : s == 1 ? k / 2 : 0;
-    }
-  }
-  return g;
-}
-
-std::string describe(const ConvGeometry& g) {
-  auto a = [](const std::array<uint32_t, 3>& v) {
-    return std::to_string(v[0]) + "x" + std::to_string(v[1]) + "x" + std::to_string(v[2]);
-  };
-  return "in " + a(g.in) + "x" + std::to_string(g.in_channels) + " out " + a(g.out) + "x" +
-         std::to_string(g.out_channels) + " kernel " + a(g.kernel) + " stride " + a(g.stride) +
-         " pad " + a(g.pad);
+  return cudnn ? test::conv_geometry(dims, in, kernel, stride, pad, cin, cout)
+               : test::dsstne_geometry(dims, in, kernel, stride, cin, cout);
 }
 
 TEST_F(CudaConvParity, ConvolutionForwardAndBackward) {
@@ -81,7 +57,7 @@ TEST_F(CudaConvParity, ConvolutionForwardAndBackward) {
   };
   for (const ConvGeometry& g : shapes) {
     for (uint32_t rows : {1u, 5u, 17u}) {
-      SCOPED_TRACE(describe(g) + " rows " + std::to_string(rows));
+      SCOPED_TRACE(test::describe(g) + " rows " + std::to_string(rows));
       const std::vector<float> x = test::uniform(rows * g.in_size(), rng_, -1, 1),
                                w = test::uniform(g.weight_size(), rng_, -0.5, 0.5),
                                bias = test::uniform(g.out_channels, rng_, -1, 1),
@@ -159,7 +135,7 @@ TEST_F(CudaConvParity, PoolingMaxAndAverage) {
         p.function = f;
         const ConvGeometry& g = p.geometry;
         const uint32_t rows = 7;
-        SCOPED_TRACE(describe(g) + " " + to_string(f) + (ties ? " ties" : ""));
+        SCOPED_TRACE(test::describe(g) + " " + to_string(f) + (ties ? " ties" : ""));
         std::vector<float> x = test::uniform(rows * g.in_size(), rng_, -2, 2);
         if (ties)
           for (float& v : x) v = float(1 + int(3.0f * (v + 2.0f) / 4.0f));
