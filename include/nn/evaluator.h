@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "nn/model.h"
 
@@ -30,7 +32,7 @@ struct CsrInput {
   uint64_t rows = 0, cols = 0;
 };
 
-// One batch for the model's (single) input layer, dense or CSR. Either kind feeds either kind of
+// One batch for an input layer, dense or CSR. Either kind feeds either kind of
 // input layer: the Evaluator converts on the host (a dense batch's non-zeros become CSR entries,
 // a CSR batch is scattered into zeros), so both give the same outputs.
 struct Input {
@@ -42,6 +44,10 @@ struct Input {
   uint64_t rows() const { return is_csr ? csr.rows : dense.rows; }
   uint64_t cols() const { return is_csr ? csr.cols : dense.cols; }
 };
+
+// One batch per input layer, by layer name, for networks with several input layers (two towers
+// and the like); every batch has the same rows. Each input layer is given exactly once.
+using NamedInputs = std::vector<std::pair<std::string, Input>>;
 
 // Columns to leave out of each row's top K, as CSR over the same rows (values unused).
 struct Exclusion {
@@ -61,15 +67,21 @@ class Evaluator {
   const Model& model() const { return *model_; }
   // Units of `layer` ("" = the model's first output layer).
   uint64_t units(const std::string& layer = "") const;
+  // The names of the network's input layers, in the network's order.
+  std::vector<std::string> input_layers() const;
 
   // out[rows][units(layer)] = the layer's activations for every row of `input`.
+  // A single Input feeds a network's only input layer.
   void outputs(const Input& input, const std::string& layer, float* out);
+  void outputs(const NamedInputs& inputs, const std::string& layer, float* out);
   // Per row, the k highest-scoring units of `layer` in descending order (ties: lower index
   // first), skipping NaN scores and the columns `exclude` lists for that row. Rows with fewer
   // than k candidates get index UINT32_MAX and score -inf in the remaining places.
   // index/score are [rows][k]. k must be in [1, units(layer)].
   void top_k(const Input& input, uint32_t k, const std::string& layer, const Exclusion* exclude,
              uint32_t* index, float* score);
+  void top_k(const NamedInputs& inputs, uint32_t k, const std::string& layer,
+             const Exclusion* exclude, uint32_t* index, float* score);
 
   struct Impl;
 

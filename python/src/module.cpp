@@ -65,16 +65,46 @@ namespace nnpy __attribute__((visibility("hidden"))) {
     return layer.cast<std::string>();
   }
 
+  // `x`: one batch (the network's only input layer), or a dict {input layer name: batch} for
+  // networks with several input layers. The Evaluator checks names and row counts.
+  struct Batches {
+    std::vector<std::string> names;  // "" for a single batch
+    std::vector<Batch> batches;
+    uint64_t rows() const { return batches.front().rows; }
+    NamedInputs named() const {
+      NamedInputs v;
+      for (size_t i = 0; i < batches.size(); ++i) v.emplace_back(names[i], batches[i].input());
+      return v;
+    }
+  };
+  Batches to_batches(const py::handle& x) {
+    Batches b;
+    if (py::isinstance<py::dict>(x)) {
+      for (auto item : py::reinterpret_borrow<py::dict>(x)) {
+        if (!py::isinstance<py::str>(item.first))
+          throw py::type_error("x: dict keys must be input layer names (str)");
+        const std::string name = item.first.cast<std::string>();
+        b.names.push_back(name);
+        b.batches.push_back(to_batch(item.second, "x['" + name + "']"));
+      }
+      if (b.batches.empty()) throw py::value_error("x: an empty dict; give a batch per input layer");
+    } else {
+      b.names.push_back("");
+      b.batches.push_back(to_batch(x, "x"));
+    }
+    return b;
+  }
+
   // Full outputs [rows][units] of `layer`.
   py::array_t<float> outputs(Evaluator& ev, const py::handle& x, const py::object& layer) {
     const std::string name = layer_or_default(layer);
-    Batch b = to_batch(x, "x");
+    const Batches b = to_batches(x);
     const uint64_t units = ev.units(name);
-    py::array_t<float> out({py::ssize_t(b.rows), py::ssize_t(units)});
+    py::array_t<float> out({py::ssize_t(b.rows()), py::ssize_t(units)});
     float* dst = out.mutable_data();
     {
       py::gil_scoped_release release;
-      ev.outputs(b.input(), name, dst);
+      ev.outputs(b.named(), name, dst);
     }
     return out;
   }
@@ -95,18 +125,18 @@ namespace nnpy __attribute__((visibility("hidden"))) {
     if (k < 1 || uint64_t(k) > units)
       throw py::value_error("k: must be between 1 and " + std::to_string(units) +
                             " (the units of the scored layer); got " + std::to_string(k));
-    Batch b = to_batch(x, "x");
+    const Batches b = to_batches(x);
     ExcludeRows ex;
     const bool has_ex = !exclude.is_none();
-    if (has_ex) ex = to_exclude(exclude, b.rows, units);
-    py::array_t<uint32_t> index({py::ssize_t(b.rows), py::ssize_t(k)});
-    py::array_t<float> score({py::ssize_t(b.rows), py::ssize_t(k)});
+    if (has_ex) ex = to_exclude(exclude, b.rows(), units);
+    py::array_t<uint32_t> index({py::ssize_t(b.rows()), py::ssize_t(k)});
+    py::array_t<float> score({py::ssize_t(b.rows()), py::ssize_t(k)});
     uint32_t* pi = index.mutable_data();
     float* ps = score.mutable_data();
     {
       py::gil_scoped_release release;
-      const Exclusion view = ex.view(b.rows);
-      ev.top_k(b.input(), uint32_t(k), name, has_ex ? &view : nullptr, pi, ps);
+      const Exclusion view = ex.view(b.rows());
+      ev.top_k(b.named(), uint32_t(k), name, has_ex ? &view : nullptr, pi, ps);
     }
     return py::make_tuple(index, score);
   }

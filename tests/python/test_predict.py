@@ -5,6 +5,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 import nnsuite
@@ -138,3 +139,38 @@ def test_gil_released_while_computing():
     assert span["compute"] > 0.02, "the pass is too short to tell"
     assert last - first > 0.5 * span["compute"], (
         f"main thread ran {last - first:.4f} s of a {span['compute']:.4f} s pass")
+
+
+def test_several_input_layers_by_name():
+    """A network with two input layers takes a dict {input layer: batch}; the outputs equal the
+    forward pass computed from the weights with NumPy, dense or CSR per tower."""
+    net = {"Name": "two", "Kind": "FeedForward", "ErrorFunction": "L2",
+           "Layers": [{"Name": "A", "Kind": "Input", "N": 5, "DataSet": "a"},
+                      {"Name": "B", "Kind": "Input", "N": 3, "DataSet": "b"},
+                      {"Name": "H", "Kind": "Hidden", "N": 4, "Source": ["A", "B"],
+                       "Activation": "Sigmoid"},
+                      {"Name": "Out", "Kind": "Output", "N": 2, "DataSet": "y",
+                       "Activation": "Linear"}]}
+    m = nnsuite.Model.from_json(net, datasets={"a": 5, "b": 3, "y": 2}, seed=3)
+    assert m.input_layers == ["A", "B"]
+    rng = np.random.default_rng(0)
+    a = rng.random((6, 5), dtype=np.float32)
+    b = rng.random((6, 3), dtype=np.float32) * (rng.random((6, 3)) < 0.5)
+    w = {name: m.get_weights(name).astype(np.float64) for name in
+         ["H<-A:weights", "H<-A:bias", "H<-B:weights", "H<-B:bias", "Out<-H:weights",
+          "Out<-H:bias"]}
+    z = a @ w["H<-A:weights"] + w["H<-A:bias"] + b @ w["H<-B:weights"] + w["H<-B:bias"]
+    want = (1 / (1 + np.exp(-z))) @ w["Out<-H:weights"] + w["Out<-H:bias"]
+    got = m.outputs({"A": a, "B": b})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(m.outputs({"B": sp.csr_matrix(b), "A": a}), got)
+    idx, score = m.predict({"A": a, "B": b}, k=1)
+    np.testing.assert_array_equal(idx[:, 0], np.argmax(got, axis=1))
+    # Every input layer once, known names, equal rows; the message names the batch.
+    for x, message in [(a, r"x: the network has 2 input layers \(A, B\)"),
+                       ({"A": a}, r"x: no batch for input layer 'B'"),
+                       ({"A": a, "B": b[:3]}, r"x\['B'\]: has 3 rows; x\['A'\] has 6"),
+                       ({"A": a, "C": b}, r"x\['C'\]: no input layer of that name"),
+                       ({"A": a, "B": a}, r"x\['B'\]: has 5 columns")]:
+        with pytest.raises(ValueError, match=message):
+            m.outputs(x)

@@ -15,14 +15,19 @@
 
 namespace nn::api {
 
+// One input layer and the host staging of its current chunk.
+struct InputSlot {
+  InputLayer* layer = nullptr;
+  bool sparse = false;
+  SparseBatch csr;           // the current chunk, when the input layer is sparse
+  std::vector<float> dense;  // the current chunk, when a CSR batch feeds a dense layer
+};
+
 struct Evaluator::Impl {
   const Model* model = nullptr;
   std::unique_ptr<Network> net;
-  InputLayer* input = nullptr;
-  bool sparse = false;
+  std::vector<InputSlot> slots;  // one per input layer, in the network's order
   uint32_t max_batch = 0;
-  SparseBatch csr;            // the current chunk, when the input layer is sparse
-  std::vector<float> dense;   // the current chunk, when it is dense
   // top_k: a chunk's exclusions as CSR (ascending per row) on the host and the backend, and
   // the selected entries on the backend (only k per row are read back).
   std::vector<uint32_t> ex_ptr, ex_index;
@@ -37,44 +42,96 @@ struct Evaluator::Impl {
       throw ConfigError("layer '" + name + "' is a sparse input layer; it has no outputs to read");
     return l;
   }
-  // Loads rows [first, first + rows) of `in` into the input layer and runs the forward pass.
-  void forward(const Input& in, uint64_t first, uint32_t rows);
+  // The batch of every slot (same order), checked: each input layer once, known names, equal
+  // rows, columns matching the layer. A nameless single batch feeds a network's only input.
+  std::vector<const Input*> resolve(const NamedInputs& inputs) const;
+  // Loads rows [first, first + rows) of each slot's batch into its layer and runs the forward
+  // pass.
+  void forward(const std::vector<const Input*>& in, uint64_t first, uint32_t rows);
+  void load(InputSlot& slot, const Input& in, uint64_t first, uint32_t rows);
+  std::string layer_names() const {
+    std::string names;
+    for (const InputSlot& s : slots) names += (names.empty() ? "" : ", ") + s.layer->name();
+    return names;
+  }
 };
 
 namespace {
 
-void check_input(const Input& in, uint64_t units, const std::string& layer) {
+void check_input(const Input& in, uint64_t units, const std::string& layer, const std::string& x) {
   if (in.cols() != units)
-    throw ConfigError("x: has " + std::to_string(in.cols()) + " columns; input layer '" + layer +
+    throw ConfigError(x + ": has " + std::to_string(in.cols()) + " columns; input layer '" + layer +
                       "' has " + std::to_string(units) + " units");
   if (in.is_csr) {
     const CsrInput& c = in.csr;
     if (c.rows && (!c.row_ptr || (!c.index && c.row_ptr[c.rows] > 0)))
-      throw ConfigError("x: CSR input without row offsets or column indices");
+      throw ConfigError(x + ": CSR input without row offsets or column indices");
     if (c.rows && c.row_ptr[0] != 0)
-      throw ConfigError("x: CSR row offsets must start at 0 (got " + std::to_string(c.row_ptr[0]) +
+      throw ConfigError(x + ": CSR row offsets must start at 0 (got " + std::to_string(c.row_ptr[0]) +
                         ")");
     for (uint64_t r = 0; r < c.rows; ++r) {
       if (c.row_ptr[r + 1] < c.row_ptr[r])
-        throw ConfigError("x: CSR row offsets decrease at row " + std::to_string(r));
+        throw ConfigError(x + ": CSR row offsets decrease at row " + std::to_string(r));
       for (uint64_t e = c.row_ptr[r]; e < c.row_ptr[r + 1]; ++e)
         if (c.index[e] >= c.cols)
-          throw ConfigError("x: row " + std::to_string(r) + " has column " +
+          throw ConfigError(x + ": row " + std::to_string(r) + " has column " +
                             std::to_string(c.index[e]) + ", but there are " +
                             std::to_string(c.cols) + " columns");
     }
   } else if (in.dense.rows && !in.dense.values) {
-    throw ConfigError("x: dense input without values");
+    throw ConfigError(x + ": dense input without values");
   }
 }
 
 }  // namespace
 
-void Evaluator::Impl::forward(const Input& in, uint64_t first, uint32_t rows) {
+std::vector<const Input*> Evaluator::Impl::resolve(const NamedInputs& inputs) const {
+  std::vector<const Input*> by_slot(slots.size(), nullptr);
+  std::vector<std::string> arg(slots.size());
+  for (const auto& [name, in] : inputs) {
+    size_t i = 0;
+    if (name.empty()) {
+      if (slots.size() != 1)
+        throw ConfigError("x: the network has " + std::to_string(slots.size()) +
+                          " input layers (" + layer_names() + "); give one batch per layer, by name");
+    } else {
+      while (i < slots.size() && slots[i].layer->name() != name) ++i;
+      if (i == slots.size())
+        throw ConfigError("x['" + name + "']: no input layer of that name; input layers are " +
+                          layer_names());
+    }
+    if (by_slot[i])
+      throw ConfigError("x['" + slots[i].layer->name() + "']: given more than once");
+    by_slot[i] = &in;
+    arg[i] = name.empty() ? "x" : "x['" + name + "']";
+  }
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (!by_slot[i])
+      throw ConfigError("x: no batch for input layer '" + slots[i].layer->name() +
+                        "'; input layers are " + layer_names());
+    check_input(*by_slot[i], slots[i].layer->units(), slots[i].layer->name(), arg[i]);
+    if (by_slot[i]->rows() != by_slot[0]->rows())
+      throw ConfigError(arg[i] + ": has " + std::to_string(by_slot[i]->rows()) + " rows; " +
+                        arg[0] + " has " + std::to_string(by_slot[0]->rows()));
+  }
+  return by_slot;
+}
+
+void Evaluator::Impl::forward(const std::vector<const Input*>& in, uint64_t first,
+                              uint32_t rows) {
   if (rows > net->max_batch()) net->set_max_batch(rows);
+  for (size_t i = 0; i < slots.size(); ++i) load(slots[i], *in[i], first, rows);
+  LayerContext ctx{net->backend(), rows, false, 0, 0};
+  net->forward(ctx);
+}
+
+void Evaluator::Impl::load(InputSlot& slot, const Input& in, uint64_t first, uint32_t rows) {
   Backend& be = net->backend();
   const uint64_t cols = in.cols();
-  if (sparse) {
+  SparseBatch& csr = slot.csr;
+  std::vector<float>& dense = slot.dense;
+  InputLayer* input = slot.layer;
+  if (slot.sparse) {
     csr.rows = rows;
     csr.cols = static_cast<uint32_t>(cols);
     csr.row_ptr.assign(1, 0);
@@ -108,8 +165,6 @@ void Evaluator::Impl::forward(const Input& in, uint64_t first, uint32_t rows) {
   } else {
     input->load_dense(be, in.dense.values + first * cols, rows);
   }
-  LayerContext ctx{be, rows, false, 0, 0};
-  net->forward(ctx);
 }
 
 Evaluator::Evaluator(std::shared_ptr<const Model> model, uint32_t max_batch)
@@ -120,12 +175,12 @@ Evaluator::Evaluator(std::shared_ptr<const Model> model, uint32_t max_batch)
   impl_->model = model_.get();
   impl_->net = std::make_unique<Network>(*m.backend, m.net->spec(), m.sparse_inputs);
   impl_->net->share_weights_of(*m.net);
-  const std::vector<InputLayer*> inputs = impl_->net->inputs();
-  if (inputs.size() != 1)
-    throw ConfigError("the Evaluator runs networks with one input layer; '" + m.name + "' has " +
-                      std::to_string(inputs.size()));
-  impl_->input = inputs.front();
-  impl_->sparse = inputs.front()->has_sparse_output();
+  for (InputLayer* in : impl_->net->inputs()) {
+    impl_->slots.emplace_back();
+    impl_->slots.back().layer = in;
+    impl_->slots.back().sparse = in->has_sparse_output();
+  }
+  if (impl_->slots.empty()) throw ConfigError("'" + m.name + "' has no input layer");
   impl_->max_batch = max_batch;
 }
 
@@ -135,38 +190,55 @@ uint64_t Evaluator::units(const std::string& layer) const {
   return impl_->scored(layer).units();
 }
 
+std::vector<std::string> Evaluator::input_layers() const {
+  std::vector<std::string> names;
+  for (const InputSlot& s : impl_->slots) names.push_back(s.layer->name());
+  return names;
+}
+
 void Evaluator::outputs(const Input& in, const std::string& layer_name, float* out) {
+  outputs(NamedInputs{{"", in}}, layer_name, out);
+}
+
+void Evaluator::top_k(const Input& in, uint32_t k, const std::string& layer_name,
+                      const Exclusion* exclude, uint32_t* index, float* score) {
+  top_k(NamedInputs{{"", in}}, k, layer_name, exclude, index, score);
+}
+
+void Evaluator::outputs(const NamedInputs& inputs, const std::string& layer_name, float* out) {
   Layer& layer = impl_->scored(layer_name);
-  check_input(in, impl_->input->units(), impl_->input->name());
+  const std::vector<const Input*> in = impl_->resolve(inputs);
+  const uint64_t total = in.front()->rows();
   Backend& be = impl_->net->backend();
-  for (uint64_t first = 0; first < in.rows(); first += impl_->max_batch) {
-    const uint32_t rows = uint32_t(std::min<uint64_t>(impl_->max_batch, in.rows() - first));
+  for (uint64_t first = 0; first < total; first += impl_->max_batch) {
+    const uint32_t rows = uint32_t(std::min<uint64_t>(impl_->max_batch, total - first));
     impl_->forward(in, first, rows);
     be.download(out + first * layer.units(), layer.activations(),
                 size_t(rows) * layer.units() * sizeof(float));
   }
 }
 
-void Evaluator::top_k(const Input& in, uint32_t k, const std::string& layer_name,
+void Evaluator::top_k(const NamedInputs& inputs, uint32_t k, const std::string& layer_name,
                       const Exclusion* exclude, uint32_t* index, float* score) {
   Layer& layer = impl_->scored(layer_name);
   const uint32_t units = layer.units();
   if (k < 1 || k > units)
     throw ConfigError("k: must be between 1 and " + std::to_string(units) +
                       " (the units of layer '" + layer.name() + "'); got " + std::to_string(k));
-  check_input(in, impl_->input->units(), impl_->input->name());
+  const std::vector<const Input*> in = impl_->resolve(inputs);
+  const uint64_t total = in.front()->rows();
   if (exclude) {
-    if (exclude->rows != in.rows())
+    if (exclude->rows != total)
       throw ConfigError("exclude: has " + std::to_string(exclude->rows) + " rows; x has " +
-                        std::to_string(in.rows()));
+                        std::to_string(total));
     for (uint64_t r = 0; r < exclude->rows; ++r)
       if (exclude->row_ptr[r + 1] < exclude->row_ptr[r])
         throw ConfigError("exclude: row offsets decrease at row " + std::to_string(r));
   }
   Backend& be = impl_->net->backend();
   Impl& m = *impl_;
-  for (uint64_t first = 0; first < in.rows(); first += m.max_batch) {
-    const uint32_t rows = uint32_t(std::min<uint64_t>(m.max_batch, in.rows() - first));
+  for (uint64_t first = 0; first < total; first += m.max_batch) {
+    const uint32_t rows = uint32_t(std::min<uint64_t>(m.max_batch, total - first));
     m.forward(in, first, rows);
     TopKFilter filter;
     if (exclude) {
