@@ -97,6 +97,17 @@ class Backend {
   // layer) is thrown by that read, not by the call.
   virtual void loss_accumulate(const LossParams& p, const float* a, const TargetView& t,
                                uint32_t rows, uint32_t cols, float* delta, double* sum) = 0;
+  // An output layer's training step in one operation: z_to_a = f(z) in place (activation `act`,
+  // as activate()), then loss_accumulate over those activations (p.activation is the same
+  // activation, seen by the loss). The results are exactly those of the two calls in that order;
+  // this default is that composition (the CPU backend keeps it). A device backend fuses both into
+  // one pass over the row, so the wide output layer is read and written once instead of twice.
+  virtual void activate_loss_accumulate(const ActivationParams& act, const LossParams& p,
+                                        float* z_to_a, const TargetView& t, uint32_t rows,
+                                        uint32_t cols, float* delta, double* sum) {
+    activate(act, z_to_a, rows, cols);
+    loss_accumulate(p, z_to_a, t, rows, cols, delta, sum);
+  }
   virtual void sum_squares_accumulate(const float* x, size_t n, double scale, double* sum) = 0;
   virtual void sum_abs_accumulate(const float* x, size_t n, double scale, double* sum) = 0;
   // Training-loss bookkeeping over kLossSumCount doubles laid out as in backend/math/loss_sums.h:

@@ -35,6 +35,10 @@ struct LayerContext {
   // Model-parallel layers compute every row of it for their slice of the units.
   uint32_t global_rows = 0;
   uint32_t all_rows() const { return global_rows ? global_rows : rows; }
+  // Training step whose loss applies the output layers' activations itself
+  // (Backend::activate_loss_accumulate): output layers with Layer::activation_deferrable() stop
+  // at z in activations() and the loss turns it into a. Set by the trainer only.
+  bool defer_output_activation = false;
 };
 
 // Model parallelism (model/parallel_plan.h): a layer whose units are split over the ranks of
@@ -126,6 +130,16 @@ class Layer {
     return out;
   }
 
+  // ---- fused output activation ---------------------------------------------------------------
+  // True when forward() ends with Backend::activate over activations() (and nothing after it),
+  // so the activation can be left to the loss.
+  virtual bool ends_with_activate() const { return false; }
+  // Set by the Network on output layers whose activations nothing reads between the forward
+  // pass and the loss (no layer takes them as a source or skip): with
+  // LayerContext::defer_output_activation their forward() leaves z in activations().
+  void set_activation_deferrable(bool v) { activation_deferrable_ = v; }
+  bool activation_deferrable() const { return activation_deferrable_; }
+
   // ---- sparseness penalty (Hidden layers marked Sparse; set by the Network) ------------------
   // One implementation for every layer type: the penalty is a function of the activations a_
   // alone, like a loss on a hidden layer. Effective p/beta (the layer's, else the network's);
@@ -151,6 +165,7 @@ class Layer {
   float penalty_p_ = 0.0f, penalty_beta_ = 0.0f;
   ShardInfo shard_;
   bool feeds_sharded_ = false;
+  bool activation_deferrable_ = false;
   uint32_t max_global_rows_ = 0;
 };
 

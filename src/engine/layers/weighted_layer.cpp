@@ -359,7 +359,9 @@ void WeightedLayer<C>::finish_forward(const LayerContext& ctx, float* z) {
   } else {
     for (Layer* skip : skips_) be.axpy(n, 1.0f, skip->activations(), z);
     if (bn_) bn_->forward(rows, ctx.training, z, a_.data(), ctx.comm);
-    be.activate(activation_params(spec_), a_.data(), rows, units());
+    // Deferred: the loss applies the activation (OutputLosses::accumulate, fused).
+    if (!(ctx.defer_output_activation && activation_deferrable()))
+      be.activate(activation_params(spec_), a_.data(), rows, units());
   }
   if (bn_) bn_trained_ = ctx.training;
   if (ctx.training && spec_.p_dropout > 0.0f && kind() == LayerKind::Hidden) {

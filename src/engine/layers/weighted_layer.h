@@ -73,6 +73,11 @@ class WeightedLayer : public Layer {
   void zero_shared_gradients(Backend& backend);
 
   BatchNorm* batch_norm() { return bn_.get(); }
+  // The activation is finish_forward()'s last step unless the layer is MaxOut (maxout_forward)
+  // or split over processes (its own forward), or dropout follows it (hidden layers only).
+  bool ends_with_activate() const override {
+    return !maxout() && !sharded() && !(kind() == LayerKind::Hidden && spec_.p_dropout > 0.0f);
+  }
   // Width of z (what the weights produce): units() x Maxout.k for MaxOut layers, else units().
   uint32_t pre_units() const;
 

@@ -178,6 +178,17 @@ void Network::plan_parallel(const NetworkParallel& parallel) {
 }
 
 void Network::link_layer_features() {
+  // Output layers whose activation the loss may apply (Backend::activate_loss_accumulate): no
+  // other layer reads their activations during the forward pass (as a source or a skip), and
+  // their forward pass ends with the activation.
+  std::set<const Layer*> read;
+  for (auto& layer : layers_) {
+    for (const Layer* s : layer->sources()) read.insert(s);
+    for (const Layer* s : layer->skips()) read.insert(s);
+  }
+  for (auto& layer : layers_)
+    layer->set_activation_deferrable(layer->kind() == LayerKind::Output &&
+                                     layer->ends_with_activate() && !read.count(layer.get()));
   auto find_layer = [this](const std::string& n) { return find(n); };
   for (auto& layer : layers_) {
     const LayerSpec& l = layer->spec();

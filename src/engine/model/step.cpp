@@ -134,14 +134,18 @@ double OutputLosses::evaluate(const HostBatch& batch, bool write_deltas, const H
 }
 
 void OutputLosses::accumulate(const HostBatch& batch, bool write_deltas, const HostBatch* whole,
-                              double* sum) {
+                              double* sum, bool activations_deferred) {
   Backend& be = net_.backend();
   for (size_t o = 0; o < data_.outputs.size(); ++o) {
     uint32_t rows = 0, cols = 0;
     const TargetView tv = targets(o, batch, whole, rows, cols);
     Layer& out = net_.layer(data_.outputs[o].layer);
-    be.loss_accumulate(params_[o], out.activations(), tv, rows, cols,
-                       write_deltas ? out.delta() : nullptr, sum);
+    float* delta = write_deltas ? out.delta() : nullptr;
+    if (activations_deferred && out.activation_deferrable())
+      be.activate_loss_accumulate(activation_params(out.spec()), params_[o], out.activations(), tv,
+                                  rows, cols, delta, sum);
+    else
+      be.loss_accumulate(params_[o], out.activations(), tv, rows, cols, delta, sum);
   }
 }
 

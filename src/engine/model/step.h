@@ -32,7 +32,11 @@ class OutputLosses {
   double evaluate(const HostBatch& batch, bool write_deltas, const HostBatch* whole = nullptr);
   // The same sum added into *sum, a double in the backend's memory (Backend::loss_accumulate),
   // without reading it back: the training loop reads its sums once per reporting interval.
-  void accumulate(const HostBatch& batch, bool write_deltas, const HostBatch* whole, double* sum);
+  // `activations_deferred`: the forward pass ran with LayerContext::defer_output_activation, so
+  // the output layers with Layer::activation_deferrable() hold z; their loss applies the
+  // activation first, in one operation (Backend::activate_loss_accumulate).
+  void accumulate(const HostBatch& batch, bool write_deltas, const HostBatch* whole, double* sum,
+                  bool activations_deferred = false);
 
  private:
   // Loads output o's targets for this batch; rows and cols: the part of the layer its loss covers.

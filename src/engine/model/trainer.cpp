@@ -369,6 +369,9 @@ double Trainer::train_batch(const HostBatch& hb, const HostBatch* whole, float a
   ++step_;
   if (on_step) on_step(step_);
   LayerContext ctx{be, hb.rows, true, options_.seed, step_, slice.first, comm_, global_rows};
+  // Nothing reads the output layers' activations between the forward pass and the loss here,
+  // so the loss applies them (one pass over each wide output layer instead of two on a GPU).
+  ctx.defer_output_activation = true;
   // A rank can get no rows of a short last batch. It still joins the reductions; with batch
   // normalisation or model-parallel layers it runs the (empty) passes too, whose collectives
   // run layer by layer.
@@ -377,7 +380,8 @@ double Trainer::train_batch(const HostBatch& hb, const HostBatch* whole, float a
     load_inputs(net_, data_, hb);
     if (whole) load_full_inputs(net_, data_, *whole);
     net_.forward(ctx);
-    losses_.accumulate(hb, /*write_deltas=*/true, whole, loss_sums_.data() + math::kLossBatch);
+    losses_.accumulate(hb, /*write_deltas=*/true, whole, loss_sums_.data() + math::kLossBatch,
+                       /*activations_deferred=*/true);
     // The sparseness penalty (0 unless a Sparse hidden layer has one) is part of the objective
     // that backward() differentiates, so it is reported with the data error.
     if (hb.rows > 0)

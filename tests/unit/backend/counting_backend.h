@@ -21,7 +21,8 @@ class CountingBackend final : public Backend {
   // Counters (reset with clear()).
   size_t allocations = 0, uploads = 0, downloads = 0;
   size_t value_returns = 0;  // loss, loss_and_delta, sum_squares, sum_abs, sparseness_penalty
-  void clear() { allocations = uploads = downloads = value_returns = 0; }
+  size_t fused_losses = 0;   // activate_loss_accumulate
+  void clear() { allocations = uploads = downloads = value_returns = fused_losses = 0; }
 
   std::string name() const override { return "counting-cpu"; }
   bool host_memory() const override { return host_memory_; }
@@ -106,6 +107,12 @@ class CountingBackend final : public Backend {
   void loss_accumulate(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
                        uint32_t cols, float* delta, double* sum) override {
     inner_->loss_accumulate(p, a, t, rows, cols, delta, sum);
+  }
+  void activate_loss_accumulate(const ActivationParams& act, const LossParams& p, float* z_to_a,
+                                const TargetView& t, uint32_t rows, uint32_t cols, float* delta,
+                                double* sum) override {
+    ++fused_losses;
+    inner_->activate_loss_accumulate(act, p, z_to_a, t, rows, cols, delta, sum);
   }
   void sum_squares_accumulate(const float* x, size_t n, double scale, double* sum) override {
     inner_->sum_squares_accumulate(x, n, scale, sum);

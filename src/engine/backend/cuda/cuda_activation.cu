@@ -5,6 +5,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_reduce.cuh"
 #include "backend/math/elementwise_math.h"
+#include "backend/math/fused_loss_math.h"
 #include "backend/math/loss_row_math.h"
 #include "core/error.h"
 
@@ -24,29 +25,6 @@ __global__ void backward_kernel(math::DerivKind d, math::DerivConsts k, const fl
     delta[i] *= math::fprime_of(d, a[i], k);
 }
 
-// Largest value of the block's v, NaN ignored (the CPU's max_ignoring_nan); valid in every
-// thread. `shared` holds 32 floats.
-__device__ float block_max(float v, float* shared) {
-  for (int off = 16; off > 0; off >>= 1) {
-    const float o = __shfl_down_sync(0xffffffffu, v, off);
-    v = o > v ? o : v;
-  }
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
-  __syncthreads();
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  if (warp == 0) {  // only warp 0 reads the warp maxima (no reader races with the write below)
-    float m = lane < warps ? shared[lane] : -INFINITY;
-    for (int off = 16; off > 0; off >>= 1) {
-      const float o = __shfl_down_sync(0xffffffffu, m, off);
-      m = o > m ? o : m;
-    }
-    if (lane == 0) shared[0] = m;
-  }
-  __syncthreads();
-  return shared[0];
-}
-
 // One block per row: subtract the row maximum, exponentiate, normalise (sum in double).
 __global__ void softmax_kernel(float* x, uint32_t cols) {
   __shared__ float fshared[32];
@@ -54,16 +32,17 @@ __global__ void softmax_kernel(float* x, uint32_t cols) {
   float* row = x + size_t(blockIdx.x) * cols;
   float m = -INFINITY;
   for (uint32_t c = threadIdx.x; c < cols; c += blockDim.x) m = row[c] > m ? row[c] : m;
-  m = block_max(m, fshared);
+  m = cuda::block_max(m, fshared);
   double sum = 0.0;
   for (uint32_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float e = fastmath::exp(row[c] - m);
+    const float e = math::softmax_exp(row[c], m);
     row[c] = e;
     sum += e;
   }
   sum = cuda::block_sum(sum, dshared);
-  const float inv = static_cast<float>(1.0 / sum);
-  for (uint32_t c = threadIdx.x; c < cols; c += blockDim.x) row[c] *= inv;
+  const float inv = math::softmax_inverse(sum);
+  for (uint32_t c = threadIdx.x; c < cols; c += blockDim.x)
+    row[c] = math::softmax_scale(row[c], inv);
 }
 
 // delta_z = a * (delta_a - sum(delta_a * a)), one block per row.

@@ -89,6 +89,10 @@ class CudaBackend final : public Backend {
                         uint32_t cols, float* delta) override;
   void loss_accumulate(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
                        uint32_t cols, float* delta, double* sum) override;
+  // One kernel per batch: the loss kernels computing the activations from z in their own sweep.
+  void activate_loss_accumulate(const ActivationParams& act, const LossParams& p, float* z_to_a,
+                                const TargetView& t, uint32_t rows, uint32_t cols, float* delta,
+                                double* sum) override;
 
   void dropout(float* x, size_t n, float p, uint64_t seed, uint64_t stream) override;
   void dropout_backward(float* delta, size_t n, float p, uint64_t seed, uint64_t stream) override;

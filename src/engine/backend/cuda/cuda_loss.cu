@@ -9,13 +9,19 @@
 // Per-unit arithmetic: backend/math/loss_row_math.h and loss_math.h (shared with the CPU).
 // Each row's error is summed in double by a fixed tree; rows are summed in a fixed order on the
 // device and read back once per call (loss, loss_and_delta) or added into a sum left on the
-// device (loss_accumulate).
+// device (loss_accumulate, activate_loss_accumulate).
+// Fused (kFused, activate_loss_accumulate): the same kernels start from z and compute each unit's
+// activation in their first sweep over the row, writing a over z there (SoftMax first finds the
+// row maximum and the exponentials as softmax_kernel does, fused_loss_math.h), so the output
+// layer is not read again by a separate activate() pass. Units read by another thread (the
+// patches, the Jacobian) are read from memory after a barrier, as in the unfused kernels.
 #include <string>
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_reduce.cuh"
 #include "backend/cuda/cuda_sort.cuh"
+#include "backend/math/fused_loss_math.h"
 #include "backend/math/loss_row_math.h"
 #include "core/error.h"
 
@@ -40,6 +46,10 @@ struct LossArgs {
   bool normalise = false;  // multinomial targets (SoftMax cross-entropy forms)
   double* row_error = nullptr;
   unsigned long long* flag = nullptr;
+  // Fused kernels only: z in, the activations out (a above points at it too).
+  float* z = nullptr;
+  Activation act = Activation::Linear;
+  math::ActConsts act_c;
 };
 
 __device__ __forceinline__ void flag_bad(unsigned long long* flag, uint32_t row, uint32_t index) {
@@ -70,15 +80,52 @@ __device__ bool row_target_sum(const LossArgs& g, uint32_t r, double* shared_sum
   return bad == 0;
 }
 
+// Fused kernels, before anything reads the row: SoftMax's maximum and exponentials (written over
+// z) and 1 / their sum, in softmax_kernel's order and precision, so a is the same; nothing for
+// the elementwise activations.
+template <bool kSoftmax>
+__device__ float fused_prologue(float* z, uint32_t cols, double* dshared) {
+  if constexpr (!kSoftmax) {
+    return 0.0f;
+  } else {
+    __shared__ float fshared[32];
+    float m = -INFINITY;
+    for (uint32_t c = threadIdx.x; c < cols; c += blockDim.x) m = z[c] > m ? z[c] : m;
+    m = cuda::block_max(m, fshared);
+    double sum = 0.0;
+    for (uint32_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const float e = math::softmax_exp(z[c], m);
+      z[c] = e;
+      sum += e;
+    }
+    return math::softmax_inverse(cuda::block_sum(sum, dshared));
+  }
+}
+
+// Fused kernels: unit j's activation, written over z[j] by the thread that sweeps j (other
+// threads read it only after a barrier), and returned as stored.
+template <bool kSoftmax>
+__device__ __forceinline__ float fused_unit(const LossArgs& g, float* z, uint32_t j, float inv) {
+  const float a =
+      kSoftmax ? math::softmax_scale(z[j], inv) : math::activate_unit(g.act, z[j], g.act_c);
+  z[j] = a;
+  return math::as_stored(a);
+}
+
 // Elementwise activation family D (and SmceSoftMax); kJacobian applies the SoftMax Jacobian to
-// the deltas afterwards (D is then One, so the deltas hold dE/da).
-template <Form F, DerivKind D, bool kJacobian>
+// the deltas afterwards (D is then One, so the deltas hold dE/da). The SoftMax kernels are the
+// Jacobian ones and SmceSoftMax; kFused: see the top of the file.
+template <Form F, DerivKind D, bool kJacobian, bool kFused>
 __global__ void loss_rows_kernel(LossArgs g) {
+  constexpr bool kSoftmax = kJacobian || F == Form::SmceSoftMax;
   __shared__ double shared[32];
   __shared__ double target_sum;
   const uint32_t r = blockIdx.x, cols = g.cols;
   const float w = g.weights ? g.weights[r] : 1.0f;
   const float* a = g.a + size_t(r) * cols;
+  float* z = kFused ? g.z + size_t(r) * cols : nullptr;
+  float inv = 0.0f;
+  if constexpr (kFused) inv = fused_prologue<kSoftmax>(z, cols, shared);
   float* d = g.delta ? g.delta + size_t(r) * cols : nullptr;
   const bool sparse = g.dense_t == nullptr;
   const float* t = sparse ? nullptr : g.dense_t + size_t(r) * cols;
@@ -86,9 +133,11 @@ __global__ void loss_rows_kernel(LossArgs g) {
   if (sparse) ok = row_target_sum(g, r, &target_sum);
   double acc = 0.0;
   if (ok) {
-    for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x)
-      acc += math::loss_sweep_unit<F, D>(g.o, a[j], sparse ? 0.0f : t[j], w, sparse,
+    for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      const float aj = kFused ? fused_unit<kSoftmax>(g, z, j, inv) : a[j];
+      acc += math::loss_sweep_unit<F, D>(g.o, aj, sparse ? 0.0f : t[j], w, sparse,
                                          d ? d + j : nullptr);
+    }
     if (sparse) {
       __syncthreads();  // the sweep's deltas are written before the patches overwrite some
       const uint32_t lo = g.row_ptr[r], hi = g.row_ptr[r + 1];
@@ -103,6 +152,9 @@ __global__ void loss_rows_kernel(LossArgs g) {
         acc -= e0;
       }
     }
+  } else if constexpr (kFused) {
+    // A row with a bad target index has no loss, but its activations are still computed.
+    for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x) fused_unit<kSoftmax>(g, z, j, inv);
   }
   acc = cuda::block_sum(acc, shared);  // also the barrier before the Jacobian reads the deltas
   if (threadIdx.x == 0) g.row_error[r] = ok ? acc : 0.0;
@@ -117,19 +169,26 @@ __global__ void loss_rows_kernel(LossArgs g) {
   }
 }
 
-// SoftMax + CrossEntropy: e = -w * sum t ln a, delta = w * (a * sum(t) - t).
+// SoftMax + CrossEntropy: e = -w * sum t ln a, delta = w * (a * sum(t) - t). kFused: dense
+// targets compute a in the error sweep; sparse ones in a sweep of their own before the patches
+// (which read a at the stored indices, from any thread).
+template <bool kFused>
 __global__ void softmax_ce_kernel(LossArgs g) {
   __shared__ double shared[32];
   __shared__ double target_sum;
   const uint32_t r = blockIdx.x, cols = g.cols;
   const float w = g.weights ? g.weights[r] : 1.0f;
   const float* a = g.a + size_t(r) * cols;
+  float* z = kFused ? g.z + size_t(r) * cols : nullptr;
+  float inv = 0.0f;
+  if constexpr (kFused) inv = fused_prologue<true>(z, cols, shared);
   float* d = g.delta ? g.delta + size_t(r) * cols : nullptr;
   double acc = 0.0, tsum = 0.0;
   if (g.dense_t) {
     const float* t = g.dense_t + size_t(r) * cols;
     for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x) {
-      acc += math::softmax_ce_error(a[j], t[j], w);
+      const float aj = kFused ? fused_unit<true>(g, z, j, inv) : a[j];
+      acc += math::softmax_ce_error(aj, t[j], w);
       tsum += t[j];
     }
     acc = cuda::block_sum(acc, shared);
@@ -139,6 +198,10 @@ __global__ void softmax_ce_kernel(LossArgs g) {
         d[j] = math::softmax_ce_delta(a[j], t[j], w, s);
     if (threadIdx.x == 0) g.row_error[r] = acc;
     return;
+  }
+  if constexpr (kFused) {
+    for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x) fused_unit<true>(g, z, j, inv);
+    __syncthreads();  // the patches below read a at any index
   }
   const bool ok = row_target_sum(g, r, &target_sum);
   const uint32_t lo = g.row_ptr[r], hi = g.row_ptr[r + 1];
@@ -169,97 +232,103 @@ __global__ void softmax_ce_kernel(LossArgs g) {
 
 using Launcher = void (*)(const LossArgs&, uint32_t rows, cudaStream_t);
 
-template <Form F, DerivKind D, bool kJacobian>
+template <Form F, DerivKind D, bool kJacobian, bool kFused>
 void launch_rows(const LossArgs& g, uint32_t rows, cudaStream_t s) {
-  loss_rows_kernel<F, D, kJacobian><<<rows, kThreads, 0, s>>>(g);
-  NN_CUDA_LAUNCHED("loss_rows_kernel");
+  loss_rows_kernel<F, D, kJacobian, kFused><<<rows, kThreads, 0, s>>>(g);
+  NN_CUDA_LAUNCHED(kFused ? "fused loss_rows_kernel" : "loss_rows_kernel");
 }
 
+template <bool kFused>
 void launch_softmax_ce(const LossArgs& g, uint32_t rows, cudaStream_t s) {
-  softmax_ce_kernel<<<rows, kThreads, 0, s>>>(g);
-  NN_CUDA_LAUNCHED("softmax_ce_kernel");
+  softmax_ce_kernel<kFused><<<rows, kThreads, 0, s>>>(g);
+  NN_CUDA_LAUNCHED(kFused ? "fused softmax_ce_kernel" : "softmax_ce_kernel");
 }
 
-template <Form F>
+template <Form F, bool kFused>
 Launcher for_deriv(DerivKind dk) {
   switch (dk) {
     case DerivKind::Sigmoid:
-      return &launch_rows<F, DerivKind::Sigmoid, false>;
+      return &launch_rows<F, DerivKind::Sigmoid, false, kFused>;
     case DerivKind::Tanh:
-      return &launch_rows<F, DerivKind::Tanh, false>;
+      return &launch_rows<F, DerivKind::Tanh, false, kFused>;
     case DerivKind::One:
-      return &launch_rows<F, DerivKind::One, false>;
+      return &launch_rows<F, DerivKind::One, false, kFused>;
     case DerivKind::Step:
-      return &launch_rows<F, DerivKind::Step, false>;
+      return &launch_rows<F, DerivKind::Step, false, kFused>;
     case DerivKind::Clip:
-      return &launch_rows<F, DerivKind::Clip, false>;
+      return &launch_rows<F, DerivKind::Clip, false, kFused>;
     case DerivKind::Elu:
-      return &launch_rows<F, DerivKind::Elu, false>;
+      return &launch_rows<F, DerivKind::Elu, false, kFused>;
     case DerivKind::SoftPlus:
-      return &launch_rows<F, DerivKind::SoftPlus, false>;
+      return &launch_rows<F, DerivKind::SoftPlus, false, kFused>;
     case DerivKind::SoftSign:
-      return &launch_rows<F, DerivKind::SoftSign, false>;
+      return &launch_rows<F, DerivKind::SoftSign, false, kFused>;
     case DerivKind::SoftMax:
       break;
   }
   return nullptr;
 }
 
+template <bool kFused>
 Launcher elementwise_for(Form f, DerivKind dk) {
   switch (f) {
     case Form::L1:
-      return for_deriv<Form::L1>(dk);
+      return for_deriv<Form::L1, kFused>(dk);
     case Form::L2:
-      return for_deriv<Form::L2>(dk);
+      return for_deriv<Form::L2, kFused>(dk);
     case Form::L2Hinge:
-      return for_deriv<Form::L2Hinge>(dk);
+      return for_deriv<Form::L2Hinge, kFused>(dk);
     case Form::Hinge:
-      return for_deriv<Form::Hinge>(dk);
+      return for_deriv<Form::Hinge, kFused>(dk);
     case Form::CrossEntropy:
-      return for_deriv<Form::CrossEntropy>(dk);
+      return for_deriv<Form::CrossEntropy, kFused>(dk);
     case Form::Smce:
-      return for_deriv<Form::Smce>(dk);
+      return for_deriv<Form::Smce, kFused>(dk);
     case Form::Dsmce:
-      return for_deriv<Form::Dsmce>(dk);
+      return for_deriv<Form::Dsmce, kFused>(dk);
     case Form::SmceSoftMax:
       break;
   }
   return nullptr;
 }
 
+template <bool kFused>
 Launcher softmax_for(Form f) {
   switch (f) {
     case Form::CrossEntropy:
-      return &launch_softmax_ce;
+      return &launch_softmax_ce<kFused>;
     case Form::Smce:
     case Form::SmceSoftMax:
-      return &launch_rows<Form::SmceSoftMax, DerivKind::One, false>;
+      return &launch_rows<Form::SmceSoftMax, DerivKind::One, false, kFused>;
     case Form::L1:
-      return &launch_rows<Form::L1, DerivKind::One, true>;
+      return &launch_rows<Form::L1, DerivKind::One, true, kFused>;
     case Form::L2:
-      return &launch_rows<Form::L2, DerivKind::One, true>;
+      return &launch_rows<Form::L2, DerivKind::One, true, kFused>;
     case Form::L2Hinge:
-      return &launch_rows<Form::L2Hinge, DerivKind::One, true>;
+      return &launch_rows<Form::L2Hinge, DerivKind::One, true, kFused>;
     case Form::Hinge:
-      return &launch_rows<Form::Hinge, DerivKind::One, true>;
+      return &launch_rows<Form::Hinge, DerivKind::One, true, kFused>;
     case Form::Dsmce:
-      return &launch_rows<Form::Dsmce, DerivKind::One, true>;
+      return &launch_rows<Form::Dsmce, DerivKind::One, true, kFused>;
   }
   return nullptr;
 }
 
-
 }  // namespace
 
-// Launches the row kernels; each row's error is left in scratch slot F.
+// Launches the row kernels; each row's error is left in scratch slot F. With `fused` (the
+// activation, of the same kind as p.activation), a is z, overwritten with the activations.
 static void launch_loss(CudaBackend& b, const LossParams& p, const float* a, const TargetView& t,
-                        uint32_t rows, uint32_t cols, float* delta) {
+                        uint32_t rows, uint32_t cols, float* delta,
+                        const ActivationParams* fused = nullptr) {
   NN_CHECK(t.sparse ? t.sp.row_ptr != nullptr && t.sp.rows >= rows : t.dense != nullptr,
            "loss: target view does not cover the batch");
   const Form form = form_of(p.function);
   const bool softmax = p.activation.kind == Activation::SoftMax;
+  const math::DerivKind dk = math::deriv_kind(p.activation.kind);
   const Launcher launch =
-      softmax ? softmax_for(form) : elementwise_for(form, math::deriv_kind(p.activation.kind));
+      fused ? (softmax ? softmax_for<true>(form) : elementwise_for<true>(form, dk))
+            : (softmax ? softmax_for<false>(form) : elementwise_for<false>(form, dk));
   NN_CHECK(launch != nullptr, "loss: no kernel for this error function and activation");
 
   LossArgs g;
@@ -277,6 +346,11 @@ static void launch_loss(CudaBackend& b, const LossParams& p, const float* a, con
   g.normalise = softmax && (form == Form::CrossEntropy || form == Form::Smce);
   g.weights = t.sparse && t.sp.row_weight ? t.sp.row_weight : t.row_weight;
   g.a = a;
+  if (fused) {
+    g.z = const_cast<float*>(a);  // activate_loss_accumulate's z_to_a, writable
+    g.act = fused->kind;
+    g.act_c = math::act_consts(*fused);
+  }
   g.delta = delta;
   g.cols = cols;
   g.flag = b.error_flag();
@@ -331,6 +405,23 @@ void CudaBackend::loss_accumulate(const LossParams& p, const float* a, const Tar
   launch_loss(*this, p, a, t, rows, cols, delta);
   // No wait here: a bad sparse target index is thrown as DataError by the next read of the sums
   // (or any call that waits for the stream).
+  auto* rows_error = static_cast<double*>(scratch(kSlotF, (size_t(rows) + 1) * sizeof(double)));
+  add_sum_doubles(rows_error, rows, 1.0, sum);
+}
+
+void CudaBackend::activate_loss_accumulate(const ActivationParams& act, const LossParams& p,
+                                           float* z_to_a, const TargetView& t, uint32_t rows,
+                                           uint32_t cols, float* delta, double* sum) {
+  // Linear has nothing to fuse (activate() does nothing); MaxOut is refused by activate(); an
+  // activation that is not the loss's own kind gets the composition, which is what it means.
+  if (act.kind == Activation::Linear || act.kind == Activation::MaxOut ||
+      act.kind != p.activation.kind) {
+    Backend::activate_loss_accumulate(act, p, z_to_a, t, rows, cols, delta, sum);
+    return;
+  }
+  if (rows == 0 || cols == 0) return;
+  launch_loss(*this, p, z_to_a, t, rows, cols, delta, &act);
+  // No wait, as loss_accumulate.
   auto* rows_error = static_cast<double*>(scratch(kSlotF, (size_t(rows) + 1) * sizeof(double)));
   add_sum_doubles(rows_error, rows, 1.0, sum);
 }

@@ -1,8 +1,11 @@
-// Deterministic block-wide sums for the CUDA kernels: a fixed tree (warp shuffles, then one warp
-// over the warp totals), so the same inputs in the same threads give the same bits every run.
+// Deterministic block-wide sums (and the maximum) for the CUDA kernels: a fixed tree (warp
+// shuffles, then one warp over the warp totals), so the same inputs in the same threads give the
+// same bits every run.
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include <cmath>
 
 namespace nn::cuda {
 
@@ -27,6 +30,29 @@ __device__ __forceinline__ T block_sum(T v, T* shared) {
     T total = lane < warps ? shared[lane] : T(0);
     total = warp_sum(total);
     if (lane == 0) shared[0] = total;
+  }
+  __syncthreads();
+  return shared[0];
+}
+
+// Largest value of the block's v, NaN ignored (the CPU's max_ignoring_nan); valid in every
+// thread. `shared` holds 32 floats.
+__device__ __forceinline__ float block_max(float v, float* shared) {
+  for (int off = 16; off > 0; off >>= 1) {
+    const float o = __shfl_down_sync(0xffffffffu, v, off);
+    v = o > v ? o : v;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = (blockDim.x + 31) >> 5;
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  if (warp == 0) {  // only warp 0 reads the warp maxima (no reader races with the write below)
+    float m = lane < warps ? shared[lane] : -INFINITY;
+    for (int off = 16; off > 0; off >>= 1) {
+      const float o = __shfl_down_sync(0xffffffffu, m, off);
+      m = o > m ? o : m;
+    }
+    if (lane == 0) shared[0] = m;
   }
   __syncthreads();
   return shared[0];
