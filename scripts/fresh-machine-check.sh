@@ -214,6 +214,7 @@ inner() {
       1) cmd="test -f README.md && test -x scripts/setup.sh" ;;
       sleep) cmd="sleep 300" ;;  # for testing an interrupted run
     esac
+    cmd=$(printf '%s' "$cmd" | tr -s ' \n' '  ')  # one line: results.tsv has a row per step
     note "step $step: $cmd"
     start=$(date +%s)
     status=0
@@ -358,7 +359,7 @@ while IFS=$'\t' read -r what result took cmd; do
   esac
 done <"$logs/results.tsv"
 echo "  total  $(elapsed "$total"); logs in $logs"
-if [ $status = 0 ] && [ "$(grep -c PASS "$logs/results.tsv")" = 2 ]; then
+if [ $status = 0 ] && [ "$(grep -c '^step[0-9]*	PASS' "$logs/results.tsv")" = 3 ]; then
   echo "== PASS"
 else
   echo "== FAIL"
