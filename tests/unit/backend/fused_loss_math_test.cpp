@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/math/loss_kernel_choice.h"
 #include "backend/math/loss_row_math.h"
 #include "backend/math/loss_sums.h"
 #include "backend_test_util.h"
@@ -217,70 +218,18 @@ std::vector<double> fused_softmax_ce(const FusedArgs& g, uint32_t rows) {
 
 using FusedFn = std::vector<double> (*)(const FusedArgs&, uint32_t);
 
-template <Form F>
-FusedFn for_deriv(DerivKind dk) {
-  switch (dk) {
-    case DerivKind::Sigmoid:
-      return &fused_rows<F, DerivKind::Sigmoid, false>;
-    case DerivKind::Tanh:
-      return &fused_rows<F, DerivKind::Tanh, false>;
-    case DerivKind::One:
-      return &fused_rows<F, DerivKind::One, false>;
-    case DerivKind::Step:
-      return &fused_rows<F, DerivKind::Step, false>;
-    case DerivKind::Clip:
-      return &fused_rows<F, DerivKind::Clip, false>;
-    case DerivKind::Elu:
-      return &fused_rows<F, DerivKind::Elu, false>;
-    case DerivKind::SoftPlus:
-      return &fused_rows<F, DerivKind::SoftPlus, false>;
-    case DerivKind::SoftSign:
-      return &fused_rows<F, DerivKind::SoftSign, false>;
-    case DerivKind::SoftMax:
-      break;
+// The fused instances cuda_loss.cu runs, as host emulations (math/loss_kernel_choice.h picks).
+struct Picker {
+  template <Form F, DerivKind D, bool kJacobian>
+  static FusedFn rows() {
+    return &fused_rows<F, D, kJacobian>;
   }
-  return nullptr;
-}
+  static FusedFn softmax_ce() { return &fused_softmax_ce; }
+};
 
-// The dispatch of cuda_loss.cu (elementwise_for<true> / softmax_for<true>).
 FusedFn fused_kernel_for(ErrorFunction f, Activation act) {
-  if (act == Activation::SoftMax) {
-    switch (f) {
-      case ErrorFunction::CrossEntropy:
-        return &fused_softmax_ce;
-      case ErrorFunction::ScaledMarginalCrossEntropy:
-        return &fused_rows<Form::SmceSoftMax, DerivKind::One, false>;
-      case ErrorFunction::L1:
-        return &fused_rows<Form::L1, DerivKind::One, true>;
-      case ErrorFunction::L2:
-        return &fused_rows<Form::L2, DerivKind::One, true>;
-      case ErrorFunction::L2Hinge:
-        return &fused_rows<Form::L2Hinge, DerivKind::One, true>;
-      case ErrorFunction::Hinge:
-        return &fused_rows<Form::Hinge, DerivKind::One, true>;
-      case ErrorFunction::DataScaledMarginalCrossEntropy:
-        return &fused_rows<Form::Dsmce, DerivKind::One, true>;
-    }
-    return nullptr;
-  }
-  const DerivKind dk = math::deriv_kind(act);
-  switch (f) {
-    case ErrorFunction::L1:
-      return for_deriv<Form::L1>(dk);
-    case ErrorFunction::L2:
-      return for_deriv<Form::L2>(dk);
-    case ErrorFunction::L2Hinge:
-      return for_deriv<Form::L2Hinge>(dk);
-    case ErrorFunction::Hinge:
-      return for_deriv<Form::Hinge>(dk);
-    case ErrorFunction::CrossEntropy:
-      return for_deriv<Form::CrossEntropy>(dk);
-    case ErrorFunction::ScaledMarginalCrossEntropy:
-      return for_deriv<Form::Smce>(dk);
-    case ErrorFunction::DataScaledMarginalCrossEntropy:
-      return for_deriv<Form::Dsmce>(dk);
-  }
-  return nullptr;
+  return math::choose_loss_kernel<Picker>(math::form_of(f), math::deriv_kind(act),
+                                          act == Activation::SoftMax);
 }
 
 enum class Targets { Dense, SparseBoolean, SparseAnalogWeighted, SparseIgnoreZero };

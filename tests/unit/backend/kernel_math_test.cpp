@@ -18,6 +18,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/math/elementwise_math.h"
+#include "backend/math/loss_kernel_choice.h"
 #include "backend/math/loss_row_math.h"
 #include "backend/math/norm_math.h"
 #include "backend/math/optimizer_math.h"
@@ -412,70 +413,18 @@ double softmax_ce_kernel(const RowsArgs& g, uint32_t rows) {
 
 using RowsFn = double (*)(const RowsArgs&, uint32_t);
 
-template <Form F>
-RowsFn for_deriv(DerivKind dk) {
-  switch (dk) {
-    case DerivKind::Sigmoid:
-      return &rows_kernel<F, DerivKind::Sigmoid, false>;
-    case DerivKind::Tanh:
-      return &rows_kernel<F, DerivKind::Tanh, false>;
-    case DerivKind::One:
-      return &rows_kernel<F, DerivKind::One, false>;
-    case DerivKind::Step:
-      return &rows_kernel<F, DerivKind::Step, false>;
-    case DerivKind::Clip:
-      return &rows_kernel<F, DerivKind::Clip, false>;
-    case DerivKind::Elu:
-      return &rows_kernel<F, DerivKind::Elu, false>;
-    case DerivKind::SoftPlus:
-      return &rows_kernel<F, DerivKind::SoftPlus, false>;
-    case DerivKind::SoftSign:
-      return &rows_kernel<F, DerivKind::SoftSign, false>;
-    case DerivKind::SoftMax:
-      break;
+// The instances cuda_loss.cu runs, as host emulations (math/loss_kernel_choice.h picks).
+struct Picker {
+  template <Form F, DerivKind D, bool kJacobian>
+  static RowsFn rows() {
+    return &rows_kernel<F, D, kJacobian>;
   }
-  return nullptr;
-}
+  static RowsFn softmax_ce() { return &softmax_ce_kernel; }
+};
 
-// The dispatch of cuda_loss.cu (elementwise_for / softmax_for).
 RowsFn kernel_for(ErrorFunction f, Activation act) {
-  if (act == Activation::SoftMax) {
-    switch (f) {
-      case ErrorFunction::CrossEntropy:
-        return &softmax_ce_kernel;
-      case ErrorFunction::ScaledMarginalCrossEntropy:
-        return &rows_kernel<Form::SmceSoftMax, DerivKind::One, false>;
-      case ErrorFunction::L1:
-        return &rows_kernel<Form::L1, DerivKind::One, true>;
-      case ErrorFunction::L2:
-        return &rows_kernel<Form::L2, DerivKind::One, true>;
-      case ErrorFunction::L2Hinge:
-        return &rows_kernel<Form::L2Hinge, DerivKind::One, true>;
-      case ErrorFunction::Hinge:
-        return &rows_kernel<Form::Hinge, DerivKind::One, true>;
-      case ErrorFunction::DataScaledMarginalCrossEntropy:
-        return &rows_kernel<Form::Dsmce, DerivKind::One, true>;
-    }
-    return nullptr;
-  }
-  const DerivKind dk = math::deriv_kind(act);
-  switch (f) {
-    case ErrorFunction::L1:
-      return for_deriv<Form::L1>(dk);
-    case ErrorFunction::L2:
-      return for_deriv<Form::L2>(dk);
-    case ErrorFunction::L2Hinge:
-      return for_deriv<Form::L2Hinge>(dk);
-    case ErrorFunction::Hinge:
-      return for_deriv<Form::Hinge>(dk);
-    case ErrorFunction::CrossEntropy:
-      return for_deriv<Form::CrossEntropy>(dk);
-    case ErrorFunction::ScaledMarginalCrossEntropy:
-      return for_deriv<Form::Smce>(dk);
-    case ErrorFunction::DataScaledMarginalCrossEntropy:
-      return for_deriv<Form::Dsmce>(dk);
-  }
-  return nullptr;
+  return math::choose_loss_kernel<Picker>(math::form_of(f), math::deriv_kind(act),
+                                          act == Activation::SoftMax);
 }
 
 enum class Targets { Dense, SparseBoolean, SparseAnalogWeighted, SparseIgnoreZero };

@@ -22,6 +22,7 @@
 #include "backend/cuda/cuda_reduce.cuh"
 #include "backend/cuda/cuda_sort.cuh"
 #include "backend/math/fused_loss_math.h"
+#include "backend/math/loss_kernel_choice.h"
 #include "backend/math/loss_row_math.h"
 #include "core/error.h"
 
@@ -244,75 +245,15 @@ void launch_softmax_ce(const LossArgs& g, uint32_t rows, cudaStream_t s) {
   NN_CUDA_LAUNCHED(kFused ? "fused softmax_ce_kernel" : "softmax_ce_kernel");
 }
 
-template <Form F, bool kFused>
-Launcher for_deriv(DerivKind dk) {
-  switch (dk) {
-    case DerivKind::Sigmoid:
-      return &launch_rows<F, DerivKind::Sigmoid, false, kFused>;
-    case DerivKind::Tanh:
-      return &launch_rows<F, DerivKind::Tanh, false, kFused>;
-    case DerivKind::One:
-      return &launch_rows<F, DerivKind::One, false, kFused>;
-    case DerivKind::Step:
-      return &launch_rows<F, DerivKind::Step, false, kFused>;
-    case DerivKind::Clip:
-      return &launch_rows<F, DerivKind::Clip, false, kFused>;
-    case DerivKind::Elu:
-      return &launch_rows<F, DerivKind::Elu, false, kFused>;
-    case DerivKind::SoftPlus:
-      return &launch_rows<F, DerivKind::SoftPlus, false, kFused>;
-    case DerivKind::SoftSign:
-      return &launch_rows<F, DerivKind::SoftSign, false, kFused>;
-    case DerivKind::SoftMax:
-      break;
-  }
-  return nullptr;
-}
-
+// The launchers choose_loss_kernel (math/loss_kernel_choice.h) picks among.
 template <bool kFused>
-Launcher elementwise_for(Form f, DerivKind dk) {
-  switch (f) {
-    case Form::L1:
-      return for_deriv<Form::L1, kFused>(dk);
-    case Form::L2:
-      return for_deriv<Form::L2, kFused>(dk);
-    case Form::L2Hinge:
-      return for_deriv<Form::L2Hinge, kFused>(dk);
-    case Form::Hinge:
-      return for_deriv<Form::Hinge, kFused>(dk);
-    case Form::CrossEntropy:
-      return for_deriv<Form::CrossEntropy, kFused>(dk);
-    case Form::Smce:
-      return for_deriv<Form::Smce, kFused>(dk);
-    case Form::Dsmce:
-      return for_deriv<Form::Dsmce, kFused>(dk);
-    case Form::SmceSoftMax:
-      break;
+struct LaunchPicker {
+  template <Form F, DerivKind D, bool kJacobian>
+  static Launcher rows() {
+    return &launch_rows<F, D, kJacobian, kFused>;
   }
-  return nullptr;
-}
-
-template <bool kFused>
-Launcher softmax_for(Form f) {
-  switch (f) {
-    case Form::CrossEntropy:
-      return &launch_softmax_ce<kFused>;
-    case Form::Smce:
-    case Form::SmceSoftMax:
-      return &launch_rows<Form::SmceSoftMax, DerivKind::One, false, kFused>;
-    case Form::L1:
-      return &launch_rows<Form::L1, DerivKind::One, true, kFused>;
-    case Form::L2:
-      return &launch_rows<Form::L2, DerivKind::One, true, kFused>;
-    case Form::L2Hinge:
-      return &launch_rows<Form::L2Hinge, DerivKind::One, true, kFused>;
-    case Form::Hinge:
-      return &launch_rows<Form::Hinge, DerivKind::One, true, kFused>;
-    case Form::Dsmce:
-      return &launch_rows<Form::Dsmce, DerivKind::One, true, kFused>;
-  }
-  return nullptr;
-}
+  static Launcher softmax_ce() { return &launch_softmax_ce<kFused>; }
+};
 
 }  // namespace
 
@@ -326,9 +267,8 @@ static void launch_loss(CudaBackend& b, const LossParams& p, const float* a, con
   const Form form = form_of(p.function);
   const bool softmax = p.activation.kind == Activation::SoftMax;
   const math::DerivKind dk = math::deriv_kind(p.activation.kind);
-  const Launcher launch =
-      fused ? (softmax ? softmax_for<true>(form) : elementwise_for<true>(form, dk))
-            : (softmax ? softmax_for<false>(form) : elementwise_for<false>(form, dk));
+  const Launcher launch = fused ? math::choose_loss_kernel<LaunchPicker<true>>(form, dk, softmax)
+                                : math::choose_loss_kernel<LaunchPicker<false>>(form, dk, softmax);
   NN_CHECK(launch != nullptr, "loss: no kernel for this error function and activation");
 
   LossArgs g;
