@@ -303,17 +303,7 @@ TEST(HostKernelMath, FusedActivationLossMatchesTheCpuBackend) {
                                        &e_cpu);
 
           FusedArgs g;
-          g.o.c.k = math::deriv_consts(p.activation);
-          g.o.c.one_target = p.smce_one_target;
-          g.o.c.zero_target = p.smce_zero_target;
-          g.o.c.one_scale = p.smce_one_scale;
-          g.o.c.zero_scale = p.smce_zero_scale;
-          g.o.ignore_zero = t.ignore_zero;
-          if (sparse && act == Activation::Sigmoid &&
-              (f == ErrorFunction::L2 || f == ErrorFunction::CrossEntropy)) {
-            g.o.boost_zero = p.delta_boost_zero;
-            g.o.boost_one = p.delta_boost_one;
-          }
+          g.o = math::loss_row_consts(p, t);
           g.act = act;
           g.act_c = math::act_consts(p.activation);
           g.softmax = act == Activation::SoftMax;

@@ -26,6 +26,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/math/loss_math.h"
+#include "backend/math/loss_row_math.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
 #include "core/error.h"
@@ -94,11 +95,7 @@ struct RowInput {
   double t_total = -1.0;
 };
 
-struct Options {
-  LossConsts c;
-  bool ignore_zero = false;
-  float boost_zero = 1.0f, boost_one = 1.0f;
-};
+using Options = math::LossRowConsts;
 
 double sum_lanes(const double* lanes) {
   double s = 0.0;
@@ -316,20 +313,8 @@ double CpuBackend::loss_impl(const LossParams& p, const float* a, const TargetVi
                        : elementwise_for<false>(form, math::deriv_kind(p.activation.kind)));
   NN_CHECK(fn != nullptr, "loss: no kernel for this error function and activation");
 
-  Options o;
-  o.c.k = math::deriv_consts(p.activation);
-  o.c.one_target = p.smce_one_target;
-  o.c.zero_target = p.smce_zero_target;
-  o.c.one_scale = p.smce_one_scale;
-  o.c.zero_scale = p.smce_zero_scale;
-  o.ignore_zero = t.sparse && t.ignore_zero;
-  if (t.sparse && p.activation.kind == Activation::Sigmoid &&
-      (p.function == ErrorFunction::L2 || p.function == ErrorFunction::CrossEntropy)) {
-    o.boost_zero = p.delta_boost_zero;
-    o.boost_one = p.delta_boost_one;
-  }
-  // Multinomial targets for the SoftMax cross-entropy forms.
-  const bool normalise = softmax && (form == Form::CrossEntropy || form == Form::Smce);
+  const Options o = math::loss_row_consts(p, t);
+  const bool normalise = math::normalised_targets(form, softmax);
   const float* weights = t.sparse && t.sp.row_weight ? t.sp.row_weight : t.row_weight;
 
   std::vector<double> row_error(rows, 0.0);

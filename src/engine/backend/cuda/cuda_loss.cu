@@ -272,18 +272,8 @@ static void launch_loss(CudaBackend& b, const LossParams& p, const float* a, con
   NN_CHECK(launch != nullptr, "loss: no kernel for this error function and activation");
 
   LossArgs g;
-  g.o.c.k = math::deriv_consts(p.activation);
-  g.o.c.one_target = p.smce_one_target;
-  g.o.c.zero_target = p.smce_zero_target;
-  g.o.c.one_scale = p.smce_one_scale;
-  g.o.c.zero_scale = p.smce_zero_scale;
-  g.o.ignore_zero = t.sparse && t.ignore_zero;
-  if (t.sparse && p.activation.kind == Activation::Sigmoid &&
-      (p.function == ErrorFunction::L2 || p.function == ErrorFunction::CrossEntropy)) {
-    g.o.boost_zero = p.delta_boost_zero;
-    g.o.boost_one = p.delta_boost_one;
-  }
-  g.normalise = softmax && (form == Form::CrossEntropy || form == Form::Smce);
+  g.o = math::loss_row_consts(p, t);
+  g.normalise = math::normalised_targets(form, softmax);
   g.weights = t.sparse && t.sp.row_weight ? t.sp.row_weight : t.row_weight;
   g.a = a;
   if (fused) {

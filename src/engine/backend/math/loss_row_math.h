@@ -21,6 +21,30 @@ struct LossRowConsts {
   float boost_zero = 1.0f, boost_one = 1.0f;  // DeltaBoost (Sigmoid, sparse, L2 or CE)
 };
 
+// A loss's row constants (host side, every backend): the activation's derivative constants,
+// the SMCE targets and scales, SparseIgnoreZero, and DeltaBoost where it applies (sparse
+// targets through a Sigmoid with L2 or CrossEntropy).
+inline LossRowConsts loss_row_consts(const LossParams& p, const TargetView& t) {
+  LossRowConsts o;
+  o.c.k = deriv_consts(p.activation);
+  o.c.one_target = p.smce_one_target;
+  o.c.zero_target = p.smce_zero_target;
+  o.c.one_scale = p.smce_one_scale;
+  o.c.zero_scale = p.smce_zero_scale;
+  o.ignore_zero = t.sparse && t.ignore_zero;
+  if (t.sparse && p.activation.kind == Activation::Sigmoid &&
+      (p.function == ErrorFunction::L2 || p.function == ErrorFunction::CrossEntropy)) {
+    o.boost_zero = p.delta_boost_zero;
+    o.boost_one = p.delta_boost_one;
+  }
+  return o;
+}
+
+// Multinomial targets (normalised per row) for the SoftMax cross-entropy forms.
+inline bool normalised_targets(Form f, bool softmax) {
+  return softmax && (f == Form::CrossEntropy || f == Form::Smce);
+}
+
 // Sweep of unit (r, j): returns its error; writes its delta when d != nullptr.
 template <Form F, DerivKind D>
 NN_FORCE_INLINE float loss_sweep_unit(const LossRowConsts& o, float a, float t, float w,
