@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/math/loss_kernel_choice.h"
 #include "backend/math/loss_math.h"
 #include "backend/math/loss_row_math.h"
 #include "backend/cpu/stream.h"
@@ -226,76 +227,19 @@ double softmax_jacobian_row(const Options& o, const RowInput& in, uint32_t cols)
 
 using RowFn = double (*)(const Options&, const RowInput&, uint32_t);
 
-template <Form F, bool kDelta>
-RowFn elementwise_for_deriv(DerivKind dk) {
-  switch (dk) {
-    case DerivKind::Sigmoid:
-      return &elementwise_row<F, DerivKind::Sigmoid, kDelta>;
-    case DerivKind::Tanh:
-      return &elementwise_row<F, DerivKind::Tanh, kDelta>;
-    case DerivKind::One:
-      return &elementwise_row<F, DerivKind::One, kDelta>;
-    case DerivKind::Step:
-      return &elementwise_row<F, DerivKind::Step, kDelta>;
-    case DerivKind::Clip:
-      return &elementwise_row<F, DerivKind::Clip, kDelta>;
-    case DerivKind::Elu:
-      return &elementwise_row<F, DerivKind::Elu, kDelta>;
-    case DerivKind::SoftPlus:
-      return &elementwise_row<F, DerivKind::SoftPlus, kDelta>;
-    case DerivKind::SoftSign:
-      return &elementwise_row<F, DerivKind::SoftSign, kDelta>;
-    case DerivKind::SoftMax:
-      break;  // not elementwise: softmax_for
-  }
-  return nullptr;
-}
-
+// The row functions math::choose_loss_kernel picks among (the table the CUDA kernels use too):
+// a Jacobian instance is the SoftMax Jacobian row of its error function.
 template <bool kDelta>
-RowFn elementwise_for(Form f, DerivKind dk) {
-  switch (f) {
-    case Form::L1:
-      return elementwise_for_deriv<Form::L1, kDelta>(dk);
-    case Form::L2:
-      return elementwise_for_deriv<Form::L2, kDelta>(dk);
-    case Form::L2Hinge:
-      return elementwise_for_deriv<Form::L2Hinge, kDelta>(dk);
-    case Form::Hinge:
-      return elementwise_for_deriv<Form::Hinge, kDelta>(dk);
-    case Form::CrossEntropy:
-      return elementwise_for_deriv<Form::CrossEntropy, kDelta>(dk);
-    case Form::Smce:
-      return elementwise_for_deriv<Form::Smce, kDelta>(dk);
-    case Form::Dsmce:
-      return elementwise_for_deriv<Form::Dsmce, kDelta>(dk);
-    case Form::SmceSoftMax:
-      break;  // SoftMax only: softmax_for
+struct RowPicker {
+  template <Form F, DerivKind D, bool kJacobian>
+  static RowFn rows() {
+    if constexpr (kJacobian)
+      return &softmax_jacobian_row<F, kDelta>;
+    else
+      return &elementwise_row<F, D, kDelta>;
   }
-  return nullptr;
-}
-
-template <bool kDelta>
-RowFn softmax_for(Form f) {
-  switch (f) {
-    case Form::CrossEntropy:
-      return &softmax_ce_row<kDelta>;
-    case Form::Smce:
-    case Form::SmceSoftMax:
-      return &elementwise_row<Form::SmceSoftMax, DerivKind::One, kDelta>;
-    case Form::L1:
-      return &softmax_jacobian_row<Form::L1, kDelta>;
-    case Form::L2:
-      return &softmax_jacobian_row<Form::L2, kDelta>;
-    case Form::L2Hinge:
-      return &softmax_jacobian_row<Form::L2Hinge, kDelta>;
-    case Form::Hinge:
-      return &softmax_jacobian_row<Form::Hinge, kDelta>;
-    case Form::Dsmce:
-      return &softmax_jacobian_row<Form::Dsmce, kDelta>;
-  }
-  return nullptr;
-}
-
+  static RowFn softmax_ce() { return &softmax_ce_row<kDelta>; }
+};
 
 }  // namespace
 
@@ -306,11 +250,9 @@ double CpuBackend::loss_impl(const LossParams& p, const float* a, const TargetVi
            "loss: target view does not cover the batch");
   const Form form = form_of(p.function);
   const bool softmax = p.activation.kind == Activation::SoftMax;
-  const RowFn fn =
-      delta ? (softmax ? softmax_for<true>(form)
-                       : elementwise_for<true>(form, math::deriv_kind(p.activation.kind)))
-            : (softmax ? softmax_for<false>(form)
-                       : elementwise_for<false>(form, math::deriv_kind(p.activation.kind)));
+  const DerivKind dk = math::deriv_kind(p.activation.kind);
+  const RowFn fn = delta ? math::choose_loss_kernel<RowPicker<true>>(form, dk, softmax)
+                         : math::choose_loss_kernel<RowPicker<false>>(form, dk, softmax);
   NN_CHECK(fn != nullptr, "loss: no kernel for this error function and activation");
 
   const Options o = math::loss_row_consts(p, t);

@@ -1,6 +1,6 @@
-// Which row-kernel instance computes a loss: the one table that the CUDA launcher
-// (cuda_loss.cu) and the host emulations of its kernels in the tests share, so the tests check
-// the instances the GPU really runs. A picker P supplies the instances:
+// Which row-kernel instance computes a loss: the one table that the CPU backend (cpu_loss.cpp),
+// the CUDA launcher (cuda_loss.cu) and the host emulations of the CUDA kernels in the tests
+// share, so the tests check the instances the GPU really runs. A picker P supplies the instances:
 //   template <Form F, DerivKind D, bool kJacobian> static R rows();  // the per-unit rows kernel
 //   static R softmax_ce();                                           // SoftMax + CrossEntropy
 // SoftMax outputs use the Jacobian form of each error function (DerivKind::One) except
