@@ -108,6 +108,30 @@ inline Csr random_csr(uint32_t rows, uint32_t cols, uint32_t max_per_row, Rng& r
   return c;
 }
 
+// Every error function and every activation (the loss kernels' order), for tests that sweep
+// them all.
+inline constexpr ErrorFunction kAllErrorFunctions[] = {
+    ErrorFunction::L1,
+    ErrorFunction::L2,
+    ErrorFunction::CrossEntropy,
+    ErrorFunction::ScaledMarginalCrossEntropy,
+    ErrorFunction::DataScaledMarginalCrossEntropy,
+    ErrorFunction::Hinge,
+    ErrorFunction::L2Hinge};
+inline constexpr Activation kAllActivations[] = {Activation::Sigmoid,
+                                                 Activation::Tanh,
+                                                 Activation::RectifiedLinear,
+                                                 Activation::Linear,
+                                                 Activation::ReluMax,
+                                                 Activation::LinearMax,
+                                                 Activation::LeakyRectifiedLinear,
+                                                 Activation::ParametricRectifiedLinear,
+                                                 Activation::ExponentialLinear,
+                                                 Activation::ScaledExponentialLinear,
+                                                 Activation::SoftPlus,
+                                                 Activation::SoftSign,
+                                                 Activation::SoftMax};
+
 inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
            return std::memcmp(&x, &y, sizeof x) == 0;

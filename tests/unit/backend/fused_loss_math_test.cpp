@@ -245,26 +245,8 @@ ActivationParams params_of(Activation k) {
 }
 
 TEST(HostKernelMath, FusedActivationLossMatchesTheCpuBackend) {
-  const ErrorFunction functions[] = {ErrorFunction::L1,
-                                     ErrorFunction::L2,
-                                     ErrorFunction::CrossEntropy,
-                                     ErrorFunction::ScaledMarginalCrossEntropy,
-                                     ErrorFunction::DataScaledMarginalCrossEntropy,
-                                     ErrorFunction::Hinge,
-                                     ErrorFunction::L2Hinge};
-  const Activation acts[] = {Activation::Sigmoid,
-                             Activation::Tanh,
-                             Activation::RectifiedLinear,
-                             Activation::Linear,
-                             Activation::ReluMax,
-                             Activation::LinearMax,
-                             Activation::LeakyRectifiedLinear,
-                             Activation::ParametricRectifiedLinear,
-                             Activation::ExponentialLinear,
-                             Activation::ScaledExponentialLinear,
-                             Activation::SoftPlus,
-                             Activation::SoftSign,
-                             Activation::SoftMax};
+  const auto& functions = test::kAllErrorFunctions;
+  const auto& acts = test::kAllActivations;
   CpuBackend cpu(2);
   Rng rng(11);
   const uint32_t rows = 7;

@@ -430,13 +430,7 @@ RowsFn kernel_for(ErrorFunction f, Activation act) {
 enum class Targets { Dense, SparseBoolean, SparseAnalogWeighted, SparseIgnoreZero };
 
 TEST(HostKernelMath, LossRowsMatchTheCpuBackend) {
-  const ErrorFunction functions[] = {ErrorFunction::L1,
-                                     ErrorFunction::L2,
-                                     ErrorFunction::CrossEntropy,
-                                     ErrorFunction::ScaledMarginalCrossEntropy,
-                                     ErrorFunction::DataScaledMarginalCrossEntropy,
-                                     ErrorFunction::Hinge,
-                                     ErrorFunction::L2Hinge};
+  const auto& functions = test::kAllErrorFunctions;
   std::vector<Activation> acts(std::begin(kElementwise), std::end(kElementwise));
   acts.push_back(Activation::SoftMax);
   CpuBackend cpu(2);

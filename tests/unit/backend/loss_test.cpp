@@ -29,13 +29,7 @@ using test::Csr;
 using test::DeviceTargets;
 using test::to_device;
 
-const ErrorFunction kFunctions[] = {ErrorFunction::L1,
-                                    ErrorFunction::L2,
-                                    ErrorFunction::CrossEntropy,
-                                    ErrorFunction::ScaledMarginalCrossEntropy,
-                                    ErrorFunction::DataScaledMarginalCrossEntropy,
-                                    ErrorFunction::Hinge,
-                                    ErrorFunction::L2Hinge};
+const auto& kFunctions = test::kAllErrorFunctions;
 
 const Activation kActivations[] = {Activation::Sigmoid,
                                    Activation::Tanh,

@@ -33,26 +33,8 @@ class CudaFusedLoss : public test::CudaVsCpu {
 enum class Targets { Dense, SparseBoolean, SparseAnalogWeighted, SparseIgnoreZero };
 
 TEST_F(CudaFusedLoss, MatchesActivateThenLossAccumulate) {
-  const ErrorFunction functions[] = {ErrorFunction::L1,
-                                     ErrorFunction::L2,
-                                     ErrorFunction::CrossEntropy,
-                                     ErrorFunction::ScaledMarginalCrossEntropy,
-                                     ErrorFunction::DataScaledMarginalCrossEntropy,
-                                     ErrorFunction::Hinge,
-                                     ErrorFunction::L2Hinge};
-  const Activation acts[] = {Activation::Sigmoid,
-                             Activation::Tanh,
-                             Activation::RectifiedLinear,
-                             Activation::Linear,
-                             Activation::ReluMax,
-                             Activation::LinearMax,
-                             Activation::LeakyRectifiedLinear,
-                             Activation::ParametricRectifiedLinear,
-                             Activation::ExponentialLinear,
-                             Activation::ScaledExponentialLinear,
-                             Activation::SoftPlus,
-                             Activation::SoftSign,
-                             Activation::SoftMax};
+  const auto& functions = test::kAllErrorFunctions;
+  const auto& acts = test::kAllActivations;
   const uint32_t rows = 6;
   for (uint32_t cols : {1u, 77u, 256u, 3001u})
     for (ErrorFunction f : functions)

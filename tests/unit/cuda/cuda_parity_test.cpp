@@ -99,19 +99,7 @@ TEST_F(CudaParity, GemmBiasAndColumnSums) {
 }
 
 TEST_F(CudaParity, ActivationsForwardAndBackward) {
-  const Activation kinds[] = {Activation::Sigmoid,
-                              Activation::Tanh,
-                              Activation::RectifiedLinear,
-                              Activation::Linear,
-                              Activation::ReluMax,
-                              Activation::LinearMax,
-                              Activation::LeakyRectifiedLinear,
-                              Activation::ParametricRectifiedLinear,
-                              Activation::ExponentialLinear,
-                              Activation::ScaledExponentialLinear,
-                              Activation::SoftPlus,
-                              Activation::SoftSign,
-                              Activation::SoftMax};
+  const auto& kinds = test::kAllActivations;
   for (Activation k : kinds)
     for (uint32_t cols : {1u, 31u, 27278u}) {
       const uint32_t rows = 5;
@@ -154,13 +142,7 @@ TEST_F(CudaParity, ActivationsForwardAndBackward) {
 }
 
 TEST_F(CudaParity, LossesAndOutputDeltas) {
-  const ErrorFunction functions[] = {ErrorFunction::L1,
-                                     ErrorFunction::L2,
-                                     ErrorFunction::CrossEntropy,
-                                     ErrorFunction::ScaledMarginalCrossEntropy,
-                                     ErrorFunction::DataScaledMarginalCrossEntropy,
-                                     ErrorFunction::Hinge,
-                                     ErrorFunction::L2Hinge};
+  const auto& functions = test::kAllErrorFunctions;
   const Activation acts[] = {Activation::Sigmoid,
                              Activation::Tanh,
                              Activation::RectifiedLinear,
