@@ -108,6 +108,44 @@ inline Csr random_csr(uint32_t rows, uint32_t cols, uint32_t max_per_row, Rng& r
   return c;
 }
 
+// The kinds of output-layer targets the loss kernels handle.
+enum class Targets { Dense, SparseBoolean, SparseAnalogWeighted, SparseIgnoreZero };
+inline constexpr Targets kAllTargets[] = {Targets::Dense, Targets::SparseBoolean,
+                                          Targets::SparseAnalogWeighted, Targets::SparseIgnoreZero};
+
+// Random targets of one kind for a rows x cols batch, viewed as the loss kernels take them:
+// sparse ones up to `per_row` entries per row with duplicated indices and row 2 empty (values
+// and row weights for SparseAnalogWeighted); dense ones in [0, 1) with every third zero, with
+// example weights in [0.5, 2). Not copyable: view() points into it.
+class RandomTargets {
+ public:
+  RandomTargets(uint32_t rows, uint32_t cols, Targets kind, uint32_t per_row, Rng& rng) {
+    const bool analog = kind == Targets::SparseAnalogWeighted;
+    sp_ = random_csr(rows, cols, per_row, rng, analog, analog, /*duplicates=*/true,
+                     /*empty_row=*/2);
+    weights_ = uniform(rows, rng, 0.5, 2.0);
+    view_.sparse = kind != Targets::Dense;
+    view_.ignore_zero = kind == Targets::SparseIgnoreZero;
+    if (view_.sparse) {
+      view_.sp = sp_.view();
+    } else {
+      dense_ = uniform(size_t(rows) * cols, rng, 0.0, 1.0);
+      for (size_t i = 0; i < dense_.size(); i += 3) dense_[i] = 0.0f;
+      view_.dense = dense_.data();
+      view_.row_weight = weights_.data();
+    }
+  }
+  RandomTargets(const RandomTargets&) = delete;
+  RandomTargets& operator=(const RandomTargets&) = delete;
+  const TargetView& view() const { return view_; }
+  const Csr& csr() const { return sp_; }
+
+ private:
+  Csr sp_;
+  std::vector<float> dense_, weights_;
+  TargetView view_;
+};
+
 // Every error function and every activation (the loss kernels' order), for tests that sweep
 // them all.
 inline constexpr ErrorFunction kAllErrorFunctions[] = {

@@ -33,6 +33,7 @@ namespace {
 using math::DerivKind;
 using math::Form;
 using test::Csr;
+using test::Targets;
 
 constexpr uint32_t kBlock = 256;  // kThreads of the CUDA backend
 
@@ -232,8 +233,6 @@ FusedFn fused_kernel_for(ErrorFunction f, Activation act) {
                                           act == Activation::SoftMax);
 }
 
-enum class Targets { Dense, SparseBoolean, SparseAnalogWeighted, SparseIgnoreZero };
-
 ActivationParams params_of(Activation k) {
   ActivationParams p;
   p.kind = k;
@@ -254,30 +253,17 @@ TEST(HostKernelMath, FusedActivationLossMatchesTheCpuBackend) {
   for (uint32_t cols : {77u, 300u})  // fewer units than threads, and more (strided sweeps)
     for (ErrorFunction f : functions)
       for (Activation act : acts)
-        for (Targets kind : {Targets::Dense, Targets::SparseBoolean, Targets::SparseAnalogWeighted,
-                             Targets::SparseIgnoreZero}) {
+        for (Targets kind : test::kAllTargets) {
           LossParams p;
           p.function = f;
           p.activation = params_of(act);
           p.delta_boost_one = 1.5f;
           p.delta_boost_zero = 0.5f;
           const std::vector<float> z = test::uniform(size_t(rows) * cols, rng, -3.0, 3.0);
-          const bool sparse = kind != Targets::Dense;
-          Csr sp = test::random_csr(rows, cols, 12, rng, kind == Targets::SparseAnalogWeighted,
-                                    kind == Targets::SparseAnalogWeighted, /*duplicates=*/true,
-                                    /*empty_row=*/2);
-          std::vector<float> dense, weights = test::uniform(rows, rng, 0.5, 2.0);
-          TargetView t;
-          t.sparse = sparse;
-          t.ignore_zero = kind == Targets::SparseIgnoreZero;
-          if (sparse) {
-            t.sp = sp.view();
-          } else {
-            dense = test::uniform(size_t(rows) * cols, rng, 0.0, 1.0);
-            for (size_t i = 0; i < dense.size(); i += 3) dense[i] = 0.0f;
-            t.dense = dense.data();
-            t.row_weight = weights.data();
-          }
+          const test::RandomTargets targets(rows, cols, kind, 12, rng);
+          const TargetView& t = targets.view();
+          const bool sparse = t.sparse;
+          const Csr& sp = targets.csr();
           // The reference: activate, then loss_accumulate (the Backend's definition).
           std::vector<float> a_cpu = z, d_cpu(z.size(), 0.0f);
           double e_cpu = 0.25;  // the sum is added to
@@ -309,8 +295,8 @@ TEST(HostKernelMath, FusedActivationLossMatchesTheCpuBackend) {
             g.sorted_entry = order;
             for (uint32_t e : order) g.sorted_index.push_back(sp.index[e]);
           } else {
-            g.dense_t = dense.data();
-            g.weights = weights.data();
+            g.dense_t = t.dense;
+            g.weights = t.row_weight;
           }
           const FusedFn fn = fused_kernel_for(f, act);
           ASSERT_NE(fn, nullptr);

@@ -32,6 +32,7 @@ using math::DerivKind;
 using math::Form;
 using test::bitwise_equal;
 using test::Csr;
+using test::Targets;
 
 const Activation kElementwise[] = {Activation::Sigmoid,
                                    Activation::Tanh,
@@ -427,8 +428,6 @@ RowsFn kernel_for(ErrorFunction f, Activation act) {
                                           act == Activation::SoftMax);
 }
 
-enum class Targets { Dense, SparseBoolean, SparseAnalogWeighted, SparseIgnoreZero };
-
 TEST(HostKernelMath, LossRowsMatchTheCpuBackend) {
   const auto& functions = test::kAllErrorFunctions;
   std::vector<Activation> acts(std::begin(kElementwise), std::end(kElementwise));
@@ -439,8 +438,7 @@ TEST(HostKernelMath, LossRowsMatchTheCpuBackend) {
   int cases = 0;
   for (ErrorFunction f : functions)
     for (Activation act : acts)
-      for (Targets kind : {Targets::Dense, Targets::SparseBoolean, Targets::SparseAnalogWeighted,
-                           Targets::SparseIgnoreZero}) {
+      for (Targets kind : test::kAllTargets) {
         LossParams p;
         p.function = f;
         p.activation = params_of(act);
@@ -448,22 +446,10 @@ TEST(HostKernelMath, LossRowsMatchTheCpuBackend) {
         p.delta_boost_zero = 0.5f;
         std::vector<float> a = test::uniform(size_t(rows) * cols, rng, -2.0, 2.0);
         cpu.activate(p.activation, a.data(), rows, cols);
-        const bool sparse = kind != Targets::Dense;
-        Csr sp = test::random_csr(rows, cols, 12, rng, kind == Targets::SparseAnalogWeighted,
-                                  kind == Targets::SparseAnalogWeighted, /*duplicates=*/true,
-                                  /*empty_row=*/2);
-        std::vector<float> dense, weights = test::uniform(rows, rng, 0.5, 2.0);
-        TargetView t;
-        t.sparse = sparse;
-        t.ignore_zero = kind == Targets::SparseIgnoreZero;
-        if (sparse) {
-          t.sp = sp.view();
-        } else {
-          dense = test::uniform(size_t(rows) * cols, rng, 0.0, 1.0);
-          for (size_t i = 0; i < dense.size(); i += 3) dense[i] = 0.0f;
-          t.dense = dense.data();
-          t.row_weight = weights.data();
-        }
+        const test::RandomTargets targets(rows, cols, kind, 12, rng);
+        const TargetView& t = targets.view();
+        const bool sparse = t.sparse;
+        const Csr& sp = targets.csr();
         std::vector<float> d_cpu(a.size(), 0.0f);
         const double e_cpu = cpu.loss_and_delta(p, a.data(), t, rows, cols, d_cpu.data());
 
@@ -489,8 +475,8 @@ TEST(HostKernelMath, LossRowsMatchTheCpuBackend) {
           g.sorted_entry = order;
           for (uint32_t e : order) g.sorted_index.push_back(sp.index[e]);
         } else {
-          g.dense_t = dense.data();
-          g.weights = weights.data();
+          g.dense_t = t.dense;
+          g.weights = t.row_weight;
         }
         const RowsFn fn = kernel_for(f, act);
         ASSERT_NE(fn, nullptr);

@@ -26,6 +26,7 @@ namespace {
 
 using test::all_near;
 using test::Csr;
+using test::Targets;
 using test::DeviceTargets;
 using test::to_device;
 
@@ -44,8 +45,6 @@ const Activation kActivations[] = {Activation::Sigmoid,
                                    Activation::ExponentialLinear,
                                    Activation::LeakyRectifiedLinear,
                                    Activation::ScaledExponentialLinear};
-
-enum class Targets { Dense, SparseBoolean, SparseAnalogWeighted, SparseIgnoreZero };
 
 bool is_log_loss(ErrorFunction f) {
   return f == ErrorFunction::CrossEntropy || f == ErrorFunction::ScaledMarginalCrossEntropy ||

@@ -22,6 +22,7 @@ namespace nn {
 namespace {
 
 using test::Csr;
+using test::Targets;
 using test::near;
 using test::on;
 
@@ -30,8 +31,6 @@ class CudaFusedLoss : public test::CudaVsCpu {
   CudaFusedLoss() : CudaVsCpu(1010) {}
 };
 
-enum class Targets { Dense, SparseBoolean, SparseAnalogWeighted, SparseIgnoreZero };
-
 TEST_F(CudaFusedLoss, MatchesActivateThenLossAccumulate) {
   const auto& functions = test::kAllErrorFunctions;
   const auto& acts = test::kAllActivations;
@@ -39,8 +38,7 @@ TEST_F(CudaFusedLoss, MatchesActivateThenLossAccumulate) {
   for (uint32_t cols : {1u, 77u, 256u, 3001u})
     for (ErrorFunction f : functions)
       for (Activation act : acts)
-        for (Targets kind : {Targets::Dense, Targets::SparseBoolean, Targets::SparseAnalogWeighted,
-                             Targets::SparseIgnoreZero}) {
+        for (Targets kind : test::kAllTargets) {
           LossParams p;
           p.function = f;
           p.activation.kind = act;
@@ -50,22 +48,10 @@ TEST_F(CudaFusedLoss, MatchesActivateThenLossAccumulate) {
           p.delta_boost_one = 1.5f;
           p.delta_boost_zero = 0.5f;
           const std::vector<float> z = test::uniform(size_t(rows) * cols, rng_, -3.0, 3.0);
-          const bool sparse = kind != Targets::Dense;
-          const Csr sp =
-              test::random_csr(rows, cols, 30, rng_, kind == Targets::SparseAnalogWeighted,
-                               kind == Targets::SparseAnalogWeighted,
-                               /*duplicates=*/true, /*empty_row=*/2);
-          std::vector<float> dense = test::uniform(size_t(rows) * cols, rng_, 0.0, 1.0);
-          const std::vector<float> weights = test::uniform(rows, rng_, 0.5, 2.0);
-          TargetView t;
-          t.sparse = sparse;
-          t.ignore_zero = kind == Targets::SparseIgnoreZero;
-          if (sparse) {
-            t.sp = sp.view();
-          } else {
-            t.dense = dense.data();
-            t.row_weight = weights.data();
-          }
+          const test::RandomTargets targets(rows, cols, kind, 30, rng_);
+          const TargetView& t = targets.view();
+          const bool sparse = t.sparse;
+          const Csr& sp = targets.csr();
           const test::DeviceTargets gt(*gpu_, t, rows, cols);
           const std::string what = std::string(to_string(f)) + " / " + to_string(act) +
                                    " / targets " + std::to_string(int(kind)) + " / cols " +
