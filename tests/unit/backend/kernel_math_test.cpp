@@ -514,8 +514,8 @@ TEST(HostKernelMath, NormsAndSparsenessPenaltyMatchTheCpuBackend) {
     const float s = math::clip_scale(sq, max_norm);
     for (uint32_t c = 0; c < cols; ++c) rows_k[size_t(r) * cols + c] *= s;
   }
-  EXPECT_TRUE(test::all_near(rows_k, std::vector<double>(rows_cpu.begin(), rows_cpu.end()), 1e-7,
-                             1e-6));
+  EXPECT_TRUE(
+      test::all_near(rows_k, std::vector<double>(rows_cpu.begin(), rows_cpu.end()), 1e-7, 1e-6));
   // Columns: the rows in order, in double (the CPU's order): bit for bit.
   std::vector<float> cols_cpu = x, cols_k = x;
   cpu.clip_column_norms(cols_cpu.data(), rows, cols, 0.5f);

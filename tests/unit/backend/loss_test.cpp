@@ -26,8 +26,8 @@ namespace {
 
 using test::all_near;
 using test::Csr;
-using test::Targets;
 using test::DeviceTargets;
+using test::Targets;
 using test::to_device;
 
 const auto& kFunctions = test::kAllErrorFunctions;

@@ -22,9 +22,9 @@ namespace nn {
 namespace {
 
 using test::Csr;
-using test::Targets;
 using test::near;
 using test::on;
+using test::Targets;
 
 class CudaFusedLoss : public test::CudaVsCpu {
  protected:

@@ -18,9 +18,9 @@
 #include "backend/cuda/device_probe.h"
 #include "backend/device_array.h"
 #include "backend_test_util.h"
-#include "cuda_test_util.h"
 #include "core/error.h"
 #include "core/random.h"
+#include "cuda_test_util.h"
 
 namespace nn {
 namespace {

@@ -25,11 +25,11 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/stream.h"
+#include "backend/cpu/thread_pool.h"
 #include "backend/math/loss_kernel_choice.h"
 #include "backend/math/loss_math.h"
 #include "backend/math/loss_row_math.h"
-#include "backend/cpu/stream.h"
-#include "backend/cpu/thread_pool.h"
 #include "core/error.h"
 
 namespace nn {
