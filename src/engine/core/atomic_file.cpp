@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -34,19 +35,40 @@ std::string name_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::string temp_name(const std::string& target) {
+// Standard output and existing files that are not regular files (/dev/null, a FIFO, a terminal):
+// they cannot be replaced by a rename, so their bytes are spooled in the temporary directory
+// (complete, and seekable for NetCDF) and copied into them by commit().
+bool is_stream_target(const std::string& target) {
+  if (target == kStandardOutput) return true;
+  struct stat st;
+  return ::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+// The target's name in messages.
+std::string shown(const std::string& target) {
+  return target == kStandardOutput ? std::string("standard output") : target;
+}
+
+std::string temp_name(const std::string& target, bool stream) {
   static std::atomic<unsigned> counter{0};
-  // Standard output is spooled in the temporary directory: the bytes must be complete (and
-  // NetCDF must be able to seek) before any of them reach a pipe.
-  const std::string dir = target == kStandardOutput ? temporary_directory() : directory_of(target);
+  const std::string dir = stream ? temporary_directory() : directory_of(target);
   return dir + "/" + temp_file_prefix(target) + std::to_string(::getpid()) + "." +
          std::to_string(counter++);
 }
 
-// Copies the finished temporary file to file descriptor 1.
-void copy_to_standard_output(const std::string& temp) {
+// Copies the finished temporary file into the stream target (file descriptor 1 for "-").
+void copy_into(const std::string& temp, const std::string& target) {
+  const int out = target == kStandardOutput ? 1 : ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
+  if (out < 0) throw IoError(target + ": cannot open for writing: " + std::strerror(errno));
+  const auto done_with = [&] {
+    if (out != 1) ::close(out);
+  };
   const int in = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) throw IoError("standard output: cannot reopen '" + temp + "': " + std::strerror(errno));
+  if (in < 0) {
+    const int err = errno;
+    done_with();
+    throw IoError(shown(target) + ": cannot reopen '" + temp + "': " + std::strerror(err));
+  }
   std::vector<char> buf(kBufferSize);
   for (;;) {
     const ssize_t n = ::read(in, buf.data(), buf.size());
@@ -54,21 +76,24 @@ void copy_to_standard_output(const std::string& temp) {
     if (n < 0) {
       const int err = errno;
       ::close(in);
-      throw IoError("standard output: reading '" + temp + "' failed: " + std::strerror(err));
+      done_with();
+      throw IoError(shown(target) + ": reading '" + temp + "' failed: " + std::strerror(err));
     }
     if (n == 0) break;
     for (ssize_t done = 0; done < n;) {
-      const ssize_t w = ::write(1, buf.data() + done, size_t(n - done));
+      const ssize_t w = ::write(out, buf.data() + done, size_t(n - done));
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) {
         const int err = w < 0 ? errno : EIO;
         ::close(in);
-        throw IoError(std::string("standard output: write failed: ") + std::strerror(err));
+        done_with();
+        throw IoError(shown(target) + ": write failed: " + std::strerror(err));
       }
       done += w;
     }
   }
   ::close(in);
+  done_with();
 }
 
 // Best effort: some file systems refuse fsync on a directory, and the rename already happened.
@@ -116,16 +141,18 @@ std::string temporary_directory() {
   return dir && *dir ? std::string(dir) : std::string("/tmp");
 }
 
-AtomicFile::AtomicFile(std::string target) : target_(std::move(target)) {
+AtomicFile::AtomicFile(std::string target)
+    : target_(std::move(target)), stream_(is_stream_target(target_)) {
   if (target_.empty()) throw IoError("cannot write a file with an empty name");
-  if (target_ != kStandardOutput) remove_stale_temp_files(target_);  // left by an earlier run that was killed while writing
-  temp_ = temp_name(target_);
+  // Temporary files of an earlier run that was killed while writing.
+  if (!stream_) remove_stale_temp_files(target_);
+  temp_ = temp_name(target_, stream_);
   fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd_ < 0) {
     const int err = errno;
     temp_.clear();  // nothing was created
-    if (target_ == kStandardOutput)
-      throw IoError("standard output: cannot create a temporary file in '" +
+    if (stream_)
+      throw IoError(shown(target_) + ": cannot create a temporary file in '" +
                     temporary_directory() + "' (set TMPDIR): " + std::strerror(err));
     if (err == ENOENT)
       throw IoError(target_ + ": cannot write: directory '" + directory_of(target_) +
@@ -136,7 +163,9 @@ AtomicFile::AtomicFile(std::string target) : target_(std::move(target)) {
   buffer_.reserve(kBufferSize);
 }
 
-AtomicFile::~AtomicFile() { discard(); }
+AtomicFile::~AtomicFile() {
+  discard();
+}
 
 void AtomicFile::discard() noexcept {
   if (fd_ >= 0) ::close(fd_);
@@ -206,9 +235,9 @@ void AtomicFile::finish() {
 void AtomicFile::commit() {
   finish();
   if (committed_) return;
-  if (target_ == kStandardOutput) {
+  if (stream_) {
     try {
-      copy_to_standard_output(temp_);
+      copy_into(temp_, target_);
     } catch (...) {
       discard();
       throw;

@@ -9,9 +9,11 @@
 // atomic within one file system). A process killed mid-write leaves such a file behind;
 // remove_stale_temp_files() deletes those whose process is gone.
 //
-// The target "-" means standard output: the bytes are spooled in a temporary file in $TMPDIR
-// (default /tmp) and copied to file descriptor 1 by commit(), so a reader of the pipe sees either
-// the complete file or nothing, and formats that seek while writing (NetCDF) work too.
+// The target "-" means standard output. It, and an existing target that is not a regular file
+// (/dev/null, a FIFO, a terminal: a rename would replace the device node or pipe with a plain
+// file), is a stream target: the bytes are spooled in a temporary file in $TMPDIR (default /tmp)
+// and copied into it by commit(), so a reader sees either the complete file or nothing, and
+// formats that seek while writing (NetCDF) work too.
 #pragma once
 
 #include <cstddef>
@@ -61,6 +63,7 @@ class AtomicFile {
 
   std::string target_, temp_;
   int fd_ = -1;
+  bool stream_ = false;  // "-" or a special file: spooled, then copied in by commit()
   bool finished_ = false, committed_ = false;
   std::string buffer_;
   uint64_t written_ = 0;

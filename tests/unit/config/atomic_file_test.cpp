@@ -4,9 +4,11 @@
 // which needs no root and no special file system.
 #include "core/atomic_file.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,6 +72,29 @@ TEST(AtomicFile, CommitReplacesTheTargetAndLeavesNoTemporaryFile) {
   EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"out.txt"});
 }
 
+// A FIFO (like /dev/null or a terminal) is not replaced by a rename: the bytes are spooled in
+// TMPDIR and written into it at commit, and the FIFO stays a FIFO.
+TEST(AtomicFile, SpecialFilesAreWrittenIntoNotReplaced) {
+  ScratchDir dir;
+  const std::string fifo = dir.path() + "/pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // so the writer can open it
+  ASSERT_GE(reader, 0);
+  {
+    AtomicFile f(fifo);
+    f.write("through the pipe");
+    f.commit();
+  }
+  struct stat st;
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced by a regular file";
+  char buf[64] = {};
+  const ssize_t n = ::read(reader, buf, sizeof buf);
+  ::close(reader);
+  EXPECT_EQ(std::string(buf, n > 0 ? size_t(n) : 0), "through the pipe");
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"pipe"});  // no temporary file left
+}
+
 TEST(AtomicFile, WithoutCommitNothingChanges) {
   ScratchDir dir;
   const std::string target = dir.write("out.txt", "old");
@@ -107,7 +132,7 @@ TEST(AtomicFile, CommitAllReplacesNoTargetWhenAnyFileFails) {
     FileSizeLimit limit(4096);
     message = error_of<IoError>([&] {
       AtomicFile fa(a), fb(b);
-      fa.write("new a");                    // fits
+      fa.write("new a");                   // fits
       fb.write(std::string(100000, 'x'));  // does not
       commit_all({&fa, &fb});
     });
