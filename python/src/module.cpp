@@ -12,7 +12,7 @@
 
 #include "arrays.h"
 #include "core/error.h"
-#include "dist/process.h"
+#include "distributed/process.h"
 #include "nn/nn.h"
 
 namespace py = pybind11;
@@ -286,7 +286,7 @@ namespace nnpy __attribute__((visibility("hidden"))) {
   }
 
   // MPI: initialised here only when an MPI launcher started Python and nobody (mpi4py) has yet;
-  // finalised at exit only if initialised here (dist/process.h).
+  // finalised at exit only if initialised here (distributed/process.h).
   std::unique_ptr<nn::ProcessSession> mpi_session;
 
   }  // namespace

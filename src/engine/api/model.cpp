@@ -9,7 +9,7 @@
 #include "config/parse.h"
 #include "core/error.h"
 #include "core/nearest_name.h"
-#include "dist/device_placement.h"
+#include "distributed/device_placement.h"
 #include "model/binding.h"
 
 namespace nn::api {

@@ -12,8 +12,8 @@
 #include "config/parse.h"
 #include "core/error.h"
 #include "data/netcdf_dataset.h"
-#include "dist/device_placement.h"
-#include "dist/process.h"
+#include "distributed/device_placement.h"
+#include "distributed/process.h"
 #include "model/binding.h"
 
 namespace nn::api {

@@ -18,7 +18,7 @@
 
 #include "backend/backend.h"
 #include "backend/device_array.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "layers/parameter.h"
 #include "model_io/network_file.h"
 

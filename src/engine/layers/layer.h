@@ -12,7 +12,7 @@
 #include "backend/device_array.h"
 #include "config/network_spec.h"
 #include "core/random.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "layers/parameter.h"
 #include "model_io/network_file.h"
 

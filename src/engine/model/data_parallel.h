@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "backend/device_array.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "model/network.h"
 
 namespace nn {

@@ -10,7 +10,7 @@
 
 #include "backend/math/loss_sums.h"
 #include "core/error.h"
-#include "dist/device_placement.h"
+#include "distributed/device_placement.h"
 #include "model_io/network_file.h"
 
 namespace nn {
@@ -109,7 +109,7 @@ Trainer::Trainer(Network& net, const BoundData& data, TrainOptions options, LogS
   if (model_parallel_) options_.reduction.overlap = false;
   if (comm_->size() > 1) {
     // Gradients live in the backend's memory: with the CUDA backend they are reduced by NCCL
-    // on the device (dist/device_placement.h); host-side collectives stay on comm_.
+    // on the device (distributed/device_placement.h); host-side collectives stay on comm_.
     std::string why;
     backend_comm_ = make_backend_communicator(net_.backend(), *comm_, &why);
     placement_ = describe_placement(*comm_, net_.backend(), backend_comm_.get());

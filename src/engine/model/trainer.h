@@ -15,7 +15,7 @@
 #include "backend/device_array.h"
 #include "core/log.h"
 #include "core/random.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 #include "model/batch_loader.h"
 #include "model/data_parallel.h"
 #include "model/network.h"

@@ -11,7 +11,7 @@
 #include "common/tool_main.h"
 #include "core/log.h"
 #include "core/memory_budget.h"
-#include "dist/process.h"
+#include "distributed/process.h"
 
 namespace nn::tool {
 

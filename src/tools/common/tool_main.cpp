@@ -1,4 +1,4 @@
-// main() for every tool: starts MPI when launched by mpirun (dist/process.h), runs the tool body
+// main() for every tool: starts MPI when launched by mpirun (distributed/process.h), runs the tool body
 // and maps exceptions to messages and exit codes. Under mpirun every rank's error is printed with
 // its rank, and a failing rank ends the whole job (MPI_Abort) instead of leaving the others
 // waiting for it.
@@ -12,7 +12,7 @@
 #include "core/allocation_context.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
-#include "dist/process.h"
+#include "distributed/process.h"
 
 namespace {
 

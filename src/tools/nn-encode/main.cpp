@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/cli_support.h"
-#include "dist/process.h"
+#include "distributed/process.h"
 #include "nn-encode/encode_job.h"
 
 const char* const nn::tool::kToolName = "nn-encode";

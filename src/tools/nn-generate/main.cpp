@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "data/netcdf_dataset.h"
 #include "data/text_examples.h"
-#include "dist/process.h"
+#include "distributed/process.h"
 
 const char* const nn::tool::kToolName = "nn-generate";
 

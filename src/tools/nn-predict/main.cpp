@@ -7,7 +7,7 @@
 #include "common/cli_support.h"
 #include "common/stdin_spool.h"
 #include "config/parse.h"
-#include "dist/device_placement.h"
+#include "distributed/device_placement.h"
 #include "nn-predict/layer_dump.h"
 #include "nn-predict/output_file.h"
 #include "nn-predict/predict_job.h"
@@ -93,7 +93,7 @@ int run(int argc, char** argv) {
   if (parse_or_exit(app, rewrite_single_dash(argc, argv, {}), status)) return status;
 
   // One process per GPU: without --device (or a CDL Device key, applied below) a rank takes
-  // the device of its node-local rank (dist/device_placement.h).
+  // the device of its node-local rank (distributed/device_placement.h).
   if (device_opt->count() == 0) job.device = default_device();
   std::vector<std::string> overrides;
   if (!cdl.empty()) {

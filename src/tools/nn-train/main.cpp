@@ -9,8 +9,8 @@
 #include "common/cli_support.h"
 #include "config/parse.h"
 #include "core/error.h"
-#include "dist/device_placement.h"
-#include "dist/process.h"
+#include "distributed/device_placement.h"
+#include "distributed/process.h"
 #include "api/train_setup.h"
 #include "nn-train/train_job.h"
 
@@ -185,9 +185,9 @@ int run(int argc, char** argv) {
   bool seed_chosen = false;
   job.backend = backend;
   // One process per GPU: without --device (or a CDL Device key, applied below) a rank takes
-  // the device of its node-local rank (dist/device_placement.h).
+  // the device of its node-local rank (distributed/device_placement.h).
   job.device = device_opt->count() ? device : default_device();
-  // Under mpirun the ranks on a host share its CPUs (dist/process.h).
+  // Under mpirun the ranks on a host share its CPUs (distributed/process.h).
   job.threads = threads > 0 ? threads : default_thread_count();
   job.resume = resume;
   if (!cdl.empty()) {

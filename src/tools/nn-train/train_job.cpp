@@ -20,7 +20,7 @@
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "data/netcdf_dataset.h"
-#include "dist/process.h"
+#include "distributed/process.h"
 #include "model/binding.h"
 #include "model/model_summary.h"
 #include "model_io/network_file.h"

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/error.h"
-#include "dist/communicator.h"
-#include "dist/process.h"
+#include "distributed/communicator.h"
+#include "distributed/process.h"
 #include "model/predictor.h"
 
 namespace nn {

@@ -1,7 +1,7 @@
 // The parts of the NCCL set-up that need no GPU: the local-rank-to-device rule, the choice of the
 // communicator for a backend's buffers, and the bootstrap broadcast of the unique id over the host
 // communicator. Run as one process and under `mpirun -np 2/3` (CTest mpi.collectives.np*).
-#include "dist/device_placement.h"
+#include "distributed/device_placement.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/device_probe.h"
 #include "core/error.h"
-#include "dist/process.h"
+#include "distributed/process.h"
 #ifdef NN_HAVE_NCCL
 #include <nccl.h>
 #endif

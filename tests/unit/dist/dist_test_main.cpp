@@ -2,7 +2,7 @@
 // same binary tests LocalCommunicator alone and MpiCommunicator under `mpirun -np N`.
 #include <gtest/gtest.h>
 
-#include "dist/process.h"
+#include "distributed/process.h"
 
 int main(int argc, char** argv) {
   nn::ProcessSession session(&argc, &argv);

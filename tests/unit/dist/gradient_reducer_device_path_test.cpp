@@ -11,8 +11,8 @@
 
 #include "backend/backend.h"
 #include "config/parse.h"
-#include "dist/communicator.h"
-#include "dist/process.h"
+#include "distributed/communicator.h"
+#include "distributed/process.h"
 #include "model/data_parallel.h"
 #include "model/network.h"
 

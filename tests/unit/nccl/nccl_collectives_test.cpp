@@ -21,9 +21,9 @@
 #include "backend/device_array.h"
 #include "config/parse.h"
 #include "core/error.h"
-#include "dist/device_placement.h"
-#include "dist/nccl/nccl_communicator.h"
-#include "dist/process.h"
+#include "distributed/device_placement.h"
+#include "distributed/nccl/nccl_communicator.h"
+#include "distributed/process.h"
 #include "model/data_parallel.h"
 #include "model/network.h"
 

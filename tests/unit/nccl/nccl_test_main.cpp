@@ -2,7 +2,7 @@
 // binary checks NCCL with one rank alone and with N ranks under `mpirun -np N` (one GPU each).
 #include <gtest/gtest.h>
 
-#include "dist/process.h"
+#include "distributed/process.h"
 
 int main(int argc, char** argv) {
   nn::ProcessSession session(&argc, &argv);

@@ -1,5 +1,5 @@
 // NCCL status -> BackendError (nccl_check.h).
-#include "dist/nccl/nccl_check.h"
+#include "distributed/nccl/nccl_check.h"
 
 #include <cstring>
 #include <string>

@@ -1,6 +1,6 @@
 // Launcher detection, the world communicator and job abort; the MPI-specific halves are in
-// dist/mpi/mpi_runtime.cpp (compiled only with NN_HAVE_MPI).
-#include "dist/process.h"
+// distributed/mpi/mpi_runtime.cpp (compiled only with NN_HAVE_MPI).
+#include "distributed/process.h"
 
 #include <cstdio>
 #include <algorithm>
@@ -11,7 +11,7 @@
 #include "core/cpu_count.h"
 #include "core/error.h"
 #ifdef NN_HAVE_MPI
-#include "dist/mpi/mpi_runtime.h"
+#include "distributed/mpi/mpi_runtime.h"
 #endif
 
 namespace nn {

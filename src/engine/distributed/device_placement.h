@@ -1,6 +1,6 @@
 // One process per GPU: which CUDA device a rank uses, and which communicator carries the
 // collectives over a backend's buffers (gradient reduction). With the CUDA backend and more than
-// one rank that is a NCCL communicator (dist/nccl/, device buffers on the backend's stream),
+// one rank that is a NCCL communicator (distributed/nccl/, device buffers on the backend's stream),
 // bootstrapped over the host communicator; otherwise the host communicator itself, which the
 // model code feeds through host staging copies. Host-side collectives (losses, log merging, the
 // predictor's top-K merge) always stay on the host communicator.
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
 namespace nn {
 

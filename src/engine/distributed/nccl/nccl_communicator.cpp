@@ -1,5 +1,5 @@
 // NCCL implementation of the Communicator (device buffers; see nccl_communicator.h).
-#include "dist/nccl/nccl_communicator.h"
+#include "distributed/nccl/nccl_communicator.h"
 
 #include <chrono>
 #include <thread>
@@ -7,10 +7,10 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "core/error.h"
-#include "dist/device_placement.h"
-#include "dist/nccl/nccl_check.h"
-#include "dist/nccl_plan.h"
-#include "dist/process.h"
+#include "distributed/device_placement.h"
+#include "distributed/nccl/nccl_check.h"
+#include "distributed/nccl_plan.h"
+#include "distributed/process.h"
 
 namespace nn {
 namespace {
@@ -217,7 +217,7 @@ void NcclCommunicator::all_reduce_raw(void* data, size_t n, CommType type, Reduc
                              stream_));
 }
 
-// Runs a plan of dist/nccl_plan.h on the backend's stream over the caller's buffers.
+// Runs a plan of distributed/nccl_plan.h on the backend's stream over the caller's buffers.
 void NcclCommunicator::run_plan(const NcclPlan& plan, const void* send, void* recv, CommType type,
                                 ReduceOp op, const char* what) {
   const size_t es = comm_type_size(type);

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
 namespace nn {
 

@@ -1,10 +1,10 @@
-// MPI start-up, shutdown, abort and the collective watchdog (used by dist/process.cpp). No MPI
+// MPI start-up, shutdown, abort and the collective watchdog (used by distributed/process.cpp). No MPI
 // types appear here, so callers need not include <mpi.h>.
 #pragma once
 
 #include <memory>
 
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
 namespace nn::mpi {
 

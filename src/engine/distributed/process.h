@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
 namespace nn {
 

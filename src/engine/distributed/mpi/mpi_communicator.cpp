@@ -1,12 +1,12 @@
 // MPI implementation of the Communicator (host buffers).
-#include "dist/mpi/mpi_communicator.h"
+#include "distributed/mpi/mpi_communicator.h"
 
 #include <climits>
 #include <cstring>
 #include <vector>
 
 #include "core/error.h"
-#include "dist/mpi/mpi_runtime.h"
+#include "distributed/mpi/mpi_runtime.h"
 
 namespace nn {
 namespace {

@@ -1,7 +1,7 @@
 // The NCCL call plans of the variable-count collectives (nccl_plan.h). Every rank derives the
 // same sequence of collective calls from the same counts: empty blocks are skipped on all ranks
 // alike, so the calls always match.
-#include "dist/nccl_plan.h"
+#include "distributed/nccl_plan.h"
 
 namespace nn {
 namespace {

@@ -9,7 +9,7 @@
 // Where NCCL has no direct collective: all_gather with unequal counts is a group of broadcasts
 // (one per rank), reduce_scatter with unequal counts a group of reduces, gather a group of
 // ncclSend/ncclRecv; equal counts use ncclAllGather / ncclReduceScatter. These call sequences
-// are plans (dist/nccl_plan.h) tested on the host; run_plan() only maps them onto NCCL calls. split
+// are plans (distributed/nccl_plan.h) tested on the host; run_plan() only maps them onto NCCL calls. split
 // and split_by_host split the host communicator and bootstrap a new NCCL communicator over it;
 // barrier waits for the stream and then uses the host communicator.
 //
@@ -24,8 +24,8 @@
 #include <memory>
 #include <string>
 
-#include "dist/communicator.h"
-#include "dist/nccl_plan.h"
+#include "distributed/communicator.h"
+#include "distributed/nccl_plan.h"
 
 namespace nn {
 

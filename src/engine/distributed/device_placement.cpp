@@ -1,6 +1,6 @@
 // Device and communicator placement of a rank (see device_placement.h). The NCCL communicator
-// itself is in dist/nccl/ (compiled only when CUDA and NCCL are found: NN_HAVE_NCCL).
-#include "dist/device_placement.h"
+// itself is in distributed/nccl/ (compiled only when CUDA and NCCL are found: NN_HAVE_NCCL).
+#include "distributed/device_placement.h"
 
 #include <unistd.h>
 
@@ -11,12 +11,12 @@
 
 #include "backend/cuda/device_probe.h"
 #include "core/error.h"
-#include "dist/process.h"
+#include "distributed/process.h"
 #ifdef NN_HAVE_CUDA
 #include "backend/cuda/cuda_backend.h"
 #endif
 #ifdef NN_HAVE_NCCL
-#include "dist/nccl/nccl_communicator.h"
+#include "distributed/nccl/nccl_communicator.h"
 #endif
 
 namespace nn {

@@ -1,5 +1,5 @@
 // Shared pieces of the Communicator seam and the single-process implementation.
-#include "dist/communicator.h"
+#include "distributed/communicator.h"
 
 #include <cstring>
 #include <numeric>

@@ -1,5 +1,5 @@
 // The multi-process seam. Training and prediction code talks to a Communicator, never to MPI or
-// NCCL directly. LocalCommunicator is the single-process implementation; dist/mpi/ implements it
+// NCCL directly. LocalCommunicator is the single-process implementation; distributed/mpi/ implements it
 // over MPI on host buffers; a NCCL implementation (device buffers, a stream) slots in later.
 //
 // WHOSE MEMORY A BUFFER LIVES IN. Every pointer handed to a Communicator must live in the memory

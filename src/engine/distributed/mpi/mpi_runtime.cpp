@@ -1,6 +1,6 @@
 // MPI initialisation and finalisation, MPI_Abort, and the watchdog thread that turns a rank that
 // stopped answering into a job abort with a message instead of a hang.
-#include "dist/mpi/mpi_runtime.h"
+#include "distributed/mpi/mpi_runtime.h"
 
 #include <mpi.h>
 
@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "core/error.h"
-#include "dist/mpi/mpi_communicator.h"
-#include "dist/process.h"
+#include "distributed/mpi/mpi_communicator.h"
+#include "distributed/process.h"
 
 namespace nn::mpi {
 namespace {
