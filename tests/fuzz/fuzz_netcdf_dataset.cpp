@@ -1,4 +1,4 @@
-// Fuzz harness: dataset files in DSSTNE's NetCDF layout (data/netcdf_dataset.cpp via
+// Fuzz harness: dataset files in DSSTNE's NetCDF layout (io/netcdf_dataset.cpp via
 // read_datasets). The bytes become a scratch file because the reader takes a path (the netCDF
 // library sniffs the format: classic, 64-bit offset, CDF-5 or netCDF-4/HDF5). A dataset the
 // reader accepts must be safe to use: every example is gathered the way training batches are,
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "data/batch.h"
-#include "data/netcdf_dataset.h"
+#include "io/netcdf_dataset.h"
 #include "fuzz_support.h"
 #include "netcdf_leak_excuse.h"
 

@@ -1,9 +1,9 @@
-// Fuzz harness: network .nc files (model_io/network_file_read.cpp via read_network_file), ours
+// Fuzz harness: network .nc files (io/network_file_read.cpp via read_network_file), ours
 // and DSSTNE's layout. The bytes become a scratch file because the reader takes a path.
 #include <cstdint>
 
 #include "fuzz_support.h"
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 #include "netcdf_leak_excuse.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -5,7 +5,7 @@
 
 #include "api/dataset_impl.h"
 #include "core/error.h"
-#include "data/netcdf_dataset.h"
+#include "io/netcdf_dataset.h"
 
 namespace nn::api {
 

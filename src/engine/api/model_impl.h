@@ -11,7 +11,7 @@
 #include "backend/backend.h"
 #include "config/network_spec.h"
 #include "model/network.h"
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 #include "nn/model.h"
 
 namespace nn::api {

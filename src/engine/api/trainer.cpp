@@ -11,7 +11,7 @@
 #include "config/enum_names.h"
 #include "config/parse.h"
 #include "core/error.h"
-#include "data/netcdf_dataset.h"
+#include "io/netcdf_dataset.h"
 #include "distributed/device_placement.h"
 #include "distributed/process.h"
 #include "model/binding.h"

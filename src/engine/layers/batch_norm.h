@@ -20,7 +20,7 @@
 #include "backend/device_array.h"
 #include "distributed/communicator.h"
 #include "layers/parameter.h"
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 
 namespace nn {
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "model_io/kernel_padding.h"
+#include "io/kernel_padding.h"
 
 namespace nn {
 

@@ -7,7 +7,7 @@
 //    28x28, 3 channels.
 //  * Output extent along a spatial axis: 1 when in <= kernel, in when the stride is 1, else
 //    (in - kernel) / stride + 1 (so stride-1 layers keep their size, even for even kernels).
-//  * Padding (model_io/kernel_padding.h): (kernel - in + 1) / 2 when in < kernel, kernel / 2
+//  * Padding (io/kernel_padding.h): (kernel - in + 1) / 2 when in < kernel, kernel / 2
 //    when the stride is 1, else 0.
 //  * Convolution output channels = the layer's N after the spatial axes (DSSTNE: "N in the next
 //    free dimension"); pooling keeps its source's channels; LRN normalises across the channels

@@ -14,7 +14,7 @@
 #include "core/random.h"
 #include "distributed/communicator.h"
 #include "layers/parameter.h"
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 
 namespace nn {
 

@@ -14,7 +14,7 @@
 #include "layers/fully_connected_layer.h"
 #include "layers/input_layer.h"
 #include "model/parallel_plan.h"
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 
 namespace nn {
 

@@ -11,7 +11,7 @@
 #include "backend/math/loss_sums.h"
 #include "core/error.h"
 #include "distributed/device_placement.h"
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 
 namespace nn {
 namespace {

@@ -14,7 +14,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/image_corpus.h"
-#include "data/netcdf_dataset.h"
+#include "io/netcdf_dataset.h"
 #include "data/text_examples.h"
 
 namespace nn::tool {

@@ -11,7 +11,7 @@
 #include "common/tool_main.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
-#include "data/netcdf_dataset.h"
+#include "io/netcdf_dataset.h"
 #include "data/text_examples.h"
 #include "distributed/process.h"
 

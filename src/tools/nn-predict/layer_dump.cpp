@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "data/netcdf_dataset.h"
+#include "io/netcdf_dataset.h"
 
 namespace nn::tool {
 

@@ -19,11 +19,11 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
-#include "data/netcdf_dataset.h"
+#include "io/netcdf_dataset.h"
 #include "distributed/process.h"
 #include "model/binding.h"
 #include "model/model_summary.h"
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 #include "nn-train/epoch_log.h"
 
 namespace nn::tool {

@@ -1,7 +1,7 @@
 // The classic netCDF header check that runs before libnetcdf opens a file: valid CDF-5 and
 // netCDF-4 files pass, headers whose claims do not fit the file are rejected with a message
 // (libnetcdf 4.9 itself segfaults on these; inputs from tests/fuzz/regressions).
-#include "core/netcdf_header_check.h"
+#include "io/netcdf_header_check.h"
 
 #include <gtest/gtest.h>
 

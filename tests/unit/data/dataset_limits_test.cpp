@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "core/memory_budget.h"
-#include "data/netcdf_dataset.h"
+#include "io/netcdf_dataset.h"
 #include "data_test_util.h"
 
 namespace nn {

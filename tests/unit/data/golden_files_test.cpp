@@ -19,7 +19,7 @@
 
 #include "core/error.h"
 #include "data/data_test_util.h"
-#include "data/netcdf_dataset.h"
+#include "io/netcdf_dataset.h"
 
 namespace nn {
 namespace {

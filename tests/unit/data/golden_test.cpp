@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "data/data_test_util.h"
-#include "data/netcdf_dataset.h"
+#include "io/netcdf_dataset.h"
 #include "data/text_examples.h"
 
 namespace nn {

@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "data/data_test_util.h"
-#include "data/netcdf_dataset.h"
+#include "io/netcdf_dataset.h"
 
 namespace nn {
 namespace {

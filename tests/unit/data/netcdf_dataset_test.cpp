@@ -1,7 +1,7 @@
 // read_datasets / write_datasets: round trips of every dataset flavour, files written by other
 // DSSTNE writers (lower-case datatypeN, 64-bit offsets, classic format, other integer types),
 // and the errors for broken files, which must name the file and the variable.
-#include "data/netcdf_dataset.h"
+#include "io/netcdf_dataset.h"
 
 #include <gtest/gtest.h>
 

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "layers/convolutional_layer.h"
 #include "layers/pooling_layer.h"
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 #include "model/layer_dimensions.h"
 #include "model/trainer.h"
 

@@ -10,7 +10,7 @@
 #include <functional>
 
 #include "core/error.h"
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 #include "model/predictor.h"
 #include "model_io/dsstne_network_writer.h"
 #include "model_test_util.h"

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "model/batch_loader.h"
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 #include "model/step.h"
 #include "model/trainer.h"
 #include "model_test_util.h"

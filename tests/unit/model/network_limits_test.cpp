@@ -11,7 +11,7 @@
 #include "core/memory_budget.h"
 #include "model/network.h"
 #include "model_io/dsstne_network_writer.h"
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 
 namespace nn {
 namespace {

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "features_test_util.h"
 #include "layers/pooling_layer.h"
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 #include "model/layer_dimensions.h"
 
 namespace nn::test {

@@ -11,7 +11,7 @@
 
 #include "backend/counting_backend.h"
 #include "core/error.h"
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 #include "model/step.h"
 #include "model/trainer.h"
 #include "model_test_util.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 
 namespace nn::test {
 

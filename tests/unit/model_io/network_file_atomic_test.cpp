@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 #include "model_io/model_io_test_support.h"
 
 namespace nn::test {

@@ -3,7 +3,7 @@
 // and the per-layer sparseness penalty is read from the layer (DSSTNE's own loader does not).
 #include <gtest/gtest.h>
 
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 #include "model_io/dsstne_network_writer.h"
 #include "model_io/model_io_test_support.h"
 

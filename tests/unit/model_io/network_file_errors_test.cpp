@@ -7,7 +7,7 @@
 #include <netcdf>
 
 #include "core/error.h"
-#include "model_io/network_file.h"
+#include "io/network_file.h"
 #include "model_io/dsstne_network_writer.h"
 #include "model_io/model_io_test_support.h"
 

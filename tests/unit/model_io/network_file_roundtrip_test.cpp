@@ -5,8 +5,8 @@
 
 #include <netcdf>
 
-#include "model_io/kernel_padding.h"
-#include "model_io/network_file.h"
+#include "io/kernel_padding.h"
+#include "io/network_file.h"
 #include "model_io/model_io_test_support.h"
 
 namespace nn::test {

@@ -4,7 +4,7 @@
 // bytes, size) and their data padded to 8 bytes; index 0 is the free space, whose size is used
 // as is. Bytes past the end of the file read back as zeros (HDF5 allows a file shorter than its
 // end-of-allocation address), which is an object of index 0 and size 0.
-#include "core/hdf5_heap_check.h"
+#include "io/hdf5_heap_check.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

@@ -1,13 +1,13 @@
 // Typed, checked access to the attributes and float variables of an open NetCDF group, for the
 // network file reader. Every failure is a DataError that names the file and the attribute or
-// variable, what was found and what was expected. Private to model_io.
+// variable, what was found and what was expected. Private to the network file code in io/.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <netcdf>
 
-#include "core/netcdf_storage.h"
+#include "io/netcdf_storage.h"
 #include <string>
 #include <vector>
 

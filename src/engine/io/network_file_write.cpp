@@ -1,8 +1,8 @@
 // Writes a NetworkFile in DSSTNE's attribute layout (dsstne-reference.md §2.1-2.3: names, NetCDF
 // types and order as NNNetwork::SaveNetCDF writes them) plus our "nn_" extras (see
 // network_file_layout.h). The input has been validated; errors here are I/O errors.
-#include "model_io/kernel_padding.h"
-#include "model_io/network_file_layout.h"
+#include "io/kernel_padding.h"
+#include "io/network_file_layout.h"
 
 namespace nn {
 namespace {

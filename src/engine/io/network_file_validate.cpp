@@ -5,7 +5,7 @@
 #include <map>
 
 #include "core/error.h"
-#include "model_io/network_file_layout.h"
+#include "io/network_file_layout.h"
 
 namespace nn {
 namespace {

@@ -1,6 +1,6 @@
 // Walks a classic netCDF header (the format of NetCDF Users Guide "File Format Specification")
 // with every count bounded by the bytes left in the file, so no claimed size is trusted.
-#include "core/netcdf_header_check.h"
+#include "io/netcdf_header_check.h"
 
 #include <cerrno>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Dataset files in DSSTNE's NetCDF layout (dsstne-reference.md §1.2-1.5), through the netCDF C
 // API: whole variables are read and written at once (the ML-20M ratings are ~20M entries), and
 // every failure becomes a DataError/IoError naming the file and the attribute or variable.
-#include "data/netcdf_dataset.h"
+#include "io/netcdf_dataset.h"
 
 #include <netcdf.h>
 
@@ -18,9 +18,9 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
-#include "core/netcdf_header_check.h"
-#include "core/netcdf_output.h"
-#include "core/netcdf_storage.h"
+#include "io/netcdf_header_check.h"
+#include "io/netcdf_output.h"
+#include "io/netcdf_storage.h"
 
 namespace nn {
 

@@ -1,6 +1,6 @@
 // The network file layout shared by the writer, the reader and the validator: attribute and
 // variable names (DSSTNE's, dsstne-reference.md §2, plus ours, all starting with "nn_"), and the
-// three steps behind write_network_file/read_network_file. Private to model_io.
+// three steps behind write_network_file/read_network_file. Private to the network file code in io/.
 //
 // Our additions (DSSTNE ignores them):
 //   nn_format_version                        uint, kNetworkFormatVersion
@@ -22,8 +22,8 @@
 #include <netcdf>
 #include <string>
 
-#include "core/netcdf_storage.h"
-#include "model_io/network_file.h"
+#include "io/netcdf_storage.h"
+#include "io/network_file.h"
 
 namespace nn {
 

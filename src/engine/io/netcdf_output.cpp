@@ -5,7 +5,7 @@
 // here with HDF5's core driver and the same creation properties netCDF uses on disk, and netCDF
 // opens that image for writing (nc_open_memio). The final image is cut to the end-of-file address
 // its superblock records (the core driver's buffer grows in 64 KiB steps).
-#include "core/netcdf_output.h"
+#include "io/netcdf_output.h"
 
 #include <hdf5.h>
 #include <netcdf.h>

@@ -6,8 +6,8 @@
 //    training state, network-wide slope/alpha/lambda keep NetworkSpec's defaults, and each
 //    layer's SharedWeights list is rebuilt from the shared weights that feed it.
 #include "core/error.h"
-#include "model_io/nc_attribute_reader.h"
-#include "model_io/network_file_layout.h"
+#include "io/nc_attribute_reader.h"
+#include "io/network_file_layout.h"
 
 namespace nn {
 namespace {

@@ -1,5 +1,5 @@
 // Checked reading of NetCDF attributes and float variables (see nc_attribute_reader.h).
-#include "model_io/nc_attribute_reader.h"
+#include "io/nc_attribute_reader.h"
 
 #include <netcdf.h>
 

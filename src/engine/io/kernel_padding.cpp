@@ -1,5 +1,5 @@
 // DSSTNE's padding rule for convolution and pooling layers (see kernel_padding.h).
-#include "model_io/kernel_padding.h"
+#include "io/kernel_padding.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // Storage bounds of NetCDF variables (see netcdf_storage.h). HDF5 is asked directly (dataset
 // storage size and filters) and the file is closed again before netCDF opens it.
-#include "core/netcdf_storage.h"
+#include "io/netcdf_storage.h"
 
 #include <hdf5.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <limits>
 
 #include "core/error.h"
-#include "core/hdf5_heap_check.h"
+#include "io/hdf5_heap_check.h"
 #include "core/memory_budget.h"
 
 namespace nn {
