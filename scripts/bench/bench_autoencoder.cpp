@@ -18,8 +18,8 @@
 #include "model/batch_loader.h"
 #include "model/binding.h"
 #include "model/network.h"
-#include "model/step.h"
-#include "optim/optimizer.h"
+#include "train/step.h"
+#include "train/optimizer.h"
 
 using namespace nn;
 using Clock = std::chrono::steady_clock;

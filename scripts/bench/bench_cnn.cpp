@@ -19,8 +19,8 @@
 #include "data/image_corpus.h"
 #include "model/binding.h"
 #include "model/network.h"
-#include "model/predictor.h"
-#include "model/trainer.h"
+#include "predict/predictor.h"
+#include "train/trainer.h"
 
 using namespace nn;
 

@@ -11,7 +11,7 @@
 #include "backend/device_array.h"
 #include "core/error.h"
 #include "layers/input_layer.h"
-#include "model/predictor.h"
+#include "predict/predictor.h"
 
 namespace nn::api {
 

@@ -7,7 +7,7 @@
 
 #include "config/cdl_spec.h"
 #include "config/network_spec.h"
-#include "model/trainer.h"
+#include "train/trainer.h"
 
 namespace nn::api {
 

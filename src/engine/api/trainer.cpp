@@ -1,5 +1,5 @@
 // The public Trainer and train_cdl(): datasets bound to a Model's network, run by the engine's
-// training loop (model/trainer.h) one epoch report at a time.
+// training loop (train/trainer.h) one epoch report at a time.
 #include "nn/trainer.h"
 
 #include <memory>

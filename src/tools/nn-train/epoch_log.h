@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/log.h"
-#include "model/trainer.h"
+#include "train/trainer.h"
 
 namespace nn::tool {
 

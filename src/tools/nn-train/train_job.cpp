@@ -194,7 +194,7 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   }
   if (resumed) options.seed = checkpoint.training.seed;
 
-  // Under mpirun every rank trains on its slice of each minibatch (model/data_parallel.h);
+  // Under mpirun every rank trains on its slice of each minibatch (train/data_parallel.h);
   // only rank 0 writes the result and checkpoints.
   std::shared_ptr<Communicator> comm = world_communicator();
   Trainer trainer(net, bound, options, log, comm.get());

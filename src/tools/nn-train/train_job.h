@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "core/log.h"
-#include "model/gradient_check.h"
-#include "model/trainer.h"
+#include "train/gradient_check.h"
+#include "train/trainer.h"
 
 namespace nn::tool {
 

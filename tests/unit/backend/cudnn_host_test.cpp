@@ -75,7 +75,7 @@ TEST(CudnnHost, ConvolutionDescriptorsGiveTheLayersOutputShape) {
   }
 }
 
-// cuda_lrn.cu checks cuDNN's LRN limits itself (parameters outside them run its own kernels);
+// cuda/lrn.cu checks cuDNN's LRN limits itself (parameters outside them run its own kernels);
 // the library must accept every value inside them and refuse the first outside.
 TEST(CudnnHost, LrnDescriptorLimitsAreCudnns) {
   std::string why;

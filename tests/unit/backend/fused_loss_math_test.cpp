@@ -1,4 +1,4 @@
-// Host test of the fused activation + loss kernels of cuda_loss.cu
+// Host test of the fused activation + loss kernels of cuda/loss.cu
 // (CudaBackend::activate_loss_accumulate; no GPU needed): one block of 256 threads per row, each
 // thread taking the row's units j = t, t + 256, ...; SoftMax first finds the row maximum and the
 // exponentials (the block's max and double-sum trees), then the sweep computes each unit's
@@ -219,7 +219,7 @@ std::vector<double> fused_softmax_ce(const FusedArgs& g, uint32_t rows) {
 
 using FusedFn = std::vector<double> (*)(const FusedArgs&, uint32_t);
 
-// The fused instances cuda_loss.cu runs, as host emulations (math/loss_kernel_choice.h picks).
+// The fused instances cuda/loss.cu runs, as host emulations (math/loss_kernel_choice.h picks).
 struct Picker {
   template <Form F, DerivKind D, bool kJacobian>
   static FusedFn rows() {

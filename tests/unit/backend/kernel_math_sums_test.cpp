@@ -1,6 +1,6 @@
 // Host tests (HostKernelMath, no GPU needed) of the arithmetic the CUDA backend's device-resident
 // sums use (backend/math/loss_sums.h): math::add_scaled, which sum_doubles_kernel<true> applies
-// to a block's total (cuda_backend.cu), and math::fold_loss_sums, which fold_loss_sums_kernel
+// to a block's total (cuda/backend.cu), and math::fold_loss_sums, which fold_loss_sums_kernel
 // runs on one thread. Run over the kernels' index spaces and compared with the CPU backend's
 // *_accumulate operations and fold_loss_sums.
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@
 namespace nn {
 namespace {
 
-// reduce_into (cuda_elementwise.cu): 256 blocks x 256 threads over x grid-stride, each thread
+// reduce_into (cuda/elementwise.cu): 256 blocks x 256 threads over x grid-stride, each thread
 // summing in double, each block's total, the totals summed by one block, then add_scaled. The
 // trees' order differs from this host order only in rounding: compared with a tolerance.
 template <bool kSquares>
@@ -56,7 +56,7 @@ TEST(HostKernelMath, AccumulatedReductionsMatchTheCpuBackend) {
   }
 }
 
-// sparseness_penalty_accumulate (cuda_norm.cu): one value per unit, summed by one block and added
+// sparseness_penalty_accumulate (cuda/norm.cu): one value per unit, summed by one block and added
 // with scale rows * beta.
 TEST(HostKernelMath, AccumulatedSparsenessPenaltyMatchesTheCpuBackend) {
   CpuBackend cpu(2);

@@ -305,7 +305,7 @@ TEST(HostKernelMath, SparseForwardAndGradientMatchTheCpuBackend) {
   }
 }
 
-// ---- losses: the row kernels of cuda_loss.cu, one "thread" per unit -----------------------------
+// ---- losses: the row kernels of cuda/loss.cu, one "thread" per unit -----------------------------
 
 struct RowsArgs {
   math::LossRowConsts o;
@@ -414,7 +414,7 @@ double softmax_ce_kernel(const RowsArgs& g, uint32_t rows) {
 
 using RowsFn = double (*)(const RowsArgs&, uint32_t);
 
-// The instances cuda_loss.cu runs, as host emulations (math/loss_kernel_choice.h picks).
+// The instances cuda/loss.cu runs, as host emulations (math/loss_kernel_choice.h picks).
 struct Picker {
   template <Form F, DerivKind D, bool kJacobian>
   static RowsFn rows() {
@@ -495,7 +495,7 @@ TEST(HostKernelMath, LossRowsMatchTheCpuBackend) {
   EXPECT_EQ(cases, 7 * 13 * 4);
 }
 
-// Norms and the sparseness penalty: cuda_norm.cu's per-row / per-column steps.
+// Norms and the sparseness penalty: cuda/norm.cu's per-row / per-column steps.
 TEST(HostKernelMath, NormsAndSparsenessPenaltyMatchTheCpuBackend) {
   CpuBackend cpu(2);
   Rng rng(8);
@@ -549,7 +549,7 @@ TEST(HostKernelMath, NormsAndSparsenessPenaltyMatchTheCpuBackend) {
   EXPECT_TRUE(bitwise_equal(d_k, d_cpu));
 }
 
-// Transposed sparse weights: cuda_sparse_transposed.cu's forward (per row and output unit, the
+// Transposed sparse weights: cuda/sparse_transposed.cu's forward (per row and output unit, the
 // entries in order) and gradient (per index run, zero deltas skipped).
 TEST(HostKernelMath, TransposedSparseMatchesTheCpuBackend) {
   CpuBackend cpu(2);

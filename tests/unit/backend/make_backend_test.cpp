@@ -80,7 +80,7 @@ TEST(BackendChoice, TheCudaBackendLacksNoFeature) {
   EXPECT_EQ(cuda_unsupported_feature(fc_spec()), "");
   NetworkSpec s = fc_spec();
   s.layers[2].type = LayerType::Pooling;
-  // Every pooling function has CUDA kernels: similarity pooling (own kernels, cuda_similarity.cu),
+  // Every pooling function has CUDA kernels: similarity pooling (own kernels, cuda/similarity.cu),
   // Max / Average, LRN, Maxout.
   for (PoolingFunction f : {PoolingFunction::DotProduct, PoolingFunction::Cosine,
                             PoolingFunction::Max, PoolingFunction::Average, PoolingFunction::LRN,

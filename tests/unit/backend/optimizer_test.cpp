@@ -1,5 +1,5 @@
 // optimizer_step for every rule against a scalar double-precision reference over 3 steps, with
-// L2 and L1 regularisation, written from the formulas in backend.h / cpu_optimizer.cpp, on
+// L2 and L1 regularisation, written from the formulas in backend.h / cpu/optimizer.cpp, on
 // every backend.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Host test of the CUDA similarity kernels' arithmetic (cuda_similarity.cu; no GPU needed): one
+// Host test of the CUDA similarity kernels' arithmetic (cuda/similarity.cu; no GPU needed): one
 // block of 256 threads per row, each thread summing its strided columns in double, the block's
 // fixed tree (warp shuffles down, then warp 0 over the warp totals), then the per-row functions of
 // backend/math/similarity_math.h and the per-element update in the kernel's order. Compared with

@@ -117,7 +117,7 @@ Result run_on(Backend& be, const std::vector<float>& x, uint32_t rows, uint32_t 
   return Result{dv.to_host(), di.to_host()};
 }
 
-// The CUDA kernels of cuda_top_k.cu on the host: one key per (row, valid column), a descending
+// The CUDA kernels of cuda/top_k.cu on the host: one key per (row, valid column), a descending
 // sort per row, the first K gathered with the score computed again.
 Result emulate_cuda(const std::vector<float>& x, uint32_t rows, uint32_t cols, uint32_t valid_cols,
                     uint32_t k, Filters& f) {

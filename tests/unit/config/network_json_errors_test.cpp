@@ -104,7 +104,7 @@ TEST(NetworkJsonErrors, UnknownEnumValuesListTheChoices) {
                                "Function": "Stochastic"}]})"),
                   "Layers[1].Function: unknown \"Stochastic\"; expected one of Max, Average, LRN");
   // DSSTNE's parser rejects these pooling functions too (Maxout, DotProduct and Cosine are
-  // implemented: see tests/unit/model/pooling_functions_test.cpp).
+  // implemented: see tests/unit/layers/pooling_functions_test.cpp).
   for (const char* f : {"LCN", "LocalContrastNormalization", "GlobalTemporal"})
     EXPECT_CONTAINS(error_for(std::string(R"({"Layers": [{"N": 2}, {"N": 2, "Type": "Pooling",
                                "Function": ")") +

@@ -11,8 +11,8 @@
 
 #include "core/error.h"
 #include "io/network_file.h"
-#include "model/predictor.h"
-#include "model_io/dsstne_network_writer.h"
+#include "predict/predictor.h"
+#include "io/dsstne_network_writer.h"
 #include "model_test_util.h"
 
 namespace nn::test {

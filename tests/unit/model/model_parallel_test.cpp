@@ -11,7 +11,7 @@
 #include "layers/weighted_layer.h"
 #include "model/batch_loader.h"
 #include "model/parallel_plan.h"
-#include "model/predictor.h"
+#include "predict/predictor.h"
 
 namespace nn::test {
 namespace {

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "model/network.h"
-#include "model_io/dsstne_network_writer.h"
+#include "io/dsstne_network_writer.h"
 #include "io/network_file.h"
 
 namespace nn {

@@ -4,15 +4,15 @@
 // double in a fixed order, so results do not depend on the thread count (gemm aside, which is
 // OpenBLAS's arithmetic).
 //
-// The kernel families live in separate files: cpu_backend.cpp (memory, BLAS, elementwise,
-// dropout), cpu_activation.cpp, cpu_loss.cpp, cpu_sparse.cpp, cpu_optimizer.cpp, cpu_top_k.cpp,
-// cpu_conv*.cpp (convolution through oneDNN or im2col + sgemm, pooling, LRN; see cpu_conv.h);
+// The kernel families live in separate files: cpu/backend.cpp (memory, BLAS, elementwise,
+// dropout), cpu/activation.cpp, cpu/loss.cpp, cpu/sparse.cpp, cpu/optimizer.cpp, cpu/top_k.cpp,
+// cpu_conv*.cpp (convolution through oneDNN or im2col + sgemm, pooling, LRN; see cpu/conv.h);
 // helpers in thread_pool.h, stream.h (chunking, prefetch), fast_math.h, activation_math.h and
 // loss_math.h.
 //
 // Threading: one pool of `threads` threads (thread_pool.h; the calling thread is one of them)
 // runs every parallel kernel, gemm included (OpenBLAS runs single-threaded inside it; see
-// cpu_backend.cpp for why). Kernels keep no mutable state (oneDNN's primitive cache aside, which
+// cpu/backend.cpp for why). Kernels keep no mutable state (oneDNN's primitive cache aside, which
 // has its own lock), so several threads may use one backend at once; while the pool is busy with
 // one caller's kernel, another caller's kernel runs on its own thread.
 #pragma once
@@ -25,7 +25,7 @@
 namespace nn {
 namespace cpu {
 class ThreadPool;
-class DnnlConv;  // oneDNN convolution primitives (cpu_conv_dnnl.cpp)
+class DnnlConv;  // oneDNN convolution primitives (cpu/conv_dnnl.cpp)
 DnnlConv* make_dnnl_conv();
 void destroy_dnnl_conv(DnnlConv* conv) noexcept;
 }  // namespace cpu
@@ -96,7 +96,7 @@ class CpuBackend final : public Backend {
   void top_k_filtered(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
                       const TopKFilter& filter, float* values, uint32_t* indices) override;
 
-  // ---- layer features (cpu_norm.cpp, cpu_batch_norm.cpp, cpu_sparse_transposed.cpp) ----------
+  // ---- layer features (cpu/norm.cpp, cpu/batch_norm.cpp, cpu/sparse_transposed.cpp) ----------
   void clip_row_norms(float* x, uint32_t rows, uint32_t cols, float max_norm) override;
   void clip_column_norms(float* w, uint32_t rows, uint32_t cols, float max_norm) override;
   double sparseness_penalty(const float* a, uint32_t rows, uint32_t cols, float p, float beta,
@@ -144,7 +144,7 @@ class CpuBackend final : public Backend {
   void set_conv_library(ConvLibrary library);  // ConfigError for Dnnl in a build without it
   ConvLibrary conv_library() const { return conv_library_; }
 
-  // ---- similarity pooling: DotProduct and Cosine (cpu_similarity.cpp; owner: poolfn) ---------
+  // ---- similarity pooling: DotProduct and Cosine (cpu/similarity.cpp; owner: poolfn) ---------
   void similarity_forward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
                           const float* b, float* y, uint32_t y_stride) override;
   void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,

@@ -106,8 +106,8 @@ class CudaBackend final : public Backend {
                       uint32_t k, const TopKFilter& filter, float* values,
                       uint32_t* indices) override;
 
-  // Norms and the sparseness penalty (cuda_norm.cu), batch normalisation (cuda_batch_norm.cu),
-  // transposed sparse weights (cuda_sparse_transposed.cu).
+  // Norms and the sparseness penalty (cuda/norm.cu), batch normalisation (cuda/batch_norm.cu),
+  // transposed sparse weights (cuda/sparse_transposed.cu).
   void clip_row_norms(float* x, uint32_t rows, uint32_t cols, float max_norm) override;
   void clip_column_norms(float* w, uint32_t rows, uint32_t cols, float max_norm) override;
   double sparseness_penalty(const float* a, uint32_t rows, uint32_t cols, float p, float beta,
@@ -132,7 +132,7 @@ class CudaBackend final : public Backend {
                                 float* z) override;
   void sparse_weight_gradient_transposed(const SparseView& x, const float* delta, uint32_t n_out,
                                          float alpha, float* g) override;
-  // Convolution (cuda_conv.cu), pooling (cuda_pool.cu), LRN (cuda_lrn.cu).
+  // Convolution (cuda/conv.cu), pooling (cuda/pool.cu), LRN (cuda/lrn.cu).
   void conv_forward(const ConvGeometry& g, uint32_t rows, const float* x, const float* w,
                     const float* bias, bool accumulate, float* y) override;
   void conv_backward_data(const ConvGeometry& g, uint32_t rows, const float* dy, const float* w,
@@ -147,7 +147,7 @@ class CudaBackend final : public Backend {
                    float* y) override;
   void lrn_backward(const LrnParams& p, uint32_t rows, const float* x, const float* dy,
                     float* dx) override;
-  // DotProduct and Cosine pooling (cuda_similarity.cu).
+  // DotProduct and Cosine pooling (cuda/similarity.cu).
   void similarity_forward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
                           const float* b, float* y, uint32_t y_stride) override;
   void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
@@ -174,7 +174,7 @@ class CudaBackend final : public Backend {
   void arm_data_error(std::string prefix, std::string suffix);
   void check_data_errors();
   // Sorts each row's 64-bit keys descending (CUB's segmented radix sort; offsets: rows + 1
-  // segment starts, device) from keys into sorted (cuda_top_k.cu).
+  // segment starts, device) from keys into sorted (cuda/top_k.cu).
   void sort_row_keys(const unsigned long long* keys, unsigned long long* sorted, size_t items,
                      uint32_t rows, const int* offsets);
   // Sums `count` doubles on the device in a fixed order into *out (device).

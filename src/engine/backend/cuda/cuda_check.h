@@ -1,7 +1,7 @@
 // The one place where CUDA runtime, cuBLAS and cuDNN statuses become typed errors. Every call
 // into those libraries goes through NN_CUDA_CALL / NN_CUBLAS_CALL / NN_CUDNN_CALL, and every
 // kernel launch is followed by NN_CUDA_LAUNCHED, so a failure throws BackendError naming the call
-// ("cuda_backend.cu:57: cudaMalloc(&p, bytes): out of memory").
+// ("cuda/backend.cu:57: cudaMalloc(&p, bytes): out of memory").
 #pragma once
 
 #include <cublas_v2.h>

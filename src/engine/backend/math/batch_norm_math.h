@@ -1,6 +1,6 @@
 // Per-channel and per-element arithmetic of the CUDA batch normalisation kernels
-// (cuda_batch_norm.cu) that do not go through cuDNN, as CpuBackend computes them
-// (cpu_batch_norm.cpp): statistics in double, x_hat and dx in float. Shared with host tests.
+// (cuda/batch_norm.cu) that do not go through cuDNN, as CpuBackend computes them
+// (cpu/batch_norm.cpp): statistics in double, x_hat and dx in float. Shared with host tests.
 //  * the backward pass of the inference forward (cuDNN has no such call);
 //  * training with a single value per channel (rows x spatial = 1, e.g. a last batch of one
 //    example through a fully connected layer): the CPU then updates the running variance with

@@ -1,4 +1,4 @@
-// Index arithmetic of the CUDA convolution's explicit padding (cuda_conv.cu), shared with host
+// Index arithmetic of the CUDA convolution's explicit padding (cuda/conv.cu), shared with host
 // tests. cuDNN takes one symmetric padding per axis and derives the output extent as
 // (in + 2 pad - kernel) / stride + 1; DSSTNE's layers give the output extent themselves (for even
 // kernels at stride 1 it keeps in == out, which no symmetric cuDNN padding gives). When the two

@@ -31,7 +31,7 @@ inline ActConsts act_consts(const ActivationParams& p) {
   return c;
 }
 
-// a = f(z) for the elementwise activations, with the CPU backend's formulas (cpu_activation.cpp).
+// a = f(z) for the elementwise activations, with the CPU backend's formulas (cpu/activation.cpp).
 // SoftMax and MaxOut are not elementwise; their callers handle them (z is returned unchanged).
 NN_FORCE_INLINE float activate_unit(Activation kind, float z, const ActConsts& c) {
   switch (kind) {

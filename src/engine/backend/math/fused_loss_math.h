@@ -1,7 +1,7 @@
 // Per-element steps of the fused activation + loss kernels (Backend::activate_loss_accumulate,
-// cuda_loss.cu): the output layer's activation is computed from z in the loss kernel's own sweep
+// cuda/loss.cu): the output layer's activation is computed from z in the loss kernel's own sweep
 // over the row instead of by a separate activate() pass. SoftMax's steps are softmax_kernel's
-// (cuda_activation.cu uses the same functions), so the fused kernel writes the same a; the
+// (cuda/activation.cu uses the same functions), so the fused kernel writes the same a; the
 // elementwise activations use math::activate_unit. __host__ __device__ under nvcc; the host test
 // HostKernelMath.FusedActivationLossMatchesTheCpuBackend runs them over the kernel's index space.
 #pragma once

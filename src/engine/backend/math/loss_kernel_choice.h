@@ -1,5 +1,5 @@
-// Which row-kernel instance computes a loss: the one table that the CPU backend (cpu_loss.cpp),
-// the CUDA launcher (cuda_loss.cu) and the host emulations of the CUDA kernels in the tests
+// Which row-kernel instance computes a loss: the one table that the CPU backend (cpu/loss.cpp),
+// the CUDA launcher (cuda/loss.cu) and the host emulations of the CUDA kernels in the tests
 // share, so the tests check the instances the GPU really runs. A picker P supplies the instances:
 //   template <Form F, DerivKind D, bool kJacobian> static R rows();  // the per-unit rows kernel
 //   static R softmax_ce();                                           // SoftMax + CrossEntropy

@@ -1,4 +1,4 @@
-// The per-unit steps of the row-wise loss kernels (the CPU backend's cpu_loss.cpp algorithm,
+// The per-unit steps of the row-wise loss kernels (the CPU backend's cpu/loss.cpp algorithm,
 // split so a GPU block can run each step over a row's units in parallel):
 //   sweep  every unit of a row with its dense target, or t = 0 for sparse targets;
 //   patch  every stored sparse target (merged by index) after the sweep: its t = 0 error is

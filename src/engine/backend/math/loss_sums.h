@@ -1,5 +1,5 @@
 // The training-loss accumulator kept in backend memory: its layout and the per-batch fold, one
-// __host__ __device__ function so the CPU backend and the CUDA kernel (cuda_elementwise.cu) do
+// __host__ __device__ function so the CPU backend and the CUDA kernel (cuda/elementwise.cu) do
 // the same arithmetic. The trainer adds each batch's losses and penalties into it on the device
 // and reads it back once per reporting interval (Backend::fold_loss_sums, model/loss_sums.h).
 #pragma once

@@ -1,6 +1,6 @@
-// Per-element arithmetic of the CUDA LRN fallback kernels (cuda_lrn.cu), used for parameters
+// Per-element arithmetic of the CUDA LRN fallback kernels (cuda/lrn.cu), used for parameters
 // outside cuDNN's limits (n > 16, k < 1e-5, beta < 0.01), in CpuBackend's order of operations
-// (cpu_conv_lrn.cpp): squares and window sums in float, channels in ascending order. Shared with
+// (cpu/lrn.cpp): squares and window sums in float, channels in ascending order. Shared with
 // host tests. Layout [rows][channels][plane]; element i is (row, channel c, position).
 //
 // With s_c = k + alpha/n * sum_{j in W(c)} x_j^2, W(c) = [c - (n-1)/2, c + n/2] and

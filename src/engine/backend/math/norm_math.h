@@ -1,7 +1,7 @@
 // Per-row / per-column arithmetic of the norm constraints (DeltaNorm, WeightNorm) and of the KL
-// sparseness penalty, as the CPU backend computes it (cpu_norm.cpp): sums in double, the clamp of
+// sparseness penalty, as the CPU backend computes it (cpu/norm.cpp): sums in double, the clamp of
 // the mean activation, the penalty's value and derivative. __host__ __device__ under nvcc: the
-// CUDA kernels (cuda_norm.cu) use them and host tests compare them with the CPU backend.
+// CUDA kernels (cuda/norm.cu) use them and host tests compare them with the CPU backend.
 #pragma once
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// One optimizer update of one parameter, for every rule of the CPU backend (cpu_optimizer.cpp
+// One optimizer update of one parameter, for every rule of the CPU backend (cpu/optimizer.cpp
 // documents the rules). __host__ __device__ under nvcc: the CUDA optimizer kernel applies
 // optimizer_unit per element, and a host test runs it over the same index space and compares
 // with CpuBackend::optimizer_step.

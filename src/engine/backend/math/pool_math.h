@@ -1,4 +1,4 @@
-// Per-element arithmetic of the CUDA Max / Average pooling kernels (cuda_pool.cu), shared with
+// Per-element arithmetic of the CUDA Max / Average pooling kernels (cuda/pool.cu), shared with
 // host tests that compare it with CpuBackend. Own kernels rather than cuDNN's because the
 // Backend contract fixes what cuDNN leaves open: Max routes each window's gradient to its FIRST
 // largest input in (z, y, x) order (cuDNN does not say which of tied inputs gets it), a window

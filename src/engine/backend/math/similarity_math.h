@@ -1,7 +1,7 @@
 // Per-row arithmetic of DotProduct and Cosine pooling (Backend::similarity_forward/backward):
 // the score of a row from its sums (a.b, |a|^2, |b|^2, reduced in double), the coefficients of
 // its gradient, and the per-element update. __host__ __device__ under nvcc: the CPU backend
-// (cpu_similarity.cpp) and the CUDA kernels (cuda_similarity.cu) both call them, so the two
+// (cpu/similarity.cpp) and the CUDA kernels (cuda/similarity.cu) both call them, so the two
 // differ only in the order in which the row sums are added.
 #pragma once
 

@@ -1,9 +1,9 @@
 // Per-element arithmetic of the filtered top-K (Backend::top_k_filtered): the score of one column
 // after the row's multipliers, whether the column is a candidate at all (not excluded, not NaN),
-// and its 64-bit sort key. __host__ __device__ under nvcc: the CUDA kernel (cuda_top_k.cu) runs
+// and its 64-bit sort key. __host__ __device__ under nvcc: the CUDA kernel (cuda/top_k.cu) runs
 // them per element with binary searches in the row's sorted filter lists; host tests run them
 // over the same index space and compare with the CPU backend, which walks the lists in column
-// order instead (cpu_top_k.cpp).
+// order instead (cpu/top_k.cpp).
 #pragma once
 
 #include <cstdint>

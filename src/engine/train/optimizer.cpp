@@ -1,0 +1,66 @@
+// Optimizer schedule and state handling; the arithmetic is Backend::optimizer_step.
+#include "train/optimizer.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace nn {
+
+std::string describe(const OptimizerSettings& s) {
+  std::ostringstream o;
+  o << to_string(s.kind) << " alpha=" << s.alpha << " lambda=" << s.lambda;
+  if (s.lambda1 != 0.0f) o << " lambda1=" << s.lambda1;
+  if (s.kind != OptimizerKind::SGD && s.kind != OptimizerKind::AdaGrad) o << " mu=" << s.mu;
+  if (s.kind == OptimizerKind::Adam) o << " mu1=" << s.mu1;
+  if (s.decay > 0.0f) o << " decay=" << s.decay;
+  if (s.alpha_interval > 0)
+    o << " alpha*=" << s.alpha_multiplier << " every " << s.alpha_interval << " epochs";
+  return o.str();
+}
+
+Optimizer::Optimizer(Backend& backend, OptimizerSettings settings)
+    : backend_(backend), settings_(settings) {}
+
+void Optimizer::prepare(Parameter& p) {
+  const size_t want = static_cast<size_t>(optimizer_state_count(settings_.kind));
+  bool ok = p.state.size() == want;
+  for (auto& s : p.state) ok = ok && s.size() == p.size();
+  if (ok) return;
+  p.state.clear();
+  for (size_t i = 0; i < want; ++i) {
+    p.state.emplace_back(backend_, p.size());
+    backend_.fill(p.state.back().data(), p.size(), 0.0f);
+  }
+}
+
+float Optimizer::learning_rate(uint64_t epoch, uint64_t step) const {
+  double a = settings_.alpha;
+  if (settings_.alpha_interval > 0)
+    a *= std::pow(double(settings_.alpha_multiplier), double(epoch / settings_.alpha_interval));
+  if (settings_.decay > 0.0f) a /= 1.0 + double(settings_.decay) * double(step);
+  return static_cast<float>(a);
+}
+
+void Optimizer::update(Parameter& p, uint64_t step, float alpha) {
+  if (p.locked) return;
+  OptimizerParams op;
+  op.kind = settings_.kind;
+  op.alpha = alpha;
+  op.lambda = p.regularize ? settings_.lambda : 0.0f;
+  op.lambda1 = p.regularize ? settings_.lambda1 : 0.0f;
+  op.mu = settings_.mu;
+  op.mu1 = settings_.mu1;
+  op.step = step;
+  float* s0 = p.state.size() > 0 ? p.state[0].data() : nullptr;
+  float* s1 = p.state.size() > 1 ? p.state[1].data() : nullptr;
+  backend_.optimizer_step(op, p.value.data(), p.grad.data(), s0, s1, p.size());
+  if (p.max_column_norm > 0.0f && p.norm_rows > 0) {
+    const auto cols = static_cast<uint32_t>(p.size() / p.norm_rows);
+    if (p.norm_over_rows)  // one convolution filter per row
+      backend_.clip_row_norms(p.value.data(), p.norm_rows, cols, p.max_column_norm);
+    else
+      backend_.clip_column_norms(p.value.data(), p.norm_rows, cols, p.max_column_norm);
+  }
+}
+
+}  // namespace nn

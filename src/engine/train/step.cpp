@@ -1,0 +1,127 @@
+// Input loading and output loss evaluation for one minibatch.
+#include "train/step.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "train/loss_setup.h"
+
+namespace nn {
+
+namespace {
+
+// Columns [first, first + count) of a sparse batch, re-based to 0, and every row's target sum
+// over all its columns (duplicates merged as the loss merges them: values add, Boolean
+// entries count once).
+void sparse_columns(const SparseBatch& in, uint32_t first, uint32_t count, SparseBatch& out,
+                    std::vector<float>& row_sum) {
+  out.rows = in.rows;
+  out.cols = count;
+  out.ignore_zero = in.ignore_zero;
+  out.row_weight = in.row_weight;
+  out.row_ptr.assign(size_t(in.rows) + 1, 0);
+  out.index.clear();
+  out.value.clear();
+  row_sum.assign(in.rows, 0.0f);
+  std::vector<uint32_t> seen;
+  for (uint32_t r = 0; r < in.rows; ++r) {
+    double sum = 0.0;
+    seen.clear();
+    for (uint32_t e = in.row_ptr[r]; e < in.row_ptr[r + 1]; ++e) {
+      const uint32_t j = in.index[e];
+      if (in.value.empty())
+        seen.push_back(j);
+      else
+        sum += in.value[e];
+      if (j < first || j - first >= count) continue;
+      out.index.push_back(j - first);
+      if (!in.value.empty()) out.value.push_back(in.value[e]);
+    }
+    if (in.value.empty()) {
+      std::sort(seen.begin(), seen.end());
+      sum = double(std::unique(seen.begin(), seen.end()) - seen.begin());
+    }
+    row_sum[r] = static_cast<float>(sum);
+    out.row_ptr[r + 1] = static_cast<uint32_t>(out.index.size());
+  }
+}
+
+}  // namespace
+
+OutputLosses::OutputLosses(Network& net, const BoundData& data) : net_(net), data_(data) {
+  for (const auto& out : data_.outputs) {
+    params_.push_back(loss_params(net_.spec(), net_.layer(out.layer).spec(), out.dataset));
+    targets_.push_back(std::make_unique<TargetBuffer>());
+  }
+}
+
+TargetView OutputLosses::targets(size_t o, const HostBatch& batch, const HostBatch* whole,
+                                 uint32_t& rows, uint32_t& cols) {
+  Backend& be = net_.backend();
+  const size_t slot = data_.inputs.size() + o;
+  Layer& out = net_.layer(data_.outputs[o].layer);
+  if (!out.sharded()) {
+    rows = batch.rows;
+    cols = out.units();
+    return data_.outputs[o].dataset->is_sparse()
+               ? targets_[o]->load_sparse(be, batch.sparse[slot])
+               : targets_[o]->load_dense(be, batch.dense[slot], out.units(), batch.weights[slot]);
+  }
+  NN_CHECK(whole != nullptr, "model-parallel output without the whole minibatch");
+  const ShardInfo& sh = out.shard();
+  rows = whole->rows;
+  cols = sh.count;
+  TargetView tv;
+  if (data_.outputs[o].dataset->is_sparse()) {
+    sparse_columns(whole->sparse[slot], sh.first, sh.count, slice_, row_sum_);
+    tv = targets_[o]->load_sparse(be, slice_);
+  } else {
+    const std::vector<float>& d = whole->dense[slot];
+    const size_t u = out.units();
+    dense_slice_.resize(size_t(rows) * sh.count);
+    row_sum_.assign(rows, 0.0f);
+    for (uint32_t r = 0; r < rows; ++r) {
+      double sum = 0.0;
+      for (size_t j = 0; j < u; ++j) sum += d[r * u + j];
+      row_sum_[r] = static_cast<float>(sum);
+      std::copy_n(d.data() + r * u + sh.first, sh.count,
+                  dense_slice_.data() + size_t(r) * sh.count);
+    }
+    tv = targets_[o]->load_dense(be, dense_slice_, sh.count, whole->weights[slot]);
+  }
+  tv.row_sum = targets_[o]->load_row_sum(be, row_sum_);
+  return tv;
+}
+
+double OutputLosses::evaluate(const HostBatch& batch, bool write_deltas, const HostBatch* whole) {
+  Backend& be = net_.backend();
+  double err = 0.0;
+  for (size_t o = 0; o < data_.outputs.size(); ++o) {
+    uint32_t rows = 0, cols = 0;
+    const TargetView tv = targets(o, batch, whole, rows, cols);
+    Layer& out = net_.layer(data_.outputs[o].layer);
+    if (write_deltas)
+      err += be.loss_and_delta(params_[o], out.activations(), tv, rows, cols, out.delta());
+    else
+      err += be.loss(params_[o], out.activations(), tv, rows, cols);
+  }
+  return err;
+}
+
+void OutputLosses::accumulate(const HostBatch& batch, bool write_deltas, const HostBatch* whole,
+                              double* sum, bool activations_deferred) {
+  Backend& be = net_.backend();
+  for (size_t o = 0; o < data_.outputs.size(); ++o) {
+    uint32_t rows = 0, cols = 0;
+    const TargetView tv = targets(o, batch, whole, rows, cols);
+    Layer& out = net_.layer(data_.outputs[o].layer);
+    float* delta = write_deltas ? out.delta() : nullptr;
+    if (activations_deferred && out.activation_deferrable())
+      be.activate_loss_accumulate(activation_params(out.spec()), params_[o], out.activations(), tv,
+                                  rows, cols, delta, sum);
+    else
+      be.loss_accumulate(params_[o], out.activations(), tv, rows, cols, delta, sum);
+  }
+}
+
+}  // namespace nn

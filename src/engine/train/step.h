@@ -1,0 +1,48 @@
+// The loss part of one training/evaluation step, shared by the trainer, the validation and the
+// gradient checks: the output losses (and their deltas) against the batch's targets. Putting a
+// batch into the input layers is model/batch_inputs.h.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "backend/kernel_params.h"
+#include "model/batch_inputs.h"
+#include "model/batch_loader.h"
+#include "model/network.h"
+#include "train/target_buffer.h"
+
+namespace nn {
+
+class OutputLosses {
+ public:
+  // Checks every output layer's ErrorFunction/activation/target pairing (ConfigError if bad).
+  OutputLosses(Network& net, const BoundData& data);
+  // Sum over the batch and all output layers of the per-example error. With `write_deltas`,
+  // each output layer's delta buffer receives dE/dz. Call after a forward pass.
+  // Model-parallel output layers hold every row of the global minibatch for their columns:
+  // their targets come from `whole` (the global minibatch; required when there are such
+  // layers), matched to the slice by global column, and their part of the error is this
+  // rank's columns only (the ranks' errors add up to the whole).
+  double evaluate(const HostBatch& batch, bool write_deltas, const HostBatch* whole = nullptr);
+  // The same sum added into *sum, a double in the backend's memory (Backend::loss_accumulate),
+  // without reading it back: the training loop reads its sums once per reporting interval.
+  // `activations_deferred`: the forward pass ran with LayerContext::defer_output_activation, so
+  // the output layers with Layer::activation_deferrable() hold z; their loss applies the
+  // activation first, in one operation (Backend::activate_loss_accumulate).
+  void accumulate(const HostBatch& batch, bool write_deltas, const HostBatch* whole, double* sum,
+                  bool activations_deferred = false);
+
+ private:
+  // Loads output o's targets for this batch; rows and cols: the part of the layer its loss covers.
+  TargetView targets(size_t o, const HostBatch& batch, const HostBatch* whole, uint32_t& rows,
+                     uint32_t& cols);
+  Network& net_;
+  BoundData data_;
+  std::vector<LossParams> params_;
+  std::vector<std::unique_ptr<TargetBuffer>> targets_;
+  SparseBatch slice_;  // staging for a model-parallel layer's columns
+  std::vector<float> dense_slice_, row_sum_;
+};
+
+}  // namespace nn

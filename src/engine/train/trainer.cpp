@@ -1,0 +1,447 @@
+// Training loop implementation.
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <future>
+#include <numeric>
+
+#include "backend/math/loss_sums.h"
+#include "core/error.h"
+#include "distributed/device_placement.h"
+#include "io/network_file.h"
+
+namespace nn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+template <typename... Args>
+std::string format(const char* fmt, Args... args) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, fmt, args...);
+  return buf;
+}
+
+// "45 s", "3 min 20 s", "2 h 05 min": for ETAs.
+std::string format_duration(double seconds) {
+  const long s = std::lround(std::max(seconds, 0.0));
+  char buf[48];
+  if (s < 60)
+    std::snprintf(buf, sizeof buf, "%ld s", s);
+  else if (s < 3600)
+    std::snprintf(buf, sizeof buf, "%ld min %02ld s", s / 60, s % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld h %02ld min", s / 3600, (s % 3600) / 60);
+  return buf;
+}
+
+std::string format_values(const ValidationResult& r) {
+  std::string out;
+  char buf[96];
+  for (const auto& [name, value] : r.values) {
+    std::snprintf(buf, sizeof buf, "%s%s %.4f", out.empty() ? "" : ", ", name.c_str(), value);
+    out += buf;
+  }
+  return out;
+}
+
+std::vector<DenoiseSetting> denoise_settings(const Network& net, const BoundData& data) {
+  std::vector<DenoiseSetting> out;
+  const NetworkSpec& spec = net.spec();
+  for (const auto& in : data.inputs) {
+    const LayerSpec* l = spec.find_layer(in.layer);
+    DenoiseSetting d;
+    d.layer_index = static_cast<uint32_t>(l - spec.layers.data());
+    if (in.dataset->is_sparse()) {
+      // Network-wide Denoising applies to inputs marked Sparse in the JSON (as in DSSTNE);
+      // pDropout on a sparse input layer means the same thing and takes precedence.
+      if (spec.denoising_p > 0.0f && l->sparse) d.p = spec.denoising_p;
+      if (l->p_dropout > 0.0f) d.p = l->p_dropout;
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+// Batches between divergence checks when reading the loss sums costs a synchronisation (a GPU):
+// a diverged run wastes at most this many batches.
+constexpr uint64_t kDivergenceCheckBatches = 64;
+
+DivergenceError diverged(double err, uint64_t epoch, uint64_t batch, uint64_t batches) {
+  return DivergenceError(
+      "training diverged: loss is " + std::string(std::isnan(err) ? "NaN" : "infinite") +
+      " at epoch " + std::to_string(epoch) + ", batch " + std::to_string(batch) + " of " +
+      std::to_string(batches) + "; try a smaller Alpha. The last checkpoint written is intact.");
+}
+
+}  // namespace
+
+Trainer::Trainer(Network& net, const BoundData& data, TrainOptions options, LogSink log,
+                 Communicator* comm)
+    : net_(net),
+      data_(data),
+      options_(options),
+      log_(log ? log : null_log()),
+      comm_(comm ? comm : &local_comm_),
+      optimizer_(net.backend(), options.optimizer),
+      loader_(data, denoise_settings(net, data), options.seed),
+      losses_(net, data),
+      shuffle_rng_(mix64(options.seed ^ 0x5348554646ull)) {
+  if (options_.minibatch == 0) throw ConfigError("minibatch must be positive");
+  if (data_.outputs.empty()) throw ConfigError("training needs datasets bound to output layers");
+  const uint32_t max_rows =
+      static_cast<uint32_t>(std::min<uint64_t>(options_.minibatch, data_.examples));
+  // Model-parallel layers compute every row of the global minibatch for their units.
+  net_.set_max_batch(std::max<uint32_t>(1, max_rank_rows(max_rows, comm_->size())),
+                     std::max<uint32_t>(1, max_rows));
+  model_parallel_ = net_.model_parallel();
+  for (Parameter* p : net_.parameters()) optimizer_.prepare(*p);
+  // Split layers issue blocking collectives during backward; the communicator's contract keeps
+  // those apart from asynchronous all-reduces, so with split layers the data-parallel gradients
+  // are reduced after the backward pass.
+  if (model_parallel_) options_.reduction.overlap = false;
+  if (comm_->size() > 1) {
+    // Gradients live in the backend's memory: with the CUDA backend they are reduced by NCCL
+    // on the device (distributed/device_placement.h); host-side collectives stay on comm_.
+    std::string why;
+    backend_comm_ = make_backend_communicator(net_.backend(), *comm_, &why);
+    placement_ = describe_placement(*comm_, net_.backend(), backend_comm_.get());
+    if (!placement_.empty()) placement_.push_back("gradient communicator: " + why);
+    reducer_ = std::make_unique<GradientReducer>(net_, backend_comm_ ? *backend_comm_ : *comm_,
+                                                 options_.reduction);
+  }
+  for (const LayerSpec& l : net_.spec().layers) has_batch_norm_ |= l.batch_normalization;
+}
+
+void Trainer::set_validation(const BoundData& data) {
+  if (model_parallel_)
+    throw ConfigError(
+        "a validation set is not supported yet when layers are split over "
+        "processes (model parallel); train without it, or set \"Parallel\": "
+        "\"Data\" on the split layers");
+  validator_ = std::make_unique<Validator>(net_, data, options_.validation_k,
+                                           *data_.outputs[0].dataset);
+}
+
+void Trainer::restore(const TrainingState& state) {
+  if (!state.present) return;
+  epoch_ = state.epoch;
+  step_ = state.step;
+  shuffle_rng_.set_state(state.rng_state);
+}
+
+std::string Trainer::checkpoint_path(uint64_t epoch) const {
+  return options_.checkpoint_name + std::to_string(epoch) + ".nc";
+}
+
+// Deletes the checkpoint that has just fallen out of the newest `checkpoints_kept` (written
+// `checkpoints_kept` intervals before this epoch's). A missing file is not an error.
+void Trainer::remove_old_checkpoint() {
+  if (options_.checkpoints_kept <= 0) return;
+  const uint64_t span =
+      uint64_t(options_.checkpoints_kept) * uint64_t(options_.checkpoint_interval);
+  if (epoch_ <= span) return;
+  std::error_code ec;
+  if (std::filesystem::remove(checkpoint_path(epoch_ - span), ec))
+    log_("checkpoint: removed " + checkpoint_path(epoch_ - span) + " (keeping the newest " +
+         std::to_string(options_.checkpoints_kept) + ")");
+}
+
+NetworkFile Trainer::snapshot() const {
+  NetworkFile f = net_.to_file();
+  TrainingState& t = f.training;
+  t.present = true;
+  t.epoch = epoch_;
+  t.step = step_;
+  t.rng_state = shuffle_rng_.state();
+  t.seed = options_.seed;
+  t.optimizer = options_.optimizer.kind;
+  t.alpha = optimizer_.learning_rate(epoch_, step_);
+  t.lambda = options_.optimizer.lambda;
+  t.lambda1 = options_.optimizer.lambda1;
+  t.mu = options_.optimizer.mu;
+  t.mu1 = options_.optimizer.mu1;
+  t.minibatch = options_.minibatch;
+  f.checkpoint_name = options_.checkpoint_name;
+  f.checkpoint_interval = options_.checkpoint_interval;
+  return f;
+}
+
+std::vector<EpochReport> Trainer::run() {
+  std::vector<EpochReport> reports;
+  // Split layers' parameters are counted over every rank (each holds its slice).
+  uint64_t parameters = 0, split_parameters = 0;
+  for (Parameter* p : net_.parameters()) (p->sharded ? split_parameters : parameters) += p->size();
+  if (model_parallel_) comm_->all_reduce_sum(&split_parameters, 1);
+  log_("training: " + std::to_string(data_.examples) + " examples, minibatch " +
+       std::to_string(options_.minibatch) + ", " + std::to_string(parameters + split_parameters) +
+       " parameters, " + describe(options_.optimizer) + ", backend " + net_.backend().name());
+  for (const std::string& line : placement_) log_(line);
+  if (reducer_ && reducer_->buckets() > 0)
+    log_(format("data parallel: %d ranks (%s), each takes its slice of every minibatch of %u; "
+                "gradients %.1f MB per step in %zu buckets, %s the backward pass",
+                comm_->size(), (backend_comm_ ? backend_comm_.get() : comm_)->name().c_str(),
+                options_.minibatch,
+                double(reducer_->bytes_per_step()) / 1e6, reducer_->buckets(),
+                reducer_->overlapping() ? "reduced during" : "reduced after"));
+  if (model_parallel_)
+    log_(
+        format("model parallel: %d ranks; every rank reads every example of each minibatch and "
+               "computes its slice of the split layers for all of them",
+               comm_->size()));
+  if (epoch_ > 0)
+    log_("resuming after epoch " + std::to_string(epoch_) + " (" + std::to_string(step_) +
+         " updates done)");
+  if (validator_)
+    log_("validation: " + validator_->metric() + " every " +
+         std::to_string(std::max<uint32_t>(options_.validation_interval, 1)) + " epoch(s)" +
+         (options_.patience ? ", early stopping after " + std::to_string(options_.patience) +
+                                  " evaluations without improvement"
+                            : std::string()) +
+         (options_.keep_best ? ", the best network is kept" : ""));
+  while (epoch_ < options_.epochs) {
+    reports.push_back(run_epoch());
+    if (reducer_ && reducer_->buckets() > 0)
+      log_(format("data parallel: %.2f s of epoch %.0f waiting for gradient all-reduce after "
+                  "backward (%s)",
+                  reducer_->wait_seconds() - reduce_wait_reported_, double(epoch_),
+                  reducer_->overlapping() ? "overlapped" : "not overlapped"));
+    if (reducer_) reduce_wait_reported_ = reducer_->wait_seconds();
+    const bool go_on = validate(reports.back());
+    if (on_epoch && comm_->rank() == 0) on_epoch(reports.back());
+    if (!options_.checkpoint_name.empty() && options_.checkpoint_interval > 0 &&
+        epoch_ % uint64_t(options_.checkpoint_interval) == 0) {
+      // Every rank takes part (model-parallel slices are gathered); rank 0 writes.
+      const NetworkFile file = snapshot();
+      if (comm_->rank() == 0) {
+        const std::string path = checkpoint_path(epoch_);
+        write_network_file(path, file);
+        log_("checkpoint: " + path);
+        if (on_checkpoint) on_checkpoint(path);
+        remove_old_checkpoint();
+      }
+    }
+    if (!go_on) break;
+  }
+  if (validator_ && options_.keep_best && have_best_ && best_epoch_ != epoch_) {
+    net_.load_arrays(best_file_);
+    restored_epoch_ = best_epoch_;
+    log_("kept the network of epoch " + std::to_string(best_epoch_) + " (best " + best_.metric +
+         format(" %.4f", best_.value) + ")");
+  }
+  return reports;
+}
+
+bool Trainer::validate(EpochReport& report) {
+  if (!validator_) return true;
+  const uint32_t interval = std::max<uint32_t>(options_.validation_interval, 1);
+  if (epoch_ % interval != 0 && epoch_ < options_.epochs) return true;
+  report.validation = validator_->evaluate();
+  report.validated = true;
+  const ValidationResult& r = report.validation;
+  const bool better = !have_best_ || best_.improved_by(r);
+  if (better) {
+    have_best_ = true;
+    best_ = r;
+    best_epoch_ = epoch_;
+    evaluations_since_best_ = 0;
+    if (options_.keep_best) best_file_ = net_.to_file();
+  } else {
+    ++evaluations_since_best_;
+  }
+  log_("validation after epoch " + std::to_string(epoch_) + " (" + std::to_string(r.examples) +
+       " examples): " + format_values(r) +
+       (better ? " (best so far)"
+               : format(" (best %.4f after epoch %.0f)", best_.value, double(best_epoch_))));
+  if (options_.patience > 0 && evaluations_since_best_ >= options_.patience &&
+      epoch_ < options_.epochs) {
+    stop_reason_ = "early stopping after epoch " + std::to_string(epoch_) + ": " + r.metric +
+                   " did not improve in " + std::to_string(evaluations_since_best_) +
+                   " evaluations (best " + format("%.4f", best_.value) + " after epoch " +
+                   std::to_string(best_epoch_) + ")";
+    log_(stop_reason_);
+    return false;
+  }
+  return true;
+}
+
+EpochReport Trainer::run_epoch() {
+  const auto start = Clock::now();
+  const uint64_t n = data_.examples;
+  std::vector<uint32_t> order(n);
+  std::iota(order.begin(), order.end(), 0u);
+  if (options_.shuffle)
+    for (uint64_t i = n - 1; i > 0; --i) std::swap(order[i], order[shuffle_rng_.below(i + 1)]);
+
+  const uint32_t batch = options_.minibatch;
+  const uint64_t batches = (n + batch - 1) / batch;
+  const float alpha_epoch = optimizer_.learning_rate(epoch_, step_);
+  // Alone, the batches' errors are summed in the backend's memory (loss_sums_) and read back
+  // only to report and to check for divergence: after every batch when that costs nothing (host
+  // memory), else every kDivergenceCheckBatches batches, at progress lines and at the end of the
+  // epoch (the first bad batch is remembered on the device, so the message still names it).
+  // With several ranks each batch's error is all-reduced on the host, so it is read every batch.
+  const bool per_batch = comm_->size() > 1;
+  const bool check_every_batch = net_.backend().host_memory();
+  clear_loss_sums();
+  double total = 0.0;  // several ranks: the all-reduced errors so far
+  auto last_progress = start;
+
+  // Every rank holds the same order; each assembles only its slice of global batch b (with
+  // model-parallel layers, the whole batch, and its slice cut from it).
+  auto global_rows = [&](uint64_t b) {
+    return static_cast<uint32_t>(std::min<uint64_t>(batch, n - b * batch));
+  };
+  using Batches = std::pair<HostBatch, HostBatch>;  // this rank's rows, the whole batch
+  auto assemble = [&](uint64_t b, uint64_t step) {
+    Batches hb;
+    const RowSlice slice = rank_rows(global_rows(b), comm_->rank(), comm_->size());
+    if (model_parallel_) {
+      loader_.assemble(order.data() + b * batch, global_rows(b), step, true, hb.second);
+      hb.first = slice_rows(hb.second, slice.first, slice.count);
+    } else {
+      loader_.assemble(order.data() + b * batch + slice.first, slice.count, step, true, hb.first);
+    }
+    return hb;
+  };
+  // Double buffering: batch b+1 is assembled while batch b trains.
+  std::future<Batches> next = std::async(std::launch::async, assemble, 0, step_ + 1);
+  for (uint64_t b = 0; b < batches; ++b) {
+    Batches current = next.get();
+    if (b + 1 < batches) next = std::async(std::launch::async, assemble, b + 1, step_ + 2);
+    const float alpha = optimizer_.learning_rate(epoch_, step_);
+    const uint32_t rows = global_rows(b);
+    const double err = train_batch(current.first, model_parallel_ ? &current.second : nullptr,
+                                   alpha, rank_rows(rows, comm_->rank(), comm_->size()), rows);
+    if (per_batch) {
+      if (!std::isfinite(err)) throw diverged(err, epoch_ + 1, b + 1, batches);
+      total += err;
+    } else {
+      net_.backend().fold_loss_sums(loss_sums_.data(), b + 1);
+      if (check_every_batch || (b + 1) % kDivergenceCheckBatches == 0) read_loss_sums(batches);
+    }
+    if (options_.progress_seconds > 0 &&
+        std::chrono::duration<double>(Clock::now() - last_progress).count() >=
+            options_.progress_seconds) {
+      last_progress = Clock::now();
+      if (!per_batch) total = read_loss_sums(batches)[math::kLossTotal];
+      const double done = double(std::min<uint64_t>(n, (b + 1) * batch));
+      const double elapsed = seconds_since(start);
+      const double rate = done / std::max(elapsed, 1e-9);
+      log_(format("epoch %.0f: batch %.0f/%.0f (%.0f%%), loss so far %.6f, %.0f examples/s, %.1f s, "
+                  "epoch ETA ",
+                  double(epoch_ + 1), double(b + 1), double(batches),
+                  100.0 * double(b + 1) / double(batches), total / done, rate, elapsed) +
+           format_duration((double(n) - done) / std::max(rate, 1e-9)));
+    }
+  }
+  if (!per_batch) total = read_loss_sums(batches)[math::kLossTotal];
+  ++epoch_;
+  EpochReport r;
+  r.epoch = epoch_;
+  r.data_loss = total / double(n);
+  r.reg_loss = regularization_loss();
+  r.loss = r.data_loss + r.reg_loss;
+  r.seconds = seconds_since(start);
+  r.examples_per_second = double(n) / std::max(r.seconds, 1e-9);
+  r.alpha = alpha_epoch;
+  epoch_seconds_sum_ += r.seconds;
+  ++epochs_timed_;
+  const double remaining =
+      epoch_seconds_sum_ / double(epochs_timed_) * double(options_.epochs - epoch_);
+  log_(format("epoch %.0f/%.0f: loss %.6f (data %.6f + regularisation %.6f), %.0f examples/s, %.2f s",
+              double(r.epoch), double(options_.epochs), r.loss, r.data_loss, r.reg_loss,
+              r.examples_per_second, r.seconds) +
+       (epoch_ < options_.epochs ? ", ETA " + format_duration(remaining) : std::string()));
+  return r;
+}
+
+double Trainer::train_batch(const HostBatch& hb, const HostBatch* whole, float alpha,
+                            RowSlice slice, uint32_t global_rows) {
+  Backend& be = net_.backend();
+  ++step_;
+  if (on_step) on_step(step_);
+  LayerContext ctx{be, hb.rows, true, options_.seed, step_, slice.first, comm_, global_rows};
+  // Nothing reads the output layers' activations between the forward pass and the loss here,
+  // so the loss applies them (one pass over each wide output layer instead of two on a GPU).
+  ctx.defer_output_activation = true;
+  // A rank can get no rows of a short last batch. It still joins the reductions; with batch
+  // normalisation or model-parallel layers it runs the (empty) passes too, whose collectives
+  // run layer by layer.
+  const bool run_passes = hb.rows > 0 || has_batch_norm_ || model_parallel_;
+  if (run_passes) {
+    load_inputs(net_, data_, hb);
+    if (whole) load_full_inputs(net_, data_, *whole);
+    net_.forward(ctx);
+    losses_.accumulate(hb, /*write_deltas=*/true, whole, loss_sums_.data() + math::kLossBatch,
+                       /*activations_deferred=*/true);
+    // The sparseness penalty (0 unless a Sparse hidden layer has one) is part of the objective
+    // that backward() differentiates, so it is reported with the data error.
+    if (hb.rows > 0)
+      net_.accumulate_sparseness_penalty(hb.rows, loss_sums_.data() + math::kLossPenalty);
+  }
+  double err = 0.0;
+  if (comm_->size() > 1) {
+    // Losses are sums over examples: the global batch's loss is the sum over ranks. The
+    // communicator reduces host values, so this batch's sums are read now (the fold then only
+    // clears them; its total is not used).
+    const std::vector<double> s = loss_sums_.to_host();
+    err = s[math::kLossBatch] + s[math::kLossPenalty];
+    be.fold_loss_sums(loss_sums_.data(), step_);
+    comm_->all_reduce_sum(&err, 1);
+    if (!std::isfinite(err)) return err;
+  }
+  if (reducer_) {
+    // Local gradients are means over this rank's rows; weighting them by rows / global rows
+    // before summing gives the global batch mean exactly, however the rows were split.
+    reducer_->begin(float(double(hb.rows) / double(global_rows)));
+    // A rank without rows contributes zeros (weight 0). With batch normalisation it still runs
+    // the backward pass, hook included, so its collectives come in the same order as everyone's.
+    if (run_passes) net_.backward(ctx, [this](Layer& l) { reducer_->layer_done(l); });
+    reducer_->finish();
+  } else {
+    net_.backward(ctx);
+  }
+  for (Parameter* p : net_.parameters()) optimizer_.update(*p, step_, alpha);
+  return err;
+}
+
+double Trainer::regularization_loss() {
+  const auto& o = options_.optimizer;
+  if (o.lambda == 0.0f && o.lambda1 == 0.0f) return 0.0;
+  // Summed in the backend's memory and read back once: [0] unsplit parameters, [1] model-parallel
+  // slices (they add up over the ranks).
+  Backend& be = net_.backend();
+  reg_sums_.assign(be, std::vector<double>(2, 0.0));
+  for (Parameter* p : net_.parameters()) {
+    if (!p->regularize) continue;
+    double* into = reg_sums_.data() + (p->sharded ? 1 : 0);
+    if (o.lambda != 0.0f)
+      be.sum_squares_accumulate(p->value.data(), p->size(), 0.5 * o.lambda, into);
+    if (o.lambda1 != 0.0f) be.sum_abs_accumulate(p->value.data(), p->size(), o.lambda1, into);
+  }
+  const std::vector<double> sums = reg_sums_.to_host();
+  double r = sums[0], sharded = sums[1];
+  if (model_parallel_) comm_->all_reduce_sum(&sharded, 1);
+  return r + sharded;
+}
+
+void Trainer::clear_loss_sums() {
+  loss_sums_.assign(net_.backend(), std::vector<double>(math::kLossSumCount, 0.0));
+}
+
+std::vector<double> Trainer::read_loss_sums(uint64_t batches) {
+  std::vector<double> s = loss_sums_.to_host();
+  if (s[math::kLossFirstBad] != 0.0)
+    throw diverged(s[math::kLossBadValue], epoch_ + 1, uint64_t(s[math::kLossFirstBad]), batches);
+  return s;
+}
+
+}  // namespace nn

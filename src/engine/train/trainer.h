@@ -1,0 +1,154 @@
+// The training loop: epochs of shuffled minibatches (the next batch is assembled on another
+// thread while the current one trains), loss and output deltas per output layer, backward pass,
+// optimizer updates, per-epoch reports, atomic checkpoints, and exact resumption from one.
+// With a communicator of several ranks the loop is data parallel: every rank draws the same
+// shuffle, takes its slice of each global minibatch (rank_rows), and the gradients and losses
+// are summed across ranks weighted by rows; only rank 0 writes checkpoints.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/device_array.h"
+#include "core/log.h"
+#include "core/random.h"
+#include "distributed/communicator.h"
+#include "model/batch_loader.h"
+#include "train/data_parallel.h"
+#include "model/network.h"
+#include "train/step.h"
+#include "train/validation.h"
+#include "train/optimizer.h"
+
+namespace nn {
+
+struct TrainOptions {
+  uint32_t epochs = 1;           // total epochs (a resumed run continues up to this)
+  uint32_t minibatch = 1024;
+  OptimizerSettings optimizer;
+  bool shuffle = true;
+  uint64_t seed = 1;
+  std::string checkpoint_name;   // "" => no checkpoints
+  int checkpoint_interval = 0;   // epochs between checkpoints
+  // Newest checkpoints kept on disk: writing one deletes the one `checkpoints_kept` intervals
+  // older (a 40 MB network every epoch adds up). 0 keeps all.
+  int checkpoints_kept = 0;
+  double progress_seconds = 10;  // in-epoch progress lines when an epoch runs longer than this
+  // Data parallelism (a communicator with several ranks): gradient buckets and whether their
+  // all-reduce overlaps the backward pass (train/data_parallel.h).
+  GradientReducerOptions reduction;
+  // Validation set (see set_validation): evaluated after every `validation_interval` epochs and
+  // after the last one; `patience` evaluations without improvement stop training early (0 =
+  // never); `keep_best` puts the best evaluated weights back into the network at the end.
+  uint32_t validation_interval = 1;
+  uint32_t validation_k = 10;
+  uint32_t patience = 0;
+  bool keep_best = true;
+};
+
+struct EpochReport {
+  uint64_t epoch = 0;     // 1-based
+  double loss = 0;        // mean per example: data term + regularisation
+  double data_loss = 0;
+  double reg_loss = 0;
+  double seconds = 0;
+  double examples_per_second = 0;
+  double alpha = 0;       // learning rate at the start of the epoch
+  bool validated = false; // a validation result follows
+  ValidationResult validation;
+};
+
+class Trainer {
+ public:
+  Trainer(Network& net, const BoundData& data, TrainOptions options, LogSink log,
+          Communicator* comm = nullptr);
+
+  // Evaluates `data` (bound to the same layers as the training data) during training; call before
+  // run(). The datasets must outlive the trainer.
+  void set_validation(const BoundData& data);
+  // Continues from a checkpoint's training state (weights are loaded into the network already).
+  void restore(const TrainingState& state);
+  // Runs the remaining epochs; returns one report per epoch run. Throws DivergenceError on a
+  // NaN/infinite loss (the last checkpoint on disk stays intact).
+  std::vector<EpochReport> run();
+
+  // Network + training state, ready to write. Collective with model-parallel layers (every
+  // rank calls it; rank 0's file is the complete one).
+  NetworkFile snapshot() const;
+  // Checkpoint path for an epoch: "<checkpoint_name><epoch>.nc".
+  std::string checkpoint_path(uint64_t epoch) const;
+  void remove_old_checkpoint();
+  uint64_t epoch() const { return epoch_; }
+  uint64_t step() const { return step_; }
+  // Called after each checkpoint is written (path); for tools that track files.
+  std::function<void(const std::string&)> on_checkpoint;
+  // Called at the start of every update with its 1-based step number (fault-injection tests).
+  std::function<void(uint64_t step)> on_step;
+
+  // Called after each epoch (and its validation) with its report, on rank 0 only (like
+  // checkpoints); for per-epoch logs.
+  std::function<void(const EpochReport&)> on_epoch;
+  // This process's rank among the training processes (0 when training alone).
+  int rank() const { return comm_->rank(); }
+  // After run(): the epoch whose weights the network holds when keep_best restored them (0 when
+  // no validation ran or the last epoch was the best), and why training stopped early ("" when
+  // it ran every epoch).
+  uint64_t restored_epoch() const { return restored_epoch_; }
+  const std::string& stop_reason() const { return stop_reason_; }
+
+ private:
+  EpochReport run_epoch();
+  // Validation after an epoch: logs, tracks the best; returns false to stop early.
+  bool validate(EpochReport& report);
+  // `slice`: where the batch's rows sit in the global minibatch of `global_rows`; `whole`: that
+  // global minibatch (model parallel only, else null).
+  // The batch's error is added into loss_sums_ on the backend (losses and penalties, not read
+  // back). With several ranks it is read back, all-reduced and returned (the global batch's error;
+  // backward and the update are skipped when it is not finite); alone it returns 0 and the
+  // error stays in loss_sums_ until the next read.
+  double train_batch(const HostBatch& batch, const HostBatch* whole, float alpha, RowSlice slice,
+                     uint32_t global_rows);
+  double regularization_loss();
+  // Zeroes the loss sums (start of an epoch).
+  void clear_loss_sums();
+  // Reads the loss sums back (one transfer) and throws DivergenceError naming the first batch of
+  // the epoch (of `batches`) whose error was NaN or infinite, if there was one.
+  std::vector<double> read_loss_sums(uint64_t batches);
+
+  Network& net_;
+  BoundData data_;
+  TrainOptions options_;
+  LogSink log_;
+  LocalCommunicator local_comm_;
+  Communicator* comm_;
+  Optimizer optimizer_;
+  BatchLoader loader_;
+  OutputLosses losses_;
+  uint64_t epoch_ = 0, step_ = 0;
+  Rng shuffle_rng_;
+  // Data parallel only: the communicator for the backend's gradient buffers (NCCL with the CUDA
+  // backend; null: comm_ itself, through host staging) and the reducer using it.
+  std::unique_ptr<Communicator> backend_comm_;
+  std::vector<std::string> placement_;  // one line per rank (rank 0), logged by run()
+  std::unique_ptr<GradientReducer> reducer_;
+  // Training-loss accumulator in the backend's memory (math::LossSumSlot layout), read back once
+  // per reporting interval; reg_sums_: the regularisation loss (unsplit, split parameters).
+  DeviceArray<double> loss_sums_, reg_sums_;
+  bool has_batch_norm_ = false;
+  bool model_parallel_ = false;  // some layers are split over the ranks
+  double reduce_wait_reported_ = 0;
+  std::unique_ptr<Validator> validator_;
+  bool have_best_ = false;
+  ValidationResult best_;
+  uint64_t best_epoch_ = 0, restored_epoch_ = 0;
+  uint32_t evaluations_since_best_ = 0;
+  NetworkFile best_file_;  // the best evaluated weights (keep_best)
+  std::string stop_reason_;
+  double epoch_seconds_sum_ = 0;  // for the ETA
+  uint64_t epochs_timed_ = 0;
+};
+
+}  // namespace nn
