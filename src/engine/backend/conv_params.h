@@ -8,7 +8,7 @@
 // Output position o along an axis reads inputs o * stride - pad + k for k in [0, kernel);
 // positions outside [0, in) are zero padding (convolution) or skipped (pooling). Output extents
 // are given, not computed here: DSSTNE derives them with its own rule, which for even kernels
-// differs from cuDNN's (in + 2 pad - kernel) / stride + 1 (see layers/conv_geometry.h).
+// differs from cuDNN's (in + 2 pad - kernel) / stride + 1 (see config/layer_shapes.h).
 //
 // Convolution weights are [out channels][in channels][kz][ky][kx] (cuDNN's NCHW filter order,
 // as DSSTNE stores them); the operation is a cross-correlation, as in cuDNN.

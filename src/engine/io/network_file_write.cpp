@@ -1,7 +1,7 @@
 // Writes a NetworkFile in DSSTNE's attribute layout (dsstne-reference.md §2.1-2.3: names, NetCDF
 // types and order as NNNetwork::SaveNetCDF writes them) plus our "nn_" extras (see
 // network_file_layout.h). The input has been validated; errors here are I/O errors.
-#include "io/kernel_padding.h"
+#include "config/layer_shapes.h"
 #include "io/network_file_layout.h"
 
 namespace nn {

@@ -1,27 +1,11 @@
-// DSSTNE's shape rules for Convolutional and Pooling layers (see conv_geometry.h).
+// Convolutional, Pooling and LRN layers' shapes as backend kernel parameters (see conv_geometry.h).
 #include "layers/conv_geometry.h"
 
 #include <algorithm>
 
-#include "io/kernel_padding.h"
+#include "config/layer_shapes.h"
 
 namespace nn {
-
-uint32_t conv_output_extent(uint32_t in, uint32_t kernel, uint32_t stride) {
-  if (in <= kernel) return 1;
-  if (stride <= 1) return in;
-  return (in - kernel) / stride + 1;
-}
-
-uint32_t spatial_axes(const LayerSpec& layer) {
-  return uint32_t(std::clamp(layer.kernel_dimensions, 1, 3));
-}
-
-uint32_t trailing_channels(const LayerSpec& layer, uint32_t from) {
-  uint32_t c = 1;
-  for (uint32_t d = from; d < 4; ++d) c *= layer.n[d];
-  return c;
-}
 
 ConvGeometry layer_geometry(const LayerSpec& layer, const LayerSpec& source) {
   ConvGeometry g;

@@ -38,7 +38,7 @@ void ConvolutionalLayer::build(Backend& backend) {
       throw ConfigError(at + ": reading '" + src->name() + "' (" + std::to_string(src->units()) +
                         " units) with its kernel gives " + std::to_string(g.out_size()) +
                         " outputs, but the layer has " + std::to_string(units()) +
-                        " units (sizes not derived? see model/layer_dimensions.h)");
+                        " units (sizes not derived? see config/layer_shapes.h)");
     // MaxOut: k filters per output channel, channel c's pieces next to each other.
     g.out_channels = pre_units() / uint32_t(g.out_plane());
     // WeightNorm: one filter per output channel, i.e. per row of the bank.

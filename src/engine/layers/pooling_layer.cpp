@@ -1,4 +1,4 @@
-// Pooling layer: shapes from layers/conv_geometry.h (Max, Average, LRN) and maxout_shape()
+// Pooling layer: shapes from config/layer_shapes.h and layers/conv_geometry.h (Max, Average, LRN) and maxout_shape()
 // (Maxout), arithmetic in the Backend.
 #include "layers/pooling_layer.h"
 
@@ -56,7 +56,7 @@ void PoolingLayer::build(Backend&) {
       throw ConfigError(at + ": pooling '" + src->name() + "' (" + std::to_string(src->units()) +
                         " units) gives " + std::to_string(out_size) + " outputs, but the layer " +
                         "has " + std::to_string(units()) +
-                        " units (sizes not derived? see model/layer_dimensions.h)");
+                        " units (sizes not derived? see config/layer_shapes.h)");
   }
 }
 
@@ -76,7 +76,7 @@ void PoolingLayer::build_maxout(const std::string& at) {
       throw ConfigError(at + ": Maxout pooling of '" + src->name() + "' (" +
                         std::to_string(src->units()) + " units) gives " + std::to_string(out_size) +
                         " outputs, but the layer has " + std::to_string(units()) +
-                        " units (sizes not derived? see model/layer_dimensions.h)");
+                        " units (sizes not derived? see config/layer_shapes.h)");
     maxouts_.push_back(s);
   }
 }

@@ -11,7 +11,7 @@
 // For Max, Average, LRN and Maxout the results of several sources are summed. Skip activations
 // are added, and there is no activation function (Activation is ignored). Dropout (pDropout,
 // hidden layers, training only) is applied to the output like fully connected layers do;
-// DSSTNE ignores pDropout on pooling layers. Sizes come from model/layer_dimensions.h;
+// DSSTNE ignores pDropout on pooling layers. Sizes come from config/layer_shapes.h;
 // Stochastic, LCN and GlobalTemporal are rejected.
 #pragma once
 

@@ -13,7 +13,7 @@
 #include "layers/convolutional_layer.h"
 #include "layers/layer_registry.h"
 #include "layers/pooling_layer.h"
-#include "model/layer_dimensions.h"
+#include "config/layer_shapes.h"
 
 namespace nn {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <netcdf>
 
-#include "io/kernel_padding.h"
+#include "config/layer_shapes.h"
 #include "io/network_file.h"
 #include "io/model_io_test_support.h"
 

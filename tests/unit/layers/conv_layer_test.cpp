@@ -11,7 +11,7 @@
 #include "layers/convolutional_layer.h"
 #include "layers/pooling_layer.h"
 #include "io/network_file.h"
-#include "model/layer_dimensions.h"
+#include "config/layer_shapes.h"
 #include "train/trainer.h"
 
 namespace nn::test {

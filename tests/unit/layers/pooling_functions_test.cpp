@@ -15,7 +15,7 @@
 #include "features_test_util.h"
 #include "layers/pooling_layer.h"
 #include "io/network_file.h"
-#include "model/layer_dimensions.h"
+#include "config/layer_shapes.h"
 
 namespace nn::test {
 namespace {

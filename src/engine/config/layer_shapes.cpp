@@ -1,5 +1,5 @@
-// Derived sizes of Convolutional and Pooling layers (see layer_dimensions.h).
-#include "model/layer_dimensions.h"
+// The shape rules of Convolutional and Pooling layers (see layer_shapes.h).
+#include "config/layer_shapes.h"
 
 #include <algorithm>
 #include <array>
@@ -9,10 +9,47 @@
 #include <vector>
 
 #include "core/error.h"
-#include "layers/conv_geometry.h"
-#include "layers/pooling_layer.h"
 
 namespace nn {
+
+uint32_t conv_output_extent(uint32_t in, uint32_t kernel, uint32_t stride) {
+  if (in <= kernel) return 1;
+  if (stride <= 1) return in;
+  return (in - kernel) / stride + 1;
+}
+
+uint32_t spatial_axes(const LayerSpec& layer) {
+  return uint32_t(std::clamp(layer.kernel_dimensions, 1, 3));
+}
+
+uint32_t trailing_channels(const LayerSpec& layer, uint32_t from) {
+  uint32_t c = 1;
+  for (uint32_t d = from; d < 4; ++d) c *= layer.n[d];
+  return c;
+}
+
+std::array<uint32_t, 3> kernel_padding(const NetworkSpec& spec, const LayerSpec& layer) {
+  std::array<uint32_t, 3> padding{{0, 0, 0}};
+  if (layer.type == LayerType::FullyConnected) return padding;
+  if (layer.type == LayerType::Pooling && layer.pooling == PoolingFunction::DotProduct)
+    return padding;
+  const int dims = std::clamp(layer.kernel_dimensions, 0, 3);
+  // DSSTNE visits every source and only overwrites a value when a rule applies, so with sources of
+  // different sizes the last matching source wins; all sources normally have the same size.
+  for (const std::string& source_name : layer.sources) {
+    const LayerSpec* source = spec.find_layer(source_name);
+    if (!source) continue;
+    for (int d = 0; d < dims; ++d) {
+      const uint32_t in = source->n[d], kernel = layer.kernel[d];
+      if (in < kernel)
+        padding[d] = (kernel - in + 1) / 2;
+      else if (layer.kernel_stride[d] == 1)
+        padding[d] = kernel / 2;
+    }
+  }
+  return padding;
+}
+
 namespace {
 
 using Size = std::array<uint32_t, 4>;
