@@ -28,6 +28,16 @@ uint32_t trailing_channels(const LayerSpec& layer, uint32_t from) {
   return c;
 }
 
+MaxoutShape maxout_shape(const LayerSpec& source, int k) {
+  MaxoutShape s;
+  const int last = std::clamp(source.dimensions, 1, 4) - 1;
+  s.in_channels = source.n[last];
+  for (int d = 0; d < 4; ++d)
+    if (d != last) s.plane *= source.n[d];
+  s.k = uint32_t(std::max(k, 1));
+  return s;
+}
+
 std::array<uint32_t, 3> kernel_padding(const NetworkSpec& spec, const LayerSpec& layer) {
   std::array<uint32_t, 3> padding{{0, 0, 0}};
   if (layer.type == LayerType::FullyConnected) return padding;

@@ -48,6 +48,16 @@ uint32_t spatial_axes(const LayerSpec& layer);
 // Product of n[from..3] (channels of a layer or source seen with `from` spatial axes).
 uint32_t trailing_channels(const LayerSpec& layer, uint32_t from);
 
+// How Maxout pooling reads a source: [rows][in_channels][plane], channels = the source's last
+// dimension, plane = the product of the others; k input channels per output channel.
+struct MaxoutShape {
+  uint32_t in_channels = 1;
+  uint64_t plane = 1;
+  uint32_t k = 1;
+  uint32_t out_channels() const { return in_channels / k; }
+};
+MaxoutShape maxout_shape(const LayerSpec& source, int k);
+
 // LayerSpec does not store padding because it follows from the kernel, the stride and the
 // source sizes; network files still carry it (layer<i>_kernelPaddingX/Y/Z) because DSSTNE reads
 // it back instead of recomputing it.

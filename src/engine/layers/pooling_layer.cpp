@@ -1,5 +1,5 @@
-// Pooling layer: shapes from config/layer_shapes.h and layers/conv_geometry.h (Max, Average, LRN) and maxout_shape()
-// (Maxout), arithmetic in the Backend.
+// Pooling layer: shapes from config/layer_shapes.h (Max, Average, LRN, Maxout) mapped onto kernel
+// parameters by layers/conv_geometry.h; arithmetic in the Backend.
 #include "layers/pooling_layer.h"
 
 #include <algorithm>
@@ -9,16 +9,6 @@
 #include "layers/conv_geometry.h"
 
 namespace nn {
-
-MaxoutShape maxout_shape(const LayerSpec& source, int k) {
-  MaxoutShape s;
-  const int last = std::clamp(source.dimensions, 1, 4) - 1;
-  s.in_channels = source.n[last];
-  for (int d = 0; d < 4; ++d)
-    if (d != last) s.plane *= source.n[d];
-  s.k = uint32_t(std::max(k, 1));
-  return s;
-}
 
 PoolingLayer::PoolingLayer(const LayerSpec& spec, uint32_t index) : Layer(spec, index) {}
 

@@ -17,6 +17,7 @@
 
 #include <vector>
 
+#include "config/layer_shapes.h"
 #include "layers/layer.h"
 
 namespace nn {
@@ -25,16 +26,6 @@ struct LrnSettings {
   float k = 2.0f, alpha = 1e-4f, beta = 0.75f;
   int n = 5;
 };
-
-// How Maxout pooling reads a source: [rows][in_channels][plane], channels = the source's last
-// dimension, plane = the product of the others; k input channels per output channel.
-struct MaxoutShape {
-  uint32_t in_channels = 1;
-  uint64_t plane = 1;
-  uint32_t k = 1;
-  uint32_t out_channels() const { return in_channels / k; }
-};
-MaxoutShape maxout_shape(const LayerSpec& source, int k);
 
 class PoolingLayer : public Layer {
  public:

@@ -23,7 +23,7 @@
 #include "backend/math/lrn_math.h"
 #include "backend/math/pool_math.h"
 #include "backend_test_util.h"
-#include "conv_test_geometry.h"
+#include "backend/conv_test_geometry.h"
 #include "core/random.h"
 
 namespace nn {

@@ -14,7 +14,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/device_array.h"
 #include "backend_test_util.h"
-#include "conv_test_geometry.h"
+#include "backend/conv_test_geometry.h"
 #include "core/error.h"
 #include "core/random.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "backend/cuda/device_probe.h"
-#include "conv_test_geometry.h"
+#include "backend/conv_test_geometry.h"
 
 #ifdef NN_HAVE_CUDA
 #include "backend/cuda/cudnn_support.h"

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "config/parse.h"
-#include "config_test_util.h"
+#include "core/test_util.h"
 
 namespace nn {
 namespace {

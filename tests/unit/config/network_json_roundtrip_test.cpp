@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "config/parse.h"
-#include "config_test_util.h"
+#include "core/test_util.h"
 
 namespace nn {
 namespace {

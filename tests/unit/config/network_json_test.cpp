@@ -5,7 +5,7 @@
 
 #include "config/enum_names.h"
 #include "config/parse.h"
-#include "config_test_util.h"
+#include "core/test_util.h"
 
 namespace nn {
 namespace {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "config/parse.h"
-#include "config_test_util.h"
+#include "core/test_util.h"
 #include "core/nearest_name.h"
 
 namespace nn {

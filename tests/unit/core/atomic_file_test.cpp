@@ -16,7 +16,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "config_test_util.h"
+#include "core/test_util.h"
 #include "core/error.h"
 
 namespace nn {

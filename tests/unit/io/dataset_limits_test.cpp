@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "io/netcdf_dataset.h"
-#include "data_test_util.h"
+#include "data/data_test_util.h"
 
 namespace nn {
 namespace {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "config_test_util.h"
+#include "core/test_util.h"
 #include "core/error.h"
 
 namespace nn {

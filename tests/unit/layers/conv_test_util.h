@@ -11,7 +11,7 @@
 
 #include "model/batch_loader.h"
 #include "train/step.h"
-#include "model_test_util.h"
+#include "model/model_test_util.h"
 
 namespace nn::test {
 

@@ -17,7 +17,7 @@
 #include "io/network_file.h"
 #include "train/step.h"
 #include "train/trainer.h"
-#include "model_test_util.h"
+#include "model/model_test_util.h"
 
 namespace nn::test {
 

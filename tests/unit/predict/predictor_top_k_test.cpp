@@ -7,7 +7,7 @@
 #include <map>
 
 #include "predict/predictor.h"
-#include "model_test_util.h"
+#include "model/model_test_util.h"
 
 namespace nn::test {
 namespace {

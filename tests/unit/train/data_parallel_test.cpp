@@ -10,7 +10,7 @@
 #include "layers/layer.h"
 #include "model/batch_loader.h"
 #include "train/data_parallel.h"
-#include "model_test_util.h"
+#include "model/model_test_util.h"
 
 namespace nn::test {
 namespace {

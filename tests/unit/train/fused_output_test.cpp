@@ -9,7 +9,7 @@
 
 #include "../backend/counting_backend.h"
 #include "train/trainer.h"
-#include "model_test_util.h"
+#include "model/model_test_util.h"
 
 namespace nn::test {
 namespace {

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "model/batch_loader.h"
 #include "train/step.h"
-#include "model_test_util.h"
+#include "model/model_test_util.h"
 
 namespace nn::test {
 namespace {

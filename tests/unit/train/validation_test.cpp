@@ -12,7 +12,7 @@
 #include "core/random.h"
 #include "model/model_summary.h"
 #include "train/trainer.h"
-#include "model_test_util.h"
+#include "model/model_test_util.h"
 
 namespace nn::test {
 namespace {

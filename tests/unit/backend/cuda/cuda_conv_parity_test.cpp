@@ -16,8 +16,8 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/device_probe.h"
 #include "backend/device_array.h"
-#include "backend_test_util.h"
-#include "conv_test_geometry.h"
+#include "backend/backend_test_util.h"
+#include "backend/conv_test_geometry.h"
 #include "cuda_test_util.h"
 #include "core/random.h"
 

@@ -14,7 +14,7 @@
 
 #include "backend/backend.h"
 #include "backend/device_array.h"
-#include "backend_test_util.h"
+#include "backend/backend_test_util.h"
 #include "core/random.h"
 #include "cuda_test_util.h"
 

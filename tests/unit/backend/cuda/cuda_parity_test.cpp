@@ -17,7 +17,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/device_probe.h"
 #include "backend/device_array.h"
-#include "backend_test_util.h"
+#include "backend/backend_test_util.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "cuda_test_util.h"

@@ -19,7 +19,7 @@
 #include "backend/cuda/device_probe.h"
 #include "backend/device_array.h"
 #include "backend/math/loss_sums.h"
-#include "backend_test_util.h"
+#include "backend/backend_test_util.h"
 #include "cuda_test_util.h"
 #include "core/error.h"
 #include "core/random.h"

@@ -1,4 +1,4 @@
-// Helpers for the config tests: capturing error messages, writing scratch files.
+// Test helpers used across folders: capturing error messages, writing scratch files.
 #pragma once
 
 #include <gtest/gtest.h>
