@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Every flag of DSSTNE's predict (dsstne-reference.md §5.5: -d -n -i -o -r -f -s -b -k -p -l) on
-# nn-predict, and its §9 fixes: no cap on K (DSSTNE: K < 128), filters that remove items unless
-# --filter-multiply (DSSTNE multiplied), any output layer name (DSSTNE: only "Output"), filter
-# directories, and -l scoring any layer.
+# Every flag of DSSTNE's predict (utils/Predict.cpp: -d -n -i -o -r -f -s -b -k -p -l; man
+# nn-predict) on nn-predict, and its fixes (docs/dsstne-compatibility.md): no cap on K (DSSTNE:
+# K < 128), filters that remove items unless --filter-multiply (DSSTNE multiplied), any output
+# layer name (DSSTNE: only "Output"), filter directories, and -l scoring any layer.
 # Usage: predict_flags.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# nn-train against DSSTNE's train flags (dsstne-reference.md §5.4: -c -i -o -n -b -e -alpha
-# -lambda -lambda1 -mu -mu1, and -d which DSSTNE lists but ignores) and the CDL keys of §4
-# (Version, Network, Command, Data, RandomSeed, TrainingParameters.*): each one is shown to take
-# effect, through the training log and the training state stored in the network file.
+# nn-train against DSSTNE's train flags (utils/Train.cpp; man nn-train: -c -i -o -n -b -e -alpha
+# -lambda -lambda1 -mu -mu1, and -d which DSSTNE lists but ignores) and the CDL keys of DSSTNE's
+# CDL reader (docs/config-reference.md, "Command file (CDL)": Version, Network, Command, Data,
+# RandomSeed, TrainingParameters.*): each one is shown to take effect, through the training log
+# and the training state stored in the network file.
 # Usage: train_flags.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")

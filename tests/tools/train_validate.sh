@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # CDL Command "Validate" (and nn-train --validate): DSSTNE's gradient check on the first
-# minibatch (dsstne-reference.md §8.3). Networks shaped like DSSTNE's own validation configs pass
-# with one PASS line per weight and bias array and exit 0; impossible tolerances make every
-# array fail, with exit status 1 and one error line. Nothing is written.
+# minibatch (NNNetwork::Validate; man nn-train). Networks shaped like DSSTNE's own validation
+# configs pass with one PASS line per weight and bias array and exit 0; impossible tolerances make
+# every array fail, with exit status 1 and one error line. Nothing is written.
 # Usage: train_validate.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
 source "$(dirname "$(realpath "$0")")/lib/common.sh"
 enter_work_dir
 
-# DSSTNE's "Classification" test data (§8.2): sample s has the single feature s mod 2 in its
-# input and its output.
+# DSSTNE's "Classification" test data (generateTestData in its tst/gputests/TestUtils.h): sample
+# s has the single feature s mod 2 in its input and its output.
 awk 'BEGIN { for (s = 0; s < 64; s++) print "sample" s "\tfeature" (s % 2) }' >class.txt
 "$tools/nn-generate" -d input -i class.txt -o input.nc -f features.idx -s samples.idx -c --align 1 2>/dev/null
 "$tools/nn-generate" -d output -i class.txt -o output.nc -f features.idx -s samples.idx --align 1 2>/dev/null
 
-# validate_ScaledMarginalCrossEntropy_02 and a LeakyReLU variant of validate_L2_LRelu (§8.1).
+# validate_ScaledMarginalCrossEntropy_02 and a LeakyReLU variant of validate_L2_LRelu (configs
+# of DSSTNE's tst/test_data).
 cat >smce.json <<'JSON'
 { "Version": 0.8, "Name": "smce", "Kind": "FeedForward", "ShuffleIndices": false,
   "ErrorFunction": "ScaledMarginalCrossEntropy",

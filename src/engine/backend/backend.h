@@ -228,8 +228,8 @@ class Backend {
 
   // ---- similarity pooling: DotProduct and Cosine (owner: poolfn) -----------------------------
   // Pooling layers that score every additional source against source 0, one output unit per
-  // additional source (dsstne-reference.md §3.2). Not pure: a backend without them throws
-  // BackendError naming the kernel (defaults in backend_conv.cpp).
+  // additional source (docs/config-reference.md, "Convolutional and Pooling layers"). Not pure:
+  // a backend without them throws BackendError naming the kernel (defaults in backend_conv.cpp).
   //
   // Cosine guards zero vectors: each norm is clamped to at least kCosineEpsilon, so a zero row
   // scores 0 instead of NaN (and a nearly zero one gets large but finite gradients).

@@ -1,7 +1,8 @@
-// Reads CDL command files (dsstne-reference.md §4) into a CdlSpec: case-insensitive keys, DSSTNE's
-// defaults, plus what DSSTNE documented but never parsed (MiniBatch, ShuffleIndices, Lambda1, Mu1,
-// every optimizer, PredictionParameters, Data arrays). Relative paths are resolved against the
-// CDL file's directory.
+// Reads CDL command files (docs/config-reference.md, "Command file (CDL)"; DSSTNE's reader is
+// utils/cdl.cpp) into a CdlSpec: case-insensitive keys, DSSTNE's defaults, plus what DSSTNE
+// documented but never parsed (MiniBatch, ShuffleIndices, Lambda1, Mu1, every optimizer,
+// PredictionParameters, Data arrays). Relative paths are resolved against the CDL file's
+// directory.
 #include <cctype>
 #include <climits>
 #include <cstdint>

@@ -190,7 +190,8 @@ struct NameEntry {
 };
 
 // The accepted names per enumeration, in the order they are listed to users. The canonical name
-// (to_string) is always accepted; the aliases are DSSTNE's (§3.1, §3.4, §4 of the reference).
+// (to_string) is always accepted; the aliases are those DSSTNE's JSON reader
+// (LoadNeuralNetworkJSON in NNNetwork.cpp) and CDL reader (utils/cdl.cpp) accept.
 template <class E>
 struct Names;
 

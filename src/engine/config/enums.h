@@ -1,5 +1,6 @@
 // Enumerations shared by configs, network files and kernels. Numeric values are DSSTNE's codes
-// (dsstne-reference.md §2), because they are stored in network .nc files.
+// (its engine/NNEnum.h), because they are stored in network .nc files (docs/file-formats.md,
+// "Network files").
 #pragma once
 
 #include <cstdint>

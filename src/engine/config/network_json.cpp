@@ -1,4 +1,5 @@
-// Reads DSSTNE's JSON layer definition language into a NetworkSpec (dsstne-reference.md §3):
+// Reads DSSTNE's JSON layer definition language into a NetworkSpec (docs/config-reference.md,
+// "Network description (JSON)"; DSSTNE's reader is NNNetwork.cpp's LoadNeuralNetworkJSON):
 // case-insensitive keys and enumeration values, DSSTNE's defaults, default layer kinds, names and
 // sources by position, and validation of every layer reference, with path-qualified errors.
 #include <algorithm>
@@ -42,7 +43,8 @@ unsigned kind_bit(LayerKind kind) {
 // Which type of layer a key needs, beyond its kind.
 enum class TypeRule { Any, ConvOrPooling, Pooling, NotPooling };
 
-// The layer keys DSSTNE's loader accepts and the layer kinds it accepts them on (§3.2).
+// The layer keys DSSTNE's loader accepts and the layer kinds it accepts them on
+// (docs/config-reference.md, "Layer keys").
 struct LayerKey {
   const char* name;
   const char* alias;

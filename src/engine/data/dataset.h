@@ -1,6 +1,6 @@
-// In-memory dataset in DSSTNE's model (dsstne-reference.md §1): dense or sparse (CSR start/end/
-// index arrays), indicator (Boolean) or analog values, optional per-example weights and index
-// indirection. Datasets hold data only; no loss maths here.
+// In-memory dataset in DSSTNE's model (docs/file-formats.md, "Dataset files"): dense or sparse
+// (CSR start/end/index arrays), indicator (Boolean) or analog values, optional per-example
+// weights and index indirection. Datasets hold data only; no loss maths here.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
-// Label <-> index maps for features and samples, and their "label<TAB>index" files
-// (dsstne-reference.md §5.2). Files are validated strictly (a bad index file would silently
-// shift every feature column) and written atomically, sorted by index, so diffs stay readable.
+// Label <-> index maps for features and samples, and their "label<TAB>index" files (DSSTNE's
+// loadIndex/exportIndex; man nn-generate, INDEX FILES). Files are validated strictly (a bad index
+// file would silently shift every feature column) and written atomically, sorted by index, so
+// diffs stay readable.
 #include <algorithm>
 #include <cerrno>
 #include <charconv>

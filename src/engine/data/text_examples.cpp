@@ -1,4 +1,5 @@
-// Parser for DSSTNE's text examples (dsstne-reference.md §5.1), producing one sparse dataset.
+// Parser for DSSTNE's text examples (its parseSamples; man nn-generate, INPUT FORMAT), producing
+// one sparse dataset.
 // Built for tens of millions of entries: files are read in large blocks, lines are split with
 // string_view, numbers parsed with from_chars, and all entries go into one flat arena (a repeated
 // sample just points at its newer range) instead of one vector per sample.

@@ -1,4 +1,5 @@
-// DSSTNE's text example format (dsstne-reference.md §5.1) and index files (§5.2):
+// DSSTNE's text example format and index files (docs/file-formats.md, "Text examples and index
+// files"; the rules in man nn-generate, INPUT FORMAT and INDEX FILES):
 //   sample<TAB>feature[,value]:feature[,value]...
 //   label<TAB>index
 #pragma once

@@ -1,6 +1,7 @@
-// Dataset files in DSSTNE's NetCDF layout (dsstne-reference.md §1.2-1.5), through the netCDF C
-// API: whole variables are read and written at once (the ML-20M ratings are ~20M entries), and
-// every failure becomes a DataError/IoError naming the file and the attribute or variable.
+// Dataset files in DSSTNE's NetCDF layout (docs/file-formats.md, "Dataset files"), through the
+// netCDF C API: whole variables are read and written at once (the ML-20M ratings are ~20M
+// entries), and every failure becomes a DataError/IoError naming the file and the attribute or
+// variable.
 #include "io/netcdf_dataset.h"
 
 #include <netcdf.h>

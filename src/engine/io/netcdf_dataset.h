@@ -1,4 +1,5 @@
-// Reading and writing dataset files in DSSTNE's NetCDF layout (dsstne-reference.md §1.2-1.5).
+// Reading and writing dataset files in DSSTNE's NetCDF layout (docs/file-formats.md, "Dataset
+// files").
 // This and the network file code are the only places that include <netcdf>.
 #pragma once
 

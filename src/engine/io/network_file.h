@@ -1,7 +1,7 @@
-// Network .nc files: topology + weights in DSSTNE's attribute layout (dsstne-reference.md §2),
-// so DSSTNE-trained networks load here and ours load in DSSTNE, plus our training state
-// (optimizer moments, epoch, step, RNG state) in extra variables DSSTNE ignores. This is a plain
-// data form; model::Network converts to and from it.
+// Network .nc files: topology + weights in DSSTNE's attribute layout (docs/file-formats.md,
+// "Network files"), so DSSTNE-trained networks load here and ours load in DSSTNE, plus our
+// training state (optimizer moments, epoch, step, RNG state) in extra variables DSSTNE ignores.
+// This is a plain data form; model::Network converts to and from it.
 #pragma once
 
 #include <cstdint>

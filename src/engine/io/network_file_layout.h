@@ -1,10 +1,14 @@
 // The network file layout shared by the writer, the reader and the validator: attribute and
-// variable names (DSSTNE's, dsstne-reference.md §2, plus ours, all starting with "nn_"), and the
-// three steps behind write_network_file/read_network_file. Private to the network file code in io/.
+// variable names (DSSTNE's, docs/file-formats.md "Network files", plus ours, all starting with
+// "nn_"), and the three steps behind write_network_file/read_network_file. Private to the network
+// file code in io/.
 //
 // Our additions (DSSTNE ignores them):
 //   nn_format_version                        uint, kNetworkFormatVersion
 //   nn_RELUSlope, nn_ELUAlpha, nn_SELULambda  float, the network-wide defaults
+//   nn_ActivationMax                          float (optional: older files use the default)
+//   layer<i>_nn_activationMax                 float (optional, as nn_ActivationMax)
+//   layer<i>_nn_parallel                      uint, only when not Auto (1 Data, 2 Model)
 //   layer<i>_nn_sharedWeights                uint count S, then per j < S:
 //     layer<i>_nn_sharedWeight<j>_sourceInputLayer / _sourceOutputLayer / _inputLayer  text
 //     layer<i>_nn_sharedWeight<j>_transposed                                           uint

@@ -1,7 +1,8 @@
-// Reads DSSTNE's network layout (dsstne-reference.md §2) and our "nn_" extras into a NetworkFile.
-// Required/optional attributes follow §2 (DSSTNE's loader); deviations, on purpose:
+// Reads DSSTNE's network layout (docs/file-formats.md, "Network files") and our "nn_" extras into
+// a NetworkFile. Required/optional attributes follow DSSTNE's loader (LoadNeuralNetworkNetCDF,
+// LoadNNLayerDescriptorNetCDF, LoadNNWeightDescriptorNetCDF); deviations, on purpose:
 //  - per-layer sparseness penalty comes from layer<i>_sparsenessPenalty_p/_beta, not from the
-//    global attributes that DSSTNE's loader reads by mistake (§9 item 3);
+//    global attributes that DSSTNE's loader reads by mistake (LoadNNLayerDescriptorNetCDF);
 //  - a file with nn_format_version must carry all our extras; a file without it is DSSTNE's: no
 //    training state, network-wide slope/alpha/lambda keep NetworkSpec's defaults, and each
 //    layer's SharedWeights list is rebuilt from the shared weights that feed it.
@@ -211,7 +212,8 @@ class LayoutReader {
       w.source_input_layer = in_.text(key("sourceInputLayer"));
       w.source_output_layer = in_.text(key("sourceOutputLayer"));
     }
-    // DSSTNE initialises a weight randomly when an array is absent (§2.4): both stay empty then.
+    // DSSTNE initialises a weight randomly when an array is absent (in the NNNetwork constructor,
+    // NNNetwork.cpp): both stay empty then.
     const bool has_bias = in_.has_variable(key("bias"));
     const bool has_weights = in_.has_variable(key("weights"));
     if (w.shared) {

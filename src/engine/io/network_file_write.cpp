@@ -1,5 +1,5 @@
-// Writes a NetworkFile in DSSTNE's attribute layout (dsstne-reference.md §2.1-2.3: names, NetCDF
-// types and order as NNNetwork::SaveNetCDF writes them) plus our "nn_" extras (see
+// Writes a NetworkFile in DSSTNE's attribute layout (docs/file-formats.md, "Network files": names,
+// NetCDF types and order as NNNetwork::SaveNetCDF writes them) plus our "nn_" extras (see
 // network_file_layout.h). The input has been validated; errors here are I/O errors.
 #include "config/layer_shapes.h"
 #include "io/network_file_layout.h"
@@ -75,7 +75,7 @@ class LayoutWriter {
     int32_("LRN_n", s.lrn_n);
     float_("LRN_alpha", s.lrn_alpha);
     float_("LRN_beta", s.lrn_beta);
-    // DSSTNE derives both switches from the parameters when parsing JSON (§3.1).
+    // DSSTNE derives both switches from the parameters when parsing JSON (LoadNeuralNetworkJSON).
     uint32_("bSparsenessPenalty", s.sparseness_penalty_beta > 0.0f);
     float_("sparsenessPenalty_p", s.sparseness_penalty_p);
     float_("sparsenessPenalty_beta", s.sparseness_penalty_beta);
@@ -161,7 +161,8 @@ class LayoutWriter {
       uint32_(key("nn_parallel"), static_cast<uint32_t>(l.parallel));
     uint32_t attributes = 0;
     if (l.sparse) attributes |= kLayerSparse;
-    // DSSTNE marks sparse Input layers as denoised when the network has Denoising.p > 0 (§3.1).
+    // DSSTNE marks sparse Input layers as denoised when the network has Denoising.p > 0
+    // (LoadNeuralNetworkJSON; docs/config-reference.md, "Top-level keys").
     if (l.sparse && l.kind == LayerKind::Input && spec.denoising_p > 0.0f)
       attributes |= kLayerDenoising;
     if (l.batch_normalization) attributes |= kLayerBatchNormalization;
@@ -224,7 +225,7 @@ class LayoutWriter {
     uint32_(key("bLocked"), w.locked);
     float_(key("norm"), w.norm);
     // A NetCDF dimension of length 0 would be unlimited, so absent arrays get no variable at all
-    // (DSSTNE then initialises the weight randomly, §2.4).
+    // (DSSTNE's NNNetwork constructor then initialises the weight randomly).
     if (!w.bias.empty()) floats(key("biasDim"), w.bias.size(), {{key("bias"), &w.bias}});
     if (w.shared) {
       uint32_(key("bTransposed"), w.transposed);

@@ -138,11 +138,11 @@ class WeightedLayer : public Layer {
   DeviceArray<uint32_t> winner_;
 };
 
-// Host-side initial weights for a [n_in][n_out] matrix per the layer's WeightInit
-// (dsstne-reference.md §3.5), columns [col_first, col_first + col_count) of it (all by
-// default): weight (i, j) is drawn from counter i * n_out + j of (seed, stream) alone, so a
-// slice of the columns holds exactly what the whole matrix holds there. Shared by every layer
-// type with weights.
+// Host-side initial weights for a [n_in][n_out] matrix per the layer's WeightInit (DSSTNE's
+// schemes, NNWeight::Randomize in NNWeight.cpp), columns [col_first, col_first + col_count) of
+// it (all by default): weight (i, j) is drawn from counter i * n_out + j of (seed, stream) alone,
+// so a slice of the columns holds exactly what the whole matrix holds there. Shared by every
+// layer type with weights.
 std::vector<float> initial_weights(const LayerSpec& spec, size_t n_in, size_t n_out, uint64_t seed,
                                    uint64_t stream, size_t col_first = 0,
                                    size_t col_count = SIZE_MAX);

@@ -36,7 +36,8 @@ void BatchLoader::assemble(const uint32_t* ids, uint32_t count, uint64_t step, b
 }
 
 // Drops each stored entry with probability p and scales survivors by 1/(1-p), so the expected
-// input is unchanged (DSSTNE's denoising, dsstne-reference.md §6.3). The draw for an entry is
+// input is unchanged (DSSTNE's denoising, its kLoadSparseDenoisedInputUnit kernel; how our masks
+// differ: docs/dsstne-compatibility.md, "Denoising masks"). The draw for an entry is
 // keyed by (step, layer, example id, entry within the example), never by the entry's position
 // in this batch, so a process holding part of a minibatch (data parallelism) drops exactly what
 // one process holding all of it would.

@@ -1,5 +1,6 @@
 // Binding datasets to a network's input and output layers by name (each layer's DataSet key),
-// and resolving "N": "auto" sizes from the bound datasets (dsstne-reference.md §1.6).
+// and resolving "N": "auto" sizes from the bound datasets (docs/file-formats.md, "Binding
+// datasets to layers"; DSSTNE: NNNetwork::LoadDataSets).
 #pragma once
 
 #include <map>

@@ -1,7 +1,8 @@
 // Finite-difference gradient check of a whole network on one minibatch, as DSSTNE's Validate
-// command does (dsstne-reference.md §8.3): the gradients backward() produces for every weight and
-// bias are compared with differences of the batch-mean data loss (no regularisation) under small
-// perturbations of each entry. Used by `nn-train` for CDL Command "Validate" and by the tests.
+// command does (NNNetwork::Validate in NNNetwork.cpp; man nn-train, Validate): the gradients
+// backward() produces for every weight and bias are compared with differences of the batch-mean
+// data loss (no regularisation) under small perturbations of each entry. Used by `nn-train` for
+// CDL Command "Validate" and by the tests.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,6 @@
 // nn-generate: text examples (sample<TAB>feature[,value]:...) -> NetCDF dataset plus feature and
-// sample index files. Accepts DSSTNE generateNetCDF's flags (dsstne-reference.md §5.3).
+// sample index files. Accepts DSSTNE generateNetCDF's flags (utils/NetCDFGenerator.cpp; the
+// output is described in docs/file-formats.md, "Files from generateNetCDF").
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>

@@ -114,7 +114,7 @@ double act_inverse(const ActivationParams& p, double a) {
   }
 }
 
-// Error of one unit in double, straight from the formulas (dsstne-reference.md §6.4 with our
+// Error of one unit in double, straight from the formulas (DSSTNE's kLoss.cu, with our
 // generalisation of the marginal cross-entropies to analog targets).
 double error_ref(const LossParams& p, double a, double t, double w) {
   const bool softmax = p.activation.kind == Activation::SoftMax;

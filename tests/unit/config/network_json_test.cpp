@@ -1,6 +1,6 @@
 // JSON network descriptions that parse: defaults, case-insensitivity, aliases, default kinds,
 // names and sources, "auto" sizes, convolution/pooling keys, shared weights, and the DSSTNE test
-// configurations of dsstne-reference.md §8.1.
+// configurations (the validate_*.json files of DSSTNE's tst/test_data).
 #include <gtest/gtest.h>
 
 #include "config/enum_names.h"
@@ -326,7 +326,7 @@ TEST(NetworkJson, LoadReadsTheFileAndNamesItAsSource) {
   EXPECT_EQ(s.layers[1].n[0], 5u);
 }
 
-// --- DSSTNE's test configurations (tst/test_data, §8.1), written from their described shapes ---
+// --- DSSTNE's test configurations (tst/test_data/validate_*.json), written from their shapes ---
 
 TEST(NetworkJson, DsstneValidateL2_02) {
   const NetworkSpec s = parse(R"({

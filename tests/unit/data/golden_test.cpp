@@ -1,6 +1,7 @@
 // Golden tests of the file layout: the two examples of DSSTNE's user guide (tests/data/generate)
 // are converted and the written file is inspected with the raw netCDF API, attribute by
-// attribute, against the values generateNetCDF produces (dsstne-reference.md §1.4).
+// attribute, against the values generateNetCDF produces (docs/file-formats.md, "Files from
+// generateNetCDF").
 #include <gtest/gtest.h>
 
 #include "data/data_test_util.h"

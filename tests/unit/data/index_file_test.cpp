@@ -1,6 +1,7 @@
-// Index files (dsstne-reference.md §5.2, tests of §8.5): the valid 5-entry index from DSSTNE's
-// TestNetCDFhelper loads; duplicates and malformed lines are rejected with file:line; saving
-// is sorted by index and atomic; FeatureIndex lookups assign indices in first-seen order.
+// Index files (man nn-generate, INDEX FILES; DSSTNE's loadIndex and its unit test
+// tst/unittests/TestNetCDFhelper.cpp): the valid 5-entry index from DSSTNE's TestNetCDFhelper
+// loads; duplicates and malformed lines are rejected with file:line; saving is sorted by index
+// and atomic; FeatureIndex lookups assign indices in first-seen order.
 #include <gtest/gtest.h>
 
 #include <filesystem>

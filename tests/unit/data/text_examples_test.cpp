@@ -1,4 +1,4 @@
-// read_text_examples (dsstne-reference.md §5.1): tuple syntax, skipped and malformed lines,
+// read_text_examples (man nn-generate, INPUT FORMAT): tuple syntax, skipped and malformed lines,
 // repeated samples, directory input, example order by sample index, width rules, read-only
 // feature indices, and a throughput check on a synthetic ratings-sized file.
 #include "data/text_examples.h"

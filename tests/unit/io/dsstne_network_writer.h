@@ -1,8 +1,8 @@
 // Test helper: writes a network .nc file the way DSSTNE's NNNetwork::SaveNetCDF does
-// (dsstne-reference.md §2), using the netCDF API directly and only DSSTNE's attribute names (no
-// "nn_" extras), so tests can check that networks trained by DSSTNE load here. Independent of
-// model_io on purpose. Reusable: describe the network with the plain structs below (numeric
-// codes as in config/enums.h) and call write_dsstne_network().
+// (docs/file-formats.md, "Network files"), using the netCDF API directly and only DSSTNE's
+// attribute names (no "nn_" extras), so tests can check that networks trained by DSSTNE load
+// here. Independent of model_io on purpose. Reusable: describe the network with the plain structs
+// below (numeric codes as in config/enums.h) and call write_dsstne_network().
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // Golden dataset files (tests/data/netcdf): hand-written CDL texts, one per layout a DSSTNE writer
-// produces or DSSTNE's reader accepts (dsstne-reference.md §1), with their ncgen-built .nc files.
+// produces or DSSTNE's reader accepts (docs/file-formats.md, "Dataset files"), with their
+// ncgen-built .nc files.
 // Every committed .nc is loaded and each field compared with values copied by hand from its .cdl;
 // the loaded datasets are written back with our writer, the written layout is checked attribute by
 // attribute against what DSSTNE's reader needs, and the file is read again. Broken files in bad/
@@ -67,7 +68,7 @@ void expect_equal(const DataSet& got, const DataSet& want) {
 // The NetCDF type of a dataset's values that DSSTNE's loader reads them from: netCDF-C++ converts
 // any numeric type into the element type T, except T = char (Char), which it reads through the
 // text API and which therefore needs NC_CHAR. The numeric choices are the engine's own
-// (getNetCDFDataType, E/NNTypes.cpp); UChar/RGB8 are bytes, RGB16 16-bit channels.
+// (getNetCDFDataType, engine/NNTypes.cpp); UChar/RGB8 are bytes, RGB16 16-bit channels.
 nc_type dsstne_value_type(DataType t) {
   switch (t) {
     case DataType::UInt:
@@ -117,8 +118,8 @@ std::vector<unsigned long long> u64(const std::vector<uint32_t>& v) {
 }
 
 // The file our writer produced, checked with the raw netCDF API against the layout DSSTNE's
-// reader needs (dsstne-reference.md §1.2-1.4): `dataTypeN` with a capital T, uint attributes,
-// dimension and variable names, 32-bit start/end/index as generateNetCDF writes them.
+// reader needs (docs/file-formats.md, "Files we write"): `dataTypeN` with a capital T, uint
+// attributes, dimension and variable names, 32-bit start/end/index as generateNetCDF writes them.
 void expect_dsstne_layout(const std::string& path, const std::vector<DataSet>& sets) {
   RawFile f(path);
   int format = 0;
@@ -209,7 +210,7 @@ void check_golden(const std::string& name, const std::vector<DataSet>& want) {
   for (size_t n = 0; n < want.size(); ++n) expect_equal(again[n], want[n]);
 }
 
-// ---- generateNetCDF (§1.4) ----
+// ---- generateNetCDF (docs/file-formats.md, "Files from generateNetCDF") ----
 
 TEST(GoldenNetcdfFiles, GenerateIndicator) {
   DataSet ds = expected("input", DataType::UInt, attr::Sparse | attr::Boolean, 3);
@@ -319,7 +320,7 @@ TEST(GoldenNetcdfFiles, SparseUnorderedRanges) {
   check_golden("sparse_unordered_ranges", {ds});
 }
 
-// ---- DSSTNE engine writer (§1.5 quirks) ----
+// ---- DSSTNE engine writer (docs/file-formats.md, "Files from DSSTNE's other writers") ----
 
 TEST(GoldenNetcdfFiles, EngineSparseAnalogLowerCaseDatatype) {
   RawFile f(golden("engine_sparse_analog"));

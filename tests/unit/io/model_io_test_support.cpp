@@ -207,7 +207,8 @@ NetworkFile conv_network_file() {
   out.activation = Activation::SoftMax;
   f.spec.layers = {image, conv, pool, out};
 
-  // cuDNN filter order: [out channels][in channels][kernel y][kernel x] (§2.3).
+  // cuDNN filter order: [out channels][in channels][kernel y][kernel x] (docs/file-formats.md,
+  // "Weight attributes and arrays").
   WeightArrays cw;
   cw.input_layer = "Image";
   cw.output_layer = "Conv";

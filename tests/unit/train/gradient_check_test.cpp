@@ -174,10 +174,10 @@ TEST(GradientChecker, SampledArraysAlwaysIncludeTheLargestGradients) {
   EXPECT_EQ(caught.worst.index, largest);
 }
 
-// DSSTNE's validate_ScaledMarginalCrossEntropy_02 test (dsstne-reference.md §8.1, §8.3):
-// Input 2 -> Hidden 2 Sigmoid -> Output 2 Sigmoid, SMCE with targets 1/0 and scales 30/1,
-// "Classification" data (example s has the single feature s mod 2 in and out), batch 4,
-// one-sided differences with DSSTNE's absolute threshold 0.02.
+// DSSTNE's validate_ScaledMarginalCrossEntropy_02 test (a config of its tst/test_data, checked
+// by NNNetwork::Validate): Input 2 -> Hidden 2 Sigmoid -> Output 2 Sigmoid, SMCE with targets
+// 1/0 and scales 30/1, "Classification" data (example s has the single feature s mod 2 in and
+// out), batch 4, one-sided differences with DSSTNE's absolute threshold 0.02.
 TEST(GradientChecker, ReproducesDsstneValidateSmceCase) {
   const uint32_t n = 1024;
   std::vector<std::vector<uint32_t>> rows(n);

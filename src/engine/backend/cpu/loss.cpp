@@ -6,7 +6,7 @@
 // delta overwritten). Duplicated indices in a row merge: values add (analog), or t = 1 (Boolean).
 //
 // SoftMax outputs: CrossEntropy uses the closed form delta = w*(a*sum(t) - t), with sparse
-// targets normalised to sum 1 (multinomial); ScaledMarginalCrossEntropy uses the reference's
+// targets normalised to sum 1 (multinomial); ScaledMarginalCrossEntropy uses DSSTNE's
 // rule (loss_math.h); every other error function applies the softmax Jacobian to dE/da, so the
 // delta is the true gradient. With SparseIgnoreZero only stored units contribute to the error;
 // for SoftMax the delta stays the true gradient of that error (non-stored units move through

@@ -1,5 +1,6 @@
-// CpuBackend optimizer step (dsstne-reference.md §6.7, rewritten for the true gradient g of the
-// mean loss, so every rule subtracts). With the regularised gradient
+// CpuBackend optimizer step (DSSTNE's NNWeight::UpdateWeights and the update kernels of its
+// engine/kernels.cu, rewritten for the true gradient g of the mean loss, so every rule
+// subtracts). With the regularised gradient
 // g' = g + lambda*w + lambda1*sign(w):
 //   SGD       w -= alpha*g'
 //   Momentum  v = mu*v - alpha*g';  w += v                                   (state0 = v)

@@ -4,7 +4,7 @@
 //   patch  after a barrier, every stored target, merged by index, replaces its unit's t = 0
 //          error and delta (sparse targets are sorted stably by (row, index) first, cuda_sort.cu,
 //          so duplicates are adjacent and merge in entry order);
-//   SoftMax: closed form for CrossEntropy, the reference's rule for ScaledMarginalCrossEntropy,
+//   SoftMax: closed form for CrossEntropy, DSSTNE's rule for ScaledMarginalCrossEntropy,
 //          the softmax Jacobian for every other error function.
 // Per-unit arithmetic: backend/math/loss_row_math.h and loss_math.h (shared with the CPU).
 // Each row's error is summed in double by a fixed tree; rows are summed in a fixed order on the

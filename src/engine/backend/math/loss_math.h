@@ -1,8 +1,9 @@
-// Per-unit error and output-delta formulas of every ErrorFunction (dsstne-reference.md §6.4,
-// with DSSTNE's wrong or missing deltas replaced by true derivatives). One unit has activation
-// a = f(z), target t and example weight w. unit_loss gives the error e and g = dE/da;
-// unit_delta gives e and dE/dz for an elementwise activation family, with closed forms where
-// the product g * f'(z) would cancel badly (log-losses after a sigmoid).
+// Per-unit error and output-delta formulas of every ErrorFunction (DSSTNE's engine/kLoss.cu and
+// engine/kDelta.cu, with DSSTNE's wrong or missing deltas replaced by true derivatives, as listed
+// in docs/dsstne-compatibility.md, "Deviations"). One unit has activation a = f(z), target t and
+// example weight w. unit_loss gives the error e and g = dE/da; unit_delta gives e and dE/dz for
+// an elementwise activation family, with closed forms where the product g * f'(z) would cancel
+// badly (log-losses after a sigmoid).
 //
 // Written as branch-free selects so the sparse-target sweep (t = 0 for every unit) vectorises;
 // terms multiplied by t or (1 - t) are guarded so that a constant t = 0 folds them away.
@@ -21,7 +22,7 @@ namespace nn::math {
 // DSSTNE's MIN_ERROR: logs (and the matching 1/x factors) use max(x, 1e-12).
 constexpr float kLogFloor = 1e-12f;
 
-// The error forms the kernels distinguish. SmceSoftMax is the reference's SoftMax variant of
+// The error forms the kernels distinguish. SmceSoftMax is DSSTNE's SoftMax variant of
 // ScaledMarginalCrossEntropy, an elementwise rule on the softmax output.
 enum class Form { L1, L2, L2Hinge, Hinge, CrossEntropy, Smce, Dsmce, SmceSoftMax };
 
