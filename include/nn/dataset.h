@@ -35,7 +35,7 @@ class Dataset {
   void csr_arrays(std::vector<uint64_t>& row_ptr, std::vector<uint32_t>& index,
                   std::vector<float>& values) const;
 
-  struct Impl;  // holds the engine's DataSet (src/engine/api/dataset_impl.h)
+  struct Impl;  // holds the engine's ExampleSet (src/engine/api/dataset_impl.h)
   const Impl& impl() const { return *impl_; }
 
  private:

@@ -24,7 +24,7 @@
 using namespace nn;
 using Clock = std::chrono::steady_clock;
 
-static DataSet synthetic(const std::string& name, uint32_t items, uint32_t examples, uint32_t nnz,
+static ExampleSet synthetic(const std::string& name, uint32_t items, uint32_t examples, uint32_t nnz,
                          uint64_t seed) {
   // Zipf(1.0)-like popularity via inverse CDF over item ranks.
   std::vector<double> cdf(items);
@@ -32,7 +32,7 @@ static DataSet synthetic(const std::string& name, uint32_t items, uint32_t examp
   for (uint32_t i = 0; i < items; ++i) cdf[i] = (acc += 1.0 / (i + 1.0));
   for (auto& c : cdf) c /= acc;
   Rng rng(seed);
-  DataSet ds;
+  ExampleSet ds;
   ds.name = name;
   ds.attributes = attr::Sparse | attr::Boolean;
   ds.type = DataType::UInt;
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
     NetworkSpec spec = parse_network_json(
         R"({"ErrorFunction": "CrossEntropy", "Layers": [)" + layers + "]}", "bench.json");
     const uint32_t examples = batch * (batches + warmup);
-    std::vector<DataSet> sets{synthetic("input", items, examples, nnz, 1)};
+    std::vector<ExampleSet> sets{synthetic("input", items, examples, nnz, 1)};
     sets.push_back(sets[0]);
     sets[1].name = "output";
     resolve_auto_sizes(spec, sets);

@@ -20,14 +20,14 @@
 #include "model/binding.h"
 #include "model/network.h"
 #include "predict/predictor.h"
-#include "train/trainer.h"
+#include "train/training_loop.h"
 
 using namespace nn;
 
 namespace {
 
 // The datasets nn-encode makes from the IDX files: 8-bit images and sparse one-hot labels.
-std::vector<DataSet> fashion_mnist(const std::string& dir, const std::string& part,
+std::vector<ExampleSet> fashion_mnist(const std::string& dir, const std::string& part,
                                    uint64_t limit) {
   IdxOptions options;
   options.limit = limit;
@@ -78,8 +78,8 @@ int main(int argc, char** argv) {
   app.add_option("--conv", conv, "convolution code: default, gemm or dnnl");
   CLI11_PARSE(app, argc, argv);
   try {
-    const std::vector<DataSet> train = fashion_mnist(data, "train", limit);
-    const std::vector<DataSet> test = fashion_mnist(data, "t10k", 0);
+    const std::vector<ExampleSet> train = fashion_mnist(data, "train", limit);
+    const std::vector<ExampleSet> test = fashion_mnist(data, "t10k", 0);
     NetworkSpec spec = parse_network_json(kNetwork, "bench_cnn.json");
     resolve_auto_sizes(spec, train);
     const BoundData bound = bind_datasets(spec, train, true, "fashion-mnist train");
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     options.optimizer.mu = 0.9f;
     options.optimizer.mu1 = 0.999f;
     options.progress_seconds = 0;
-    Trainer trainer(net, bound, options, null_log());
+    TrainingLoop trainer(net, bound, options, null_log());
     const double cpu0 = cpu_seconds();
     const auto reports = trainer.run();
     const double cpu = cpu_seconds() - cpu0;

@@ -14,7 +14,7 @@
 
 namespace {
 
-void gather_all(const nn::DataSet& ds) {
+void gather_all(const nn::ExampleSet& ds) {
   constexpr uint64_t kMaxExamples = 4096, kMaxDenseFloats = 1 << 20;
   const uint64_t examples = std::min<uint64_t>(ds.examples, kMaxExamples);
   std::vector<uint32_t> ids;
@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = files.add("dataset.nc", data, size);
   nn::fuzz::excuse_netcdf_descriptor_leaks(data, size);
   nn::fuzz::expect_clean([&] {
-    for (const nn::DataSet& ds : nn::read_datasets(path)) gather_all(ds);
+    for (const nn::ExampleSet& ds : nn::read_datasets(path)) gather_all(ds);
   });
   return 0;
 }

@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const char* f : {"a", "b", "c", "m1", "m2"}) features.lookup(f, true);
     for (const char* s : {"u0", "u1", "u2"}) samples.lookup(s, true);
     nn::TextExamplesStats stats;
-    const nn::DataSet ds =
+    const nn::ExampleSet ds =
         nn::read_text_examples({path}, "fuzz", features, samples, options, &stats);
     // What nn-generate accepts must be a consistent dataset that training can gather from.
     try {

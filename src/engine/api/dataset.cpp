@@ -1,4 +1,4 @@
-// The public Dataset: NetCDF files and caller arrays as the engine's DataSet.
+// The public Dataset: NetCDF files and caller arrays as the engine's ExampleSet.
 #include "nn/dataset.h"
 
 #include <cmath>
@@ -9,7 +9,7 @@
 
 namespace nn::api {
 
-Dataset Dataset::Impl::wrap(DataSet ds) {
+Dataset Dataset::Impl::wrap(ExampleSet ds) {
   auto impl = std::make_shared<Impl>();
   impl->data = std::move(ds);
   return Dataset(std::move(impl));
@@ -17,7 +17,7 @@ Dataset Dataset::Impl::wrap(DataSet ds) {
 
 std::vector<Dataset> Dataset::read_netcdf(const std::string& path) {
   std::vector<Dataset> out;
-  for (DataSet& ds : read_datasets(path)) out.push_back(Impl::wrap(std::move(ds)));
+  for (ExampleSet& ds : read_datasets(path)) out.push_back(Impl::wrap(std::move(ds)));
   return out;
 }
 
@@ -26,7 +26,7 @@ Dataset Dataset::dense(const std::string& name, const float* values, uint64_t ro
   if (cols == 0 || cols > UINT32_MAX)
     throw ConfigError("dataset '" + name + "': needs 1 to 4294967295 columns; got " +
                       std::to_string(cols));
-  DataSet ds;
+  ExampleSet ds;
   ds.name = name;
   ds.width = uint32_t(cols);
   ds.examples = ds.unique_examples = rows;
@@ -43,7 +43,7 @@ Dataset Dataset::csr(const std::string& name, const uint64_t* row_ptr, const uin
                       std::to_string(cols));
   const std::string where = "dataset '" + name + "'";
   if (rows && row_ptr[0] != 0) throw ConfigError(where + ": CSR row offsets must start at 0");
-  DataSet ds;
+  ExampleSet ds;
   ds.name = name;
   ds.width = uint32_t(cols);
   ds.examples = ds.unique_examples = rows;
@@ -80,7 +80,7 @@ bool Dataset::indicator() const {
 }
 
 std::vector<float> Dataset::dense_values() const {
-  const DataSet& ds = impl_->data;
+  const ExampleSet& ds = impl_->data;
   if (ds.is_sparse()) throw ConfigError("dataset '" + ds.name + "' is sparse; read its CSR arrays");
   const uint64_t f = ds.features();
   std::vector<float> out(ds.examples * f);
@@ -98,7 +98,7 @@ std::vector<float> Dataset::dense_values() const {
 
 void Dataset::csr_arrays(std::vector<uint64_t>& row_ptr, std::vector<uint32_t>& index,
                          std::vector<float>& values) const {
-  const DataSet& ds = impl_->data;
+  const ExampleSet& ds = impl_->data;
   if (!ds.is_sparse()) throw ConfigError("dataset '" + ds.name + "' is dense; read its values");
   row_ptr.assign(1, 0);
   index.clear();

@@ -1,4 +1,4 @@
-// Engine side of the public Dataset (include/nn/dataset.h): the engine's DataSet.
+// Engine side of the public Dataset (include/nn/dataset.h): the engine's ExampleSet.
 #pragma once
 
 #include "data/dataset.h"
@@ -7,9 +7,9 @@
 namespace nn::api {
 
 struct Dataset::Impl {
-  DataSet data;
+  ExampleSet data;
   // Wraps an engine dataset (tools and train_cdl read files into these).
-  static Dataset wrap(DataSet ds);
+  static Dataset wrap(ExampleSet ds);
 };
 
 }  // namespace nn::api

@@ -111,9 +111,9 @@ std::shared_ptr<Model> Model::from_json(const std::string& json,
                          ? parse_network_json(json, "network JSON")
                          : load_network_json(json);
   // "auto" sizes come from the datasets' shapes: shape-only stand-ins carry them.
-  std::vector<DataSet> shapes;
+  std::vector<ExampleSet> shapes;
   for (const auto& [name, shape] : datasets) {
-    DataSet ds;
+    ExampleSet ds;
     ds.name = name;
     ds.width = shape.width;
     ds.height = shape.height;

@@ -7,7 +7,7 @@
 
 #include "config/cdl_spec.h"
 #include "config/network_spec.h"
-#include "train/trainer.h"
+#include "train/training_loop.h"
 
 namespace nn::api {
 

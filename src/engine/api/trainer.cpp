@@ -1,5 +1,5 @@
 // The public Trainer and train_cdl(): datasets bound to a Model's network, run by the engine's
-// training loop (train/trainer.h) one epoch report at a time.
+// training loop (train/training_loop.h) one epoch report at a time.
 #include "nn/trainer.h"
 
 #include <memory>
@@ -50,9 +50,9 @@ void check_input_kinds(const Model::Impl& m, const BoundData& bound) {
 struct Trainer::Impl {
   std::shared_ptr<Model> model;
   std::vector<Dataset> data;
-  std::vector<DataSet> sets;  // the engine's binding takes a vector of DataSets
+  std::vector<ExampleSet> sets;  // the engine's binding takes a vector of ExampleSets
   BoundData bound;
-  std::unique_ptr<nn::Trainer> trainer;
+  std::unique_ptr<nn::TrainingLoop> trainer;
   std::shared_ptr<Communicator> comm;
 };
 
@@ -71,12 +71,12 @@ std::unique_ptr<Trainer::Impl> make_impl(std::shared_ptr<Model> model, std::vect
   impl->bound = bind_datasets(m.net->spec(), impl->sets, /*need_outputs=*/true, files);
   check_input_kinds(m, impl->bound);
   impl->comm = world_communicator();
-  impl->trainer = std::make_unique<nn::Trainer>(*m.net, impl->bound, std::move(options),
+  impl->trainer = std::make_unique<nn::TrainingLoop>(*m.net, impl->bound, std::move(options),
                                                 log ? LogSink(log) : null_log(), impl->comm.get());
   return impl;
 }
 
-std::vector<EpochStats> run_trainer(nn::Trainer& trainer, const EpochCallback& on_epoch) {
+std::vector<EpochStats> run_trainer(nn::TrainingLoop& trainer, const EpochCallback& on_epoch) {
   std::vector<EpochStats> out;
   trainer.on_epoch = [&](const EpochReport& r) {
     out.push_back(stats(r));
@@ -135,13 +135,13 @@ std::shared_ptr<Model> train_cdl(const std::string& cdl_path, const EpochCallbac
                       "; train_cdl runs Train commands");
   NetworkSpec spec = load_network_json(cdl.network);
   std::vector<Dataset> data;
-  std::vector<DataSet> shapes;
+  std::vector<ExampleSet> shapes;
   std::string files;
   for (const auto& f : cdl.data) {
     for (Dataset& d : Dataset::read_netcdf(f)) {
-      shapes.push_back(DataSet{});
-      DataSet& s = shapes.back();  // shape only, for "auto" sizes
-      const DataSet& full = d.impl().data;
+      shapes.push_back(ExampleSet{});
+      ExampleSet& s = shapes.back();  // shape only, for "auto" sizes
+      const ExampleSet& full = d.impl().data;
       s.name = full.name;
       s.width = full.width;
       s.height = full.height;
@@ -169,9 +169,9 @@ std::shared_ptr<Model> train_cdl(const std::string& cdl_path, const EpochCallbac
   auto impl = make_impl(model, std::move(data), o, log, files);
   if (!cdl.training.validation_data.empty()) {
     // Validation sets stay alive in this scope until training ends.
-    std::vector<DataSet> vsets;
+    std::vector<ExampleSet> vsets;
     for (const auto& f : cdl.training.validation_data)
-      for (DataSet& ds : read_datasets(f)) vsets.push_back(std::move(ds));
+      for (ExampleSet& ds : read_datasets(f)) vsets.push_back(std::move(ds));
     const BoundData vbound = bind_datasets(spec, vsets, true, "validation data");
     impl->trainer->set_validation(vbound);
     run_trainer(*impl->trainer, on_epoch);

@@ -1,6 +1,6 @@
 // Minibatch assembly from host datasets. Runs once per minibatch on the training path, so the
 // output vectors are reused (clear + insert keeps their capacity) and nothing is allocated per
-// entry. Datasets are assumed validated (DataSet::validate); only example ids are checked here.
+// entry. Datasets are assumed validated (ExampleSet::validate); only example ids are checked here.
 #include "data/batch.h"
 
 #include <algorithm>
@@ -14,7 +14,7 @@ namespace nn {
 
 namespace {
 
-void check_ids(const DataSet& ds, const uint32_t* ids, uint32_t count, const char* fn) {
+void check_ids(const ExampleSet& ds, const uint32_t* ids, uint32_t count, const char* fn) {
   for (uint32_t i = 0; i < count; ++i)
     if (ids[i] >= ds.examples)
       throw DataError(std::string(fn) + ": dataset \"" + ds.name + "\": example id " +
@@ -25,7 +25,7 @@ void check_ids(const DataSet& ds, const uint32_t* ids, uint32_t count, const cha
 
 }  // namespace
 
-void gather_sparse(const DataSet& ds, const uint32_t* ids, uint32_t count, SparseBatch& out) {
+void gather_sparse(const ExampleSet& ds, const uint32_t* ids, uint32_t count, SparseBatch& out) {
   if (!ds.is_sparse())
     throw DataError("gather_sparse: dataset \"" + ds.name + "\" is dense, not Sparse");
   check_ids(ds, ids, count, "gather_sparse");
@@ -69,7 +69,7 @@ void gather_sparse(const DataSet& ds, const uint32_t* ids, uint32_t count, Spars
   gather_weights(ds, ids, count, out.row_weight);
 }
 
-void gather_dense(const DataSet& ds, const uint32_t* ids, uint32_t count, bool as_input,
+void gather_dense(const ExampleSet& ds, const uint32_t* ids, uint32_t count, bool as_input,
                   float* out) {
   if (ds.is_sparse())
     throw DataError("gather_dense: dataset \"" + ds.name + "\" is Sparse, not dense");
@@ -104,7 +104,7 @@ void gather_dense(const DataSet& ds, const uint32_t* ids, uint32_t count, bool a
   }
 }
 
-void gather_weights(const DataSet& ds, const uint32_t* ids, uint32_t count,
+void gather_weights(const ExampleSet& ds, const uint32_t* ids, uint32_t count,
                     std::vector<float>& out) {
   if (!ds.is_weighted()) {
     out.clear();

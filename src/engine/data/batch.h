@@ -21,16 +21,16 @@ struct SparseBatch {
 };
 
 // Gathers examples ids[0..count) of a sparse dataset. Duplicate indices inside an example are kept.
-void gather_sparse(const DataSet& ds, const uint32_t* ids, uint32_t count, SparseBatch& out);
+void gather_sparse(const ExampleSet& ds, const uint32_t* ids, uint32_t count, SparseBatch& out);
 
 // Gathers examples of a dense dataset into out[count][features()] as floats.
 // As an input, uint8 data becomes x/256 - 0.5 and int8 data x/128 (DSSTNE's normalisation);
 // as a target, uint8 becomes x/256 and int8 x/128. Dense Boolean (class id) data becomes one-hot.
-void gather_dense(const DataSet& ds, const uint32_t* ids, uint32_t count, bool as_input,
+void gather_dense(const ExampleSet& ds, const uint32_t* ids, uint32_t count, bool as_input,
                   float* out);
 
 // Per-example weights for a batch (empty when the dataset is not Weighted).
-void gather_weights(const DataSet& ds, const uint32_t* ids, uint32_t count,
+void gather_weights(const ExampleSet& ds, const uint32_t* ids, uint32_t count,
                     std::vector<float>& out);
 
 }  // namespace nn

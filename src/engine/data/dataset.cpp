@@ -1,4 +1,4 @@
-// DataSet helpers: type names, density, and the consistency check every loader and producer
+// ExampleSet helpers: type names, density, and the consistency check every loader and producer
 // runs before a dataset reaches training, so that later code can index the arrays unchecked.
 #include "data/dataset.h"
 
@@ -36,7 +36,7 @@ const char* to_string(DataType t) {
   return "Unknown";
 }
 
-double DataSet::density() const {
+double ExampleSet::density() const {
   if (!is_sparse()) return 1.0;
   const double positions = double(unique_examples) * double(features());
   return positions > 0 ? double(nnz()) / positions : 0.0;
@@ -78,7 +78,7 @@ class Checker {
   const std::string& suffix_;
 };
 
-void check_shape(const DataSet& ds, const Checker& c) {
+void check_shape(const ExampleSet& ds, const Checker& c) {
   if (ds.dimensions < 1 || ds.dimensions > 3)
     c.fail("dimensions", "is " + std::to_string(ds.dimensions) + "; expected 1, 2 or 3");
   if (ds.width < 1) c.fail("width", "is 0; expected at least 1");
@@ -94,7 +94,7 @@ void check_shape(const DataSet& ds, const Checker& c) {
     c.fail("dataType", "is " + std::to_string(uint32_t(ds.type)) + "; expected a code 0..9");
 }
 
-void check_examples(const DataSet& ds, const Checker& c) {
+void check_examples(const ExampleSet& ds, const Checker& c) {
   const uint64_t e = ds.examples, u = ds.unique_examples;
   if (ds.is_indexed()) {
     c.size("index", ds.index.size(), e, "one per example");
@@ -116,7 +116,7 @@ void check_examples(const DataSet& ds, const Checker& c) {
   }
 }
 
-void check_sparse(const DataSet& ds, const Checker& c) {
+void check_sparse(const ExampleSet& ds, const Checker& c) {
   const uint64_t u = ds.unique_examples, nnz = ds.nnz(), features = ds.features();
   c.empty("data", ds.dense.size(), "the dataset is Sparse");
   c.size("sparseStart", ds.sparse_start.size(), u, "one per unique example");
@@ -144,7 +144,7 @@ void check_sparse(const DataSet& ds, const Checker& c) {
   }
 }
 
-void check_dense(const DataSet& ds, const Checker& c) {
+void check_dense(const ExampleSet& ds, const Checker& c) {
   const uint64_t u = ds.unique_examples, features = ds.features();
   c.empty("sparseStart", ds.sparse_start.size(), "the dataset is dense");
   c.empty("sparseEnd", ds.sparse_end.size(), "the dataset is dense");
@@ -167,11 +167,11 @@ void check_dense(const DataSet& ds, const Checker& c) {
 
 }  // namespace
 
-void DataSet::validate(const std::string& where) const {
+void ExampleSet::validate(const std::string& where) const {
   validate(where, "");
 }
 
-void DataSet::validate(const std::string& where, const std::string& var_suffix) const {
+void ExampleSet::validate(const std::string& where, const std::string& var_suffix) const {
   const Checker c(where, var_suffix);
   check_shape(*this, c);
   check_examples(*this, c);

@@ -38,7 +38,9 @@ constexpr uint32_t Weighted = 128;
 
 enum class DataKind : uint32_t { Numeric = 0, Image = 1, Audio = 2 };
 
-struct DataSet {
+// One named dataset (DSSTNE's NNDataSet): the examples a layer's "DataSet" key binds to. The
+// public API wraps it as nn::api::Dataset (include/nn/dataset.h).
+struct ExampleSet {
   std::string name;
   DataType type = DataType::Float;
   uint32_t attributes = 0;

@@ -27,9 +27,9 @@ void split_ids(uint64_t images, double fraction, uint64_t seed, std::vector<uint
   second.assign(ids.begin() + n, ids.end());
 }
 
-DataSet image_dataset(const ImageCorpus& corpus, const std::vector<uint64_t>& ids,
+ExampleSet image_dataset(const ImageCorpus& corpus, const std::vector<uint64_t>& ids,
                       const std::string& name) {
-  DataSet ds;
+  ExampleSet ds;
   ds.name = name;
   ds.type = DataType::UChar;
   ds.attributes = 0;
@@ -50,9 +50,9 @@ DataSet image_dataset(const ImageCorpus& corpus, const std::vector<uint64_t>& id
   return ds;
 }
 
-DataSet label_dataset(const ImageCorpus& corpus, const std::vector<uint64_t>& ids,
+ExampleSet label_dataset(const ImageCorpus& corpus, const std::vector<uint64_t>& ids,
                       const std::string& name) {
-  DataSet ds;
+  ExampleSet ds;
   ds.name = name;
   ds.type = DataType::UInt;
   ds.attributes = attr::Sparse | attr::Boolean;

@@ -140,7 +140,7 @@ class Parser {
     std::fclose(f);
   }
 
-  DataSet build(const std::string& name) const;
+  ExampleSet build(const std::string& name) const;
 
  private:
   struct Range {
@@ -349,8 +349,8 @@ class Parser {
   std::vector<uint64_t> row_sample_;  // rows layout: the sample of each entry in feature_
 };
 
-DataSet Parser::build(const std::string& name) const {
-  DataSet ds;
+ExampleSet Parser::build(const std::string& name) const {
+  ExampleSet ds;
   ds.name = name;
   const bool indicator = options_.mode == ExampleMode::Indicator;
   ds.type = indicator ? DataType::UInt : DataType::Float;
@@ -421,7 +421,7 @@ DataSet Parser::build(const std::string& name) const {
 
 }  // namespace
 
-DataSet read_text_examples(const std::vector<std::string>& paths, const std::string& name,
+ExampleSet read_text_examples(const std::vector<std::string>& paths, const std::string& name,
                            FeatureIndex& features, FeatureIndex& samples,
                            const TextExamplesOptions& options, TextExamplesStats* stats) {
   TextExamplesStats local;

@@ -75,7 +75,7 @@ struct TextExamplesStats {
 // Parses examples from files (a directory means all its regular files, sorted; "-" is standard
 // input) into one sparse dataset named `name`. Examples are ordered by ascending sample index.
 // Malformed values throw DataError("<file>:<line>: ...").
-DataSet read_text_examples(const std::vector<std::string>& paths, const std::string& name,
+ExampleSet read_text_examples(const std::vector<std::string>& paths, const std::string& name,
                            FeatureIndex& features, FeatureIndex& samples,
                            const TextExamplesOptions& options, TextExamplesStats* stats = nullptr);
 

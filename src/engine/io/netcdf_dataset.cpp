@@ -266,7 +266,7 @@ class Reader {
 
 // The memory a dataset's arrays will take once read (with the transient copies of the reader),
 // checked against the budget before any of them is allocated.
-void check_dataset_memory(const Reader& r, const DataSet& ds, const std::string& sfx,
+void check_dataset_memory(const Reader& r, const ExampleSet& ds, const std::string& sfx,
                           uint64_t entries, const std::string& entries_dim) {
   std::optional<uint64_t> bytes = 0;
   const auto add = [&](uint64_t count, uint64_t size) {
@@ -297,9 +297,9 @@ std::vector<uint64_t> read_offsets(const Reader& r, const std::string& name, uin
   return std::vector<uint64_t>(raw.begin(), raw.end());
 }
 
-DataSet read_one(const Reader& r, const std::string& path, uint64_t n) {
+ExampleSet read_one(const Reader& r, const std::string& path, uint64_t n) {
   const std::string sfx = std::to_string(n);
-  DataSet ds;
+  ExampleSet ds;
   ds.name = r.text_att("name" + sfx);
   // DSSTNE's engine writes `datatypeN` although its reader wants `dataTypeN`; take either.
   const std::string type_att = r.has_att("dataType" + sfx) || !r.has_att("datatype" + sfx)
@@ -437,7 +437,7 @@ struct PendingVars {
   bool wide_offsets = false;
 };
 
-PendingVars define_one(Writer& w, const DataSet& ds, size_t n) {
+PendingVars define_one(Writer& w, const ExampleSet& ds, size_t n) {
   const std::string sfx = std::to_string(n);
   PendingVars p;
   w.text_att("name" + sfx, ds.name);
@@ -491,7 +491,7 @@ void put_values(Writer& w, int id, const std::string& name, const std::vector<fl
   w.put(id, name, bytes, nc_put_var_text);
 }
 
-void put_one(Writer& w, const DataSet& ds, size_t n, const PendingVars& p) {
+void put_one(Writer& w, const ExampleSet& ds, size_t n, const PendingVars& p) {
   const std::string sfx = std::to_string(n);
   if (ds.is_sparse()) {
     put_offsets(w, p.start, "sparseStart" + sfx, ds.sparse_start, p.wide_offsets);
@@ -506,9 +506,9 @@ void put_one(Writer& w, const DataSet& ds, size_t n, const PendingVars& p) {
 }
 
 // Bytes the file's arrays take (a size hint for the in-memory file).
-size_t payload_bytes(const std::vector<DataSet>& sets) {
+size_t payload_bytes(const std::vector<ExampleSet>& sets) {
   size_t bytes = 0;
-  for (const DataSet& ds : sets)
+  for (const ExampleSet& ds : sets)
     bytes += 8 * (ds.sparse_start.size() + ds.sparse_end.size()) +
              4 * (ds.sparse_index.size() + ds.sparse_value.size() + ds.dense.size() +
                   ds.example_weight.size() + ds.index.size());
@@ -517,20 +517,20 @@ size_t payload_bytes(const std::vector<DataSet>& sets) {
 
 }  // namespace
 
-std::vector<DataSet> read_datasets(const std::string& path) {
+std::vector<ExampleSet> read_datasets(const std::string& path) {
   const Reader r(path);
   const uint64_t count = r.uint_att("datasets");
   if (count == 0) r.fail("datasets", "is 0; expected at least one dataset");
-  std::vector<DataSet> sets;  // not reserved: `count` is a claim; each dataset read proves itself
+  std::vector<ExampleSet> sets;  // not reserved: `count` is a claim; each dataset read proves itself
   for (uint64_t n = 0; n < count; ++n) sets.push_back(read_one(r, path, n));
   return sets;
 }
 
-void write_datasets(AtomicFile& out, const std::vector<DataSet>& sets) {
+void write_datasets(AtomicFile& out, const std::vector<ExampleSet>& sets) {
   const std::string& path = out.target();
   if (sets.empty()) throw DataError(path + ": datasets: nothing to write (no datasets)");
   for (size_t n = 0; n < sets.size(); ++n) {
-    const DataSet& ds = sets[n];
+    const ExampleSet& ds = sets[n];
     const std::string sfx = std::to_string(n);
     ds.validate(path, sfx);
     if (ds.is_sparse() && !ds.is_boolean())
@@ -550,7 +550,7 @@ void write_datasets(AtomicFile& out, const std::vector<DataSet>& sets) {
   });
 }
 
-void write_datasets(const std::string& path, const std::vector<DataSet>& sets) {
+void write_datasets(const std::string& path, const std::vector<ExampleSet>& sets) {
   if (sets.empty()) throw DataError(path + ": datasets: nothing to write (no datasets)");
   for (size_t n = 0; n < sets.size(); ++n) sets[n].validate(path, std::to_string(n));
   AtomicFile out(path);

@@ -14,14 +14,14 @@ namespace nn {
 // Loads every dataset in the file (global attribute `datasets`, suffix-N names). Accepts both
 // `dataTypeN` and DSSTNE's engine-written `datatypeN`, 32- or 64-bit start/end arrays.
 // Throws DataError naming the file and variable/attribute on any problem.
-std::vector<DataSet> read_datasets(const std::string& path);
+std::vector<ExampleSet> read_datasets(const std::string& path);
 
 // Writes the datasets (suffix 0..D-1) in the layout the reader expects. The file is written to a
 // temporary name and renamed, so a failure never leaves a partial file at `path`.
-void write_datasets(const std::string& path, const std::vector<DataSet>& sets);
+void write_datasets(const std::string& path, const std::vector<ExampleSet>& sets);
 
 // Writes the datasets into `out` without committing it, so a tool can commit the dataset and
 // other outputs (index files) as one unit with commit_all(). out.target() names the file.
-void write_datasets(AtomicFile& out, const std::vector<DataSet>& sets);
+void write_datasets(AtomicFile& out, const std::vector<ExampleSet>& sets);
 
 }  // namespace nn

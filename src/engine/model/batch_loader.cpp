@@ -21,7 +21,7 @@ void BatchLoader::assemble(const uint32_t* ids, uint32_t count, uint64_t step, b
   out.weights.resize(slots);
   for (size_t i = 0; i < slots; ++i) {
     const bool is_input = i < data_.inputs.size();
-    const DataSet& ds =
+    const ExampleSet& ds =
         *(is_input ? data_.inputs[i] : data_.outputs[i - data_.inputs.size()]).dataset;
     if (ds.is_sparse()) {
       gather_sparse(ds, ids, count, out.sparse[i]);

@@ -7,20 +7,20 @@
 namespace nn {
 namespace {
 
-const DataSet* find_set(const std::vector<DataSet>& sets, const std::string& name) {
+const ExampleSet* find_set(const std::vector<ExampleSet>& sets, const std::string& name) {
   for (const auto& s : sets)
     if (s.name == name) return &s;
   return nullptr;
 }
 
-std::string available(const std::vector<DataSet>& sets) {
+std::string available(const std::vector<ExampleSet>& sets) {
   std::string out;
   for (const auto& s : sets) out += (out.empty() ? "'" : ", '") + s.name + "'";
   return out.empty() ? "none" : out;
 }
 
 // " (did you mean 'x'?)" when a loaded dataset's name is near the one the layer asks for.
-std::string suggest_set(const std::vector<DataSet>& sets, const std::string& name) {
+std::string suggest_set(const std::vector<ExampleSet>& sets, const std::string& name) {
   std::vector<std::string> names;
   for (const auto& s : sets) names.push_back(s.name);
   return did_you_mean(name, names);
@@ -38,10 +38,10 @@ std::map<std::string, bool> BoundData::sparse_inputs() const {
   return out;
 }
 
-void resolve_auto_sizes(NetworkSpec& spec, const std::vector<DataSet>& sets) {
+void resolve_auto_sizes(NetworkSpec& spec, const std::vector<ExampleSet>& sets) {
   for (auto& l : spec.layers) {
     if (!l.n_auto) continue;
-    const DataSet* ds = find_set(sets, l.dataset);
+    const ExampleSet* ds = find_set(sets, l.dataset);
     if (!ds)
       throw ConfigError(layer_where(spec, l) + ": \"N\": \"auto\" needs dataset '" + l.dataset +
                         "', which was not loaded; available: " + available(sets) +
@@ -52,13 +52,13 @@ void resolve_auto_sizes(NetworkSpec& spec, const std::vector<DataSet>& sets) {
   }
 }
 
-BoundData bind_datasets(const NetworkSpec& spec, const std::vector<DataSet>& sets,
+BoundData bind_datasets(const NetworkSpec& spec, const std::vector<ExampleSet>& sets,
                         bool need_outputs, const std::string& files) {
   BoundData bound;
   auto bind = [&](const LayerSpec& l, std::vector<LayerData>& into) {
     if (l.dataset.empty())
       throw ConfigError(layer_where(spec, l) + ": has no DataSet to bind");
-    const DataSet* ds = find_set(sets, l.dataset);
+    const ExampleSet* ds = find_set(sets, l.dataset);
     if (!ds)
       throw ConfigError(layer_where(spec, l) + ": dataset '" + l.dataset + "' not found in " +
                         files + "; available: " + available(sets) + suggest_set(sets, l.dataset));

@@ -14,7 +14,7 @@ namespace nn {
 
 struct LayerData {
   std::string layer;
-  const DataSet* dataset = nullptr;
+  const ExampleSet* dataset = nullptr;
 };
 
 struct BoundData {
@@ -26,12 +26,12 @@ struct BoundData {
 
 // Replaces "auto" sizes with the named dataset's width/height/length. Throws ConfigError naming
 // the layer and the datasets that are available.
-void resolve_auto_sizes(NetworkSpec& spec, const std::vector<DataSet>& sets);
+void resolve_auto_sizes(NetworkSpec& spec, const std::vector<ExampleSet>& sets);
 
 // Finds each input (and, when `need_outputs`, output) layer's dataset. Checks sizes and that all
 // bound datasets have the same number of examples. `files` describes where the datasets came
 // from, for messages.
-BoundData bind_datasets(const NetworkSpec& spec, const std::vector<DataSet>& sets,
+BoundData bind_datasets(const NetworkSpec& spec, const std::vector<ExampleSet>& sets,
                         bool need_outputs, const std::string& files);
 
 }  // namespace nn

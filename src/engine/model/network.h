@@ -1,5 +1,5 @@
 // A network: layers built from a NetworkSpec, wired by sources/skips, run in topological order.
-// Holds topology and parameters only; training state lives in Trainer/Optimizer, batches in
+// Holds topology and parameters only; training state lives in TrainingLoop/Optimizer, batches in
 // BatchLoader. Converts to and from the NetworkFile form for .nc files and checkpoints.
 #pragma once
 

@@ -15,7 +15,7 @@ namespace {
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 
 // Entries of a dense row that are not zero.
-uint64_t dense_nonzeros(const DataSet& ds, uint64_t u) {
+uint64_t dense_nonzeros(const ExampleSet& ds, uint64_t u) {
   const uint64_t f = ds.features();
   uint64_t n = 0;
   for (uint64_t j = 0; j < f; ++j) n += ds.dense[u * f + j] != 0.0f;
@@ -29,7 +29,7 @@ std::string label_of(uint32_t c, const FeatureIndex* labels) {
 
 }  // namespace
 
-bool is_single_label(const DataSet& truth) {
+bool is_single_label(const ExampleSet& truth) {
   if (truth.examples == 0) return false;
   if (!truth.is_sparse() && truth.is_boolean()) return true;
   for (uint64_t e = 0; e < truth.examples; ++e) {
@@ -41,7 +41,7 @@ bool is_single_label(const DataSet& truth) {
   return true;
 }
 
-std::vector<int64_t> true_classes(const DataSet& truth, uint32_t classes,
+std::vector<int64_t> true_classes(const ExampleSet& truth, uint32_t classes,
                                   const std::string& where) {
   std::vector<int64_t> out(truth.examples, -1);
   const uint64_t f = truth.features();

@@ -16,12 +16,12 @@ namespace nn {
 
 // True when every example of `truth` names exactly one class: sparse rows with one entry, dense
 // Boolean data (one class id per example), or dense rows with exactly one non-zero value.
-bool is_single_label(const DataSet& truth);
+bool is_single_label(const ExampleSet& truth);
 
 // The true class of every example (-1 when the example has none): the single item, or with
 // several items the one with the largest value (the first stored on ties). `where` names the
 // file for messages; throws DataError for a class id outside [0, classes).
-std::vector<int64_t> true_classes(const DataSet& truth, uint32_t classes, const std::string& where);
+std::vector<int64_t> true_classes(const ExampleSet& truth, uint32_t classes, const std::string& where);
 
 class ClassifierReport {
  public:

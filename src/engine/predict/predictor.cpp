@@ -157,7 +157,7 @@ void merge_top_k(Communicator& comm, const TopK& mine, uint32_t rows, uint32_t k
   }
 }
 
-void sorted_items(const DataSet& ds, uint64_t e, std::vector<uint32_t>& out) {
+void sorted_items(const ExampleSet& ds, uint64_t e, std::vector<uint32_t>& out) {
   const uint64_t u = ds.row(e);
   out.assign(ds.sparse_index.begin() + ds.sparse_start[u],
              ds.sparse_index.begin() + ds.sparse_end[u]);

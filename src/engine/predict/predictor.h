@@ -103,7 +103,7 @@ void top_k_rows(const float* scores, uint32_t rows, uint32_t cols, uint32_t vali
 
 // The distinct columns stored for example `e` of a sparse dataset, ascending (the held-out
 // items of a ranking metric, or the items to leave out of a ranking).
-void sorted_items(const DataSet& ds, uint64_t e, std::vector<uint32_t>& out);
+void sorted_items(const ExampleSet& ds, uint64_t e, std::vector<uint32_t>& out);
 
 // Accumulates DSSTNE-style ranking metrics at cut-offs 1..K (as the Predict command of DSSTNE's
 // encoder tool, utils/main.cpp, with the changes in docs/dsstne-compatibility.md, "Metrics"):

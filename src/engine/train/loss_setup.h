@@ -11,6 +11,6 @@ namespace nn {
 
 // Throws ConfigError ("<net>: layer 'Output': ErrorFunction X cannot follow activation Y ...")
 // for combinations without a defined gradient.
-LossParams loss_params(const NetworkSpec& spec, const LayerSpec& output, const DataSet* targets);
+LossParams loss_params(const NetworkSpec& spec, const LayerSpec& output, const ExampleSet* targets);
 
 }  // namespace nn

@@ -12,14 +12,14 @@
 
 namespace nn {
 
-Validator::Validator(Network& net, const BoundData& data, uint32_t k, const DataSet& training_truth)
+Validator::Validator(Network& net, const BoundData& data, uint32_t k, const ExampleSet& training_truth)
     : net_(net),
       data_(data),
       k_(std::max<uint32_t>(k, 1)),
       loader_(data, {}, 0),
       losses_(net, data) {
   if (data_.outputs.empty()) throw ConfigError("validation needs datasets bound to output layers");
-  const DataSet& truth = *data_.outputs[0].dataset;
+  const ExampleSet& truth = *data_.outputs[0].dataset;
   const uint32_t units = net_.layer(data_.outputs[0].layer).units();
   k_ = std::min(k_, units);
   if (is_single_label(training_truth)) {
@@ -46,7 +46,7 @@ ValidationResult Validator::evaluate() {
   const uint64_t n = data_.examples;
   net_.set_max_batch(static_cast<uint32_t>(std::min<uint64_t>(batch, n)));
   Layer& out = net_.layer(data_.outputs[0].layer);
-  const DataSet& truth = *data_.outputs[0].dataset;
+  const ExampleSet& truth = *data_.outputs[0].dataset;
   const uint32_t units = out.units();
   const uint32_t k = k_;
 

@@ -36,7 +36,7 @@ class Validator {
   // decides what the network is: a classifier when each of its examples has one class (a
   // validation set that holds out one item per user stays a recommender). Throws ConfigError
   // when the network has no output bound.
-  Validator(Network& net, const BoundData& data, uint32_t k, const DataSet& training_truth);
+  Validator(Network& net, const BoundData& data, uint32_t k, const ExampleSet& training_truth);
 
   // Evaluates the current weights. Leaves the network's minibatch allocation as it found it.
   ValidationResult evaluate();
@@ -53,7 +53,7 @@ class Validator {
   Mode mode_ = Mode::Loss;
   std::string metric_;
   std::vector<int64_t> classes_;      // Classify: true class per example
-  const DataSet* exclude_ = nullptr;  // Rank: input dataset whose items are not ranked
+  const ExampleSet* exclude_ = nullptr;  // Rank: input dataset whose items are not ranked
 };
 
 }  // namespace nn

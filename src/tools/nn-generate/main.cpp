@@ -58,7 +58,7 @@ void define_flags(CLI::App& app, Options& o) {
       ->check(CLI::Range(1u, 1u << 30));
 }
 
-std::string summary(const Options& o, const nn::DataSet& ds, const nn::TextExamplesStats& st,
+std::string summary(const Options& o, const nn::ExampleSet& ds, const nn::TextExamplesStats& st,
                     uint64_t features, uint64_t new_features, double seconds) {
   std::string s = "wrote " + (o.output == "-" ? std::string("standard output") : o.output) +
                   ": dataset \"" + ds.name + "\" (" + o.type + "), " +
@@ -112,7 +112,7 @@ int nn::tool::run(int argc, char** argv) {
   opt.rows = o.rows;
   opt.skip_header = o.header;
   TextExamplesStats stats;
-  DataSet ds = read_text_examples({o.input}, o.dataset, features, samples, opt, &stats);
+  ExampleSet ds = read_text_examples({o.input}, o.dataset, features, samples, opt, &stats);
   if (ds.examples == 0)
     throw DataError(o.input + (o.rows ? ": no rows found (expected \"sample,feature[,value]\")"
                                       : ": no examples found (expected lines "

@@ -27,7 +27,7 @@ class LayerDump {
  private:
   std::string path_;
   uint32_t units_;
-  DataSet data_;                      // NetCDF form
+  ExampleSet data_;                      // NetCDF form
   std::unique_ptr<OutputFile> text_;  // text form
   std::string line_;
 };

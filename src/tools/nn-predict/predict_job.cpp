@@ -68,7 +68,7 @@ std::string scored_layer(const PredictJob& job, const NetworkSpec& spec) {
 }
 
 // Inputs from text examples (converted in memory with the input feature index).
-DataSet read_text_input(const PredictJob& job, const NetworkSpec& spec, FeatureIndex& samples,
+ExampleSet read_text_input(const PredictJob& job, const NetworkSpec& spec, FeatureIndex& samples,
                         const LogSink& log) {
   if (job.input_index.empty())
     throw ConfigError("text input " + job.text_input + " needs the input feature index (-i)");
@@ -88,7 +88,7 @@ DataSet read_text_input(const PredictJob& job, const NetworkSpec& spec, FeatureI
   if (name != ins[0]->dataset)
     throw ConfigError("-d " + job.dataset_base + ": dataset '" + name +
                       "' does not match the network's input DataSet '" + ins[0]->dataset + "'");
-  DataSet ds = read_text_examples({job.text_input}, name, features, samples, opt, &stats);
+  ExampleSet ds = read_text_examples({job.text_input}, name, features, samples, opt, &stats);
   log("read " + std::to_string(stats.samples) + " samples from " + job.text_input +
       (stats.dropped_features ? " (" + std::to_string(stats.dropped_features) +
                                     " features not in the index were ignored)"
@@ -98,7 +98,7 @@ DataSet read_text_input(const PredictJob& job, const NetworkSpec& spec, FeatureI
 
 // The held-out dataset for metrics: the one named like the scored layer's DataSet, or the only
 // one in the file.
-const DataSet* pick_target(const std::vector<DataSet>& sets, const std::string& want,
+const ExampleSet* pick_target(const std::vector<ExampleSet>& sets, const std::string& want,
                            const std::string& file) {
   for (const auto& s : sets)
     if (s.name == want) return &s;
@@ -154,7 +154,7 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
   if (spec.source.empty()) spec.source = job.network;
 
   // Inputs: either NetCDF datasets, or text examples converted in memory.
-  std::vector<DataSet> sets;
+  std::vector<ExampleSet> sets;
   FeatureIndex samples;
   bool have_samples = false;
   std::string files;
@@ -247,8 +247,8 @@ int run_predict_job(const PredictJob& requested, const LogSink& log) {
   }
 
   // Held-out truth: ranking metrics, or a classifier report when each example has one class.
-  std::vector<DataSet> truth_sets;
-  const DataSet* truth = nullptr;
+  std::vector<ExampleSet> truth_sets;
+  const ExampleSet* truth = nullptr;
   std::vector<int64_t> classes;
   bool classify = false;
   if (!job.target.empty()) {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/log.h"
-#include "train/trainer.h"
+#include "train/training_loop.h"
 
 namespace nn::tool {
 

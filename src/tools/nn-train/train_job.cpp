@@ -59,7 +59,7 @@ namespace {
 
 // Datasets, resolved spec and the network built on them; shared by training and validation.
 struct LoadedModel {
-  std::vector<DataSet> sets, validation_sets;
+  std::vector<ExampleSet> sets, validation_sets;
   BoundData validation;  // examples == 0 when there is no validation set
   NetworkSpec spec;
   BoundData bound;
@@ -197,7 +197,7 @@ int run_train_job(const TrainJob& job, const LogSink& log) {
   // Under mpirun every rank trains on its slice of each minibatch (train/data_parallel.h);
   // only rank 0 writes the result and checkpoints.
   std::shared_ptr<Communicator> comm = world_communicator();
-  Trainer trainer(net, bound, options, log, comm.get());
+  TrainingLoop trainer(net, bound, options, log, comm.get());
   trainer.on_step = test_failure_injection(comm->rank());
   if (resumed) trainer.restore(checkpoint.training);
   if (model->validation.examples > 0) trainer.set_validation(model->validation);

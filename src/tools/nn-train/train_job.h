@@ -8,7 +8,7 @@
 
 #include "core/log.h"
 #include "train/gradient_check.h"
-#include "train/trainer.h"
+#include "train/training_loop.h"
 
 namespace nn::tool {
 

@@ -311,7 +311,7 @@ TEST_P(LossCombos, ErrorMatchesFormulas) {
 TEST_P(LossCombos, DeltaMatchesFiniteDifferencesOfTheLoss) {
   const auto [on_backend, f, act, mode] = GetParam();
   if (f == ErrorFunction::ScaledMarginalCrossEntropy && act == Activation::SoftMax)
-    GTEST_SKIP() << "SMCE on SoftMax follows the reference's rule, not a gradient (golden test)";
+    GTEST_SKIP() << "SMCE on SoftMax follows DSSTNE's delta rule, not a gradient (golden test)";
   const LossParams p = make_params(f, act);
   Problem pr = make_problem(p, mode, 200 + uint64_t(f) * 31 + uint64_t(act) * 7 + int(mode));
   auto be = backend(1);

@@ -16,7 +16,7 @@ using test::make_dense;
 using test::make_sparse;
 
 TEST(GatherSparse, CsrOfSelectedExamplesInBatchOrder) {
-  const DataSet ds = make_sparse("s", 16, {{1, 2}, {}, {15, 3, 3}}, {{0.5f, 1}, {}, {2, 3, 4}});
+  const ExampleSet ds = make_sparse("s", 16, {{1, 2}, {}, {15, 3, 3}}, {{0.5f, 1}, {}, {2, 3, 4}});
   const uint32_t ids[] = {2, 0, 1, 2};
   SparseBatch b;
   gather_sparse(ds, ids, 4, b);
@@ -31,7 +31,7 @@ TEST(GatherSparse, CsrOfSelectedExamplesInBatchOrder) {
 }
 
 TEST(GatherSparse, BooleanHasNoValuesAndIgnoreZeroFollowsAttribute) {
-  DataSet ds = make_sparse("b", 8, {{1}, {2, 7}});
+  ExampleSet ds = make_sparse("b", 8, {{1}, {2, 7}});
   ds.attributes |= attr::SparseIgnoreZero;
   SparseBatch b;
   b.value = {9, 9};  // stale content from a previous analog batch must go
@@ -43,7 +43,7 @@ TEST(GatherSparse, BooleanHasNoValuesAndIgnoreZeroFollowsAttribute) {
 }
 
 TEST(GatherSparse, IndexedResolvesUniqueRows) {
-  DataSet ds = make_sparse("i", 8, {{1}, {4, 5}});
+  ExampleSet ds = make_sparse("i", 8, {{1}, {4, 5}});
   ds.attributes |= attr::Indexed;
   ds.examples = 3;
   ds.index = {1, 1, 0};
@@ -55,7 +55,7 @@ TEST(GatherSparse, IndexedResolvesUniqueRows) {
 }
 
 TEST(GatherSparse, WeightedGivesRowWeightsPerExample) {
-  DataSet ds = make_sparse("w", 8, {{1}, {2}}, {{1}, {1}});
+  ExampleSet ds = make_sparse("w", 8, {{1}, {2}}, {{1}, {1}});
   ds.attributes |= attr::Weighted | attr::Indexed;
   ds.examples = 3;
   ds.index = {0, 1, 0};
@@ -71,11 +71,11 @@ TEST(GatherSparse, WeightedGivesRowWeightsPerExample) {
 }
 
 TEST(GatherSparse, RejectsBadIdsAndDenseData) {
-  const DataSet ds = make_sparse("s", 8, {{1}});
+  const ExampleSet ds = make_sparse("s", 8, {{1}});
   const uint32_t bad[] = {1};
   SparseBatch b;
   EXPECT_THROW(gather_sparse(ds, bad, 1, b), DataError);
-  const DataSet dense = make_dense("d", DataType::Float, 2, 1, {1, 2});
+  const ExampleSet dense = make_dense("d", DataType::Float, 2, 1, {1, 2});
   const uint32_t ok[] = {0};
   EXPECT_THROW(gather_sparse(dense, ok, 1, b), DataError);
   std::vector<float> out(2);
@@ -83,7 +83,7 @@ TEST(GatherSparse, RejectsBadIdsAndDenseData) {
 }
 
 TEST(GatherDense, FloatRowsCopiedThroughIndex) {
-  DataSet ds = make_dense("f", DataType::Float, 3, 2, {1, 2, 3, 4, 5, 6});
+  ExampleSet ds = make_dense("f", DataType::Float, 3, 2, {1, 2, 3, 4, 5, 6});
   ds.attributes = attr::Indexed;
   ds.examples = 3;
   ds.index = {1, 0, 1};
@@ -96,7 +96,7 @@ TEST(GatherDense, FloatRowsCopiedThroughIndex) {
 }
 
 TEST(GatherDense, UInt8NormalisedAsInputAndAsTarget) {
-  const DataSet ds = make_dense("u8", DataType::UChar, 4, 1, {0, 64, 128, 255});
+  const ExampleSet ds = make_dense("u8", DataType::UChar, 4, 1, {0, 64, 128, 255});
   const uint32_t ids[] = {0};
   std::vector<float> in(4), target(4);
   gather_dense(ds, ids, 1, true, in.data());
@@ -111,7 +111,7 @@ TEST(GatherDense, UInt8NormalisedAsInputAndAsTarget) {
 }
 
 TEST(GatherDense, Int8ScaledBy128) {
-  const DataSet ds = make_dense("i8", DataType::Char, 3, 1, {-128, 0, 64});
+  const ExampleSet ds = make_dense("i8", DataType::Char, 3, 1, {-128, 0, 64});
   const uint32_t ids[] = {0};
   std::vector<float> in(3), target(3);
   gather_dense(ds, ids, 1, true, in.data());
@@ -121,7 +121,7 @@ TEST(GatherDense, Int8ScaledBy128) {
 }
 
 TEST(GatherDense, BooleanClassIdsBecomeOneHot) {
-  DataSet ds = make_dense("labels", DataType::UInt, 4, 3, {3, 0, 1});
+  ExampleSet ds = make_dense("labels", DataType::UInt, 4, 3, {3, 0, 1});
   ds.attributes = attr::Boolean;
   const uint32_t ids[] = {0, 2, 1};
   std::vector<float> out(12, 7.0f);
@@ -130,7 +130,7 @@ TEST(GatherDense, BooleanClassIdsBecomeOneHot) {
 }
 
 TEST(GatherWeights, EmptyWhenNotWeighted) {
-  const DataSet ds = make_sparse("s", 8, {{1}});
+  const ExampleSet ds = make_sparse("s", 8, {{1}});
   std::vector<float> w = {1, 2, 3};
   const uint32_t ids[] = {0};
   gather_weights(ds, ids, 1, w);
@@ -143,7 +143,7 @@ TEST(GatherSparse, LargeBatchesGatherEveryEntry) {
   std::vector<std::vector<uint32_t>> rows(4096);
   for (size_t i = 0; i < rows.size(); ++i)
     for (uint32_t k = 0; k < 144; ++k) rows[i].push_back((i * 131 + k * 17) % 27278);
-  const DataSet ds = make_sparse("ml", 27392, rows);
+  const ExampleSet ds = make_sparse("ml", 27392, rows);
   std::vector<uint32_t> ids(256);
   SparseBatch b;
   uint64_t total = 0;

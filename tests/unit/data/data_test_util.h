@@ -45,10 +45,10 @@ inline std::string read_file(const std::string& path) {
 }
 
 // Sparse dataset from per-example index lists (values empty => Boolean).
-inline DataSet make_sparse(const std::string& name, uint32_t width,
+inline ExampleSet make_sparse(const std::string& name, uint32_t width,
                            const std::vector<std::vector<uint32_t>>& rows,
                            const std::vector<std::vector<float>>& values = {}) {
-  DataSet ds;
+  ExampleSet ds;
   ds.name = name;
   ds.width = width;
   ds.attributes = attr::Sparse | (values.empty() ? attr::Boolean : 0);
@@ -64,9 +64,9 @@ inline DataSet make_sparse(const std::string& name, uint32_t width,
   return ds;
 }
 
-inline DataSet make_dense(const std::string& name, DataType type, uint32_t width, uint64_t examples,
+inline ExampleSet make_dense(const std::string& name, DataType type, uint32_t width, uint64_t examples,
                           std::vector<float> data) {
-  DataSet ds;
+  ExampleSet ds;
   ds.name = name;
   ds.type = type;
   ds.width = width;

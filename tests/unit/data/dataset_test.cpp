@@ -1,4 +1,4 @@
-// DataSet::validate, density and type names: each inconsistency a reader or producer could
+// ExampleSet::validate, density and type names: each inconsistency a reader or producer could
 // create must be caught with a message naming where, which array and which entry.
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@ using test::make_dense;
 using test::make_sparse;
 
 // Expects validate() to throw a DataError whose message contains all fragments.
-void expect_invalid(const DataSet& ds, std::initializer_list<std::string> fragments) {
+void expect_invalid(const ExampleSet& ds, std::initializer_list<std::string> fragments) {
   try {
     ds.validate("where.nc", "7");
     ADD_FAILURE() << "validate accepted an invalid dataset";
@@ -27,7 +27,7 @@ void expect_invalid(const DataSet& ds, std::initializer_list<std::string> fragme
   }
 }
 
-DataSet good_sparse() {
+ExampleSet good_sparse() {
   return make_sparse("s", 8, {{0, 3}, {}, {7}}, {{1, 2}, {}, {3}});
 }
 
@@ -40,9 +40,9 @@ TEST(DataSetNames, TypeNames) {
 }
 
 TEST(DataSetDensity, SparseCountsStoredEntriesOverAllPositions) {
-  const DataSet ds = good_sparse();  // 3 entries over 3 x 8 positions
+  const ExampleSet ds = good_sparse();  // 3 entries over 3 x 8 positions
   EXPECT_DOUBLE_EQ(ds.density(), 3.0 / 24.0);
-  DataSet ix = make_sparse("i", 10, {{1, 2, 3, 4}});
+  ExampleSet ix = make_sparse("i", 10, {{1, 2, 3, 4}});
   ix.attributes |= attr::Indexed;
   ix.examples = 5;
   ix.index = {0, 0, 0, 0, 0};
@@ -56,7 +56,7 @@ TEST(DataSetValidate, AcceptsConsistentDatasets) {
 }
 
 TEST(DataSetValidate, SparseProblems) {
-  DataSet ds = good_sparse();
+  ExampleSet ds = good_sparse();
   ds.sparse_index[1] = 8;
   expect_invalid(ds, {"sparseIndex7", "entry 1", "8", "< 8"});
 
@@ -90,7 +90,7 @@ TEST(DataSetValidate, SparseProblems) {
 }
 
 TEST(DataSetValidate, DenseProblems) {
-  DataSet ds = make_dense("d", DataType::Float, 3, 2, {1, 2, 3, 4, 5});
+  ExampleSet ds = make_dense("d", DataType::Float, 3, 2, {1, 2, 3, 4, 5});
   expect_invalid(ds, {"data7", "5 entries", "expected 6"});
 
   ds = make_dense("d", DataType::Float, 3, 2, {1, 2, 3, 4, 5, INFINITY});
@@ -106,7 +106,7 @@ TEST(DataSetValidate, DenseProblems) {
 }
 
 TEST(DataSetValidate, ShapeProblems) {
-  DataSet ds = good_sparse();
+  ExampleSet ds = good_sparse();
   ds.dimensions = 4;
   expect_invalid(ds, {"dimensions7", "4"});
 
@@ -124,7 +124,7 @@ TEST(DataSetValidate, ShapeProblems) {
 }
 
 TEST(DataSetValidate, IndexAndWeightProblems) {
-  DataSet ds = good_sparse();
+  ExampleSet ds = good_sparse();
   ds.unique_examples = 2;  // not Indexed, so U must equal E
   ds.sparse_start.pop_back();
   ds.sparse_end.pop_back();
@@ -153,7 +153,7 @@ TEST(DataSetValidate, IndexAndWeightProblems) {
 }
 
 TEST(DataSetValidate, PlainOverloadNamesArraysWithoutSuffix) {
-  DataSet ds = good_sparse();
+  ExampleSet ds = good_sparse();
   ds.sparse_index[0] = 100;
   try {
     ds.validate("mem");

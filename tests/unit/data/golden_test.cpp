@@ -44,7 +44,7 @@ TEST(Golden, IndicatorExampleFromUserGuide) {
   TempDir dir;
   FeatureIndex features, samples;
   TextExamplesOptions opt;  // indicator, new features allowed, width aligned to 128
-  const DataSet ds =
+  const ExampleSet ds =
       read_text_examples({kGoldenDir + "/indicator.txt"}, "input", features, samples, opt);
   write_datasets(dir.file("indicator.nc"), {ds});
 
@@ -71,7 +71,7 @@ TEST(Golden, AnalogExampleFromUserGuide) {
   FeatureIndex features, samples;
   TextExamplesOptions opt;
   opt.mode = ExampleMode::Analog;
-  const DataSet ds =
+  const ExampleSet ds =
       read_text_examples({kGoldenDir + "/analog.txt"}, "ratings", features, samples, opt);
   write_datasets(dir.file("analog.nc"), {ds});
 

@@ -330,9 +330,9 @@ TEST(ImageCorpus, DatasetsRoundTripThroughNetcdf) {
   const std::vector<uint64_t> ids = {2, 0};  // a subset, out of order
   write_datasets(dir.file("out.nc"),
                  {image_dataset(c, ids, "input"), label_dataset(c, ids, "output")});
-  const std::vector<DataSet> sets = read_datasets(dir.file("out.nc"));
+  const std::vector<ExampleSet> sets = read_datasets(dir.file("out.nc"));
   ASSERT_EQ(sets.size(), 2u);
-  const DataSet& in = sets[0];
+  const ExampleSet& in = sets[0];
   EXPECT_EQ(in.name, "input");
   EXPECT_EQ(in.type, DataType::UChar);
   EXPECT_EQ(in.kind, DataKind::Image);
@@ -345,7 +345,7 @@ TEST(ImageCorpus, DatasetsRoundTripThroughNetcdf) {
   ASSERT_EQ(in.dense.size(), 2u * 3072);
   EXPECT_EQ(in.dense[0 * 3072 + 4 + 32 * (6 + 32 * 2)], pixel(2, 4, 6, 2));
   EXPECT_EQ(in.dense[1 * 3072 + 31 + 32 * (31 + 32 * 1)], pixel(0, 31, 31, 1));
-  const DataSet& out = sets[1];
+  const ExampleSet& out = sets[1];
   EXPECT_EQ(out.name, "output");
   EXPECT_EQ(out.attributes, attr::Sparse | attr::Boolean);
   EXPECT_EQ(out.width, 10u);
@@ -365,7 +365,7 @@ TEST(ImageCorpus, GrayscaleDatasetHasTwoDimensions) {
   write_file(dir.file("img"), idx_images(2, 3, 5));
   write_file(dir.file("lab"), idx_labels({1, 2}));
   const ImageCorpus c = read_idx(dir.file("img"), dir.file("lab"));
-  const DataSet ds = image_dataset(c, all_ids(c), "pixels");
+  const ExampleSet ds = image_dataset(c, all_ids(c), "pixels");
   EXPECT_EQ(ds.dimensions, 2);
   EXPECT_EQ(ds.width, 5u);
   EXPECT_EQ(ds.height, 3u);

@@ -18,7 +18,7 @@ using test::TempDir;
 using test::write_file;
 
 struct Parsed {
-  DataSet ds;
+  ExampleSet ds;
   FeatureIndex features, samples;
   TextExamplesStats stats;
 };
@@ -31,7 +31,7 @@ Parsed parse(const std::string& text, TextExamplesOptions opt = {}) {
   return p;
 }
 
-std::vector<uint32_t> row(const DataSet& ds, uint64_t e) {
+std::vector<uint32_t> row(const ExampleSet& ds, uint64_t e) {
   return std::vector<uint32_t>(ds.sparse_index.begin() + ds.sparse_start[e],
                                ds.sparse_index.begin() + ds.sparse_end[e]);
 }
@@ -166,7 +166,7 @@ TEST(TextExamples, ExamplesFollowPreloadedSampleIndexOrder) {
   samples.insert("third", 0, "test");
   samples.insert("other", 1, "test");
   samples.insert("first", 5, "test");
-  const DataSet ds = read_text_examples({dir.file("in.txt")}, "d", features, samples, {});
+  const ExampleSet ds = read_text_examples({dir.file("in.txt")}, "d", features, samples, {});
   // Sample indices: third=0, first=5, second=6 (new) -> examples third, first, second.
   ASSERT_EQ(ds.examples, 3u);
   EXPECT_EQ(row(ds, 0), (std::vector<uint32_t>{2}));
@@ -185,7 +185,7 @@ TEST(TextExamples, ReadOnlyFeatureIndexDropsUnknownFeatures) {
   TextExamplesOptions opt;
   opt.allow_new_features = false;
   TextExamplesStats st;
-  const DataSet ds = read_text_examples({dir.file("in.txt")}, "d", features, samples, opt, &st);
+  const ExampleSet ds = read_text_examples({dir.file("in.txt")}, "d", features, samples, opt, &st);
   EXPECT_EQ(st.dropped_features, 2u);
   EXPECT_EQ(st.entries, 2u);
   EXPECT_EQ(row(ds, 0), (std::vector<uint32_t>{0, 1}));
@@ -201,7 +201,7 @@ TEST(TextExamples, UnknownSamplesDroppedWhenNotAllowed) {
   TextExamplesOptions opt;
   opt.allow_new_samples = false;
   TextExamplesStats st;
-  const DataSet ds = read_text_examples({dir.file("in.txt")}, "d", features, samples, opt, &st);
+  const ExampleSet ds = read_text_examples({dir.file("in.txt")}, "d", features, samples, opt, &st);
   EXPECT_EQ(ds.examples, 1u);
   EXPECT_EQ(st.dropped_samples, 1u);
 }
@@ -230,7 +230,7 @@ TEST(TextExamples, DirectoryInputReadsRegularFilesSorted) {
   write_file(dir.file("parts/sub/c.txt"), "s3\tc\n");  // not read: not a regular file entry
   FeatureIndex features, samples;
   TextExamplesStats st;
-  const DataSet ds = read_text_examples({dir.file("parts")}, "d", features, samples, {}, &st);
+  const ExampleSet ds = read_text_examples({dir.file("parts")}, "d", features, samples, {}, &st);
   EXPECT_EQ(ds.examples, 2u);
   EXPECT_EQ(samples.find("s1"), 0);                   // a.txt first
   EXPECT_EQ(row(ds, 0), (std::vector<uint32_t>{2}));  // s1 replaced by b.txt's "z"

@@ -35,8 +35,8 @@ std::string golden(const std::string& name) {
 }
 
 // Header fields of an expected dataset; the tests fill in shapes and arrays from the CDL.
-DataSet expected(const std::string& name, DataType type, uint32_t attributes, uint64_t examples) {
-  DataSet ds;
+ExampleSet expected(const std::string& name, DataType type, uint32_t attributes, uint64_t examples) {
+  ExampleSet ds;
   ds.name = name;
   ds.type = type;
   ds.attributes = attributes;
@@ -44,7 +44,7 @@ DataSet expected(const std::string& name, DataType type, uint32_t attributes, ui
   return ds;
 }
 
-void expect_equal(const DataSet& got, const DataSet& want) {
+void expect_equal(const ExampleSet& got, const ExampleSet& want) {
   SCOPED_TRACE("dataset \"" + want.name + "\"");
   EXPECT_EQ(got.name, want.name);
   EXPECT_EQ(got.type, want.type) << to_string(got.type) << " vs " << to_string(want.type);
@@ -120,7 +120,7 @@ std::vector<unsigned long long> u64(const std::vector<uint32_t>& v) {
 // The file our writer produced, checked with the raw netCDF API against the layout DSSTNE's
 // reader needs (docs/file-formats.md, "Files we write"): `dataTypeN` with a capital T, uint
 // attributes, dimension and variable names, 32-bit start/end/index as generateNetCDF writes them.
-void expect_dsstne_layout(const std::string& path, const std::vector<DataSet>& sets) {
+void expect_dsstne_layout(const std::string& path, const std::vector<ExampleSet>& sets) {
   RawFile f(path);
   int format = 0;
   nc_inq_format(f.id(), &format);
@@ -128,7 +128,7 @@ void expect_dsstne_layout(const std::string& path, const std::vector<DataSet>& s
   EXPECT_EQ(f.att_type("datasets"), NC_UINT);
   EXPECT_EQ(f.att_uint("datasets"), sets.size());
   for (size_t n = 0; n < sets.size(); ++n) {
-    const DataSet& ds = sets[n];
+    const ExampleSet& ds = sets[n];
     const std::string s = std::to_string(n);
     SCOPED_TRACE("written dataset " + s);
     EXPECT_EQ(f.att_type("name" + s), NC_CHAR);
@@ -195,9 +195,9 @@ void expect_dsstne_layout(const std::string& path, const std::vector<DataSet>& s
 
 // Loads a golden file, compares it with the hand-written expectation, writes it back with our
 // writer, checks the written layout and reads it again.
-void check_golden(const std::string& name, const std::vector<DataSet>& want) {
+void check_golden(const std::string& name, const std::vector<ExampleSet>& want) {
   SCOPED_TRACE(name);
-  const std::vector<DataSet> got = read_datasets(golden(name));
+  const std::vector<ExampleSet> got = read_datasets(golden(name));
   ASSERT_EQ(got.size(), want.size());
   for (size_t n = 0; n < want.size(); ++n) expect_equal(got[n], want[n]);
 
@@ -205,7 +205,7 @@ void check_golden(const std::string& name, const std::vector<DataSet>& want) {
   const std::string path = dir.file(name + ".nc");
   write_datasets(path, got);
   expect_dsstne_layout(path, want);
-  const std::vector<DataSet> again = read_datasets(path);
+  const std::vector<ExampleSet> again = read_datasets(path);
   ASSERT_EQ(again.size(), want.size());
   for (size_t n = 0; n < want.size(); ++n) expect_equal(again[n], want[n]);
 }
@@ -213,7 +213,7 @@ void check_golden(const std::string& name, const std::vector<DataSet>& want) {
 // ---- generateNetCDF (docs/file-formats.md, "Files from generateNetCDF") ----
 
 TEST(GoldenNetcdfFiles, GenerateIndicator) {
-  DataSet ds = expected("input", DataType::UInt, attr::Sparse | attr::Boolean, 3);
+  ExampleSet ds = expected("input", DataType::UInt, attr::Sparse | attr::Boolean, 3);
   ds.width = 128;
   ds.sparse_start = {0, 3, 6};
   ds.sparse_end = {3, 6, 9};
@@ -227,7 +227,7 @@ TEST(GoldenNetcdfFiles, GenerateIndicator) {
 }
 
 TEST(GoldenNetcdfFiles, GenerateAnalog) {
-  DataSet ds = expected("ratings", DataType::Float, attr::Sparse, 3);
+  ExampleSet ds = expected("ratings", DataType::Float, attr::Sparse, 3);
   ds.width = 128;
   ds.sparse_start = {0, 1, 2};
   ds.sparse_end = {1, 2, 4};
@@ -239,8 +239,8 @@ TEST(GoldenNetcdfFiles, GenerateAnalog) {
 // ---- sparse analog, one file per value type ----
 
 // The shape shared by sparse_analog_<type>.cdl: 2 examples, width 8, indices {1, 6} and {0, 7}.
-DataSet typed_analog(const std::string& name, DataType type, std::vector<float> values) {
-  DataSet ds = expected(name, type, attr::Sparse, 2);
+ExampleSet typed_analog(const std::string& name, DataType type, std::vector<float> values) {
+  ExampleSet ds = expected(name, type, attr::Sparse, 2);
   ds.width = 8;
   ds.sparse_start = {0, 2};
   ds.sparse_end = {2, 4};
@@ -302,7 +302,7 @@ TEST(GoldenNetcdfFiles, SparseOffsets64) {
   RawFile f(golden("sparse_offsets64"));
   EXPECT_EQ(f.var_type("sparseStart0"), NC_UINT64);
   EXPECT_EQ(f.var_type("sparseEnd0"), NC_UINT64);
-  DataSet ds = expected("wide", DataType::UInt, attr::Sparse | attr::Boolean, 3);
+  ExampleSet ds = expected("wide", DataType::UInt, attr::Sparse | attr::Boolean, 3);
   ds.width = 256;
   ds.sparse_start = {0, 3, 3};
   ds.sparse_end = {3, 3, 4};  // example 1 is empty
@@ -311,7 +311,7 @@ TEST(GoldenNetcdfFiles, SparseOffsets64) {
 }
 
 TEST(GoldenNetcdfFiles, SparseUnorderedRanges) {
-  DataSet ds = expected("shuffled", DataType::Float, attr::Sparse, 3);
+  ExampleSet ds = expected("shuffled", DataType::Float, attr::Sparse, 3);
   ds.width = 10;
   ds.sparse_start = {5, 0, 2};
   ds.sparse_end = {7, 2, 4};
@@ -329,7 +329,7 @@ TEST(GoldenNetcdfFiles, EngineSparseAnalogLowerCaseDatatype) {
   EXPECT_EQ(f.var_type("sparseIndex0"), NC_UINT64);
   EXPECT_EQ(f.var_dim("sparseStart0"), "uniqueExamplesDim0");
 
-  DataSet ds = expected("engine", DataType::Float, attr::Sparse, 3);
+  ExampleSet ds = expected("engine", DataType::Float, attr::Sparse, 3);
   ds.dimensions = 2;
   ds.width = 4;
   ds.height = 4;
@@ -343,7 +343,7 @@ TEST(GoldenNetcdfFiles, EngineSparseAnalogLowerCaseDatatype) {
 TEST(GoldenNetcdfFiles, EngineSparseWeighted) {
   RawFile f(golden("engine_sparse_weighted"));
   EXPECT_EQ(f.var_dim("dataWeight0"), "uniqueExamplesDim0");
-  DataSet ds =
+  ExampleSet ds =
       expected("engine_weighted", DataType::UInt, attr::Sparse | attr::Boolean | attr::Weighted, 2);
   ds.width = 4;
   ds.sparse_start = {0, 1};
@@ -356,14 +356,14 @@ TEST(GoldenNetcdfFiles, EngineSparseWeighted) {
 // ---- dense ----
 
 TEST(GoldenNetcdfFiles, DenseFloat1d) {
-  DataSet ds = expected("features", DataType::Float, 0, 3);
+  ExampleSet ds = expected("features", DataType::Float, 0, 3);
   ds.width = 4;
   ds.dense = {0, 1.5f, -2, 0.25f, 10, 11, 12, 13, -0.5f, 0, 0, 1e-07f};
   check_golden("dense_float_1d", {ds});
 }
 
 TEST(GoldenNetcdfFiles, DenseUChar2dImage) {
-  DataSet ds = expected("pixels", DataType::UChar, 0, 2);
+  ExampleSet ds = expected("pixels", DataType::UChar, 0, 2);
   ds.kind = DataKind::Image;
   ds.dimensions = 2;
   ds.width = 3;
@@ -373,7 +373,7 @@ TEST(GoldenNetcdfFiles, DenseUChar2dImage) {
 }
 
 TEST(GoldenNetcdfFiles, DenseDouble3d) {
-  DataSet ds = expected("volume", DataType::Double, 0, 1);
+  ExampleSet ds = expected("volume", DataType::Double, 0, 1);
   ds.dimensions = 3;
   ds.width = ds.height = ds.length = 2;
   ds.dense = {1, 2, 3, 4, -5, -6, 0.125f, 1048576};
@@ -381,14 +381,14 @@ TEST(GoldenNetcdfFiles, DenseDouble3d) {
 }
 
 TEST(GoldenNetcdfFiles, DenseCharIsText) {
-  DataSet ds = expected("signed", DataType::Char, 0, 2);
+  ExampleSet ds = expected("signed", DataType::Char, 0, 2);
   ds.width = 3;
   ds.dense = {-128, -1, 0, 127, 64, -64};
   check_golden("dense_char_1d", {ds});
 }
 
 TEST(GoldenNetcdfFiles, DenseBooleanOneHotClassIds) {
-  DataSet ds = expected("labels", DataType::UInt, attr::Boolean, 4);
+  ExampleSet ds = expected("labels", DataType::UInt, attr::Boolean, 4);
   ds.width = 5;
   ds.dense = {4, 0, 2, 2};  // one class id per example, expanded to one-hot when batched
   check_golden("dense_boolean_onehot", {ds});
@@ -398,7 +398,7 @@ TEST(GoldenNetcdfFiles, CifarConverterImageAndLabels) {
   RawFile f(golden("cifar_dparse"));
   EXPECT_EQ(f.var_type("data0"), NC_UINT);  // UChar pixels declared uint by the converter
 
-  DataSet input = expected("input", DataType::UChar, 0, 2);
+  ExampleSet input = expected("input", DataType::UChar, 0, 2);
   input.kind = DataKind::Image;
   input.dimensions = 3;
   input.width = 2;
@@ -406,7 +406,7 @@ TEST(GoldenNetcdfFiles, CifarConverterImageAndLabels) {
   input.length = 3;
   input.dense = {255, 254, 253, 252, 0,  1,  2,  3,  100, 101, 102, 103,
                  10,  20,  30,  40,  50, 60, 70, 80, 90,  200, 210, 220};
-  DataSet output = expected("output", DataType::UInt, attr::Sparse | attr::Boolean, 2);
+  ExampleSet output = expected("output", DataType::UInt, attr::Sparse | attr::Boolean, 2);
   output.width = 10;
   output.sparse_start = {0, 1};
   output.sparse_end = {1, 2};
@@ -417,7 +417,7 @@ TEST(GoldenNetcdfFiles, CifarConverterImageAndLabels) {
 // ---- Weighted, Indexed, SparseIgnoreZero ----
 
 TEST(GoldenNetcdfFiles, SparseIndicatorWeighted) {
-  DataSet ds = expected("clicks", DataType::UInt, attr::Sparse | attr::Boolean | attr::Weighted, 3);
+  ExampleSet ds = expected("clicks", DataType::UInt, attr::Sparse | attr::Boolean | attr::Weighted, 3);
   ds.width = 6;
   ds.sparse_start = {0, 2, 3};
   ds.sparse_end = {2, 3, 5};
@@ -427,7 +427,7 @@ TEST(GoldenNetcdfFiles, SparseIndicatorWeighted) {
 }
 
 TEST(GoldenNetcdfFiles, SparseAnalogWeighted) {
-  DataSet ds = expected("ratings", DataType::Float, attr::Sparse | attr::Weighted, 2);
+  ExampleSet ds = expected("ratings", DataType::Float, attr::Sparse | attr::Weighted, 2);
   ds.width = 4;
   ds.sparse_start = {0, 1};
   ds.sparse_end = {1, 3};
@@ -438,7 +438,7 @@ TEST(GoldenNetcdfFiles, SparseAnalogWeighted) {
 }
 
 TEST(GoldenNetcdfFiles, SparseIndexed) {
-  DataSet ds =
+  ExampleSet ds =
       expected("sessions", DataType::UInt, attr::Sparse | attr::Boolean | attr::Indexed, 5);
   ds.unique_examples = 2;
   ds.width = 8;
@@ -450,7 +450,7 @@ TEST(GoldenNetcdfFiles, SparseIndexed) {
 }
 
 TEST(GoldenNetcdfFiles, DenseIndexedWeighted) {
-  DataSet ds = expected("profiles", DataType::Float, attr::Indexed | attr::Weighted, 3);
+  ExampleSet ds = expected("profiles", DataType::Float, attr::Indexed | attr::Weighted, 3);
   ds.unique_examples = 2;
   ds.width = 3;
   ds.dense = {1, 2, 3, -4, -5, -6};
@@ -460,7 +460,7 @@ TEST(GoldenNetcdfFiles, DenseIndexedWeighted) {
 }
 
 TEST(GoldenNetcdfFiles, SparseIgnoreZero) {
-  DataSet ds = expected("observed", DataType::Float, attr::Sparse | attr::SparseIgnoreZero, 2);
+  ExampleSet ds = expected("observed", DataType::Float, attr::Sparse | attr::SparseIgnoreZero, 2);
   ds.width = 128;
   ds.sparse_start = {0, 2};
   ds.sparse_end = {2, 3};
@@ -473,17 +473,17 @@ TEST(GoldenNetcdfFiles, SparseIgnoreZero) {
 // ---- several datasets in one file ----
 
 TEST(GoldenNetcdfFiles, ThreeDatasetsOfDifferentKinds) {
-  DataSet input = expected("input", DataType::UInt, attr::Sparse | attr::Boolean, 2);
+  ExampleSet input = expected("input", DataType::UInt, attr::Sparse | attr::Boolean, 2);
   input.width = 128;
   input.sparse_start = {0, 1};
   input.sparse_end = {1, 3};
   input.sparse_index = {127, 0, 64};
-  DataSet image = expected("image", DataType::UChar, 0, 2);
+  ExampleSet image = expected("image", DataType::UChar, 0, 2);
   image.kind = DataKind::Image;
   image.dimensions = 2;
   image.width = image.height = 2;
   image.dense = {1, 2, 3, 4, 250, 251, 252, 253};
-  DataSet output = expected("output", DataType::Float, attr::Sparse | attr::Weighted, 2);
+  ExampleSet output = expected("output", DataType::Float, attr::Sparse | attr::Weighted, 2);
   output.width = 4;
   output.sparse_start = {0, 1};
   output.sparse_end = {1, 2};
@@ -495,12 +495,12 @@ TEST(GoldenNetcdfFiles, ThreeDatasetsOfDifferentKinds) {
 
 TEST(GoldenNetcdfFiles, HelperWriterWithFeatureAndSampleNames) {
   // indToFeatureN, sparseTime1, samplesDim/samples are DSSTNE helper extras the reader ignores.
-  DataSet input = expected("input", DataType::UInt, attr::Sparse | attr::Boolean, 2);
+  ExampleSet input = expected("input", DataType::UInt, attr::Sparse | attr::Boolean, 2);
   input.width = 3;
   input.sparse_start = {0, 2};
   input.sparse_end = {2, 3};
   input.sparse_index = {0, 2, 1};
-  DataSet output = expected("output", DataType::Float, attr::Sparse, 2);
+  ExampleSet output = expected("output", DataType::Float, attr::Sparse, 2);
   output.width = 2;
   output.sparse_start = {0, 1};
   output.sparse_end = {1, 2};

@@ -20,7 +20,7 @@ using test::make_sparse;
 using test::RawFile;
 using test::TempDir;
 
-void expect_same(const DataSet& a, const DataSet& b) {
+void expect_same(const ExampleSet& a, const ExampleSet& b) {
   EXPECT_EQ(a.name, b.name);
   EXPECT_EQ(a.type, b.type);
   EXPECT_EQ(a.attributes, b.attributes);
@@ -40,17 +40,17 @@ void expect_same(const DataSet& a, const DataSet& b) {
   EXPECT_EQ(a.index, b.index);
 }
 
-DataSet round_trip(const DataSet& ds, const TempDir& dir) {
+ExampleSet round_trip(const ExampleSet& ds, const TempDir& dir) {
   const std::string path = dir.file("rt.nc");
   write_datasets(path, {ds});
-  std::vector<DataSet> back = read_datasets(path);
+  std::vector<ExampleSet> back = read_datasets(path);
   EXPECT_EQ(back.size(), 1u);
-  return back.empty() ? DataSet{} : back[0];
+  return back.empty() ? ExampleSet{} : back[0];
 }
 
 TEST(NetcdfRoundTrip, SparseIndicator) {
   TempDir dir;
-  const DataSet ds = make_sparse("input", 256, {{0, 5, 255}, {}, {7, 7}});
+  const ExampleSet ds = make_sparse("input", 256, {{0, 5, 255}, {}, {7, 7}});
   expect_same(round_trip(ds, dir), ds);
   RawFile f(dir.file("rt.nc"));
   EXPECT_FALSE(f.has_var("sparseData0"));
@@ -58,20 +58,20 @@ TEST(NetcdfRoundTrip, SparseIndicator) {
 
 TEST(NetcdfRoundTrip, SparseAnalog) {
   TempDir dir;
-  const DataSet ds = make_sparse("ratings", 128, {{3, 1}, {127}}, {{0.25f, -4.5f}, {1e-7f}});
+  const ExampleSet ds = make_sparse("ratings", 128, {{3, 1}, {127}}, {{0.25f, -4.5f}, {1e-7f}});
   expect_same(round_trip(ds, dir), ds);
 }
 
 TEST(NetcdfRoundTrip, SparseWithoutAnyEntries) {
   // Every sample without features: a zero-length entry dimension must still read back.
   TempDir dir;
-  const DataSet ds = make_sparse("empty", 128, {{}, {}});
+  const ExampleSet ds = make_sparse("empty", 128, {{}, {}});
   expect_same(round_trip(ds, dir), ds);
 }
 
 TEST(NetcdfRoundTrip, DenseFloatTwoDimensional) {
   TempDir dir;
-  DataSet ds =
+  ExampleSet ds =
       make_dense("img", DataType::Float, 3, 2, {0.5f, 1, 2, 3, 4, 5, -1, -2, -3, -4, -5, 1e30f});
   ds.dimensions = 2;
   ds.height = 2;
@@ -85,7 +85,7 @@ TEST(NetcdfRoundTrip, DenseFloatTwoDimensional) {
 
 TEST(NetcdfRoundTrip, DenseThreeDimensional) {
   TempDir dir;
-  DataSet ds = make_dense("vol", DataType::Double, 2, 1, std::vector<float>(2 * 2 * 3, 1.5f));
+  ExampleSet ds = make_dense("vol", DataType::Double, 2, 1, std::vector<float>(2 * 2 * 3, 1.5f));
   ds.dimensions = 3;
   ds.height = 2;
   ds.length = 3;
@@ -94,7 +94,7 @@ TEST(NetcdfRoundTrip, DenseThreeDimensional) {
 
 TEST(NetcdfRoundTrip, DenseUInt8StoredAsBytes) {
   TempDir dir;
-  const DataSet ds = make_dense("pixels", DataType::UChar, 4, 2, {0, 1, 128, 255, 7, 0, 0, 200});
+  const ExampleSet ds = make_dense("pixels", DataType::UChar, 4, 2, {0, 1, 128, 255, 7, 0, 0, 200});
   expect_same(round_trip(ds, dir), ds);
   RawFile f(dir.file("rt.nc"));
   EXPECT_EQ(f.var_type("data0"), NC_UBYTE);
@@ -103,7 +103,7 @@ TEST(NetcdfRoundTrip, DenseUInt8StoredAsBytes) {
 
 TEST(NetcdfRoundTrip, DenseBooleanClassIds) {
   TempDir dir;
-  DataSet ds = make_dense("labels", DataType::UInt, 10, 3, {2, 0, 9});
+  ExampleSet ds = make_dense("labels", DataType::UInt, 10, 3, {2, 0, 9});
   ds.attributes = attr::Boolean;
   expect_same(round_trip(ds, dir), ds);
   RawFile f(dir.file("rt.nc"));
@@ -112,7 +112,7 @@ TEST(NetcdfRoundTrip, DenseBooleanClassIds) {
 
 TEST(NetcdfRoundTrip, Weighted) {
   TempDir dir;
-  DataSet ds = make_sparse("w", 16, {{1}, {2, 3}, {4}}, {{1}, {2, 3}, {4}});
+  ExampleSet ds = make_sparse("w", 16, {{1}, {2, 3}, {4}}, {{1}, {2, 3}, {4}});
   ds.attributes |= attr::Weighted;
   ds.example_weight = {0.5f, 2.0f, 1.0f};
   expect_same(round_trip(ds, dir), ds);
@@ -122,7 +122,7 @@ TEST(NetcdfRoundTrip, Weighted) {
 
 TEST(NetcdfRoundTrip, IndexedSparse) {
   TempDir dir;
-  DataSet ds = make_sparse("ix", 8, {{1, 2}, {7}});
+  ExampleSet ds = make_sparse("ix", 8, {{1, 2}, {7}});
   ds.attributes |= attr::Indexed;
   ds.examples = 4;
   ds.index = {1, 0, 1, 1};
@@ -136,7 +136,7 @@ TEST(NetcdfRoundTrip, IndexedSparse) {
 
 TEST(NetcdfRoundTrip, IndexedWeightedDense) {
   TempDir dir;
-  DataSet ds = make_dense("d", DataType::Float, 2, 3, {1, 2, 3, 4, 5, 6});
+  ExampleSet ds = make_dense("d", DataType::Float, 2, 3, {1, 2, 3, 4, 5, 6});
   ds.attributes = attr::Indexed | attr::Weighted;
   ds.examples = 5;
   ds.index = {2, 2, 0, 1, 0};
@@ -146,10 +146,10 @@ TEST(NetcdfRoundTrip, IndexedWeightedDense) {
 
 TEST(NetcdfRoundTrip, SeveralDatasetsInOneFile) {
   TempDir dir;
-  const DataSet in = make_sparse("input", 128, {{1}, {2}});
-  const DataSet out = make_sparse("output", 256, {{200}, {3}}, {{1}, {2}});
+  const ExampleSet in = make_sparse("input", 128, {{1}, {2}});
+  const ExampleSet out = make_sparse("output", 256, {{200}, {3}}, {{1}, {2}});
   write_datasets(dir.file("two.nc"), {in, out});
-  const std::vector<DataSet> back = read_datasets(dir.file("two.nc"));
+  const std::vector<ExampleSet> back = read_datasets(dir.file("two.nc"));
   ASSERT_EQ(back.size(), 2u);
   expect_same(back[0], in);
   expect_same(back[1], out);
@@ -223,7 +223,7 @@ void write_handmade(const std::string& path, const std::string& skip = "", doubl
 TEST(NetcdfRead, HandMadeFileLoads) {
   TempDir dir;
   write_handmade(dir.file("h.nc"));
-  const DataSet ds = read_datasets(dir.file("h.nc")).at(0);
+  const ExampleSet ds = read_datasets(dir.file("h.nc")).at(0);
   EXPECT_EQ(ds.name, "hand");
   EXPECT_EQ(ds.sparse_index, (std::vector<uint32_t>{9, 0, 4}));
   EXPECT_EQ(ds.sparse_value, (std::vector<float>{0.5f, 1.5f, 2.5f}));
@@ -246,7 +246,7 @@ TEST(NetcdfRead, EngineQuirkLowerCaseDatatypeAnd64BitOffsets) {
   w.var("dataWeight0", NC_FLOAT, e, {0.5, 1});
   w.close();
 
-  const DataSet ds = read_datasets(path).at(0);
+  const ExampleSet ds = read_datasets(path).at(0);
   EXPECT_EQ(ds.type, DataType::Float);
   EXPECT_TRUE(ds.is_weighted());
   EXPECT_EQ(ds.sparse_start, (std::vector<uint64_t>{0, 2}));
@@ -268,7 +268,7 @@ TEST(NetcdfRead, ClassicFormatWithSignedIntegers) {
   w.var("sparseStart0", NC_INT, e, {0}).var("sparseEnd0", NC_INT, e, {2});
   w.var("sparseIndex0", NC_SHORT, n, {3, 1});
   w.close();
-  const DataSet ds = read_datasets(path).at(0);
+  const ExampleSet ds = read_datasets(path).at(0);
   EXPECT_TRUE(ds.is_boolean());
   EXPECT_EQ(ds.sparse_index, (std::vector<uint32_t>{3, 1}));
 }
@@ -388,7 +388,7 @@ TEST(NetcdfReadErrors, BadDimensionsAndType) {
 TEST(NetcdfWrite, InvalidDatasetLeavesNoFile) {
   TempDir dir;
   const std::string path = dir.file("bad.nc");
-  DataSet ds = make_sparse("x", 4, {{1, 9}});  // index 9 >= width 4
+  ExampleSet ds = make_sparse("x", 4, {{1, 9}});  // index 9 >= width 4
   expect_data_error([&] { write_datasets(path, {ds}); }, {path, "sparseIndex0"});
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
@@ -397,9 +397,9 @@ TEST(NetcdfWrite, InvalidDatasetLeavesNoFile) {
 TEST(NetcdfWrite, FailureKeepsExistingFile) {
   TempDir dir;
   const std::string path = dir.file("keep.nc");
-  const DataSet good = make_sparse("good", 128, {{1}});
+  const ExampleSet good = make_sparse("good", 128, {{1}});
   write_datasets(path, {good});
-  DataSet bad = make_dense("bad", DataType::UChar, 2, 1, {1.5f, 300});
+  ExampleSet bad = make_dense("bad", DataType::UChar, 2, 1, {1.5f, 300});
   EXPECT_THROW(write_datasets(path, {bad}), DataError);  // 1.5 is not a byte
   expect_same(read_datasets(path).at(0), good);
 }
@@ -420,7 +420,7 @@ TEST(NetcdfWrite, ReplacesExistingFile) {
   TempDir dir;
   const std::string path = dir.file("r.nc");
   write_datasets(path, {make_sparse("first", 128, {{1}, {2}})});
-  const DataSet second = make_sparse("second", 256, {{200}});
+  const ExampleSet second = make_sparse("second", 256, {{200}});
   write_datasets(path, {second});
   expect_same(read_datasets(path).at(0), second);
   // Only the output remains: no temporary files next to it.

@@ -15,13 +15,13 @@ namespace {
 
 constexpr uint32_t kRows = 8;
 
-std::vector<DataSet> data(bool sparse_input, bool sparse_target, uint32_t in_w = 7,
+std::vector<ExampleSet> data(bool sparse_input, bool sparse_target, uint32_t in_w = 7,
                           uint32_t out_w = 6, uint64_t seed = 41) {
   auto in_rows = random_rows(seed, kRows, in_w, 3);
   std::vector<std::vector<float>> vals(kRows, std::vector<float>{0.5f, -1.0f, 2.0f});
-  DataSet x = sparse_set("in", in_w, in_rows, vals);
+  ExampleSet x = sparse_set("in", in_w, in_rows, vals);
   if (!sparse_input) x = densify(x);
-  DataSet t = sparse_set("out", out_w, random_rows(seed + 1, kRows, out_w, 2));
+  ExampleSet t = sparse_set("out", out_w, random_rows(seed + 1, kRows, out_w, 2));
   if (!sparse_target) t = densify(t);
   return {x, t};
 }
@@ -33,14 +33,14 @@ std::string net(const std::string& layers, const std::string& top = "",
          layers + R"(]})";
 }
 
-void check(const std::string& json, std::vector<DataSet> sets, int min_checked, uint64_t seed = 5) {
+void check(const std::string& json, std::vector<ExampleSet> sets, int min_checked, uint64_t seed = 5) {
   Fixture f(json, std::move(sets), seed);
   EXPECT_GE(check_all_gradients(f, kRows), min_checked);
 }
 
 // The input of data(false, ...) as a dense [kRows][7] matrix.
 std::vector<float> dense_input() {
-  const DataSet s = sparse_set("in", 7, random_rows(41, kRows, 7, 3),
+  const ExampleSet s = sparse_set("in", 7, random_rows(41, kRows, 7, 3),
                                std::vector<std::vector<float>>(kRows, {0.5f, -1.0f, 2.0f}));
   std::vector<float> out(size_t(kRows) * s.width, 0.0f);
   for (uint32_t r = 0; r < kRows; ++r)

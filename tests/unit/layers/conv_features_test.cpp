@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "features_test_util.h"
 #include "layers/convolutional_layer.h"
-#include "train/trainer.h"
+#include "train/training_loop.h"
 
 namespace nn::test {
 namespace {
@@ -22,8 +22,8 @@ namespace {
 constexpr uint32_t kExamples = 6;
 
 // Images 6x5 with 2 channels ("in"), optionally 4x4 with 2 channels ("in2"), 4 dense targets.
-std::vector<DataSet> sets(bool second_input = false) {
-  std::vector<DataSet> v = {image_set("in", 6, 5, 2, 3, random_values(kExamples * 60, 31, -1, 1)),
+std::vector<ExampleSet> sets(bool second_input = false) {
+  std::vector<ExampleSet> v = {image_set("in", 6, 5, 2, 3, random_values(kExamples * 60, 31, -1, 1)),
                             dense_set("out", 4, random_targets(kExamples, 4, 32))};
   if (second_input)
     v.push_back(image_set("in2", 4, 4, 2, 3, random_values(kExamples * 32, 33, -1, 1)));
@@ -82,7 +82,7 @@ std::string weight_norm_net(const std::string& extra) {
 TEST(ConvFeatures, WeightNormCapsEveryFilterAfterEachUpdate) {
   // One large SGD step without the norm, to pick a cap that clips some filters but not all.
   Fixture plain(weight_norm_net(""), sets());
-  Trainer tp(*plain.net, plain.bound, sgd_options(1, 4.0f, kExamples), null_log());
+  TrainingLoop tp(*plain.net, plain.bound, sgd_options(1, 4.0f, kExamples), null_log());
   tp.run();
   Parameter* w_plain_p = plain.net->parameters()[0];
   ASSERT_EQ(w_plain_p->name, "C<-In:weights");
@@ -98,7 +98,7 @@ TEST(ConvFeatures, WeightNormCapsEveryFilterAfterEachUpdate) {
   EXPECT_EQ(w->max_column_norm, float(cap));
   EXPECT_TRUE(w->norm_over_rows);
   EXPECT_EQ(w->norm_rows, 5u);
-  Trainer tc(*capped.net, capped.bound, sgd_options(1, 4.0f, kExamples), null_log());
+  TrainingLoop tc(*capped.net, capped.bound, sgd_options(1, 4.0f, kExamples), null_log());
   tc.run();
   // Longer filters scaled down to the cap as a whole; shorter ones exactly as without the norm.
   std::vector<double> want(w_plain.begin(), w_plain.end());
@@ -113,7 +113,7 @@ TEST(ConvFeatures, WeightNormCapsEveryFilterAfterEachUpdate) {
 
   // Later updates stay within the cap; the file records it as the weight's norm; the biases
   // and the fully connected output layer are not constrained.
-  Trainer more(*capped.net, capped.bound, sgd_options(4, 4.0f, kExamples), null_log());
+  TrainingLoop more(*capped.net, capped.bound, sgd_options(4, 4.0f, kExamples), null_log());
   more.run();
   for (double n : row_norms(w->value.to_host(), 5)) EXPECT_LE(n, cap * (1 + 1e-6));
   EXPECT_FLOAT_EQ(capped.net->to_file().weights[0].norm, float(cap));
@@ -235,7 +235,7 @@ TEST(ConvFeatures, SharedFilterBankIsOneParameterUpdatedOncePerStep) {
   EXPECT_EQ(shared.net->parameter_count(), 54u + 3 + 3 + 2 * (90 * 4 + 4));
   Parameter* w = shared.net->parameters().front();
   const std::vector<float> before = w->value.to_host();
-  Trainer t(*shared.net, shared.bound, sgd_options(1, 0.5f, kExamples), null_log());
+  TrainingLoop t(*shared.net, shared.bound, sgd_options(1, 0.5f, kExamples), null_log());
   t.run();
   expect_one_sgd_step(before, *w, 0.5f);
 }
@@ -328,7 +328,7 @@ TEST(ConvFeatures, FileAndNetworkMustAgreeOnConvSharing) {
   }
 }
 
-std::string config_error(const std::string& json, std::vector<DataSet> data) {
+std::string config_error(const std::string& json, std::vector<ExampleSet> data) {
   try {
     Fixture f(json, std::move(data));
   } catch (const ConfigError& e) {

@@ -12,7 +12,7 @@
 #include "layers/pooling_layer.h"
 #include "io/network_file.h"
 #include "config/layer_shapes.h"
-#include "train/trainer.h"
+#include "train/training_loop.h"
 
 namespace nn::test {
 namespace {
@@ -33,7 +33,7 @@ std::string cnn_json(const std::string& extra_hidden = "", const std::string& c1
       {"Name": "Out", "Kind": "Output", "N": "auto", "DataSet": "out", "Activation": "SoftMax"}]})";
 }
 
-std::vector<DataSet> images(uint32_t w, uint32_t h, uint32_t c, uint32_t n = 3) {
+std::vector<ExampleSet> images(uint32_t w, uint32_t h, uint32_t c, uint32_t n = 3) {
   return {image_set("in", w, h, c, c > 1 ? 3 : 2, random_values(n * w * h * c, 1, 0, 1)),
           dense_set("out", 3, random_targets(n, 3, 2))};
 }
@@ -95,7 +95,7 @@ TEST(ConvLayers, KernelLargerThanInputGivesOne) {
   EXPECT_EQ(c3->connections()[0]->geometry.pad, (std::array<uint32_t, 3>{1, 2, 0}));
 }
 
-void expect_config_error(const std::string& json, std::vector<DataSet> data,
+void expect_config_error(const std::string& json, std::vector<ExampleSet> data,
                          const std::string& text) {
   try {
     Fixture f(json, std::move(data));
@@ -141,7 +141,7 @@ TEST(ConvLayers, ErrorsNameTheLayerAndTheProblem) {
                        image_set("out", 4, 4, 1, 2, random_values(16, 1, 0, 1))},
                       "layer 'out': N is 4x4, but its source 'In' gives 4x3; Output layers keep");
   // Sparse inputs are not densified for convolutions.
-  DataSet sparse = sparse_set("in", 64, {{1, 2}, {3}});
+  ExampleSet sparse = sparse_set("in", 64, {{1, 2}, {3}});
   sparse.width = 8;
   sparse.height = 8;
   sparse.dimensions = 2;
@@ -258,7 +258,7 @@ TEST(ConvLayers, LrnUsesTheNetworksSettings) {
 TEST(ConvLayers, LearnsFromEightBitImages) {
   const uint32_t n = 96, side = 8;
   Rng rng(3);
-  DataSet in;
+  ExampleSet in;
   in.name = "in";
   in.type = DataType::UChar;
   in.kind = DataKind::Image;
@@ -290,7 +290,7 @@ TEST(ConvLayers, LearnsFromEightBitImages) {
   o.optimizer.mu = 0.9f;
   o.optimizer.mu1 = 0.999f;
   o.progress_seconds = 0;
-  Trainer t(*f.net, f.bound, o, null_log());
+  TrainingLoop t(*f.net, f.bound, o, null_log());
   const auto reports = t.run();
   EXPECT_LT(reports.back().data_loss, 0.2 * reports.front().data_loss);
   // Every training image classified correctly.

@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "features_test_util.h"
 #include "layers/convolutional_layer.h"
-#include "train/trainer.h"
+#include "train/training_loop.h"
 
 namespace nn::test {
 namespace {
@@ -21,7 +21,7 @@ namespace {
 constexpr uint32_t kExamples = 4;
 constexpr uint32_t kW = 5, kH = 4, kC = 2;  // input images: 5x4 with 2 channels
 
-std::vector<DataSet> sets(uint64_t seed = 51) {
+std::vector<ExampleSet> sets(uint64_t seed = 51) {
   return {image_set("in", kW, kH, kC, 3, random_values(kExamples * kW * kH * kC, seed, -1, 1)),
           dense_set("out", 4, random_targets(kExamples, 4, seed + 1))};
 }
@@ -76,7 +76,7 @@ double conv_at(const std::vector<float>& input, const std::vector<float>& w,
 
 TEST(ConvMaxOut, EachChannelIsTheLargestOfItsKFilteredChannels) {
   // 3 channels of k = 3 pieces: 9 filters of 2 x 3 x 3 and 9 biases.
-  const std::vector<DataSet> data = sets();
+  const std::vector<ExampleSet> data = sets();
   Fixture f(net(maxout_conv("C", 3, R"(, "WeightInit": {"Scheme": "Gaussian", "Scale": 0.5,
                                         "Bias": 0.1})"),
                 3),
@@ -207,7 +207,7 @@ TEST(ConvMaxOut, WeightNormCapsEveryPieceFilter) {
   Fixture f(net(maxout_conv("C", 3, R"(, "WeightNorm": 0.5,
                                         "WeightInit": {"Scheme": "Gaussian", "Scale": 2})")),
             sets());
-  Trainer t(*f.net, f.bound, sgd_options(1, 0.1f, kExamples), null_log());
+  TrainingLoop t(*f.net, f.bound, sgd_options(1, 0.1f, kExamples), null_log());
   t.run();
   const auto w = conv(f, "C").connections()[0]->weights.value.to_host();
   ASSERT_EQ(w.size(), 6u * kC * 9);
@@ -226,7 +226,7 @@ TEST(ConvMaxOut, RoundTripsThroughTheNetworkFile) {
       net(maxout_conv("C", 3, R"(, "BatchNormalization": true)"), 2, "CrossEntropy");
   Fixture f(json, sets());
   // A training epoch moves the weights and the running statistics away from their start.
-  Trainer t(*f.net, f.bound, sgd_options(1, 0.5f, kExamples), null_log());
+  TrainingLoop t(*f.net, f.bound, sgd_options(1, 0.5f, kExamples), null_log());
   t.run();
   const NetworkFile back = file_round_trip(*f.net, "conv_maxout");
   EXPECT_EQ(back.spec.maxout_k, 2);

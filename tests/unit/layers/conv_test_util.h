@@ -16,9 +16,9 @@
 namespace nn::test {
 
 // Dense float "images": width x height x length per example (x fastest), `dims` dimensions.
-inline DataSet image_set(const std::string& name, uint32_t width, uint32_t height, uint32_t length,
+inline ExampleSet image_set(const std::string& name, uint32_t width, uint32_t height, uint32_t length,
                          int dims, const std::vector<float>& v) {
-  DataSet ds;
+  ExampleSet ds;
   ds.name = name;
   ds.type = DataType::Float;
   ds.kind = DataKind::Image;
@@ -53,7 +53,7 @@ inline std::vector<float> random_targets(size_t examples, uint32_t width, uint64
 // Central differences of the batch-mean loss against backward()'s gradients for every
 // parameter. `training` runs both in training mode (batch normalisation statistics; the
 // networks checked have no dropout). Returns the number of values checked.
-inline int check_network_gradients(const std::string& json, std::vector<DataSet> data,
+inline int check_network_gradients(const std::string& json, std::vector<ExampleSet> data,
                                    bool training = false, double eps = 1e-3) {
   Fixture f(json, std::move(data), 3);
   Network& net = *f.net;

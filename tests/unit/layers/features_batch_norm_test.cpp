@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "features_test_util.h"
 #include "layers/batch_norm.h"
-#include "train/trainer.h"
+#include "train/training_loop.h"
 
 namespace nn::test {
 namespace {
@@ -15,7 +15,7 @@ namespace {
 constexpr uint32_t kExamples = 16, kIn = 6, kUnits = 5;
 
 // Dense analog inputs with unit-dependent offsets (so z has non-zero means), indicator targets.
-std::vector<DataSet> sets() {
+std::vector<ExampleSet> sets() {
   Rng rng(8);
   std::vector<float> x(kExamples * kIn);
   for (size_t i = 0; i < x.size(); ++i) x[i] = float(rng.uniform() * 2.0 + double(i % kIn));
@@ -125,7 +125,7 @@ TEST(FeaturesBatchNorm, ScaleAndBiasAreTrainedButNotRegularised) {
   EXPECT_EQ(bn[1]->name, "H:biasBN");
   EXPECT_FALSE(bn[0]->regularize);
   EXPECT_FALSE(bn[1]->regularize);
-  Trainer t(*f.net, f.bound, adam(3), null_log());
+  TrainingLoop t(*f.net, f.bound, adam(3), null_log());
   t.run();
   for (Parameter* p : bn) {
     const auto v = p->value.to_host();
@@ -139,7 +139,7 @@ TEST(FeaturesBatchNorm, ScaleAndBiasAreTrainedButNotRegularised) {
 
 TEST(FeaturesBatchNorm, ArraysAndOptimizerStateRoundTripThroughAFile) {
   Fixture f(kNet, sets());
-  Trainer t(*f.net, f.bound, adam(2), null_log());
+  TrainingLoop t(*f.net, f.bound, adam(2), null_log());
   t.run();
   NetworkFile file = f.net->to_file();
   ASSERT_EQ(file.layers.size(), 1u);
@@ -164,7 +164,7 @@ TEST(FeaturesBatchNorm, ArraysAndOptimizerStateRoundTripThroughAFile) {
 
 TEST(FeaturesBatchNorm, MissingArraysInitialiseAndWrongSizesAreNamed) {
   Fixture f(kNet, sets());
-  Trainer t(*f.net, f.bound, adam(1), null_log());
+  TrainingLoop t(*f.net, f.bound, adam(1), null_log());
   t.run();
   NetworkFile file = f.net->to_file();
   auto* bn = dynamic_cast<FullyConnectedLayer&>(f.net->layer("H")).batch_norm();

@@ -13,14 +13,14 @@ namespace {
 constexpr uint32_t kRows = 8;
 
 // Analog input (sparse or densified) and indicator targets (sparse or densified).
-std::vector<DataSet> data(bool sparse_input, bool sparse_target, uint32_t in_w = 7,
+std::vector<ExampleSet> data(bool sparse_input, bool sparse_target, uint32_t in_w = 7,
                           uint32_t out_w = 6, const std::string& in = "in",
                           const std::string& out = "out", uint64_t seed = 11) {
   auto in_rows = random_rows(seed, kRows, in_w, 3);
   std::vector<std::vector<float>> vals(kRows, std::vector<float>{0.5f, -1.0f, 2.0f});
-  DataSet x = sparse_set(in, in_w, in_rows, vals);
+  ExampleSet x = sparse_set(in, in_w, in_rows, vals);
   if (!sparse_input) x = densify(x);
-  DataSet t = sparse_set(out, out_w, random_rows(seed + 1, kRows, out_w, 2));
+  ExampleSet t = sparse_set(out, out_w, random_rows(seed + 1, kRows, out_w, 2));
   if (!sparse_target) t = densify(t);
   return {x, t};
 }
@@ -31,7 +31,7 @@ std::string net(const std::string& layers, const std::string& top = "") {
          layers + R"(]})";
 }
 
-void check(const std::string& json, std::vector<DataSet> sets, int min_checked = 40) {
+void check(const std::string& json, std::vector<ExampleSet> sets, int min_checked = 40) {
   Fixture f(json, std::move(sets), 3);
   EXPECT_GE(check_all_gradients(f, kRows), min_checked);
 }
@@ -123,8 +123,8 @@ TEST(FeaturesGradient, WeightNormAndDeltaNormThatDoNotClipLeaveGradientsAlone) {
 }
 
 TEST(FeaturesGradient, TwoInputsAndTwoOutputs) {
-  std::vector<DataSet> sets = data(true, true, 7, 6, "in", "out1", 21);
-  std::vector<DataSet> more = data(false, false, 5, 3, "in2", "out2", 31);
+  std::vector<ExampleSet> sets = data(true, true, 7, 6, "in", "out1", 21);
+  std::vector<ExampleSet> more = data(false, false, 5, 3, "in2", "out2", 31);
   sets.insert(sets.end(), more.begin(), more.end());
   check(R"({"ErrorFunction": "CrossEntropy", "Layers": [
       {"Name": "In1", "Kind": "Input", "N": "auto", "DataSet": "in"},

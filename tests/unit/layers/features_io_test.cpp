@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "features_test_util.h"
-#include "train/trainer.h"
+#include "train/training_loop.h"
 
 namespace nn::test {
 namespace {
@@ -12,7 +12,7 @@ constexpr uint32_t kExamples = 24;
 
 // Sparse "clicks" (16 wide) and dense "profile" (3 wide) in; sparse "next" (16) and dense
 // "rating" (2) out. Dataset order differs from layer order on purpose: binding is by name.
-std::vector<DataSet> sets() {
+std::vector<ExampleSet> sets() {
   auto clicks = random_rows(31, kExamples, 16, 3);
   Rng rng(32);
   std::vector<float> profile(kExamples * 3), rating(kExamples * 2);
@@ -68,7 +68,7 @@ TEST(FeaturesIo, TwoInputsAndTwoOutputsTrainAndRoundTrip) {
   o.optimizer.kind = OptimizerKind::Adam;
   o.optimizer.alpha = 0.02f;
   o.progress_seconds = 0;
-  Trainer t(*f.net, f.bound, o, null_log());
+  TrainingLoop t(*f.net, f.bound, o, null_log());
   const auto reports = t.run();
   EXPECT_LT(reports.back().loss, 0.7 * reports.front().loss);
 
@@ -110,7 +110,7 @@ TEST(FeaturesIo, DropoutOnADenseInputLayerOnlyInTraining) {
 
 TEST(FeaturesIo, DenoisingDropsStoredEntriesOfSparseInputsInTraining) {
   auto rows = random_rows(41, 200, 50, 10);
-  std::vector<DataSet> data{sparse_set("in", 50, rows), sparse_set("out", 50, rows)};
+  std::vector<ExampleSet> data{sparse_set("in", 50, rows), sparse_set("out", 50, rows)};
   Fixture f(R"({"ErrorFunction": "CrossEntropy", "Layers": [
       {"Name": "In", "Kind": "Input", "N": "auto", "DataSet": "in", "Sparse": true},
       {"Name": "Out", "Kind": "Output", "N": "auto", "DataSet": "out"}]})",

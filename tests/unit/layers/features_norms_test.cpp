@@ -4,14 +4,14 @@
 #include <gtest/gtest.h>
 
 #include "features_test_util.h"
-#include "train/trainer.h"
+#include "train/training_loop.h"
 
 namespace nn::test {
 namespace {
 
 constexpr uint32_t kExamples = 10, kIn = 6, kHidden = 5;
 
-std::vector<DataSet> sets() {
+std::vector<ExampleSet> sets() {
   Rng rng(21);
   std::vector<float> x(kExamples * kIn);
   for (auto& v : x) v = float(rng.uniform() * 2 - 1);
@@ -108,7 +108,7 @@ std::vector<double> column_norms(const std::vector<float>& w, uint32_t rows, uin
 TEST(FeaturesNorms, WeightNormCapsColumnsAfterEveryUpdate) {
   // One large SGD step without the norm, to pick a cap that clips some columns but not all.
   Fixture plain(net(""), sets());
-  Trainer tp(*plain.net, plain.bound, sgd_options(1, 3.0f, kExamples), null_log());
+  TrainingLoop tp(*plain.net, plain.bound, sgd_options(1, 3.0f, kExamples), null_log());
   tp.run();
   const auto w_plain = plain.net->parameters()[0]->value.to_host();  // H<-In [6][5]
   auto norms = column_norms(w_plain, kIn, kHidden);
@@ -116,7 +116,7 @@ TEST(FeaturesNorms, WeightNormCapsColumnsAfterEveryUpdate) {
   std::sort(sorted.begin(), sorted.end());
   double cap = 0.5 * (sorted[1] + sorted[2]);  // 3 columns are longer
   Fixture capped(net(", \"WeightNorm\": " + json_number(cap)), sets());
-  Trainer tc(*capped.net, capped.bound, sgd_options(1, 3.0f, kExamples), null_log());
+  TrainingLoop tc(*capped.net, capped.bound, sgd_options(1, 3.0f, kExamples), null_log());
   tc.run();
   const auto w_cap = capped.net->parameters()[0]->value.to_host();
   std::vector<double> want(w_plain.begin(), w_plain.end());
@@ -126,7 +126,7 @@ TEST(FeaturesNorms, WeightNormCapsColumnsAfterEveryUpdate) {
   EXPECT_TRUE(all_near_d(w_cap, want, 1e-6));
 
   // Later updates stay within the cap; the file records it as the weight's norm.
-  Trainer more(*capped.net, capped.bound, sgd_options(4, 3.0f, kExamples), null_log());
+  TrainingLoop more(*capped.net, capped.bound, sgd_options(4, 3.0f, kExamples), null_log());
   more.run();
   for (double n : column_norms(capped.net->parameters()[0]->value.to_host(), kIn, kHidden))
     EXPECT_LE(n, cap * (1 + 1e-6));
@@ -191,8 +191,8 @@ TEST(FeaturesNorms, TrainerReportsThePenaltyInTheLoss) {
   const double expected =
       penalty(hidden_after_training_forward(with), kExamples, kHidden, 0.05f, 0.8f) / kExamples;
   EXPECT_GT(expected, 0.01);
-  Trainer tw(*with.net, with.bound, sgd_options(1, 0.1f, kExamples), null_log());
-  Trainer to(*without.net, without.bound, sgd_options(1, 0.1f, kExamples), null_log());
+  TrainingLoop tw(*with.net, with.bound, sgd_options(1, 0.1f, kExamples), null_log());
+  TrainingLoop to(*without.net, without.bound, sgd_options(1, 0.1f, kExamples), null_log());
   const double lw = tw.run()[0].data_loss, lo = to.run()[0].data_loss;
   EXPECT_NEAR(lw - lo, expected, 1e-5 * expected);
 }

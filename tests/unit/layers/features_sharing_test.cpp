@@ -5,14 +5,14 @@
 
 #include "core/error.h"
 #include "features_test_util.h"
-#include "train/trainer.h"
+#include "train/training_loop.h"
 
 namespace nn::test {
 namespace {
 
 constexpr uint32_t kExamples = 12;
 
-std::vector<DataSet> sets(uint32_t in_w = 7, uint32_t out_w = 7) {
+std::vector<ExampleSet> sets(uint32_t in_w = 7, uint32_t out_w = 7) {
   auto rows = random_rows(5, kExamples, in_w, 3);
   return {sparse_set("in", in_w, rows),
           sparse_set("out", out_w, random_rows(6, kExamples, out_w, 2))};
@@ -36,7 +36,7 @@ const char* kUnshared = R"({"Name": "shared", "ErrorFunction": "CrossEntropy", "
     {"Name": "Out", "Kind": "Output", "N": "auto", "DataSet": "out", "Source": ["A", "B"],
      "Activation": "Sigmoid"}]})";
 
-std::string config_error(const std::string& json, std::vector<DataSet> data) {
+std::string config_error(const std::string& json, std::vector<ExampleSet> data) {
   try {
     Fixture f(json, std::move(data));
   } catch (const ConfigError& e) {
@@ -64,7 +64,7 @@ TEST(FeaturesSharing, OneUpdatePerStepWithTheSummedGradient) {
   Parameter* w = f.net->parameters().front();
   ASSERT_EQ(w->name, "A<-In:weights");
   const std::vector<float> before = w->value.to_host();
-  Trainer t(*f.net, f.bound, sgd_options(1, 0.5f, kExamples), null_log());  // one step
+  TrainingLoop t(*f.net, f.bound, sgd_options(1, 0.5f, kExamples), null_log());  // one step
   t.run();
   expect_one_sgd_step(before, *w, 0.5f);
 }

@@ -16,7 +16,7 @@
 #include "model/batch_loader.h"
 #include "io/network_file.h"
 #include "train/step.h"
-#include "train/trainer.h"
+#include "train/training_loop.h"
 #include "model/model_test_util.h"
 
 namespace nn::test {

@@ -25,7 +25,7 @@ constexpr uint32_t kRows = 5;
 // ---- Maxout --------------------------------------------------------------------------------
 
 // Two 4x3 images with 6 channels ("in", "in2") and 3 dense targets.
-std::vector<DataSet> image_pair() {
+std::vector<ExampleSet> image_pair() {
   return {image_set("in", 4, 3, 6, 3, random_values(kRows * 72, 51, -1, 1)),
           image_set("in2", 4, 3, 6, 3, random_values(kRows * 72, 52, -1, 1)),
           dense_set("out", 3, random_targets(kRows, 3, 53))};
@@ -96,7 +96,7 @@ std::string conv_net(const std::string& hidden, int k) {
       {"Name": "Out", "Kind": "Output", "N": "auto", "DataSet": "out", "Activation": "Sigmoid"}]})";
 }
 
-std::vector<DataSet> conv_data() {
+std::vector<ExampleSet> conv_data() {
   return {image_set("in", 5, 4, 2, 3, random_values(4 * 40, 88, -1, 1)),
           dense_set("out", 4, random_targets(4, 4, 62))};
 }
@@ -165,7 +165,7 @@ TEST(MaxoutPooling, GradientsOverAFullyConnectedLayer) {
 
 // ---- DotProduct and Cosine -----------------------------------------------------------------
 
-std::vector<DataSet> query_docs() {
+std::vector<ExampleSet> query_docs() {
   return {dense_set("q", 5, random_values(kRows * 5, 71, -1, 1)),
           dense_set("d1", 5, random_values(kRows * 5, 72, -1, 1)),
           dense_set("d2", 5, random_values(kRows * 5, 73, -1, 1)),
@@ -222,7 +222,7 @@ std::string similarity_net(const char* function, const std::string& extra = "") 
        "Activation": "Sigmoid"}]})";
 }
 
-std::vector<DataSet> fc_data() {
+std::vector<ExampleSet> fc_data() {
   return {dense_set("in", 6, random_values(kRows * 6, 81, -1, 1)),
           dense_set("out", 3, random_targets(kRows, 3, 82))};
 }

@@ -61,12 +61,12 @@ std::vector<float> map_values(std::vector<float> z, const std::function<float(fl
 }
 
 // Loads `path`, binds `input` to the input layer and returns the scores of `layer` per example.
-std::vector<std::vector<float>> predict(const std::string& path, const DataSet& input,
+std::vector<std::vector<float>> predict(const std::string& path, const ExampleSet& input,
                                         const std::string& layer) {
   NetworkFile file = read_network_file(path);
   EXPECT_FALSE(file.training.present);  // a DSSTNE file has no training state
   auto backend = make_backend("cpu", 2);
-  std::vector<DataSet> sets{input};
+  std::vector<ExampleSet> sets{input};
   const BoundData bound = bind_datasets(file.spec, sets, /*need_outputs=*/false, "test input");
   Network net(*backend, file.spec, bound.sparse_inputs());
   net.load_arrays(file);
@@ -130,7 +130,7 @@ TEST(DsstneNetwork, DenseInputTwoSourcesPredictsHandComputedOutputs) {
   // unit 0 is tanh(1*(-0.3) + 0.5*(-0.1) + (-1)*0.1 + 0.1) = tanh(-0.35).
   ASSERT_NEAR(want_hidden[0][0], std::tanh(-0.35f), 1e-6f);
 
-  const DataSet input = dense_set("in", 3, flat);
+  const ExampleSet input = dense_set("in", 3, flat);
   expect_rows_near(predict(dir.file("net.nc"), input, "Output"), want_out);
   expect_rows_near(predict(dir.file("net.nc"), input, "Hidden"), want_hidden);
 }
@@ -173,7 +173,7 @@ TEST(DsstneNetwork, WeightsOutOfCreationOrderAreNeverSwapped) {
   std::swap(reordered.weights[1], reordered.weights[2]);  // Output<-Input before Output<-Hidden
   write_dsstne_network(dir.file("net.nc"), reordered);
   write_dsstne_network(dir.file("ordered.nc"), written);
-  const DataSet input =
+  const ExampleSet input =
       dense_set("in", 3, {1.0f, 0.5f, -1.0f, 0.0f, 2.0f, 0.25f, 3.0f, 1.0f, 0.0f});
   std::vector<std::vector<float>> got;
   try {

@@ -15,10 +15,10 @@
 namespace nn::test {
 
 // Sparse indicator (values empty) or analog dataset from per-example index/value lists.
-inline DataSet sparse_set(const std::string& name, uint32_t width,
+inline ExampleSet sparse_set(const std::string& name, uint32_t width,
                           const std::vector<std::vector<uint32_t>>& rows,
                           const std::vector<std::vector<float>>& values = {}) {
-  DataSet ds;
+  ExampleSet ds;
   ds.name = name;
   ds.attributes = attr::Sparse | (values.empty() ? attr::Boolean : 0u);
   ds.type = values.empty() ? DataType::UInt : DataType::Float;
@@ -35,8 +35,8 @@ inline DataSet sparse_set(const std::string& name, uint32_t width,
   return ds;
 }
 
-inline DataSet dense_set(const std::string& name, uint32_t width, const std::vector<float>& v) {
-  DataSet ds;
+inline ExampleSet dense_set(const std::string& name, uint32_t width, const std::vector<float>& v) {
+  ExampleSet ds;
   ds.name = name;
   ds.type = DataType::Float;
   ds.width = width;
@@ -46,7 +46,7 @@ inline DataSet dense_set(const std::string& name, uint32_t width, const std::vec
 }
 
 // Densified copy of a sparse dataset (same name unless renamed).
-inline DataSet densify(const DataSet& s) {
+inline ExampleSet densify(const ExampleSet& s) {
   std::vector<float> v(s.examples * s.width, 0.0f);
   for (uint64_t e = 0; e < s.examples; ++e)
     for (uint64_t k = s.sparse_start[e]; k < s.sparse_end[e]; ++k)
@@ -72,13 +72,13 @@ inline std::vector<std::vector<uint32_t>> random_rows(uint64_t seed, size_t exam
 
 struct Fixture {
   std::unique_ptr<Backend> backend;
-  std::vector<DataSet> sets;
+  std::vector<ExampleSet> sets;
   NetworkSpec spec;
   BoundData bound;
   std::unique_ptr<Network> net;
 
   // `with`: the backend to use (the CPU backend with 2 threads when null).
-  Fixture(const std::string& json, std::vector<DataSet> data, uint64_t seed = 7,
+  Fixture(const std::string& json, std::vector<ExampleSet> data, uint64_t seed = 7,
           std::unique_ptr<Backend> with = nullptr) {
     backend = with ? std::move(with) : make_backend("cpu", 2);
     sets = std::move(data);

@@ -20,7 +20,7 @@ Fixture make_fixture() {
       {"Name": "H", "Kind": "Hidden", "N": 8, "Source": "In", "Activation": "Tanh"},
       {"Name": "Out", "Kind": "Output", "N": "auto", "Source": "H", "DataSet": "out",
        "Activation": "Sigmoid"}]})";
-  std::vector<DataSet> sets{sparse_set("in", 30, random_rows(3, kExamples, 30, 4)),
+  std::vector<ExampleSet> sets{sparse_set("in", 30, random_rows(3, kExamples, 30, 4)),
                             sparse_set("out", kOut, random_rows(4, kExamples, kOut, 3))};
   return Fixture(json, std::move(sets));
 }

@@ -56,7 +56,7 @@ TEST(DataParallel, DropoutOfASliceEqualsThatSliceOfTheWholeBatch) {
 
 TEST(DataParallel, DenoisingDependsOnTheExampleNotItsPlaceInTheBatch) {
   const auto rows = random_rows(3, 12, 40, 9);
-  const DataSet input = sparse_set("input", 40, rows);
+  const ExampleSet input = sparse_set("input", 40, rows);
   BoundData bound;
   bound.inputs.push_back({"Input", &input});
   bound.examples = input.examples;

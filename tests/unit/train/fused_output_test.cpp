@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "../backend/counting_backend.h"
-#include "train/trainer.h"
+#include "train/training_loop.h"
 #include "model/model_test_util.h"
 
 namespace nn::test {
@@ -55,8 +55,8 @@ TEST(FusedOutputActivation, OnlyOutputsNothingElseReadsAreDeferrable) {
       json,
       {sparse_set("input", 24, rows), sparse_set("mid", 24, rows), sparse_set("output", 24, rows)},
       7);
-  Trainer t(*f.net, f.bound, two_epochs(), [](const std::string&) {});
-  Trainer tp(*plain.net, plain.bound, two_epochs(), [](const std::string&) {});
+  TrainingLoop t(*f.net, f.bound, two_epochs(), [](const std::string&) {});
+  TrainingLoop tp(*plain.net, plain.bound, two_epochs(), [](const std::string&) {});
   be->clear();
   const auto r = t.run();
   EXPECT_EQ(be->fused_losses, 2u * 32u / 8u) << "one fused call per batch, for Output only";
@@ -77,7 +77,7 @@ TEST(FusedOutputActivation, MaxOutOutputsKeepTheUnfusedPath) {
   Fixture f(json, {sparse_set("input", 24, rows), sparse_set("output", 24, rows)}, 7,
             std::move(counting));
   EXPECT_FALSE(f.net->layer("Output").activation_deferrable());
-  Trainer t(*f.net, f.bound, two_epochs(), [](const std::string&) {});
+  TrainingLoop t(*f.net, f.bound, two_epochs(), [](const std::string&) {});
   t.run();
   EXPECT_EQ(be->fused_losses, 0u);
 }

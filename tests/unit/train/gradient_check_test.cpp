@@ -50,10 +50,10 @@ void check_gradients(const Case& c) {
   const uint32_t in_w = 7, out_w = 6, n = 5;
   auto in_rows = random_rows(11, n, in_w, 3);
   std::vector<std::vector<float>> in_vals(n, std::vector<float>{0.5f, -1.0f, 2.0f});
-  DataSet in = sparse_set("in", in_w, in_rows, in_vals);
+  ExampleSet in = sparse_set("in", in_w, in_rows, in_vals);
   if (!c.sparse_input) in = densify(in);
   auto out_rows = random_rows(12, n, out_w, 2);
-  DataSet out = sparse_set("out", out_w, out_rows);
+  ExampleSet out = sparse_set("out", out_w, out_rows);
   if (!c.sparse_target) out = densify(out);
   Fixture f(network_json(c), {in, out}, 3);
   const HostBatch hb = first_batch(f.bound, n);
@@ -108,9 +108,9 @@ TEST(GradientCheck, TwoSourcesAndSkip) {
 // ---- the checker itself ----------------------------------------------------------------------
 
 Fixture l2_fixture(uint32_t in_w, uint32_t hidden, uint32_t n) {
-  DataSet in = densify(sparse_set("in", in_w, random_rows(21, n, in_w, 2),
+  ExampleSet in = densify(sparse_set("in", in_w, random_rows(21, n, in_w, 2),
                                   std::vector<std::vector<float>>(n, {1.5f, -0.5f})));
-  DataSet out = densify(sparse_set("out", 3, random_rows(22, n, 3, 1)));
+  ExampleSet out = densify(sparse_set("out", 3, random_rows(22, n, 3, 1)));
   return Fixture(R"({"Name": "l2", "ErrorFunction": "L2", "Layers": [
       {"Name": "In", "Kind": "Input", "N": "auto", "DataSet": "in"},
       {"Name": "H", "Kind": "Hidden", "N": )" +

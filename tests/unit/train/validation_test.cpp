@@ -11,7 +11,7 @@
 #include "core/memory_budget.h"
 #include "core/random.h"
 #include "model/model_summary.h"
-#include "train/trainer.h"
+#include "train/training_loop.h"
 #include "model/model_test_util.h"
 
 namespace nn::test {
@@ -62,9 +62,9 @@ TrainOptions options(uint32_t epochs) {
 }
 
 struct Validation {
-  std::vector<DataSet> sets;
+  std::vector<ExampleSet> sets;
   BoundData bound;
-  Validation(const Fixture& f, std::vector<DataSet> data) : sets(std::move(data)) {
+  Validation(const Fixture& f, std::vector<ExampleSet> data) : sets(std::move(data)) {
     bound = bind_datasets(f.spec, sets, true, "validation");
   }
 };
@@ -77,7 +77,7 @@ TEST(Validation, RecommenderReportsRecallOfHeldOutItems) {
   taste_split(64, 2, false, in, out);
   Validation v(f, {sparse_set("input", 32, in), sparse_set("output", 32, out)});
 
-  Trainer t(*f.net, f.bound, options(12), null_log());
+  TrainingLoop t(*f.net, f.bound, options(12), null_log());
   t.set_validation(v.bound);
   const auto reports = t.run();
   ASSERT_EQ(reports.size(), 12u);
@@ -129,7 +129,7 @@ TEST(Validation, ClassifierReportsAccuracy) {
       {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "SoftMax"}]})",
             {dense_set("input", 2, x), sparse_set("output", 2, y)});
   Validation v(f, {dense_set("input", 2, vx), sparse_set("output", 2, vy)});
-  Trainer t(*f.net, f.bound, options(20), null_log());
+  TrainingLoop t(*f.net, f.bound, options(20), null_log());
   t.set_validation(v.bound);
   const auto reports = t.run();
   const ValidationResult& last = reports.back().validation;
@@ -144,7 +144,7 @@ TEST(Validation, EvaluatesEveryIntervalAndAfterTheLastEpoch) {
   Validation v(f, {sparse_set("input", 32, in), sparse_set("output", 32, out)});
   TrainOptions o = options(7);
   o.validation_interval = 3;
-  Trainer t(*f.net, f.bound, o, null_log());
+  TrainingLoop t(*f.net, f.bound, o, null_log());
   t.set_validation(v.bound);
   const auto reports = t.run();
   std::vector<uint64_t> validated;
@@ -164,7 +164,7 @@ TEST(Validation, EarlyStoppingKeepsTheBestNetwork) {
   Validation v(f, {sparse_set("input", 32, vin), sparse_set("output", 32, vout)});
   TrainOptions o = options(40);
   o.patience = 2;
-  Trainer t(*f.net, f.bound, o, null_log());
+  TrainingLoop t(*f.net, f.bound, o, null_log());
   t.set_validation(v.bound);
   std::vector<std::vector<std::vector<float>>> weights;  // per epoch
   t.on_epoch = [&](const EpochReport&) {
@@ -195,7 +195,7 @@ TEST(TrainerProgress, LinesCarryExamplesPerSecondAndEta) {
   TrainOptions o = options(2);
   o.progress_seconds = 1e-9;  // a progress line after every batch
   std::vector<std::string> lines;
-  Trainer t(*f.net, f.bound, o, [&](const std::string& l) { lines.push_back(l); });
+  TrainingLoop t(*f.net, f.bound, o, [&](const std::string& l) { lines.push_back(l); });
   const auto reports = t.run();
   auto find = [&](const std::string& prefix) -> std::string {
     for (const auto& l : lines)

@@ -1,5 +1,5 @@
 // Training loop implementation.
-#include "train/trainer.h"
+#include "train/training_loop.h"
 
 #include <chrono>
 #include <cmath>
@@ -83,7 +83,7 @@ DivergenceError diverged(double err, uint64_t epoch, uint64_t batch, uint64_t ba
 
 }  // namespace
 
-Trainer::Trainer(Network& net, const BoundData& data, TrainOptions options, LogSink log,
+TrainingLoop::TrainingLoop(Network& net, const BoundData& data, TrainOptions options, LogSink log,
                  Communicator* comm)
     : net_(net),
       data_(data),
@@ -120,7 +120,7 @@ Trainer::Trainer(Network& net, const BoundData& data, TrainOptions options, LogS
   for (const LayerSpec& l : net_.spec().layers) has_batch_norm_ |= l.batch_normalization;
 }
 
-void Trainer::set_validation(const BoundData& data) {
+void TrainingLoop::set_validation(const BoundData& data) {
   if (model_parallel_)
     throw ConfigError(
         "a validation set is not supported yet when layers are split over "
@@ -130,20 +130,20 @@ void Trainer::set_validation(const BoundData& data) {
                                            *data_.outputs[0].dataset);
 }
 
-void Trainer::restore(const TrainingState& state) {
+void TrainingLoop::restore(const TrainingState& state) {
   if (!state.present) return;
   epoch_ = state.epoch;
   step_ = state.step;
   shuffle_rng_.set_state(state.rng_state);
 }
 
-std::string Trainer::checkpoint_path(uint64_t epoch) const {
+std::string TrainingLoop::checkpoint_path(uint64_t epoch) const {
   return options_.checkpoint_name + std::to_string(epoch) + ".nc";
 }
 
 // Deletes the checkpoint that has just fallen out of the newest `checkpoints_kept` (written
 // `checkpoints_kept` intervals before this epoch's). A missing file is not an error.
-void Trainer::remove_old_checkpoint() {
+void TrainingLoop::remove_old_checkpoint() {
   if (options_.checkpoints_kept <= 0) return;
   const uint64_t span =
       uint64_t(options_.checkpoints_kept) * uint64_t(options_.checkpoint_interval);
@@ -154,7 +154,7 @@ void Trainer::remove_old_checkpoint() {
          std::to_string(options_.checkpoints_kept) + ")");
 }
 
-NetworkFile Trainer::snapshot() const {
+NetworkFile TrainingLoop::snapshot() const {
   NetworkFile f = net_.to_file();
   TrainingState& t = f.training;
   t.present = true;
@@ -174,7 +174,7 @@ NetworkFile Trainer::snapshot() const {
   return f;
 }
 
-std::vector<EpochReport> Trainer::run() {
+std::vector<EpochReport> TrainingLoop::run() {
   std::vector<EpochReport> reports;
   // Split layers' parameters are counted over every rank (each holds its slice).
   uint64_t parameters = 0, split_parameters = 0;
@@ -239,7 +239,7 @@ std::vector<EpochReport> Trainer::run() {
   return reports;
 }
 
-bool Trainer::validate(EpochReport& report) {
+bool TrainingLoop::validate(EpochReport& report) {
   if (!validator_) return true;
   const uint32_t interval = std::max<uint32_t>(options_.validation_interval, 1);
   if (epoch_ % interval != 0 && epoch_ < options_.epochs) return true;
@@ -272,7 +272,7 @@ bool Trainer::validate(EpochReport& report) {
   return true;
 }
 
-EpochReport Trainer::run_epoch() {
+EpochReport TrainingLoop::run_epoch() {
   const auto start = Clock::now();
   const uint64_t n = data_.examples;
   std::vector<uint32_t> order(n);
@@ -363,7 +363,7 @@ EpochReport Trainer::run_epoch() {
   return r;
 }
 
-double Trainer::train_batch(const HostBatch& hb, const HostBatch* whole, float alpha,
+double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, float alpha,
                             RowSlice slice, uint32_t global_rows) {
   Backend& be = net_.backend();
   ++step_;
@@ -413,7 +413,7 @@ double Trainer::train_batch(const HostBatch& hb, const HostBatch* whole, float a
   return err;
 }
 
-double Trainer::regularization_loss() {
+double TrainingLoop::regularization_loss() {
   const auto& o = options_.optimizer;
   if (o.lambda == 0.0f && o.lambda1 == 0.0f) return 0.0;
   // Summed in the backend's memory and read back once: [0] unsplit parameters, [1] model-parallel
@@ -433,11 +433,11 @@ double Trainer::regularization_loss() {
   return r + sharded;
 }
 
-void Trainer::clear_loss_sums() {
+void TrainingLoop::clear_loss_sums() {
   loss_sums_.assign(net_.backend(), std::vector<double>(math::kLossSumCount, 0.0));
 }
 
-std::vector<double> Trainer::read_loss_sums(uint64_t batches) {
+std::vector<double> TrainingLoop::read_loss_sums(uint64_t batches) {
   std::vector<double> s = loss_sums_.to_host();
   if (s[math::kLossFirstBad] != 0.0)
     throw diverged(s[math::kLossBadValue], epoch_ + 1, uint64_t(s[math::kLossFirstBad]), batches);

@@ -1,4 +1,4 @@
-// Trainer behaviour: it learns, checkpoints resume exactly, sparse and dense inputs agree,
+// TrainingLoop behaviour: it learns, checkpoints resume exactly, sparse and dense inputs agree,
 // divergence is reported, and binding errors name what is wrong.
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include "core/error.h"
 #include "io/network_file.h"
 #include "train/step.h"
-#include "train/trainer.h"
+#include "train/training_loop.h"
 #include "model/model_test_util.h"
 
 namespace nn::test {
@@ -62,10 +62,10 @@ std::vector<std::vector<float>> all_params(Network& net) {
   return out;
 }
 
-TEST(Trainer, LearnsCoOccurrence) {
+TEST(TrainingLoop, LearnsCoOccurrence) {
   auto rows = taste_rows(256, 1);
   Fixture f(kAutoencoder, {sparse_set("input", 32, rows), sparse_set("output", 32, rows)});
-  Trainer t(*f.net, f.bound, options(15), null_log());
+  TrainingLoop t(*f.net, f.bound, options(15), null_log());
   auto reports = t.run();
   ASSERT_EQ(reports.size(), 15u);
   EXPECT_LT(reports.back().data_loss, 0.6 * reports.front().data_loss);
@@ -91,17 +91,17 @@ void expect_resume_equals_uninterrupted_run(const char* json) {
   const fs::path dir = fs::temp_directory_path() / ("nn_resume_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   auto rows = taste_rows(100, 2);
-  std::vector<DataSet> data{sparse_set("input", 32, rows), sparse_set("output", 32, rows)};
+  std::vector<ExampleSet> data{sparse_set("input", 32, rows), sparse_set("output", 32, rows)};
 
   Fixture straight(json, data);
-  Trainer a(*straight.net, straight.bound, options(4), null_log());
+  TrainingLoop a(*straight.net, straight.bound, options(4), null_log());
   a.run();
 
   Fixture first(json, data);
   TrainOptions o = options(2);
   o.checkpoint_name = (dir / "ck").string();
   o.checkpoint_interval = 1;
-  Trainer b(*first.net, first.bound, o, null_log());
+  TrainingLoop b(*first.net, first.bound, o, null_log());
   b.run();
   ASSERT_TRUE(fs::exists(dir / "ck2.nc"));
 
@@ -110,7 +110,7 @@ void expect_resume_equals_uninterrupted_run(const char* json) {
   EXPECT_EQ(ck.training.epoch, 2u);
   Fixture second(json, data, /*seed=*/12345);  // different init: must be overwritten
   second.net->load_arrays(ck);
-  Trainer c(*second.net, second.bound, options(4), null_log());
+  TrainingLoop c(*second.net, second.bound, options(4), null_log());
   c.restore(ck.training);
   c.run();
   EXPECT_EQ(c.epoch(), 4u);
@@ -126,15 +126,15 @@ void expect_resume_equals_uninterrupted_run(const char* json) {
   fs::remove_all(dir);
 }
 
-TEST(Trainer, ResumeFromCheckpointEqualsUninterruptedRun) {
+TEST(TrainingLoop, ResumeFromCheckpointEqualsUninterruptedRun) {
   expect_resume_equals_uninterrupted_run(kAutoencoder);
 }
 
-TEST(Trainer, ResumeWithBatchNormSharedWeightsAndPenaltyEqualsUninterruptedRun) {
+TEST(TrainingLoop, ResumeWithBatchNormSharedWeightsAndPenaltyEqualsUninterruptedRun) {
   expect_resume_equals_uninterrupted_run(kFeatureAutoencoder);
 }
 
-TEST(Trainer, SparseAndDenseInputsGiveTheSameResult) {
+TEST(TrainingLoop, SparseAndDenseInputsGiveTheSameResult) {
   auto rows = taste_rows(64, 3);
   std::vector<std::vector<float>> values(rows.size());
   for (size_t r = 0; r < rows.size(); ++r)
@@ -143,12 +143,12 @@ TEST(Trainer, SparseAndDenseInputsGiveTheSameResult) {
       {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input"},
       {"Name": "Hidden", "Kind": "Hidden", "N": 8, "Activation": "Tanh"},
       {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid"}]})";
-  DataSet sp = sparse_set("input", 32, rows, values);
+  ExampleSet sp = sparse_set("input", 32, rows, values);
   Fixture sparse(json, {sp, sparse_set("output", 32, rows)});
   Fixture dense(json, {densify(sp), densify(sparse_set("output", 32, rows))});
   TrainOptions o = options(3);
-  Trainer ts(*sparse.net, sparse.bound, o, null_log());
-  Trainer td(*dense.net, dense.bound, o, null_log());
+  TrainingLoop ts(*sparse.net, sparse.bound, o, null_log());
+  TrainingLoop td(*dense.net, dense.bound, o, null_log());
   auto rs = ts.run();
   auto rd = td.run();
   for (size_t e = 0; e < rs.size(); ++e) EXPECT_NEAR(rs[e].loss, rd[e].loss, 1e-4 * rs[e].loss);
@@ -158,7 +158,7 @@ TEST(Trainer, SparseAndDenseInputsGiveTheSameResult) {
     for (size_t j = 0; j < ps[i].size(); ++j) EXPECT_NEAR(ps[i][j], pd[i][j], 1e-4f);
 }
 
-TEST(Trainer, DivergenceNamesEpochAndBatch) {
+TEST(TrainingLoop, DivergenceNamesEpochAndBatch) {
   auto rows = taste_rows(64, 4);
   const char* json = R"({"ErrorFunction": "L2", "Layers": [
       {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input"},
@@ -167,7 +167,7 @@ TEST(Trainer, DivergenceNamesEpochAndBatch) {
   TrainOptions o = options(50);
   o.optimizer.kind = OptimizerKind::SGD;
   o.optimizer.alpha = 1e6f;
-  Trainer t(*f.net, f.bound, o, null_log());
+  TrainingLoop t(*f.net, f.bound, o, null_log());
   try {
     t.run();
     FAIL() << "expected DivergenceError";
@@ -180,7 +180,7 @@ TEST(Trainer, DivergenceNamesEpochAndBatch) {
 // On a device backend (posed by CountingBackend with host_memory false) the losses, penalties
 // and regularisation are summed in backend memory and read back once per epoch (no
 // value-returning call, a few downloads), with the same per-epoch reports as on the CPU.
-TEST(Trainer, LossesAreReadBackOncePerEpochOnDeviceBackends) {
+TEST(TrainingLoop, LossesAreReadBackOncePerEpochOnDeviceBackends) {
   auto rows = taste_rows(256, 3);
   const char* json = R"({"Name": "ae", "ErrorFunction": "CrossEntropy",
       "SparsenessPenalty": {"p": 0.1, "beta": 0.05},
@@ -195,8 +195,8 @@ TEST(Trainer, LossesAreReadBackOncePerEpochOnDeviceBackends) {
   Fixture cpu(json, {sparse_set("input", 32, rows), sparse_set("output", 32, rows)}, 7);
   TrainOptions o = options(3);
   o.optimizer.lambda1 = 1e-5f;
-  Trainer td(*dev.net, dev.bound, o, null_log());
-  Trainer tc(*cpu.net, cpu.bound, o, null_log());
+  TrainingLoop td(*dev.net, dev.bound, o, null_log());
+  TrainingLoop tc(*cpu.net, cpu.bound, o, null_log());
   be->clear();
   const auto rd = td.run();
   EXPECT_EQ(be->value_returns, 0u) << "a loss or reduction returned a value (a GPU sync)";
@@ -213,7 +213,7 @@ TEST(Trainer, LossesAreReadBackOncePerEpochOnDeviceBackends) {
 }
 
 // The divergence check, deferred on device backends, still names the first bad batch.
-TEST(Trainer, DeferredDivergenceCheckNamesTheSameBatch) {
+TEST(TrainingLoop, DeferredDivergenceCheckNamesTheSameBatch) {
   auto rows = taste_rows(64, 4);
   const char* json = R"({"ErrorFunction": "L2", "Layers": [
       {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input"},
@@ -226,7 +226,7 @@ TEST(Trainer, DeferredDivergenceCheckNamesTheSameBatch) {
     o.minibatch = 4;
     o.optimizer.kind = OptimizerKind::SGD;
     o.optimizer.alpha = 1e6f;
-    Trainer t(*f.net, f.bound, o, null_log());
+    TrainingLoop t(*f.net, f.bound, o, null_log());
     try {
       t.run();
       FAIL() << "expected DivergenceError";
@@ -249,7 +249,7 @@ std::string error_of(const std::function<void()>& f) {
 
 TEST(Binding, MissingDatasetIsNamed) {
   auto rows = taste_rows(8, 5);
-  std::vector<DataSet> sets{sparse_set("input", 32, rows)};
+  std::vector<ExampleSet> sets{sparse_set("input", 32, rows)};
   NetworkSpec spec = parse_network_json(kAutoencoder, "ae.json");
   const std::string msg = error_of([&] { resolve_auto_sizes(spec, sets); });
   EXPECT_NE(msg.find("ae.json"), std::string::npos) << msg;
@@ -259,7 +259,7 @@ TEST(Binding, MissingDatasetIsNamed) {
 
 TEST(Binding, WidthLargerThanLayerIsRejected) {
   auto rows = taste_rows(8, 6);
-  std::vector<DataSet> sets{sparse_set("input", 32, rows), sparse_set("output", 32, rows)};
+  std::vector<ExampleSet> sets{sparse_set("input", 32, rows), sparse_set("output", 32, rows)};
   NetworkSpec spec = parse_network_json(kAutoencoder, "ae.json");
   resolve_auto_sizes(spec, sets);
   spec.layers[0].n[0] = 16;
@@ -269,7 +269,7 @@ TEST(Binding, WidthLargerThanLayerIsRejected) {
 }
 
 TEST(Binding, ExampleCountMismatchIsRejected) {
-  std::vector<DataSet> sets{sparse_set("input", 32, taste_rows(8, 7)),
+  std::vector<ExampleSet> sets{sparse_set("input", 32, taste_rows(8, 7)),
                             sparse_set("output", 32, taste_rows(9, 7))};
   NetworkSpec spec = parse_network_json(kAutoencoder, "ae.json");
   resolve_auto_sizes(spec, sets);

@@ -61,9 +61,9 @@ struct EpochReport {
   ValidationResult validation;
 };
 
-class Trainer {
+class TrainingLoop {
  public:
-  Trainer(Network& net, const BoundData& data, TrainOptions options, LogSink log,
+  TrainingLoop(Network& net, const BoundData& data, TrainOptions options, LogSink log,
           Communicator* comm = nullptr);
 
   // Evaluates `data` (bound to the same layers as the training data) during training; call before

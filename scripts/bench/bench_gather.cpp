@@ -1,7 +1,7 @@
 // Benchmark (not a test): gather_sparse on ML-20M-shaped minibatches (256 examples x 144
 // entries from 4096 rows, 27,392 features), 2000 batches; prints the wall time. Was a timing
 // assertion in the unit tests (GatherSparse.LargeBatchIsFast, < 2 s), which fails under load and
-// under sanitizers. Built and run by scripts/bench_gather.sh.
+// under sanitizers. Built by CMake, run by scripts/bench_gather.sh.
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -10,7 +10,7 @@
 #include "data/dataset.h"
 
 int main() {
-  nn::DataSet ds;
+  nn::ExampleSet ds;
   ds.name = "ml";
   ds.width = 27392;
   ds.attributes = nn::attr::Sparse | nn::attr::Boolean;
