@@ -11,8 +11,6 @@
 #include <vector>
 
 #include "arrays.h"
-#include "core/error.h"
-#include "distributed/process.h"
 #include "nn/nn.h"
 
 namespace py = pybind11;
@@ -286,8 +284,8 @@ namespace nnpy __attribute__((visibility("hidden"))) {
   }
 
   // MPI: initialised here only when an MPI launcher started Python and nobody (mpi4py) has yet;
-  // finalised at exit only if initialised here (distributed/process.h).
-  std::unique_ptr<nn::ProcessSession> mpi_session;
+  // finalised at exit only if initialised here (nn/process.h).
+  std::unique_ptr<nn::api::ProcessSession> mpi_session;
 
   }  // namespace
 }  // namespace )
@@ -305,6 +303,8 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const nn::DataError& e) {
       PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const nn::ArgumentError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const nn::IoError& e) {
       PyErr_SetString(PyExc_OSError, e.what());
     } catch (const nn::Error& e) {
@@ -312,15 +312,15 @@ PYBIND11_MODULE(_core, m) {
     }
   });
 
-  if (nn::launched_by_mpi() && !nn::mpi_active()) {
-    nnpy::mpi_session = std::make_unique<nn::ProcessSession>(nullptr, nullptr);
+  if (nn::api::launched_by_mpi() && !nn::api::mpi_active()) {
+    nnpy::mpi_session = std::make_unique<nn::api::ProcessSession>(nullptr, nullptr);
     py::module_::import("atexit").attr("register")(
         py::cpp_function([] { nnpy::mpi_session.reset(); }));
   }
   m.def(
-      "mpi_rank", [] { return nn::world_rank(); }, "This process's MPI rank (0 without MPI).");
+      "mpi_rank", [] { return nn::api::world_rank(); }, "This process's MPI rank (0 without MPI).");
   m.def(
-      "mpi_size", [] { return nn::world_size(); }, "Processes in the MPI job (1 without MPI).");
+      "mpi_size", [] { return nn::api::world_size(); }, "Processes in the MPI job (1 without MPI).");
 
   py::class_<LayerInfo>(m, "LayerInfo")
       .def_readonly("name", &LayerInfo::name)

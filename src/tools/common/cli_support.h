@@ -3,15 +3,16 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/tool_main.h"
-#include "core/log.h"
-#include "core/memory_budget.h"
-#include "distributed/process.h"
+#include "nn/log.h"
+#include "nn/process.h"
 
 namespace nn::tool {
 
@@ -40,7 +41,7 @@ inline bool parse_or_exit(CLI::App& app, std::vector<std::string> args, int& sta
     app.parse(rev);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) {
-      status = world_rank() == 0 ? app.exit(e) : 0;  // --help / --version: one copy under mpirun
+      status = api::world_rank() == 0 ? app.exit(e) : 0;  // --help / --version: one copy under mpirun
       return true;
     }
     throw UsageError(e.what());
@@ -49,30 +50,30 @@ inline bool parse_or_exit(CLI::App& app, std::vector<std::string> args, int& sta
 }
 
 // --memory-limit SIZE: the budget that sizes read from files and configs are checked against
-// before anything is allocated for them (core/memory_budget.h).
+// before anything is allocated for them (nn/process.h).
 inline CLI::Option* add_memory_limit_option(CLI::App& app, std::string& value) {
   return app.add_option("--memory-limit", value,
                         "memory budget for sizes read from files, e.g. 8G or 512M (default: "
-                        "this machine's memory, " + format_bytes(default_memory_budget()) + ")");
+                        "this machine's memory, " + api::format_bytes(api::default_memory_budget()) + ")");
 }
 
 // Sets the budget from the flag (wins) or the CDL's MemoryLimit; UsageError when malformed.
 inline void apply_memory_limit(const std::string& flag, std::optional<uint64_t> from_cdl) {
   if (!flag.empty()) {
-    const auto bytes = parse_byte_size(flag);
+    const auto bytes = api::parse_byte_size(flag);
     if (!bytes)
       throw UsageError("--memory-limit: expected a size such as 8G, 512M or 1000000 (bytes), got '" +
                        flag + "'");
-    set_memory_budget(*bytes);
+    api::set_memory_budget(*bytes);
   } else if (from_cdl) {
-    set_memory_budget(*from_cdl);
+    api::set_memory_budget(*from_cdl);
   }
 }
 
 // Log sink printing each line to `stream` (flushes so pipes see progress). Under mpirun only
 // rank 0 prints: one voice for the whole job (errors are printed by every rank, see tool_main).
 inline LogSink stream_log(std::FILE* stream, const std::string& prefix = "") {
-  if (world_rank() != 0) return null_log();
+  if (api::world_rank() != 0) return null_log();
   return [stream, prefix](const std::string& line) {
     std::fprintf(stream, "%s%s\n", prefix.c_str(), line.c_str());
     std::fflush(stream);

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "core/atomic_file.h"
-#include "core/error.h"
+#include "nn/error.h"
+#include "nn/process.h"
 
 namespace nn::tool {
 
@@ -22,14 +22,14 @@ class StdinSpool {
   // `what` names the input in messages ("network"). Any other path is left alone.
   StdinSpool(std::string& path, const std::string& what) {
     if (path != "-") return;
-    std::string name = temporary_directory() + "/nn-" + what + "-from-stdin." +
+    std::string name = api::temporary_directory() + "/nn-" + what + "-from-stdin." +
                        std::to_string(::getpid()) + ".XXXXXX";
     std::vector<char> buf(name.begin(), name.end());
     buf.push_back('\0');
     const int fd = ::mkstemp(buf.data());
     if (fd < 0)
       throw IoError("standard input (" + what + "): cannot create a temporary file in '" +
-                    temporary_directory() + "' (set TMPDIR): " + std::strerror(errno));
+                    api::temporary_directory() + "' (set TMPDIR): " + std::strerror(errno));
     temp_ = buf.data();
     copy(fd, what);
     path = temp_;

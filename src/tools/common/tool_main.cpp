@@ -1,4 +1,4 @@
-// main() for every tool: starts MPI when launched by mpirun (distributed/process.h), runs the tool body
+// main() for every tool: starts MPI when launched by mpirun (nn/process.h), runs the tool body
 // and maps exceptions to messages and exit codes. Under mpirun every rank's error is printed with
 // its rank, and a failing rank ends the whole job (MPI_Abort) instead of leaving the others
 // waiting for it.
@@ -9,33 +9,31 @@
 #include <string>
 
 #include "common/tool_main.h"
-#include "core/allocation_context.h"
-#include "core/error.h"
-#include "core/memory_budget.h"
-#include "distributed/process.h"
+#include "nn/error.h"
+#include "nn/process.h"
 
 namespace {
 
 int fail(int status, const std::string& message, bool usage) {
-  const std::string rank = nn::rank_prefix();
+  const std::string rank = nn::api::rank_prefix();
   std::fprintf(stderr, "%s: %serror: %s\n", nn::tool::kToolName, rank.c_str(), message.c_str());
   if (usage) std::fprintf(stderr, "(run '%s --help' for usage)\n", nn::tool::kToolName);
-  if (nn::world_size() > 1) nn::abort_job(status);
+  if (nn::api::world_size() > 1) nn::api::abort_job(status);
   return status;
 }
 
 int run_tool(int argc, char** argv) {
   try {
     return nn::tool::run(argc, argv);
-  } catch (const nn::tool::UsageError& e) {
+  } catch (const nn::ArgumentError& e) {  // the tool's UsageError, or a job's settings
     return fail(2, e.what(), true);
   } catch (const nn::Error& e) {
     return fail(1, e.what(), false);
   } catch (const std::bad_alloc&) {
-    const std::string& what = nn::current_allocation();
+    const std::string& what = nn::api::current_allocation();
     return fail(1,
                 "out of memory" + (what.empty() ? std::string() : " while allocating " + what) +
-                    " (memory budget " + nn::format_bytes(nn::memory_budget()) +
+                    " (memory budget " + nn::api::format_bytes(nn::api::memory_budget()) +
                     "; see --memory-limit)",
                 false);
   } catch (const std::exception& e) {
@@ -46,9 +44,9 @@ int run_tool(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::unique_ptr<nn::ProcessSession> session;
+  std::unique_ptr<nn::api::ProcessSession> session;
   try {
-    session = std::make_unique<nn::ProcessSession>(&argc, &argv);
+    session = std::make_unique<nn::api::ProcessSession>(&argc, &argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: error: %s\n", nn::tool::kToolName, e.what());
     return 1;

@@ -2,8 +2,9 @@
 // turns engine errors into "nn-<tool>: error: ..." on stderr with exit 1 (runtime) or 2 (usage).
 #pragma once
 
-#include <stdexcept>
 #include <string>
+
+#include "nn/error.h"
 
 namespace nn::tool {
 
@@ -13,10 +14,11 @@ extern const char* const kToolName;
 // The tool's body. Returns the process exit status.
 int run(int argc, char** argv);
 
-// Bad command-line usage (exit status 2).
-class UsageError : public std::runtime_error {
+// Bad command-line usage (exit status 2, like the library's ArgumentError: a job's settings that
+// contradict each other or the data).
+class UsageError : public ArgumentError {
  public:
-  using std::runtime_error::runtime_error;
+  using ArgumentError::ArgumentError;
 };
 
 }  // namespace nn::tool

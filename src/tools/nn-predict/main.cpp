@@ -157,7 +157,7 @@ int run(int argc, char** argv) {
       is_stdout_path(job.top_classes))
     throw UsageError("--top-classes -: standard output already carries the recommendations");
   if (job.minibatch == 0) throw UsageError("-b: must be positive");
-  if (job.threads <= 0) job.threads = default_thread_count();
+  if (job.threads <= 0) job.threads = api::default_thread_count();
   const LogSink log = quiet ? null_log() : stream_log(stderr, to_stdout ? "nn-predict: " : "");
   for (const std::string& line : overrides) log(line);
   if (job.network == "-" && job.text_input == "-")
