@@ -1,36 +1,24 @@
 // The public Trainer and train_cdl(): datasets bound to a Model's network, run by the engine's
-// training loop (train/training_loop.h) one epoch report at a time.
+// training loop (train/training_loop.h) one epoch report at a time; train_cdl() is a TrainJob
+// (nn/train_job.h) made from the command file.
 #include "nn/trainer.h"
 
 #include <memory>
 
 #include "api/dataset_impl.h"
 #include "api/model_impl.h"
-#include "backend/backend_choice.h"
 #include "api/train_setup.h"
-#include "config/enum_names.h"
-#include "config/parse.h"
 #include "core/error.h"
-#include "io/netcdf_dataset.h"
-#include "distributed/device_placement.h"
 #include "distributed/process.h"
 #include "model/binding.h"
+#include "nn/command_file.h"
+#include "nn/train_job.h"
 
 namespace nn::api {
 namespace {
 
 // Thrown from the epoch callback to leave the engine's loop after a whole epoch.
 struct StopRequested {};
-
-EpochStats stats(const EpochReport& r) {
-  return {r.epoch, r.loss, r.data_loss, r.reg_loss, r.seconds, r.examples_per_second, r.alpha};
-}
-
-OptimizerKind optimizer_kind(const std::string& name) {
-  if (auto k = enum_from_string<OptimizerKind>(name)) return *k;
-  throw ConfigError("optimizer: unknown optimizer '" + name + "'; expected one of " +
-                    enum_choices<OptimizerKind>());
-}
 
 // The network's input layers must have been built for the kind of data now bound to them.
 void check_input_kinds(const Model::Impl& m, const BoundData& bound) {
@@ -71,15 +59,15 @@ std::unique_ptr<Trainer::Impl> make_impl(std::shared_ptr<Model> model, std::vect
   impl->bound = bind_datasets(m.net->spec(), impl->sets, /*need_outputs=*/true, files);
   check_input_kinds(m, impl->bound);
   impl->comm = world_communicator();
-  impl->trainer = std::make_unique<nn::TrainingLoop>(*m.net, impl->bound, std::move(options),
-                                                log ? LogSink(log) : null_log(), impl->comm.get());
+  impl->trainer = std::make_unique<nn::TrainingLoop>(
+      *m.net, impl->bound, std::move(options), log ? LogSink(log) : null_log(), impl->comm.get());
   return impl;
 }
 
 std::vector<EpochStats> run_trainer(nn::TrainingLoop& trainer, const EpochCallback& on_epoch) {
   std::vector<EpochStats> out;
   trainer.on_epoch = [&](const EpochReport& r) {
-    out.push_back(stats(r));
+    out.push_back(epoch_stats(r));
     if (on_epoch && !on_epoch(out.back())) throw StopRequested{};
   };
   try {
@@ -129,57 +117,18 @@ uint64_t Trainer::epoch() const {
 std::shared_ptr<Model> train_cdl(const std::string& cdl_path, const EpochCallback& on_epoch,
                                  const ModelOptions& options,
                                  const std::function<void(const std::string&)>& log) {
-  const CdlSpec cdl = load_cdl(cdl_path);
-  if (cdl.command != Command::Train)
-    throw ConfigError(cdl_path + ": Command is " + std::string(to_string(cdl.command)) +
+  const CommandFile cdl = CommandFile::read(cdl_path);
+  if (cdl.command() != "Train")
+    throw ConfigError(cdl_path + ": Command is " + cdl.command() +
                       "; train_cdl runs Train commands");
-  NetworkSpec spec = load_network_json(cdl.network);
-  std::vector<Dataset> data;
-  std::vector<ExampleSet> shapes;
-  std::string files;
-  for (const auto& f : cdl.data) {
-    for (Dataset& d : Dataset::read_netcdf(f)) {
-      shapes.push_back(ExampleSet{});
-      ExampleSet& s = shapes.back();  // shape only, for "auto" sizes
-      const ExampleSet& full = d.impl().data;
-      s.name = full.name;
-      s.width = full.width;
-      s.height = full.height;
-      s.length = full.length;
-      s.dimensions = full.dimensions;
-      s.attributes = full.attributes;
-      data.push_back(std::move(d));
-    }
-    files += (files.empty() ? "" : ", ") + f;
-  }
-  resolve_auto_sizes(spec, shapes);
-  TrainOptions o = cdl_train_options(cdl, /*default_seed=*/1);
-  apply_network_settings(spec, cdl.training.shuffle_indices, o);
-  // Input layers take the kind of the data bound to them, as in nn-train (binding checks the
-  // rest in make_impl).
-  std::map<std::string, bool> sparse = sparse_flags(spec);
-  for (auto& [layer, is_sparse] : sparse)
-    for (const auto& l : spec.layers)
-      for (const auto& s : shapes)
-        if (l.name == layer && s.name == l.dataset) is_sparse = s.is_sparse();
-  std::shared_ptr<Model> model = Model::Impl::create(
-      make_backend_for(spec, options.backend, options.threads, resolve_device(options.device)),
-      spec,
-      std::move(sparse), nullptr, o.seed);
-  auto impl = make_impl(model, std::move(data), o, log, files);
-  if (!cdl.training.validation_data.empty()) {
-    // Validation sets stay alive in this scope until training ends.
-    std::vector<ExampleSet> vsets;
-    for (const auto& f : cdl.training.validation_data)
-      for (ExampleSet& ds : read_datasets(f)) vsets.push_back(std::move(ds));
-    const BoundData vbound = bind_datasets(spec, vsets, true, "validation data");
-    impl->trainer->set_validation(vbound);
-    run_trainer(*impl->trainer, on_epoch);
-  } else {
-    run_trainer(*impl->trainer, on_epoch);
-  }
-  if (impl->comm->rank() == 0) write_network_file(cdl.training.results, impl->trainer->snapshot());
-  return model;
+  // nn-train's run (api/training_run.cpp) with the caller's backend, a seed of 1 when the file
+  // has none (nn-train draws one), no resumption and no per-epoch log file.
+  TrainJob job = train_job(cdl, /*default_seed=*/1);
+  job.backend = options.backend;
+  job.threads = options.threads;
+  job.device = options.device;
+  job.epoch_log = false;
+  return run_training(job, log ? LogSink(log) : null_log(), on_epoch);
 }
 
 }  // namespace nn::api

@@ -1,16 +1,13 @@
-// Files nn-train writes beside its results for following and judging a run: a JSON-lines log
-// with one record per epoch (written as each epoch ends, so `tail -f` works) and a PNG of the
-// loss and validation-metric curves drawn from that log by gnuplot or matplotlib when one is
-// installed. Drawing is best-effort: it never fails the run.
+// The per-epoch log a training run writes beside its results for following and judging it: a
+// JSON-lines file with one record per epoch, written as each epoch ends (so `tail -f` works), and
+// the names of the files beside the results. train/loss_curve.h draws the picture from it.
 #pragma once
 
-#include <cstdio>
 #include <string>
 
-#include "core/log.h"
 #include "train/training_loop.h"
 
-namespace nn::tool {
+namespace nn {
 
 // "<results without .nc><suffix>": net.nc + ".epochs.jsonl" -> net.epochs.jsonl.
 std::string beside_results(const std::string& results, const std::string& suffix);
@@ -35,9 +32,4 @@ class EpochLog {
   std::string content_;
 };
 
-// Draws the loss (and validation metric, when the log has one) per epoch from a log written by
-// EpochLog into `png`. Returns true when the picture was written; otherwise logs one line saying
-// why not (no gnuplot or matplotlib, or the plotter failed) and returns false.
-bool plot_epoch_log(const std::string& log_path, const std::string& png, const LogSink& log);
-
-}  // namespace nn::tool
+}  // namespace nn

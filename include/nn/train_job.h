@@ -1,0 +1,106 @@
+// Public API: a training run as a whole, the way nn-train carries it out: datasets read from
+// NetCDF files and bound to a JSON network, the network built (split over the ranks under
+// mpirun where the parallel plan says so), trained with atomic checkpoints, optional resumption
+// from the newest one, held-out validation with early stopping, a per-epoch JSON-lines log and a
+// loss-curve picture beside the result, and the result file written atomically. Also the
+// gradient check of a freshly initialised network (CDL Command "Validate").
+// A TrainJob is made from a CDL command file (train_job(CommandFile)) or field by field; both
+// mean exactly the run nn-train makes of them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nn/command_file.h"
+#include "nn/log.h"
+#include "nn/model.h"
+#include "nn/trainer.h"
+
+namespace nn::api {
+
+// How layers are split over the ranks under mpirun, for the layers without a "Parallel" key of
+// their own: Auto (the rule of docs/scaling.md decides per layer), Data (split nothing), Model
+// (split every layer that can be).
+enum class Parallelism { Auto, Data, Model };
+
+struct TrainJob {
+  std::string network_json;                   // JSON network description (a path)
+  std::vector<std::string> data_files;        // NetCDF files with the inputs and outputs
+  std::string results = "network.nc";         // network written at the end; "-": standard output
+  std::vector<std::string> validation_files;  // held-out datasets (empty: no validation)
+
+  uint32_t epochs = 1;  // in all (a resumed run continues up to this)
+  uint32_t minibatch = 1024;
+  std::string optimizer = "SGD";  // one of optimizer_names(), any case
+  float alpha = 0.1f;             // learning rate
+  float lambda = 0.0f;            // L2 weight decay
+  float lambda1 = 0.0f;           // L1 weight decay
+  float mu = 0.9f;                // momentum / RMSProp decay / Adam beta1
+  float mu1 = 0.999f;             // Adam beta2
+  int alpha_interval = 0;         // epochs between alpha *= alpha_multiplier (0 = never)
+  float alpha_multiplier = 1.0f;
+  uint64_t seed = 1;            // initialisation, shuffles, dropout and denoising masks
+  std::optional<bool> shuffle;  // default: the network's ShuffleIndices
+
+  std::string checkpoint_name;  // "" = no checkpoints; else "<name><epoch>.nc"
+  int checkpoint_interval = 0;  // epochs between checkpoints
+  int checkpoints_kept = 0;     // newest checkpoints kept on disk (0 = all)
+  bool resume = false;          // continue from the newest checkpoint, when there is one
+
+  uint32_t validation_interval = 1;  // epochs between evaluations of the validation set
+  uint32_t validation_k = 10;        // cut-off of recall@K / NDCG@K
+  uint32_t patience = 0;             // evaluations without improvement before stopping (0: never)
+  bool keep_best = true;             // write the best evaluated network, not the last one
+
+  // Per-epoch JSON-lines log "<results stem>.epochs.jsonl" and loss curve "<stem>.curve.png"
+  // (drawn when gnuplot or matplotlib is installed), written beside the results.
+  bool epoch_log = true;
+
+  std::string backend = "auto";  // "cpu", "cuda" or "auto"
+  int threads = 0;               // CPU threads; 0 = every CPU this process may use
+  int device = -1;               // CUDA device; -1 = this rank's default (nn/process.h)
+  Parallelism parallel = Parallelism::Auto;
+};
+
+// The run a CDL command file (Command "Train" or "Validate") describes: its Network, Data,
+// TrainingParameters, RandomSeed (`default_seed` when it has none), Parallel, Backend and Device
+// (the defaults above when absent).
+TrainJob train_job(const CommandFile& cdl, uint64_t default_seed = 1);
+
+// The optimizer names a TrainJob takes, as the tools list them.
+std::vector<std::string> optimizer_names();
+
+// Carries out the job: logs each dataset, the parallel plan, the model summary and every epoch
+// to `log` (rank 0's lines only matter: call it with a sink that prints on rank 0), writes
+// checkpoints, the result file and the epoch log. `on_epoch` (rank 0 only) may stop training
+// after an epoch by returning false; the result is written all the same. Returns the trained
+// model. Throws nn::Error subclasses (DivergenceError naming the last intact checkpoint).
+std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
+                                    const EpochCallback& on_epoch = nullptr);
+
+// The gradient check: the job's network built and initialised as for training (with job.seed),
+// backward()'s gradients compared with finite differences on the first minibatch.
+struct GradientCheckSettings {
+  double epsilon = 1e-3;        // perturbation of one entry at a time
+  bool central = true;          // central differences; false: one-sided, as DSSTNE
+  double abs_tolerance = 2e-3;  // an entry passes when |backward - finite difference| <=
+  double rel_tolerance = 2e-2;  //   abs_tolerance + rel_tolerance * |finite difference|
+  size_t max_entries = 1000;    // entries checked per array (larger ones sampled); 0 = all
+};
+
+struct GradientCheckResult {
+  size_t arrays = 0;                // weight and bias arrays checked
+  std::vector<std::string> failed;  // the arrays with entries outside the tolerance
+  bool passed() const { return failed.empty(); }
+};
+
+// Logs what is checked, the loss on the batch, one PASS/FAIL line per array and, when all pass,
+// a summary line; a failure is returned, not thrown (the caller reports it).
+GradientCheckResult run_gradient_check(const TrainJob& job, const GradientCheckSettings& check,
+                                       const LogSink& log);
+
+}  // namespace nn::api

@@ -1,0 +1,233 @@
+// The public run_training() and run_gradient_check() (include/nn/train_job.h): datasets ->
+// network -> training loop -> result file, or the gradient check of the freshly initialised
+// network on the first minibatch. nn-train and the Python module's train() both run these.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "api/model_impl.h"
+#include "api/train_setup.h"
+#include "backend/backend_choice.h"
+#include "config/parse.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/memory_budget.h"
+#include "distributed/device_placement.h"
+#include "distributed/process.h"
+#include "io/netcdf_dataset.h"
+#include "io/network_file.h"
+#include "model/binding.h"
+#include "model/model_summary.h"
+#include "nn/train_job.h"
+#include "train/checkpoint_files.h"
+#include "train/epoch_log.h"
+#include "train/failure_injection.h"
+#include "train/gradient_check.h"
+#include "train/loss_curve.h"
+
+namespace nn::api {
+namespace {
+
+// Thrown from the epoch callback to leave the training loop after a whole epoch.
+struct StopRequested {};
+
+// Datasets, resolved spec and the network built on them; shared by training and the gradient
+// check.
+struct LoadedModel {
+  std::vector<ExampleSet> sets, validation_sets;
+  BoundData validation;  // examples == 0 when there is no validation set
+  NetworkSpec spec;
+  BoundData bound;
+  std::shared_ptr<Model> model;  // the library's Model: backend + network
+  Network* net = nullptr;
+};
+
+// The datasets of `files`, each logged as read; `joined` lists the files for messages.
+std::vector<ExampleSet> read_all(const std::vector<std::string>& files, bool validation,
+                                 std::string& joined, const LogSink& log) {
+  std::vector<ExampleSet> sets;
+  for (const auto& f : files) {
+    for (auto& s : read_datasets(f)) {
+      std::string line = (validation ? "validation dataset '" : "dataset '") + s.name + "' from " +
+                         f + ": " + std::to_string(s.examples) + " examples";
+      if (!validation)
+        line += ", " + std::to_string(s.features()) + " features" +
+                (s.is_sparse() ? ", " + std::to_string(s.nnz()) + " non-zeros"
+                               : std::string(", dense"));
+      log(line);
+      sets.push_back(std::move(s));
+    }
+    joined += (joined.empty() ? "" : ", ") + f;
+  }
+  return sets;
+}
+
+// How the layers may be split over the ranks (model/parallel_plan.h). `split_layers`: let the
+// data/model parallel rule split layers (training); the gradient check keeps every layer whole.
+NetworkParallel parallel_settings(const TrainJob& job, const LoadedModel& m, bool split_layers) {
+  NetworkParallel parallel;
+  if (split_layers) parallel.comm = world_communicator().get();
+  parallel.settings.minibatch = static_cast<uint32_t>(
+      std::min<uint64_t>(job.minibatch, std::max<uint64_t>(m.bound.examples, 1)));
+  parallel.settings.training = true;
+  parallel.settings.optimizer_states = optimizer_state_count(optimizer_kind(job.optimizer));
+  parallel.settings.memory_budget = memory_budget() / uint64_t(std::max(ranks_on_this_host(), 1));
+  parallel.settings.default_mode = parallel_mode(job.parallel);
+  if (!job.validation_files.empty())
+    parallel.settings.keep_whole =
+        "a validation set is used, which split layers do not support yet";
+  return parallel;
+}
+
+std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
+                                        bool split_layers) {
+  auto m = std::make_unique<LoadedModel>();
+  m->spec = load_network_json(job.network_json);
+  std::string files, validation_files;
+  m->sets = read_all(job.data_files, /*validation=*/false, files, log);
+  resolve_auto_sizes(m->spec, m->sets);
+  m->bound = bind_datasets(m->spec, m->sets, /*need_outputs=*/true, files);
+  m->validation_sets = read_all(job.validation_files, /*validation=*/true, validation_files, log);
+  if (!m->validation_sets.empty())
+    m->validation =
+        bind_datasets(m->spec, m->validation_sets, /*need_outputs=*/true, validation_files);
+  // Under mpirun the rule picks data or model parallelism per layer; the choice and its reason
+  // are printed once. Built and initialised with the run's seed the way every front end builds
+  // a model (api/model_impl.h); a resumed run then loads the checkpoint's arrays over it.
+  const NetworkParallel parallel = parallel_settings(job, *m, split_layers);
+  std::string note;
+  auto backend =
+      make_backend_for(m->spec, job.backend, job.threads, resolve_device(job.device), &note);
+  if (!note.empty()) log(note);
+  m->model = Model::Impl::create(std::move(backend), m->spec, m->bound.sparse_inputs(), nullptr,
+                                 job.seed, parallel);
+  m->net = m->model->impl().net.get();
+  if (!m->net->parallel_plan().empty()) {
+    log("parallel plan for " + std::to_string(world_size()) +
+        " processes (per layer; \"Parallel\" in the network or the command file overrides it):");
+    for (const LayerChoice& c : m->net->parallel_plan()) log("  " + describe(c));
+  }
+  return m;
+}
+
+// --resume: the newest checkpoint's arrays loaded into `net` ("" when there is none, or the job
+// does not resume). Temporary files of checkpoints a killed run was writing are incomplete:
+// never resumed from, removed here once their process is gone.
+std::string resume_from_checkpoint(const TrainJob& job, const TrainOptions& options, Network& net,
+                                   NetworkFile& checkpoint, const LogSink& log) {
+  if (!options.checkpoint_name.empty())
+    for (const std::string& stale : remove_stale_temp_files(options.checkpoint_name, true))
+      log("removed stale temporary file " + stale);
+  if (!job.resume || options.checkpoint_name.empty()) return "";
+  const std::string path = newest_checkpoint(options.checkpoint_name);
+  if (path.empty()) {
+    log("no checkpoint matching '" + options.checkpoint_name + "<epoch>.nc'; starting afresh");
+    return "";
+  }
+  checkpoint = read_network_file(path);
+  if (!checkpoint.training.present)
+    throw DataError(path + ": has no training state (not written by nn-train); cannot resume");
+  net.load_arrays(checkpoint);
+  log("resuming from " + path);
+  return path;
+}
+
+std::string seconds_since(std::chrono::steady_clock::time_point start) {
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f", secs);
+  return buf;
+}
+
+}  // namespace
+
+std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
+                                    const EpochCallback& on_epoch) {
+  const auto start = std::chrono::steady_clock::now();
+  auto model = load_model(job, log, /*split_layers=*/true);
+  Network& net = *model->net;
+  TrainOptions options = train_options(job);
+  apply_network_settings(model->spec, job.shuffle, options);
+  // For measurements: NN_GRADIENT_OVERLAP=0 reduces gradients only after the backward pass.
+  if (const char* v = std::getenv("NN_GRADIENT_OVERLAP")) options.reduction.overlap = *v != '0';
+  NetworkFile checkpoint;
+  const std::string resumed_from = resume_from_checkpoint(job, options, net, checkpoint, log);
+  const bool resumed = !resumed_from.empty();
+  if (resumed) options.seed = checkpoint.training.seed;
+
+  // Under mpirun every rank trains on its slice of each minibatch (train/data_parallel.h);
+  // only rank 0 writes the result and checkpoints.
+  std::shared_ptr<Communicator> comm = world_communicator();
+  TrainingLoop trainer(net, model->bound, options, log, comm.get());
+  trainer.on_step = failure_injection_from_environment(comm->rank());
+  if (resumed) trainer.restore(checkpoint.training);
+  if (model->validation.examples > 0) trainer.set_validation(model->validation);
+  log("model '" + (model->spec.name.empty() ? job.network_json : model->spec.name) + "':");
+  for (const auto& line : format_summary(summarize(net), net.max_batch())) log(line);
+
+  // The per-epoch log is written as epochs end (rank 0's alone); a resumed run appends to it.
+  const std::string log_path = beside_results(job.results, ".epochs.jsonl");
+  std::unique_ptr<EpochLog> epoch_log;
+  if (comm->rank() == 0 && job.epoch_log) epoch_log = std::make_unique<EpochLog>(log_path, resumed);
+  trainer.on_epoch = [&](const EpochReport& r) {
+    if (epoch_log) epoch_log->write(r);
+    if (on_epoch && !on_epoch(epoch_stats(r))) throw StopRequested{};
+  };
+  if (trainer.epoch() >= options.epochs)
+    log("already trained for " + std::to_string(trainer.epoch()) + " epochs; nothing to do");
+  std::string last_checkpoint = resumed_from;
+  trainer.on_checkpoint = [&](const std::string& path) { last_checkpoint = path; };
+  try {
+    trainer.run();
+  } catch (const StopRequested&) {
+  } catch (const DivergenceError& e) {
+    throw DivergenceError(with_checkpoint_note(e.what(), last_checkpoint));
+  }
+  {
+    const NetworkFile result = trainer.snapshot();  // collective with model-parallel layers
+    if (comm->rank() == 0) write_network_file(job.results, result);
+  }
+  log("wrote " +
+      (job.results == "-" ? std::string("the network to standard output") : job.results) +
+      " (total " + seconds_since(start) + " s)" +
+      (job.epoch_log ? "; per-epoch log " + log_path : std::string()));
+  if (comm->rank() == 0 && job.epoch_log)
+    plot_epoch_log(log_path, beside_results(job.results, ".curve.png"), log);
+  return model->model;
+}
+
+GradientCheckResult run_gradient_check(const TrainJob& job, const GradientCheckSettings& settings,
+                                       const LogSink& log) {
+  auto model = load_model(job, log, /*split_layers=*/false);
+  Network& net = *model->net;  // initialised with job.seed by load_model
+  GradientCheckOptions check;
+  check.epsilon = settings.epsilon;
+  check.central = settings.central;
+  check.abs_tolerance = settings.abs_tolerance;
+  check.rel_tolerance = settings.rel_tolerance;
+  check.max_entries = settings.max_entries;
+  check.seed = job.seed;
+  const HostBatch batch = first_batch(model->bound, job.minibatch);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", check.epsilon);
+  log("gradient check of " + job.network_json + " on the first " + std::to_string(batch.rows) +
+      " examples (" + std::to_string(net.parameter_count()) + " parameters, " +
+      (check.central ? "central" : "one-sided") + " differences, epsilon " + buf + ")");
+  GradientChecker checker(net, model->bound, batch, check);
+  const GradientCheckReport report = checker.run();
+  std::snprintf(buf, sizeof buf, "%.6g", report.loss);
+  log(std::string("loss on the batch: ") + buf);
+  for (const auto& p : report.parameters) log(describe(p));
+  GradientCheckResult result;
+  result.arrays = report.parameters.size();
+  for (const auto& p : report.parameters)
+    if (!p.passed()) result.failed.push_back(p.name);
+  if (result.passed())
+    log("gradient check passed: " + std::to_string(result.arrays) + " weight and bias arrays");
+  return result;
+}
+
+}  // namespace nn::api

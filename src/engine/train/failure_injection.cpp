@@ -1,0 +1,29 @@
+// Test failure injection (see failure_injection.h).
+#include "train/failure_injection.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "core/error.h"
+
+namespace nn {
+
+std::function<void(uint64_t)> failure_injection_from_environment(int rank) {
+  const char* r = std::getenv("NN_TEST_FAIL_RANK");
+  const char* s = std::getenv("NN_TEST_FAIL_STEP");
+  if (!r || !s || std::atoi(r) != rank) return nullptr;
+  const uint64_t at = std::strtoull(s, nullptr, 10);
+  const char* m = std::getenv("NN_TEST_FAIL_MODE");
+  const std::string mode = m ? m : "throw";
+  return [at, mode](uint64_t step) {
+    if (step != at) return;
+    if (mode == "exit") std::_Exit(3);  // dies without a word, as a crashed rank would
+    if (mode == "hang")
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    throw Error("injected failure at step " + std::to_string(step) + " (NN_TEST_FAIL_RANK)");
+  };
+}
+
+}  // namespace nn
