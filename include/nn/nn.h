@@ -11,6 +11,7 @@
 #include "nn/evaluator.h"
 #include "nn/log.h"
 #include "nn/model.h"
+#include "nn/predict_job.h"
 #include "nn/process.h"
 #include "nn/train_job.h"
 #include "nn/trainer.h"

@@ -1,16 +1,14 @@
 // nn-predict: scores examples with a trained network and prints the top-K outputs per example
 // (DSSTNE's recommendation format), from a CDL file (nn-predict predict.cdl) or from DSSTNE
 // predict's flags (nn-predict -n net.nc -r examples.txt -i in.idx -o out.idx -f filter -k 10).
+// The flags become a PredictJob (nn/predict_job.h); the library runs it.
 #include <string>
 #include <vector>
 
 #include "common/cli_support.h"
 #include "common/stdin_spool.h"
-#include "config/parse.h"
-#include "distributed/device_placement.h"
-#include "nn-predict/layer_dump.h"
-#include "nn-predict/output_file.h"
-#include "nn-predict/predict_job.h"
+#include "nn/command_file.h"
+#include "nn/predict_job.h"
 
 const char* const nn::tool::kToolName = "nn-predict";
 
@@ -24,7 +22,7 @@ int run(int argc, char** argv) {
       "  nn-predict -n net.nc -r examples.txt -i input.idx -o output.idx [-f filter] [-k 10]\n"
       "                                     DSSTNE predict's flags",
       "nn-predict"};
-  PredictJob job;
+  api::PredictJob job;
   std::string cdl;
   bool quiet = false;
   std::string type = "indicator";
@@ -56,9 +54,8 @@ int run(int argc, char** argv) {
                                "defaults to 10); no upper limit");
   app.add_option("-b,--batch", job.minibatch, "minibatch size (default 1024)");
   app.add_option("-l,--layer", job.layer, "layer to score, any name (default: the output layer)");
-  app.add_option(
-      "-p,--score-format", job.score_format,
-      "printf conversion for scores, with or without % (default %.3f; DSSTNE: 4.3f)");
+  app.add_option("-p,--score-format", job.score_format,
+                 "printf conversion for scores, with or without % (default %.3f; DSSTNE: 4.3f)");
   app.add_option("--target", job.target,
                  "NetCDF dataset of held-out items: print precision, recall and NDCG at 1..K, "
                  "or, when every example has one item (or with --classify), accuracy and a "
@@ -94,20 +91,20 @@ int run(int argc, char** argv) {
 
   // One process per GPU: without --device (or a CDL Device key, applied below) a rank takes
   // the device of its node-local rank (distributed/device_placement.h).
-  if (device_opt->count() == 0) job.device = default_device();
+  if (device_opt->count() == 0) job.device = api::default_device();
   std::vector<std::string> overrides;
   if (!cdl.empty()) {
     if (!job.network.empty() || !job.text_input.empty())
       throw UsageError("give either a CDL file or -n/-r, not both");
-    const CdlSpec spec = load_cdl(cdl);
-    if (spec.command != Command::Predict)
-      throw UsageError(cdl + ": Command is " + to_string(spec.command) +
+    const api::CommandFile file = api::CommandFile::read(cdl);
+    if (file.command() != "Predict")
+      throw UsageError(cdl + ": Command is " + file.command() +
                        "; nn-predict runs Predict (use nn-train for Train)");
-    apply_memory_limit(memory_limit, spec.memory_limit);
-    if (backend_opt->count() == 0 && !spec.backend.empty()) job.backend = spec.backend;
-    if (device_opt->count() == 0 && spec.device) job.device = *spec.device;
-    const PredictionParameters& p = spec.prediction;
-    job.network = spec.network;
+    apply_memory_limit(memory_limit, file.memory_limit());
+    if (backend_opt->count() == 0 && !file.backend().empty()) job.backend = file.backend();
+    if (device_opt->count() == 0 && file.device()) job.device = *file.device();
+    const api::PredictJob p = api::predict_job(file);  // the CDL's values, before the flags
+    job.network = p.network;
     // Flags given with a CDL file override its keys; each override is printed.
     auto take = [&](const char* flag, const char* key, auto& value, const auto& from_cdl,
                     const std::string& cdl_text) {
@@ -124,8 +121,8 @@ int run(int argc, char** argv) {
       for (const auto& x : v) out += (out.empty() ? "" : ",") + x;
       return out;
     };
-    take("--data", "Data", job.data_files, spec.data, join(spec.data));
-    take("-k", "K", job.k, static_cast<uint32_t>(p.k), std::to_string(p.k));
+    take("--data", "Data", job.data_files, p.data_files, join(p.data_files));
+    take("-k", "K", job.k, p.k, std::to_string(p.k));
     take("-s", "Output", job.output, p.output.empty() ? std::string("-") : p.output, p.output);
     take("-f", "Filter", job.filter, p.filter, p.filter);
     take("-o", "OutputIndex", job.output_index, p.output_index, p.output_index);
@@ -149,12 +146,12 @@ int run(int argc, char** argv) {
   if (!job.dump_layer.empty() && job.dump.empty())
     throw UsageError("--dump-layer needs --dump FILE");
   // With a dump, recommendations are wanted only when an output file is named.
-  if (!job.dump.empty() && is_stdout_path(job.output)) job.write_recs = false;
+  if (!job.dump.empty() && api::is_stdout_path(job.output)) job.write_recs = false;
   const bool to_stdout =
-      (job.write_recs && is_stdout_path(job.output)) ||
-      (!job.dump.empty() && is_stdout_path(job.dump) && !is_netcdf_path(job.dump));
-  if (job.write_recs && is_stdout_path(job.output) && !job.top_classes.empty() &&
-      is_stdout_path(job.top_classes))
+      (job.write_recs && api::is_stdout_path(job.output)) ||
+      (!job.dump.empty() && api::is_stdout_path(job.dump) && !api::is_netcdf_path(job.dump));
+  if (job.write_recs && api::is_stdout_path(job.output) && !job.top_classes.empty() &&
+      api::is_stdout_path(job.top_classes))
     throw UsageError("--top-classes -: standard output already carries the recommendations");
   if (job.minibatch == 0) throw UsageError("-b: must be positive");
   if (job.threads <= 0) job.threads = api::default_thread_count();
@@ -163,7 +160,8 @@ int run(int argc, char** argv) {
   if (job.network == "-" && job.text_input == "-")
     throw UsageError("-n - and -r - both read standard input; give one of them a file");
   const StdinSpool network_from_stdin(job.network, "network");
-  return run_predict_job(job, log);
+  api::run_prediction(job, log);
+  return 0;
 }
 
 }  // namespace nn::tool

@@ -1,11 +1,11 @@
 // Layer activation dumps (see layer_dump.h).
-#include "nn-predict/layer_dump.h"
+#include "predict/layer_dump.h"
 
 #include <cstdio>
 
 #include "io/netcdf_dataset.h"
 
-namespace nn::tool {
+namespace nn {
 
 bool is_netcdf_path(const std::string& path) {
   return path.size() > 3 && path.compare(path.size() - 3, 3, ".nc") == 0;
@@ -61,4 +61,4 @@ void LayerDump::commit() {
   write_datasets(path_, {data_});
 }
 
-}  // namespace nn::tool
+}  // namespace nn

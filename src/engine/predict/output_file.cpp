@@ -1,12 +1,12 @@
 // Atomic text outputs (see output_file.h).
-#include "nn-predict/output_file.h"
+#include "predict/output_file.h"
 
 #include <cerrno>
 #include <cstring>
 
 #include "core/error.h"
 
-namespace nn::tool {
+namespace nn {
 
 OutputFile::OutputFile(const std::string& path) : path_(path) {
   if (is_stdout_path(path_)) return;
@@ -27,4 +27,4 @@ void OutputFile::commit() {
     throw IoError(std::string("standard output: write failed: ") + std::strerror(errno));
 }
 
-}  // namespace nn::tool
+}  // namespace nn

@@ -1,5 +1,5 @@
-// Filter file parsing.
-#include "nn-predict/sample_filter.h"
+// Filter files and their application to scores (see sample_filter.h).
+#include "predict/sample_filter.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 
-namespace nn::tool {
+namespace nn {
 
 namespace {
 
@@ -103,4 +103,42 @@ std::unordered_map<uint64_t, FilterRow> load_sample_filter(const std::string& pa
   return rows;
 }
 
-}  // namespace nn::tool
+RowFilter row_filter(const SampleFilters& filters, uint64_t example, bool multiply) {
+  RowFilter f;
+  auto it = filters.find(example);
+  if (it == filters.end()) return f;
+  if (multiply) {
+    f.scale_index = it->second.items.data();
+    f.scale_value = it->second.values.data();
+    f.scaled = it->second.items.size();
+  } else {
+    f.exclude = it->second.items.data();
+    f.excluded = it->second.items.size();
+  }
+  return f;
+}
+
+const float* apply_filters(const SampleFilters& filters, bool multiply, uint64_t first,
+                           uint32_t rows, uint32_t units, const float* scores,
+                           std::vector<float>& scaled,
+                           std::vector<const std::vector<uint32_t>*>& excluded) {
+  excluded.assign(rows, nullptr);
+  bool multiplied = false;
+  for (uint32_t r = 0; r < rows; ++r) {
+    auto it = filters.find(first + r);
+    if (it == filters.end()) continue;
+    if (!multiply) {
+      excluded[r] = &it->second.items;
+      continue;
+    }
+    // The batch is copied once, at the first row that needs a multiplier.
+    if (!multiplied) scaled.assign(scores, scores + size_t(rows) * units);
+    multiplied = true;
+    for (size_t j = 0; j < it->second.items.size(); ++j)
+      if (it->second.items[j] < units)
+        scaled[size_t(r) * units + it->second.items[j]] *= it->second.values[j];
+  }
+  return multiplied ? scaled.data() : scores;
+}
+
+}  // namespace nn

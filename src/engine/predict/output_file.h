@@ -1,6 +1,6 @@
-// A text output of nn-predict (recommendations, top classes, layer dumps): standard output when
-// the path is "" or "-", otherwise an AtomicFile (core/atomic_file.h) renamed over the target
-// only by commit(), so a failed run never leaves a partial file behind.
+// A text output of a prediction job (recommendations, top classes, layer dumps): standard output
+// when the path is "" or "-", otherwise an AtomicFile (core/atomic_file.h) renamed over the
+// target only by commit(), so a failed run never leaves a partial file behind.
 #pragma once
 
 #include <cstdio>
@@ -9,7 +9,7 @@
 
 #include "core/atomic_file.h"
 
-namespace nn::tool {
+namespace nn {
 
 class OutputFile {
  public:
@@ -33,4 +33,4 @@ inline bool is_stdout_path(const std::string& path) {
   return path.empty() || path == "-";
 }
 
-}  // namespace nn::tool
+}  // namespace nn

@@ -1,6 +1,7 @@
-// nn-predict --dump-layer/--dump: one layer's activations for every example, written either as
-// a NetCDF dataset (path ending in .nc: dense Float, named after the layer, in DSSTNE's layout so
-// read_datasets and nn-train read it back) or as text, one "sample<TAB>v1,v2,..." line each.
+// A prediction job's layer dump (nn-predict --dump-layer/--dump): one layer's activations for
+// every example, written either as a NetCDF dataset (path ending in .nc: dense Float, named after
+// the layer, in DSSTNE's layout so read_datasets and nn-train read it back) or as text, one
+// "sample<TAB>v1,v2,..." line each.
 #pragma once
 
 #include <cstdint>
@@ -10,9 +11,9 @@
 
 #include "config/network_spec.h"
 #include "data/dataset.h"
-#include "nn-predict/output_file.h"
+#include "predict/output_file.h"
 
-namespace nn::tool {
+namespace nn {
 
 class LayerDump {
  public:
@@ -27,7 +28,7 @@ class LayerDump {
  private:
   std::string path_;
   uint32_t units_;
-  ExampleSet data_;                      // NetCDF form
+  ExampleSet data_;                   // NetCDF form
   std::unique_ptr<OutputFile> text_;  // text form
   std::string line_;
 };
@@ -35,4 +36,4 @@ class LayerDump {
 // True when `path` names a NetCDF file (ends in ".nc").
 bool is_netcdf_path(const std::string& path);
 
-}  // namespace nn::tool
+}  // namespace nn

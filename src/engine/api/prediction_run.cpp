@@ -1,0 +1,285 @@
+// The public run_prediction() (include/nn/predict_job.h): a PredictionRun reads the network and
+// the examples, builds the model (split over the ranks where the plan says so), prepares what
+// the job asks for (item labels, filters, target, dump, outputs), runs the scoring pass, merges
+// the ranks' results and reports. The pieces are the engine's (predict/*.h); this file puts
+// them in order.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "api/model_impl.h"
+#include "backend/backend_choice.h"
+#include "core/error.h"
+#include "core/memory_budget.h"
+#include "distributed/device_placement.h"
+#include "distributed/process.h"
+#include "nn/predict_job.h"
+#include "predict/layer_dump.h"
+#include "predict/output_file.h"
+#include "predict/prediction_inputs.h"
+#include "predict/prediction_target.h"
+#include "predict/rank_merge.h"
+#include "predict/recommendation_lines.h"
+#include "predict/sample_filter.h"
+#include "predict/scoring_pass.h"
+
+namespace nn::api {
+namespace {
+
+class PredictionRun {
+ public:
+  PredictionRun(const PredictJob& job, const LogSink& log)
+      : job_(job), log_(log), start_(std::chrono::steady_clock::now()) {}
+
+  PredictResult run() {
+    read();
+    build_model();
+    cap_sizes();
+    load_items_and_filters();
+    target_ = std::make_unique<PredictionTarget>(
+        job_.target, job_.classify, scored().spec().dataset, examples(), units_, job_.k);
+    choose_dump();
+    if (!plan_ranks()) return result();  // a rank with nothing to do
+    open_outputs();
+    score();
+    merge_and_commit();
+    report();
+    return result();
+  }
+
+ private:
+  uint64_t examples() const { return inputs_.bound.examples; }
+  Layer& scored() const { return net_->layer(layer_); }
+
+  // The network and the examples; the layer to score.
+  void read() {
+    file_ = read_network_to_score(job_.network);
+    if (file_.spec.source.empty()) file_.spec.source = job_.network;
+    ExampleSource source;
+    source.text = job_.text_input;
+    source.input_index = job_.input_index;
+    source.analog = job_.text_analog;
+    source.dataset_base = job_.dataset_base;
+    source.files = job_.data_files;
+    source.sample_index = job_.sample_index;
+    inputs_ = read_examples(source, file_.spec, job_.network, log_);
+    layer_ = scored_layer(job_.layer, file_.spec, job_.network);
+  }
+
+  // Under mpirun a layer too large for one process (or marked "Parallel": "Model") is split over
+  // the ranks (model/parallel_plan.h); prediction moves no gradients, so nothing else is. The
+  // library's Model owns the network (the one Model::load builds), with input layers of the kind
+  // of the data bound to them.
+  void build_model() {
+    comm_ = world_communicator();
+    NetworkParallel parallel;
+    parallel.comm = comm_.get();
+    parallel.settings.minibatch = static_cast<uint32_t>(
+        std::max<uint64_t>(1, std::min<uint64_t>(job_.minibatch, examples())));
+    parallel.settings.training = false;
+    parallel.settings.memory_budget = memory_budget() / uint64_t(std::max(ranks_on_this_host(), 1));
+    std::string note;
+    auto backend = make_backend_for(file_.spec, job_.backend, job_.threads,
+                                    resolve_device(job_.device), &note);
+    if (!note.empty()) log_(note);
+    // Which device each rank scores on (one process per GPU), printed by rank 0; collective.
+    if (comm_->size() > 1)
+      for (const std::string& line : describe_placement(*comm_, *backend, nullptr)) log_(line);
+    model_ = Model::Impl::create(std::move(backend), file_.spec, inputs_.bound.sparse_inputs(),
+                                 &file_, 0, parallel);
+    net_ = model_->impl().net.get();
+    model_parallel_ = net_->model_parallel();
+    if (model_parallel_)
+      for (const LayerChoice& c : net_->parallel_plan())
+        if (c.model_parallel) log_(describe(c));
+  }
+
+  // A minibatch larger than the examples, or more results than the layer has units, would only
+  // cost memory (-b 4000000000 asked for 16 GB): both are capped. The network checks its
+  // activation memory for the minibatch against the budget (Network::set_max_batch).
+  void cap_sizes() {
+    units_ = scored().units();
+    if (job_.k > units_) {
+      log_("-k " + std::to_string(job_.k) + " is more than layer '" + layer_ +
+           "' has units; using " + std::to_string(units_));
+      job_.k = units_;
+    }
+    job_.minibatch = static_cast<uint32_t>(
+        std::max<uint64_t>(1, std::min<uint64_t>(job_.minibatch, examples())));
+  }
+
+  // The output index and the filter describe the output layer's units; a hidden layer's units
+  // are printed as numbers and never filtered.
+  void load_items_and_filters() {
+    const bool scoring_output = scored().kind() == LayerKind::Output;
+    if (!scoring_output && (!job_.output_index.empty() || !job_.filter.empty()))
+      log_("layer '" + layer_ + "' is not an output layer: its units are numbered; the output " +
+           "index and the filter are not applied");
+    have_items_ = !job_.output_index.empty() && scoring_output;
+    if (have_items_) items_ = load_index(job_.output_index);
+    valid_cols_ =
+        have_items_ ? static_cast<uint32_t>(std::min<uint64_t>(items_.size(), units_)) : units_;
+    if (job_.filter.empty() || !scoring_output) return;
+    if (!inputs_.have_samples || !have_items_)
+      throw ConfigError("filter " + job_.filter + " needs the sample index and the output index");
+    uint64_t skipped = 0;
+    filters_ = load_sample_filter(job_.filter, inputs_.samples, items_, &skipped);
+    log_("filter " + job_.filter + ": " + std::to_string(filters_.size()) + " samples" +
+         (skipped ? ", " + std::to_string(skipped) + " unknown samples/items skipped"
+                  : std::string()));
+  }
+
+  void choose_dump() {
+    if (job_.dump.empty()) return;
+    dump_layer_ = job_.dump_layer.empty() ? layer_ : job_.dump_layer;
+    dump_source_ = &dump_source(*net_, file_.spec, dump_layer_, job_.network);
+  }
+
+  // Under mpirun the ranks split the examples into contiguous ranges; rank 0 writes every line
+  // in example order and the ranking metrics are summed, so the output is a single process's.
+  // Layer dumps and classifier reports are produced by rank 0 alone. With model-parallel layers
+  // every rank runs every example (each its slice of the split layers); rank 0 merges the ranks'
+  // top-k candidates and writes. Returns false on a rank that has nothing to do.
+  bool plan_ranks() {
+    if (model_parallel_ && dump_source_)
+      throw ConfigError(
+          "--dump is not supported when layers are split over processes (model "
+          "parallel); run nn-predict with one process, or set \"Parallel\": \"Data\"");
+    split_ = comm_->size() > 1 && !dump_source_ && !target_->classify() && !model_parallel_;
+    if (comm_->size() > 1 && !split_ && !model_parallel_ && comm_->rank() != 0) return false;
+    writer_ = comm_->rank() == 0;
+    range_ =
+        split_ ? rank_share(examples(), comm_->rank(), comm_->size()) : ExampleRange{0, examples()};
+    return true;
+  }
+
+  // Outputs are created before the (long) scoring pass so an unwritable path fails early.
+  void open_outputs() {
+    score_format_ = printf_format(job_.score_format);
+    want_lines_ = job_.write_recs || !job_.top_classes.empty();
+    if (job_.write_recs && writer_) recs_ = std::make_unique<OutputFile>(job_.output);
+    if (!job_.top_classes.empty() && writer_)
+      top_classes_ = std::make_unique<OutputFile>(job_.top_classes);
+    if (dump_source_)
+      dump_ = std::make_unique<LayerDump>(job_.dump, dump_source_->spec(), examples());
+  }
+
+  void score() {
+    auto sample_name = [this](uint64_t e) { return inputs_.sample_name(e); };
+    RecommendationLines lines(job_.k, score_format_, have_items_ ? &items_ : nullptr, sample_name);
+    Predictor predictor(*net_, inputs_.bound, job_.minibatch, comm_.get());
+    // One batch's top k (global unit numbers): recommendation lines and metrics.
+    auto emit = [&](uint64_t first, uint32_t rows, const TopK& top) {
+      if (model_parallel_ && !writer_) return;  // rank 0 writes the lines and the metrics
+      for (uint32_t r = 0; r < rows; ++r) {
+        const uint32_t* ranked = &top.index[size_t(r) * job_.k];
+        if (want_lines_) {
+          const std::string& line = lines.line(first + r, ranked, &top.score[size_t(r) * job_.k]);
+          if (split_) {
+            rank_lines_ += line;
+          } else {
+            if (recs_) recs_->write(line);
+            if (top_classes_) top_classes_->write(line);
+          }
+        }
+        target_->add(first + r, ranked);
+      }
+    };
+    ScoringPass pass;
+    pass.layer = layer_;
+    pass.k = job_.k;
+    pass.units = units_;
+    pass.valid_cols = valid_cols_;
+    pass.filters = &filters_;
+    pass.multiply = job_.filter_multiply;
+    pass.rank = want_lines_ || target_->present();
+    pass.dump = dump_.get();
+    pass.dump_layer = dump_source_;
+    pass.sample_name = sample_name;
+    pass.threads = job_.threads;
+    run_scoring_pass(predictor, *net_, pass, range_, emit);
+  }
+
+  void merge_and_commit() {
+    if (split_) {
+      // Rank 0 receives every rank's lines, in rank (= example) order.
+      const std::string all = gather_to_rank0(*comm_, rank_lines_);
+      if (recs_) recs_->write(all);
+      if (top_classes_) top_classes_->write(all);
+      target_->sum_over_ranks(*comm_);
+    }
+    if (dump_) dump_->commit();
+    if (top_classes_) top_classes_->commit();
+    if (recs_) recs_->commit();
+  }
+
+  void report() {
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "%.2f s (%.0f examples/s)", secs,
+                  double(examples()) / std::max(secs, 1e-9));
+    if (recs_ || top_classes_ || target_->present())
+      log_("scored " + std::to_string(examples()) + " examples, top " + std::to_string(job_.k) +
+           " of layer '" + layer_ + "', " + buf);
+    else
+      log_("ran " + std::to_string(examples()) + " examples through the network, " + buf);
+    if (dump_) log_("wrote the activations of layer '" + dump_layer_ + "' to " + job_.dump);
+    for (const std::string& line : target_->report(have_items_ ? &items_ : nullptr)) log_(line);
+  }
+
+  PredictResult result() const {
+    PredictResult r;
+    r.examples = examples();
+    r.layer = layer_;
+    r.k = job_.k;
+    if (!target_ || !target_->present()) return r;
+    if (target_->classify()) {
+      r.classified = true;
+      r.top1 = target_->classifier().top1();
+      r.topk = target_->classifier().topk();
+      return r;
+    }
+    const RankingMetrics& m = target_->metrics();
+    r.evaluated = m.examples();
+    for (uint32_t j = 1; j <= job_.k; ++j) {
+      r.precision.push_back(m.precision(j));
+      r.recall.push_back(m.recall(j));
+      r.ndcg.push_back(m.ndcg(j));
+    }
+    return r;
+  }
+
+  PredictJob job_;  // -b and -k get capped by what the data needs
+  const LogSink& log_;
+  std::chrono::steady_clock::time_point start_;
+  NetworkFile file_;
+  PredictionInputs inputs_;
+  std::string layer_;
+  std::shared_ptr<Communicator> comm_;
+  std::shared_ptr<Model> model_;
+  Network* net_ = nullptr;
+  bool model_parallel_ = false;
+  uint32_t units_ = 0, valid_cols_ = 0;
+  FeatureIndex items_;
+  bool have_items_ = false;
+  SampleFilters filters_;
+  std::unique_ptr<PredictionTarget> target_;
+  std::string dump_layer_;
+  Layer* dump_source_ = nullptr;
+  bool split_ = false, writer_ = false, want_lines_ = false;
+  ExampleRange range_;
+  std::string score_format_;  // checked printf conversion
+  std::unique_ptr<OutputFile> recs_, top_classes_;
+  std::unique_ptr<LayerDump> dump_;
+  std::string rank_lines_;  // this rank's recommendation lines (split mode)
+};
+
+}  // namespace
+
+PredictResult run_prediction(const PredictJob& job, const LogSink& log) {
+  return PredictionRun(job, log).run();
+}
+
+}  // namespace nn::api
