@@ -1,14 +1,16 @@
 // The library's public API in one include: Model (topology + parameters), Evaluator (forward
 // passes and top-K over one Model, one per thread), Trainer and Dataset; the jobs the tools run
-// (command files, training and prediction jobs); the typed errors and the log sink; the process
-// (MPI ranks, memory budget). docs/library.md describes it; the Python module (python/,
-// docs/python.md) is built on it.
+// (command files, training and prediction jobs, dataset files from text examples and image
+// corpora); the typed errors and the log sink; the process (MPI ranks, memory budget).
+// docs/library.md describes it; the Python module (python/, docs/python.md) is built on it.
 #pragma once
 
 #include "nn/command_file.h"
 #include "nn/dataset.h"
+#include "nn/encode.h"
 #include "nn/error.h"
 #include "nn/evaluator.h"
+#include "nn/generate.h"
 #include "nn/log.h"
 #include "nn/model.h"
 #include "nn/predict_job.h"

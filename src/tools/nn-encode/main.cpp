@@ -1,13 +1,13 @@
 // nn-encode: standard image corpora -> NetCDF datasets for nn-train/nn-predict. CIFAR-10 and
 // CIFAR-100 binary batches, MNIST/Fashion-MNIST IDX files (plain or gzip) become a dense UChar
 // image input ("input") and a sparse one-hot label output ("output") in one file, optionally
-// split in two (train/validation), plus a class-name index file (label<TAB>index).
+// split in two (train/validation), plus a class-name index file (label<TAB>index). The flags
+// become an EncodeJob (nn/encode.h); the library encodes.
 #include <string>
 #include <vector>
 
 #include "common/cli_support.h"
-#include "distributed/process.h"
-#include "nn-encode/encode_job.h"
+#include "nn/encode.h"
 
 const char* const nn::tool::kToolName = "nn-encode";
 
@@ -22,7 +22,7 @@ int run(int argc, char** argv) {
       "  nn-encode idx -i train-images-idx3-ubyte.gz -l train-labels-idx1-ubyte.gz -o train.nc\n"
       "  add --split 0.9 --output2 valid.nc to write the last 10% of the images to valid.nc",
       "nn-encode"};
-  EncodeJob job;
+  api::EncodeJob job;
   bool fine = false;
   app.add_option("format", job.format, "cifar10, cifar100 or idx (MNIST, Fashion-MNIST)")
       ->required()
@@ -33,7 +33,9 @@ int run(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("-l,--labels", job.labels, "IDX label file (idx format only)")
       ->check(CLI::ExistingFile);
-  app.add_option("-o,--output", job.output, "NetCDF file to write (replaced), or - for standard output")->required();
+  app.add_option("-o,--output", job.output,
+                 "NetCDF file to write (replaced), or - for standard output")
+      ->required();
   app.add_option("--output2", job.output2, "second NetCDF file: the images left by --split");
   app.add_option("--split", job.split,
                  "fraction of the images written to --output; the rest go to --output2")
@@ -60,7 +62,7 @@ int run(int argc, char** argv) {
   if (parse_or_exit(app, std::vector<std::string>(argv, argv + argc), status)) return status;
   apply_memory_limit(memory_limit, std::nullopt);
   // Under mpirun the conversion is not split: rank 0 does it; the others have nothing to do.
-  if (world_rank() != 0) return 0;
+  if (api::world_rank() != 0) return 0;
 
   const bool idx = job.format == "idx", cifar100 = job.format == "cifar100";
   if (idx && job.labels.empty()) throw UsageError("idx format needs the label file (--labels)");
@@ -81,8 +83,8 @@ int run(int argc, char** argv) {
     throw UsageError("--output and --output2 name the same file");
   if (job.input_name.empty() || job.output_name.empty() || job.input_name == job.output_name)
     throw UsageError("--input-name and --output-name must be non-empty and different");
-  return run_encode_job(job,
-                        quiet ? null_log() : stream_log(stderr, std::string(kToolName) + ": "));
+  api::encode_images(job, quiet ? null_log() : stream_log(stderr, std::string(kToolName) + ": "));
+  return 0;
 }
 
 }  // namespace nn::tool

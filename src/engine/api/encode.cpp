@@ -1,23 +1,23 @@
-// Executes an EncodeJob: corpus -> datasets -> NetCDF file(s) + class index, with a summary.
-#include "nn-encode/encode_job.h"
+// The public encode_images() (include/nn/encode.h): corpus (data/image_corpus.h) -> datasets ->
+// NetCDF file(s) (io/netcdf_dataset.h) + class index, with a summary.
+#include "nn/encode.h"
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "common/tool_main.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "data/image_corpus.h"
-#include "io/netcdf_dataset.h"
 #include "data/text_examples.h"
+#include "io/netcdf_dataset.h"
 
-namespace nn::tool {
+namespace nn::api {
 namespace {
 
 ImageCorpus read_corpus(const EncodeJob& job) {
@@ -40,8 +40,8 @@ std::vector<std::string> class_names(const EncodeJob& job, uint32_t classes) {
   if (spec == "fashion-mnist") builtin = &fashion_mnist_class_names();
   if (!builtin) return read_class_names(spec, classes);
   if (builtin->size() != classes)
-    throw UsageError("--class-names " + spec + ": names " + std::to_string(builtin->size()) +
-                     " classes, but the labels have " + std::to_string(classes));
+    throw ArgumentError("--class-names " + spec + ": names " + std::to_string(builtin->size()) +
+                        " classes, but the labels have " + std::to_string(classes));
   return *builtin;
 }
 
@@ -73,7 +73,7 @@ void write_part(const EncodeJob& job, const ImageCorpus& c, const std::vector<ui
 
 }  // namespace
 
-int run_encode_job(const EncodeJob& job, const LogSink& log) {
+void encode_images(const EncodeJob& job, const LogSink& log) {
   const auto t0 = std::chrono::steady_clock::now();
   const ImageCorpus corpus = read_corpus(job);
   if (corpus.images() == 0) throw DataError(job.inputs.at(0) + ": no images found");
@@ -90,11 +90,11 @@ int run_encode_job(const EncodeJob& job, const LogSink& log) {
   split_ids(corpus.images(), job.output2.empty() ? 1.0 : job.split, job.shuffle_seed, first,
             second);
   if (first.empty())
-    throw UsageError("--split " + std::to_string(job.split) + " leaves no images for " +
-                     job.output + " (of " + std::to_string(corpus.images()) + ")");
+    throw ArgumentError("--split " + std::to_string(job.split) + " leaves no images for " +
+                        job.output + " (of " + std::to_string(corpus.images()) + ")");
   if (!job.output2.empty() && second.empty())
-    throw UsageError("--split " + std::to_string(job.split) + " leaves no images for " +
-                     job.output2 + " (of " + std::to_string(corpus.images()) + ")");
+    throw ArgumentError("--split " + std::to_string(job.split) + " leaves no images for " +
+                        job.output2 + " (of " + std::to_string(corpus.images()) + ")");
 
   // The data files and the class index are one unit: none replaces its target unless all were
   // written (a full disk leaves the previous set as it was).
@@ -115,7 +115,6 @@ int run_encode_job(const EncodeJob& job, const LogSink& log) {
   std::snprintf(buf, sizeof buf, "%.2f s", secs);
   log("wrote " + index_path + ": " + std::to_string(names.size()) + " class names (" +
       names.front() + " .. " + names.back() + "); " + buf);
-  return 0;
 }
 
-}  // namespace nn::tool
+}  // namespace nn::api
