@@ -12,6 +12,32 @@
 const char* const nn::tool::kToolName = "nn-encode";
 
 namespace nn::tool {
+namespace {
+
+// The flag combinations that make no sense (UsageError, exit status 2).
+void check_usage(const CLI::App& app, const api::EncodeJob& job, bool fine) {
+  const bool idx = job.format == "idx", cifar100 = job.format == "cifar100";
+  if (idx && job.labels.empty()) throw UsageError("idx format needs the label file (--labels)");
+  if (!idx && !job.labels.empty())
+    throw UsageError("--labels is for the idx format; CIFAR files hold their labels");
+  if (idx && job.inputs.size() != 1)
+    throw UsageError("idx format takes one image file (--input), got " +
+                     std::to_string(job.inputs.size()));
+  if (!cifar100 && (job.coarse || fine))
+    throw UsageError("--coarse/--fine apply to the cifar100 format only");
+  if (!idx && app.count("--classes"))
+    throw UsageError("--classes applies to the idx format only (CIFAR fixes the class count)");
+  if (app.count("--split") && job.output2.empty())
+    throw UsageError("--split needs --output2 for the rest of the images");
+  if (!job.output2.empty() && !app.count("--split"))
+    throw UsageError("--output2 needs --split F (the fraction written to --output)");
+  if (!job.output2.empty() && job.output2 == job.output)
+    throw UsageError("--output and --output2 name the same file");
+  if (job.input_name.empty() || job.output_name.empty() || job.input_name == job.output_name)
+    throw UsageError("--input-name and --output-name must be non-empty and different");
+}
+
+}  // namespace
 
 int run(int argc, char** argv) {
   CLI::App app{
@@ -64,25 +90,7 @@ int run(int argc, char** argv) {
   // Under mpirun the conversion is not split: rank 0 does it; the others have nothing to do.
   if (api::world_rank() != 0) return 0;
 
-  const bool idx = job.format == "idx", cifar100 = job.format == "cifar100";
-  if (idx && job.labels.empty()) throw UsageError("idx format needs the label file (--labels)");
-  if (!idx && !job.labels.empty())
-    throw UsageError("--labels is for the idx format; CIFAR files hold their labels");
-  if (idx && job.inputs.size() != 1)
-    throw UsageError("idx format takes one image file (--input), got " +
-                     std::to_string(job.inputs.size()));
-  if (!cifar100 && (job.coarse || fine))
-    throw UsageError("--coarse/--fine apply to the cifar100 format only");
-  if (!idx && app.count("--classes"))
-    throw UsageError("--classes applies to the idx format only (CIFAR fixes the class count)");
-  if (app.count("--split") && job.output2.empty())
-    throw UsageError("--split needs --output2 for the rest of the images");
-  if (!job.output2.empty() && !app.count("--split"))
-    throw UsageError("--output2 needs --split F (the fraction written to --output)");
-  if (!job.output2.empty() && job.output2 == job.output)
-    throw UsageError("--output and --output2 name the same file");
-  if (job.input_name.empty() || job.output_name.empty() || job.input_name == job.output_name)
-    throw UsageError("--input-name and --output-name must be non-empty and different");
+  check_usage(app, job, fine);
   api::encode_images(job, quiet ? null_log() : stream_log(stderr, std::string(kToolName) + ": "));
   return 0;
 }

@@ -13,135 +13,140 @@
 const char* const nn::tool::kToolName = "nn-predict";
 
 namespace nn::tool {
+namespace {
 
-int run(int argc, char** argv) {
-  CLI::App app{
-      "Score examples with a trained network; print the top K outputs per example as\n"
-      "  sample<TAB>label,score:label,score:...:\n"
-      "  nn-predict predict.cdl             run a CDL command file (Command: Predict)\n"
-      "  nn-predict -n net.nc -r examples.txt -i input.idx -o output.idx [-f filter] [-k 10]\n"
-      "                                     DSSTNE predict's flags",
-      "nn-predict"};
+// The command line: DSSTNE predict's flags and ours, most of them straight into the job. With a
+// CDL file the flags given override its keys (the options say which were given).
+struct Flags {
   api::PredictJob job;
-  std::string cdl;
+  std::string cdl, type = "indicator", memory_limit;
   bool quiet = false;
-  std::string type = "indicator";
-  app.add_option("cdl", cdl, "CDL command file (JSON) with Command Predict")
+  CLI::Option *k_opt, *backend_opt, *device_opt;
+};
+
+void define_flags(CLI::App& app, Flags& f) {
+  app.add_option("cdl", f.cdl, "CDL command file (JSON) with Command Predict")
       ->check(CLI::ExistingFile);
-  app.add_option("-n,--network", job.network,
+  app.add_option("-n,--network", f.job.network,
                  "trained network file (.nc); - reads it from standard input")
       ->check(CLI::ExistingFile | CLI::IsMember({"-"}));
-  app.add_option("-r,--examples", job.text_input,
+  app.add_option("-r,--examples", f.job.text_input,
                  "examples to score, text format (- reads standard input)")
       ->check(CLI::ExistingFile | CLI::IsMember({"-"}));
-  app.add_option("-t,--type", type, "text examples are 'indicator' (default) or 'analog'");
-  app.add_option("--data", job.data_files, "NetCDF dataset file(s) to score instead of -r");
-  app.add_option("-d,--dataset", job.dataset_base,
+  app.add_option("-t,--type", f.type, "text examples are 'indicator' (default) or 'analog'");
+  app.add_option("--data", f.job.data_files, "NetCDF dataset file(s) to score instead of -r");
+  app.add_option("-d,--dataset", f.job.dataset_base,
                  "input dataset is <name>_input (DSSTNE); optional");
-  app.add_option("-i,--input-index", job.input_index, "input feature index (label<TAB>index)")
+  app.add_option("-i,--input-index", f.job.input_index, "input feature index (label<TAB>index)")
       ->check(CLI::ExistingFile);
-  app.add_option("-o,--output-index", job.output_index, "output feature index: labels for results")
+  app.add_option("-o,--output-index", f.job.output_index,
+                 "output feature index: labels for results")
       ->check(CLI::ExistingFile);
-  app.add_option("--sample-index", job.sample_index, "sample index: names for --data examples")
+  app.add_option("--sample-index", f.job.sample_index, "sample index: names for --data examples")
       ->check(CLI::ExistingFile);
-  app.add_option("-f,--filter", job.filter, "items to exclude per sample (text format)")
+  app.add_option("-f,--filter", f.job.filter, "items to exclude per sample (text format)")
       ->check(CLI::ExistingPath);
-  app.add_flag("--filter-multiply", job.filter_multiply,
+  app.add_flag("--filter-multiply", f.job.filter_multiply,
                "multiply scores by the filter values instead of excluding (DSSTNE behaviour)");
-  app.add_option("-s,--output", job.output, "recommendations file (default: standard output)");
-  auto* k_opt = app.add_option("-k,--top", job.k,
-                               "results per example (default 100 with flags, as DSSTNE; CDL K "
-                               "defaults to 10); no upper limit");
-  app.add_option("-b,--batch", job.minibatch, "minibatch size (default 1024)");
-  app.add_option("-l,--layer", job.layer, "layer to score, any name (default: the output layer)");
-  app.add_option("-p,--score-format", job.score_format,
+  app.add_option("-s,--output", f.job.output, "recommendations file (default: standard output)");
+  f.k_opt = app.add_option("-k,--top", f.job.k,
+                           "results per example (default 100 with flags, as DSSTNE; CDL K "
+                           "defaults to 10); no upper limit");
+  app.add_option("-b,--batch", f.job.minibatch, "minibatch size (default 1024)");
+  app.add_option("-l,--layer", f.job.layer, "layer to score, any name (default: the output layer)");
+  app.add_option("-p,--score-format", f.job.score_format,
                  "printf conversion for scores, with or without % (default %.3f; DSSTNE: 4.3f)");
-  app.add_option("--target", job.target,
+  app.add_option("--target", f.job.target,
                  "NetCDF dataset of held-out items: print precision, recall and NDCG at 1..K, "
                  "or, when every example has one item (or with --classify), accuracy and a "
                  "confusion matrix")
       ->check(CLI::ExistingFile);
-  app.add_flag("--classify", job.classify,
+  app.add_flag("--classify", f.job.classify,
                "evaluate as a classifier: the target item with the largest value is the class");
-  app.add_option("--top-classes", job.top_classes,
+  app.add_option("--top-classes", f.job.top_classes,
                  "also write each example's top K classes to this file (recommendation format)");
-  app.add_option("--dump-layer", job.dump_layer,
+  app.add_option("--dump-layer", f.job.dump_layer,
                  "layer whose activations --dump writes (default: the scored layer)");
-  app.add_option("--dump", job.dump,
+  app.add_option("--dump", f.job.dump,
                  "write a layer's activations for every example: FILE.nc = NetCDF dataset named "
                  "after the layer, else text lines sample<TAB>v1,v2,...; recommendations are then "
                  "written only with -s");
-  auto* backend_opt = app.add_option(
-      "--backend", job.backend,
+  f.backend_opt = app.add_option(
+      "--backend", f.job.backend,
       "cpu, cuda or auto (default auto: cuda when this build has it and the device is usable; "
       "a CDL Backend key is used when the flag is absent)");
-  auto* device_opt =
-      app.add_option("--device", job.device,
+  f.device_opt =
+      app.add_option("--device", f.job.device,
                      "CUDA device index (default: the CDL Device key, else the node-local "
                      "MPI rank modulo the GPUs of the host: 0 for a single process)")
           ->check(CLI::NonNegativeNumber);
-  app.add_option("--threads", job.threads,
+  app.add_option("--threads", f.job.threads,
                  "CPU threads (default: the CPUs this process may use, shared among the ranks "
                  "of an mpirun job on this host)");
-  app.add_flag("-q,--quiet", quiet, "print errors only");
-  std::string memory_limit;
-  add_memory_limit_option(app, memory_limit);
-  int status = 0;
-  if (parse_or_exit(app, rewrite_single_dash(argc, argv, {}), status)) return status;
+  app.add_flag("-q,--quiet", f.quiet, "print errors only");
+  add_memory_limit_option(app, f.memory_limit);
+}
 
-  // One process per GPU: without --device (or a CDL Device key, applied below) a rank takes
-  // the device of its node-local rank (distributed/device_placement.h).
-  if (device_opt->count() == 0) job.device = api::default_device();
-  std::vector<std::string> overrides;
-  if (!cdl.empty()) {
-    if (!job.network.empty() || !job.text_input.empty())
-      throw UsageError("give either a CDL file or -n/-r, not both");
-    const api::CommandFile file = api::CommandFile::read(cdl);
-    if (file.command() != "Predict")
-      throw UsageError(cdl + ": Command is " + file.command() +
-                       "; nn-predict runs Predict (use nn-train for Train)");
-    apply_memory_limit(memory_limit, file.memory_limit());
-    if (backend_opt->count() == 0 && !file.backend().empty()) job.backend = file.backend();
-    if (device_opt->count() == 0 && file.device()) job.device = *file.device();
-    const api::PredictJob p = api::predict_job(file);  // the CDL's values, before the flags
-    job.network = p.network;
-    // Flags given with a CDL file override its keys; each override is printed.
-    auto take = [&](const char* flag, const char* key, auto& value, const auto& from_cdl,
-                    const std::string& cdl_text) {
-      const CLI::Option* opt = app.get_option(flag);
-      if (opt->count() == 0) {
-        value = from_cdl;
-        return;
-      }
-      overrides.push_back(opt->get_name() + " " + opt->as<std::string>() + " overrides " + cdl +
-                          "'s " + key + " " + (cdl_text.empty() ? "(unset)" : cdl_text));
-    };
-    auto join = [](const std::vector<std::string>& v) {
-      std::string out;
-      for (const auto& x : v) out += (out.empty() ? "" : ",") + x;
-      return out;
-    };
-    take("--data", "Data", job.data_files, p.data_files, join(p.data_files));
-    take("-k", "K", job.k, p.k, std::to_string(p.k));
-    take("-s", "Output", job.output, p.output.empty() ? std::string("-") : p.output, p.output);
-    take("-f", "Filter", job.filter, p.filter, p.filter);
-    take("-o", "OutputIndex", job.output_index, p.output_index, p.output_index);
-    take("--sample-index", "SampleIndex", job.sample_index, p.sample_index, p.sample_index);
-    take("-i", "InputIndex", job.input_index, p.input_index, p.input_index);
-    take("-l", "Layer", job.layer, p.layer, p.layer);
-    take("--target", "Target", job.target, p.target, p.target);
-    take("-p", "ScoreFormat", job.score_format, p.score_format, p.score_format);
-    take("-b", "MiniBatch", job.minibatch, p.minibatch, std::to_string(p.minibatch));
-  } else {
-    apply_memory_limit(memory_limit, std::nullopt);
-    if (k_opt->count() == 0) job.k = 100;
-    if (job.network.empty()) throw UsageError("need a CDL file or -n network.nc");
-    if (job.text_input.empty() && job.data_files.empty())
-      throw UsageError("need examples to score: -r examples.txt or --data file.nc");
-  }
-  if (type != "indicator" && type != "analog")
-    throw UsageError("-t: expected 'indicator' or 'analog', got '" + type + "'");
-  job.text_analog = type == "analog";
+// The job of a CDL file with the flags given beside it applied (each override is described in
+// `overrides`).
+void job_from_cdl(CLI::App& app, Flags& f, std::vector<std::string>& overrides) {
+  api::PredictJob& job = f.job;
+  if (!job.network.empty() || !job.text_input.empty())
+    throw UsageError("give either a CDL file or -n/-r, not both");
+  const api::CommandFile file = api::CommandFile::read(f.cdl);
+  if (file.command() != "Predict")
+    throw UsageError(f.cdl + ": Command is " + file.command() +
+                     "; nn-predict runs Predict (use nn-train for Train)");
+  apply_memory_limit(f.memory_limit, file.memory_limit());
+  if (f.backend_opt->count() == 0 && !file.backend().empty()) job.backend = file.backend();
+  if (f.device_opt->count() == 0 && file.device()) job.device = *file.device();
+  const api::PredictJob p = api::predict_job(file);  // the CDL's values, before the flags
+  job.network = p.network;
+  // Flags given with a CDL file override its keys; each override is printed.
+  auto take = [&](const char* flag, const char* key, auto& value, const auto& from_cdl,
+                  const std::string& cdl_text) {
+    const CLI::Option* opt = app.get_option(flag);
+    if (opt->count() == 0) {
+      value = from_cdl;
+      return;
+    }
+    overrides.push_back(opt->get_name() + " " + opt->as<std::string>() + " overrides " + f.cdl +
+                        "'s " + key + " " + (cdl_text.empty() ? "(unset)" : cdl_text));
+  };
+  auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& x : v) out += (out.empty() ? "" : ",") + x;
+    return out;
+  };
+  take("--data", "Data", job.data_files, p.data_files, join(p.data_files));
+  take("-k", "K", job.k, p.k, std::to_string(p.k));
+  take("-s", "Output", job.output, p.output.empty() ? std::string("-") : p.output, p.output);
+  take("-f", "Filter", job.filter, p.filter, p.filter);
+  take("-o", "OutputIndex", job.output_index, p.output_index, p.output_index);
+  take("--sample-index", "SampleIndex", job.sample_index, p.sample_index, p.sample_index);
+  take("-i", "InputIndex", job.input_index, p.input_index, p.input_index);
+  take("-l", "Layer", job.layer, p.layer, p.layer);
+  take("--target", "Target", job.target, p.target, p.target);
+  take("-p", "ScoreFormat", job.score_format, p.score_format, p.score_format);
+  take("-b", "MiniBatch", job.minibatch, p.minibatch, std::to_string(p.minibatch));
+}
+
+// DSSTNE predict's flags alone.
+void check_flags_job(Flags& f) {
+  apply_memory_limit(f.memory_limit, std::nullopt);
+  if (f.k_opt->count() == 0) f.job.k = 100;
+  if (f.job.network.empty()) throw UsageError("need a CDL file or -n network.nc");
+  if (f.job.text_input.empty() && f.job.data_files.empty())
+    throw UsageError("need examples to score: -r examples.txt or --data file.nc");
+}
+
+// The checks every job passes; returns whether results go to standard output (log lines are
+// then prefixed with the tool's name, so they stand out from the results in a terminal).
+bool check_job(Flags& f) {
+  api::PredictJob& job = f.job;
+  if (f.type != "indicator" && f.type != "analog")
+    throw UsageError("-t: expected 'indicator' or 'analog', got '" + f.type + "'");
+  job.text_analog = f.type == "analog";
   if (job.k == 0) throw UsageError("-k: must be positive");
   if (!job.dump_layer.empty() && job.dump.empty())
     throw UsageError("--dump-layer needs --dump FILE");
@@ -154,8 +159,36 @@ int run(int argc, char** argv) {
       api::is_stdout_path(job.top_classes))
     throw UsageError("--top-classes -: standard output already carries the recommendations");
   if (job.minibatch == 0) throw UsageError("-b: must be positive");
+  return to_stdout;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{
+      "Score examples with a trained network; print the top K outputs per example as\n"
+      "  sample<TAB>label,score:label,score:...:\n"
+      "  nn-predict predict.cdl             run a CDL command file (Command: Predict)\n"
+      "  nn-predict -n net.nc -r examples.txt -i input.idx -o output.idx [-f filter] [-k 10]\n"
+      "                                     DSSTNE predict's flags",
+      "nn-predict"};
+  Flags f;
+  define_flags(app, f);
+  int status = 0;
+  if (parse_or_exit(app, rewrite_single_dash(argc, argv, {}), status)) return status;
+
+  // One process per GPU: without --device (or a CDL Device key, applied below) a rank takes
+  // the device of its node-local rank (nn/process.h).
+  if (f.device_opt->count() == 0) f.job.device = api::default_device();
+  std::vector<std::string> overrides;
+  if (!f.cdl.empty())
+    job_from_cdl(app, f, overrides);
+  else
+    check_flags_job(f);
+  const bool to_stdout = check_job(f);
+  api::PredictJob& job = f.job;
   if (job.threads <= 0) job.threads = api::default_thread_count();
-  const LogSink log = quiet ? null_log() : stream_log(stderr, to_stdout ? "nn-predict: " : "");
+  const LogSink log = f.quiet ? null_log() : stream_log(stderr, to_stdout ? "nn-predict: " : "");
   for (const std::string& line : overrides) log(line);
   if (job.network == "-" && job.text_input == "-")
     throw UsageError("-n - and -r - both read standard input; give one of them a file");
