@@ -5,6 +5,7 @@ Model      topology + parameters: Model.load(path), Model.from_json(json, datase
 Evaluator  forward passes with buffers of its own over a shared Model (one per thread)
 Trainer    trains a Model on NumPy / scipy.sparse CSR data with a per-epoch callback
 train      runs a CDL Train command file as nn-train does
+predict    runs a CDL Predict command file as nn-predict does; returns its metrics
 read_datasets  a NetCDF dataset file (nn-generate's output) as NumPy / SciPy arrays
 
 See docs/python.md. Errors: ValueError / TypeError for bad arguments and bad files (the message
@@ -20,10 +21,11 @@ from ._core import (  # noqa: F401
     WeightInfo,
     mpi_rank,
     mpi_size,
+    predict,
     read_datasets,
     train,
 )
 
 __all__ = ["Error", "Evaluator", "LayerInfo", "Model", "Trainer", "WeightInfo", "mpi_rank",
-           "mpi_size", "read_datasets", "train"]
+           "mpi_size", "predict", "read_datasets", "train"]
 __version__ = "0.1.0"

@@ -543,6 +543,43 @@ PYBIND11_MODULE(_core, m) {
       "Runs a CDL Train command file as nn-train does; returns the trained Model.");
 
   m.def(
+      "predict",
+      [](const py::object& cdl, const std::string& backend, int threads, const py::object& log) {
+        const std::string path = path_arg(cdl, "cdl");
+        const CommandFile file = CommandFile::read(path);
+        if (file.command() != "Predict")
+          throw nn::ConfigError(path + ": Command is " + file.command() +
+                                "; predict runs Predict commands");
+        PredictJob job = predict_job(file);
+        job.backend = backend;
+        job.threads = threads;
+        auto log_fn = CallbackBridge{}.log_fn(log);
+        PredictResult r;
+        {
+          py::gil_scoped_release release;
+          r = run_prediction(job, log_fn ? nn::LogSink(log_fn) : nn::null_log());
+        }
+        py::dict out;
+        out["examples"] = r.examples;
+        out["layer"] = r.layer;
+        out["k"] = r.k;
+        if (r.classified) {
+          out["top1"] = r.top1;
+          out["topk"] = r.topk;
+        } else if (!r.precision.empty()) {
+          out["evaluated"] = r.evaluated;
+          out["precision"] = r.precision;
+          out["recall"] = r.recall;
+          out["ndcg"] = r.ndcg;
+        }
+        return out;
+      },
+      py::arg("cdl"), py::arg("backend") = "cpu", py::arg("threads") = 0,
+      py::arg("log") = py::none(),
+      "Runs a CDL Predict command file as nn-predict does (its Output file, filter and Target); "
+      "returns {examples, layer, k} and the metrics against the Target.");
+
+  m.def(
       "read_datasets",
       [](const py::object& path) {
         const std::string p = path_arg(path, "path");

@@ -1,5 +1,6 @@
 # Prediction: equal to nn-predict's on the same network and data, dense and CSR inputs agree,
 # exclusion, full outputs of any layer, and several Evaluator threads equal one.
+import json
 import subprocess
 import threading
 import time
@@ -174,3 +175,27 @@ def test_several_input_layers_by_name():
                        ({"A": a, "B": a}, r"x\['B'\]: has 5 columns")]:
         with pytest.raises(ValueError, match=message):
             m.outputs(x)
+
+
+def test_predict_cdl_equals_nn_predict(work, tools, tmp_path):
+    cdl = {"Version": 0.9, "Network": str(work / "net.nc"), "Command": "Predict",
+           "Data": [str(work / "input.nc")],
+           "PredictionParameters": {"K": 5, "Output": str(tmp_path / "py.recs"),
+                                    "OutputIndex": str(work / "features.idx"),
+                                    "SampleIndex": str(work / "samples.idx"),
+                                    "Filter": str(work / "ratings.txt"),
+                                    "Target": str(work / "output.nc")}}
+    (tmp_path / "predict.cdl").write_text(json.dumps(cdl))
+    lines = []
+    result = nnsuite.predict(tmp_path / "predict.cdl", log=lines.append)
+    assert result["examples"] == 60 and result["layer"] == "Output" and result["k"] == 5
+    assert result["evaluated"] == 60 and len(result["recall"]) == 5
+    # The filter removes every target item: nothing can be recalled.
+    assert result["recall"] == [0.0] * 5
+    assert any(line.startswith("metrics over 60 examples") for line in lines)
+    tool = subprocess.run([tools / "nn-predict", tmp_path / "predict.cdl", "-s",
+                           tmp_path / "tool.recs"], check=True, capture_output=True, text=True)
+    assert (tmp_path / "py.recs").read_text() == (tmp_path / "tool.recs").read_text()
+    assert "metrics over 60 examples" in tool.stderr
+    with pytest.raises(ValueError, match=r"Command is Train; predict runs Predict"):
+        nnsuite.predict(work / "train.cdl")
