@@ -41,7 +41,8 @@ inline bool parse_or_exit(CLI::App& app, std::vector<std::string> args, int& sta
     app.parse(rev);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) {
-      status = api::world_rank() == 0 ? app.exit(e) : 0;  // --help / --version: one copy under mpirun
+      // --help / --version: one copy under mpirun
+      status = api::world_rank() == 0 ? app.exit(e) : 0;
       return true;
     }
     throw UsageError(e.what());
