@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,13 +75,18 @@ TrainJob train_job(const CommandFile& cdl, uint64_t default_seed = 1);
 // The optimizer names a TrainJob takes, as the tools list them.
 std::vector<std::string> optimizer_names();
 
+// Called at the start of every update with its 1-based step number, on every rank; whatever it
+// throws ends the run (nn-train's tests inject failures with it).
+using StepCallback = std::function<void(uint64_t step)>;
+
 // Carries out the job: logs each dataset, the parallel plan, the model summary and every epoch
 // to `log` (rank 0's lines only matter: call it with a sink that prints on rank 0), writes
 // checkpoints, the result file and the epoch log. `on_epoch` (rank 0 only) may stop training
 // after an epoch by returning false; the result is written all the same. Returns the trained
 // model. Throws nn::Error subclasses (DivergenceError naming the last intact checkpoint).
 std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
-                                    const EpochCallback& on_epoch = nullptr);
+                                    const EpochCallback& on_epoch = nullptr,
+                                    const StepCallback& on_step = nullptr);
 
 // The gradient check: the job's network built and initialised as for training (with job.seed),
 // backward()'s gradients compared with finite differences on the first minibatch.

@@ -23,7 +23,6 @@
 #include "nn/train_job.h"
 #include "train/checkpoint_files.h"
 #include "train/epoch_log.h"
-#include "train/failure_injection.h"
 #include "train/gradient_check.h"
 #include "train/loss_curve.h"
 
@@ -145,7 +144,7 @@ std::string seconds_since(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
-                                    const EpochCallback& on_epoch) {
+                                    const EpochCallback& on_epoch, const StepCallback& on_step) {
   const auto start = std::chrono::steady_clock::now();
   auto model = load_model(job, log, /*split_layers=*/true);
   Network& net = *model->net;
@@ -162,7 +161,7 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
   // only rank 0 writes the result and checkpoints.
   std::shared_ptr<Communicator> comm = world_communicator();
   TrainingLoop trainer(net, model->bound, options, log, comm.get());
-  trainer.on_step = failure_injection_from_environment(comm->rank());
+  trainer.on_step = on_step;
   if (resumed) trainer.restore(checkpoint.training);
   if (model->validation.examples > 0) trainer.set_validation(model->validation);
   log("model '" + (model->spec.name.empty() ? job.network_json : model->spec.name) + "':");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/cli_support.h"
+#include "nn-train/failure_injection.h"
 #include "nn/command_file.h"
 #include "nn/train_job.h"
 
@@ -329,7 +330,7 @@ int run(int argc, char** argv) {
     log("random seed " + std::to_string(job.seed) +
         " (RandomSeed is absent or -1; set RandomSeed or --seed to this value to repeat the run)");
   if (f.validate) return check_gradients(f, job, log);
-  api::run_training(job, log);
+  api::run_training(job, log, nullptr, failure_injection_from_environment(api::world_rank()));
   return 0;
 }
 

@@ -1,14 +1,14 @@
 // Test failure injection (see failure_injection.h).
-#include "train/failure_injection.h"
+#include "nn-train/failure_injection.h"
 
 #include <chrono>
 #include <cstdlib>
 #include <string>
 #include <thread>
 
-#include "core/error.h"
+#include "nn/error.h"
 
-namespace nn {
+namespace nn::tool {
 
 std::function<void(uint64_t)> failure_injection_from_environment(int rank) {
   const char* r = std::getenv("NN_TEST_FAIL_RANK");
@@ -26,4 +26,4 @@ std::function<void(uint64_t)> failure_injection_from_environment(int rank) {
   };
 }
 
-}  // namespace nn
+}  // namespace nn::tool
