@@ -1,5 +1,6 @@
 // CpuBackend dense kernels: gemm through OpenBLAS, bias broadcast and column sums (the CUDA twin
-// is cuda/dense.cu).
+// is cuda/dense.cu; the per-element rules of column sums and of a gemm without terms are
+// backend/math/dense_math.h for both).
 //
 // Debian's OpenBLAS is the pthread build, whose workers yield-spin for a while after being used
 // and so compete with whatever kernel runs next (on the 2-core development VM their sched_yield
@@ -15,6 +16,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/math/dense_math.h"
 
 namespace nn {
 namespace {
@@ -33,7 +35,7 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alp
     // No products: C = beta * C (BLAS implementations differ on k == 0).
     for (int i = 0; i < m; ++i) {
       float* row = c + size_t(i) * ldc;
-      for (int j = 0; j < n; ++j) row[j] = beta == 0.0f ? 0.0f : beta * row[j];
+      for (int j = 0; j < n; ++j) row[j] = math::beta_scaled(beta, row[j]);
     }
     return;
   }
@@ -100,10 +102,8 @@ void CpuBackend::column_sums(const float* x, uint32_t rows, uint32_t cols, float
 #pragma omp simd
       for (uint32_t j = 0; j < w; ++j) acc[j] += row[j];
     }
-    for (uint32_t j = 0; j < w; ++j) {
-      const float s = static_cast<float>(double(alpha) * acc[j]);
-      out[lo + j] = beta == 0.0f ? s : beta * out[lo + j] + s;
-    }
+    for (uint32_t j = 0; j < w; ++j)
+      out[lo + j] = math::column_sum_value(alpha, acc[j], beta, out[lo + j]);
   };
   if (size_t(rows) * cols >= kParallelMin)
     pool_->run(blocks, body);

@@ -1,10 +1,11 @@
 // CpuBackend dropout: inverted dropout with a counter-based mask (core/random.h), so a mask
-// depends only on (seed, stream, element) and the backward pass re-derives the forward's. The CUDA
-// twin is cuda/dropout.cu.
+// depends only on (seed, stream, element) and the backward pass re-derives the forward's. The
+// per-element rule is math::dropout_unit, which the CUDA twin (cuda/dropout.cu) runs too, so the
+// two backends drop the same elements.
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
-#include "core/random.h"
+#include "backend/math/elementwise_math.h"
 
 namespace nn {
 namespace {
@@ -19,10 +20,7 @@ void CpuBackend::apply_dropout(float* x, size_t n, float p, uint64_t seed, uint6
   const float keep = 1.0f - p;
   cpu::for_chunks(*pool_, n, kParallelMin, [=](size_t lo, size_t hi) {
 #pragma omp simd
-    for (size_t i = lo; i < hi; ++i) {
-      const bool drop = uniform_at(seed, stream, i) < p;
-      x[i] = drop ? 0.0f : x[i] / keep;
-    }
+    for (size_t i = lo; i < hi; ++i) x[i] = math::dropout_unit(x[i], i, p, keep, seed, stream);
   });
 }
 

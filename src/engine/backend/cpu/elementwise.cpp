@@ -1,12 +1,13 @@
 // CpuBackend elementwise kernels and reductions: fill, axpy, scale, sum of squares, sum of
 // absolute values (returned, or added into a sum in host memory). The CUDA twin is
-// cuda/elementwise.cu.
+// cuda/elementwise.cu; the reductions' terms are math::square_term / abs_term for both.
 #include <algorithm>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/math/elementwise_math.h"
 #include "backend/math/loss_sums.h"
 
 namespace nn {
@@ -65,11 +66,11 @@ void CpuBackend::scale(float* x, size_t n, float a) {
 }
 
 double CpuBackend::sum_squares(const float* x, size_t n) {
-  return blocked_sum(*pool_, x, n, [](double v) { return v * v; });
+  return blocked_sum(*pool_, x, n, [](double v) { return math::square_term(v); });
 }
 
 double CpuBackend::sum_abs(const float* x, size_t n) {
-  return blocked_sum(*pool_, x, n, [](double v) { return v < 0.0 ? -v : v; });
+  return blocked_sum(*pool_, x, n, [](double v) { return math::abs_term(v); });
 }
 
 void CpuBackend::sum_squares_accumulate(const float* x, size_t n, double scale, double* sum) {
