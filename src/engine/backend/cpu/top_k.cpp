@@ -3,7 +3,9 @@
 // after every number (a NaN score never displaces a real one). Rows run in parallel.
 // top_k_filtered walks each row's filter lists (ascending) alongside the columns: excluded
 // columns and NaN scores are skipped, scaled columns multiplied; blocks without a scaled column
-// keep the one-pass skip (an excluded column can only lower a block's true maximum).
+// keep the one-pass skip (an excluded column can only lower a block's true maximum). The order
+// and the scaling are backend/math/top_k_math.h's (top_k_key, scaled_score), as on CUDA, which
+// sorts keys instead of keeping a heap.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/math/top_k_math.h"
 
 namespace nn {
 namespace {
@@ -21,14 +24,13 @@ namespace {
 using Candidate = std::pair<float, uint32_t>;
 constexpr uint32_t kBlock = 64;
 
-// True when a ranks before b. A function object (not a function pointer) so that the heap
-// algorithms inline it.
+// True when a ranks before b: a larger math::top_k_key (the order the CUDA backend sorts by:
+// larger value first, -0 equal to +0, NaN after every number), then the lower column. A function
+// object (not a function pointer) so that the heap algorithms inline it.
 struct Better {
   bool operator()(const Candidate& a, const Candidate& b) const {
-    const bool a_nan = std::isnan(a.first), b_nan = std::isnan(b.first);
-    if (a_nan != b_nan) return b_nan;
-    if (!a_nan && a.first != b.first) return a.first > b.first;
-    return a.second < b.second;
+    const uint32_t ka = math::top_k_key(a.first), kb = math::top_k_key(b.first);
+    return ka != kb ? ka > kb : a.second < b.second;
   }
 };
 constexpr Better better{};
@@ -147,7 +149,7 @@ void CpuBackend::top_k_filtered(const float* x, uint32_t rows, uint32_t cols, ui
           if (e < e_end && ex[e] == c) continue;
           float v = row[c];
           while (s < s_end && sc[s] < c) ++s;
-          for (uint32_t j = s; j < s_end && sc[j] == c; ++j) v *= sv[j];
+          for (uint32_t j = s; j < s_end && sc[j] == c; ++j) v = math::scaled_score(v, sv[j]);
           if (std::isnan(v)) continue;
           offer(heap, keep, Candidate(v, c));
         }
