@@ -1,6 +1,9 @@
 // The compute seam. A Backend owns memory and runs every kernel family the model needs; layers
-// call it with backend pointers and never see BLAS, OpenMP or CUDA. The CPU backend is the
-// reference every other backend is tested against.
+// call it with backend pointers and never see BLAS, OpenMP or CUDA. Every operation is pure
+// virtual: both backends implement all of them, one kernel family per file with the same base
+// name on each side (cpu/<family>.cpp, cuda/<family>.cu; docs/cuda-backend.md lists the pairs and
+// the one-sided helpers), and their per-element formulas are one set of functions in
+// backend/math/. The backend tests hold both to references of their own (tests/unit/backend/).
 //
 // Conventions:
 //  * Matrices are row-major. Activations/deltas are [rows = batch][cols = units].

@@ -1,5 +1,5 @@
-// The CPU backend: OpenBLAS for gemm, vectorised loops (fast_math.h) for everything else, one
-// thread pool for both. It is the reference every other backend is tested against, so every
+// The CPU backend: OpenBLAS for gemm, vectorised loops for everything else (their per-element
+// arithmetic is backend/math/'s, shared with the CUDA kernels), one thread pool for both. Every
 // kernel is deterministic: fixed work decomposition, no atomics on floats, reductions summed in
 // double in a fixed order, so results do not depend on the thread count (gemm aside, which is
 // OpenBLAS's arithmetic).
@@ -124,7 +124,7 @@ class CpuBackend final : public Backend {
   void sparse_weight_gradient_transposed(const SparseView& x, const float* delta, uint32_t n_out,
                                          float alpha, float* g) override;
 
-  // ---- convolution, pooling, LRN (cpu_conv*.cpp; owner: conv) ----------------------------------
+  // ---- convolution (cpu/conv.cpp, conv_dnnl.cpp, conv_gemm.cpp), pooling, LRN -------------------
   void conv_forward(const ConvGeometry& g, uint32_t rows, const float* x, const float* w,
                     const float* bias, bool accumulate, float* y) override;
   void conv_backward_data(const ConvGeometry& g, uint32_t rows, const float* dy, const float* w,

@@ -1,6 +1,6 @@
 // CudaBackend optimizer step: one kernel launch per update, one template instance per rule; the
-// per-parameter arithmetic is math::optimizer_unit, which the CPU backend's loop (cpu/optimizer.cpp)
-// calls too.
+// per-parameter arithmetic is math::optimizer_unit, which the CPU backend's loop
+// (cpu/optimizer.cpp) calls too.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/math/optimizer_math.h"
