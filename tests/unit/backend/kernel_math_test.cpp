@@ -204,7 +204,7 @@ void emulate_top_k(const std::vector<float>& x, uint32_t rows, uint32_t cols, ui
   for (uint32_t r = 0; r < rows; ++r) {
     std::vector<uint64_t> keys(valid);
     for (uint32_t c = 0; c < valid; ++c)
-      keys[c] = (uint64_t(math::top_k_key(x[size_t(r) * cols + c])) << 32) | (0xffffffffu - c);
+      keys[c] = math::top_k_entry_key(x[size_t(r) * cols + c], c);
     std::sort(keys.begin(), keys.end(), std::greater<uint64_t>());
     for (uint32_t q = 0; q < k; ++q) {
       const size_t o = size_t(r) * k + q;

@@ -138,14 +138,21 @@ NN_FORCE_INLINE float dropout_unit(float x, uint64_t i, float p, float keep, uin
   return drop ? 0.0f : x / keep;
 }
 
-// Unsigned key whose descending order is the top-K order of the CPU backend for values: larger
-// first, -0 equal to +0 (ties then go to the lower column by a stable sort), every NaN after
-// every number (including -inf).
+// Unsigned key whose descending order is the top-K order of values: larger first, -0 equal to
+// +0 (ties then go to the lower column), every NaN after every number (including -inf). Branch
+// free: the CPU's top-K heap compares two of these per step.
 NN_FORCE_INLINE uint32_t top_k_key(float v) {
-  if (v != v) return 0u;
-  if (v == 0.0f) v = 0.0f;  // -0 -> +0
-  const uint32_t bits = static_cast<uint32_t>(fastmath::float_to_bits(v));
-  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+  // v + 0 turns -0 into +0 and leaves every other value as it is.
+  const uint32_t bits = static_cast<uint32_t>(fastmath::float_to_bits(v + 0.0f));
+  // Negative values: every bit flipped (a larger magnitude ranks lower); others: the sign bit set.
+  const uint32_t flip = static_cast<uint32_t>(static_cast<int32_t>(bits) >> 31) | 0x80000000u;
+  return v != v ? 0u : bits ^ flip;
+}
+
+// The 64-bit key of value v in column c: top_k_key, then the complement of the column, so the
+// descending order of keys is the top-K order with ties to the lower column, every entry distinct.
+NN_FORCE_INLINE unsigned long long top_k_entry_key(float v, uint32_t c) {
+  return (static_cast<unsigned long long>(top_k_key(v)) << 32) | (0xffffffffu - c);
 }
 
 }  // namespace nn::math

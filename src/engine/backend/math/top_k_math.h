@@ -2,7 +2,7 @@
 // after the row's multipliers, whether the column is a candidate at all (not excluded, not NaN),
 // and its 64-bit sort key. __host__ __device__ under nvcc: the CUDA kernel (cuda/top_k.cu) runs
 // them per element with binary searches in the row's sorted filter lists; the CPU backend walks
-// the lists in column order instead (cpu/top_k.cpp) and uses scaled_score and top_k_key
+// the lists in column order instead (cpu/top_k.cpp) and uses scaled_score and top_k_entry_key
 // (elementwise_math.h) for the scaling and the order. Host tests run the kernel's index space.
 #pragma once
 
@@ -75,8 +75,7 @@ NN_FORCE_INLINE bool filtered_score(float x, uint32_t c, const RowFilterRange& f
 // is no candidate gets 0, below every candidate's key (top_k_key is 0 only for NaN, and NaN
 // scores are no candidates), so such columns sort last and read back as padding.
 NN_FORCE_INLINE unsigned long long filtered_key(bool candidate, float score, uint32_t c) {
-  if (!candidate) return 0ull;
-  return (static_cast<unsigned long long>(top_k_key(score)) << 32) | (0xffffffffu - c);
+  return candidate ? top_k_entry_key(score, c) : 0ull;
 }
 
 // True when a sorted key is a candidate's (not padding).
