@@ -240,6 +240,21 @@ void CpuBackend::batch_norm_backward_inference(const BatchNormParams& p, const f
     }
     // The statistics are constants here: no mean terms, dx is dy scaled per channel.
     for (uint32_t r = 0; r < p.rows; ++r) {
+      if (p.spatial == 1) {
+        // One value per channel and row: vectorised across the block's channels (a loop per
+        // channel would run one element at a time).
+        const float* g = dy + r * stride + k.lo;
+        const float* v = x + r * stride + k.lo;
+        float* out = dx + r * stride + k.lo;
+#pragma omp simd
+        for (uint32_t j = 0; j < k.size(); ++j) {
+          const float gj = g[j];
+          sum_dy[j] += gj;
+          sum_dy_xhat[j] += math::bn_dy_xhat(v[j], gj, m[j], is[j]);
+          out[j] = math::bn_inference_dx(gain[j], gj);  // dy[j] read first: dx may alias dy
+        }
+        continue;
+      }
       for (uint32_t j = 0; j < k.size(); ++j) {
         const size_t at = r * stride + size_t(k.lo + j) * p.spatial;
         const float mj = m[j], isj = is[j], gj = gain[j];
