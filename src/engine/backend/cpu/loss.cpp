@@ -32,6 +32,7 @@
 #include "backend/math/loss_math.h"
 #include "backend/math/loss_row_math.h"
 #include "backend/math/loss_sums.h"
+#include "backend/math/sparse_math.h"
 #include "core/error.h"
 
 namespace nn {
@@ -68,7 +69,7 @@ bool gather_targets(const SparseView& sp, uint32_t r, uint32_t cols, bool normal
   std::sort(out.keys.begin(), out.keys.end());
   for (size_t i = 0; i < out.keys.size(); ++i) {
     const uint32_t idx = out.keys[i].first;
-    const float v = sp.value ? sp.value[out.keys[i].second] : 1.0f;
+    const float v = math::entry_value(sp.value, out.keys[i].second);
     if (!out.index.empty() && out.index.back() == idx) {
       if (sp.value) out.value.back() += v;
     } else {
@@ -263,7 +264,7 @@ double CpuBackend::loss_impl(const LossParams& p, const float* a, const TargetVi
   auto range = [&](size_t lo, size_t hi) {
     RowTargets scratch;
     for (size_t r = lo; r < hi; ++r) {
-      RowInput in{a + r * cols, nullptr, nullptr, weights ? weights[r] : 1.0f,
+      RowInput in{a + r * cols, nullptr, nullptr, math::example_weight(weights, r),
                   delta ? delta + r * cols : nullptr};
       if (t.row_sum)  // normalised sparse targets sum to 1 over the whole row (0 when none)
         in.t_total = t.sparse && normalise ? (t.row_sum[r] > 0.0f ? 1.0 : 0.0) : t.row_sum[r];

@@ -25,6 +25,7 @@
 #include "backend/math/fused_loss_math.h"
 #include "backend/math/loss_kernel_choice.h"
 #include "backend/math/loss_row_math.h"
+#include "backend/math/sparse_math.h"
 #include "core/error.h"
 
 namespace nn {
@@ -123,7 +124,7 @@ __global__ void loss_rows_kernel(LossArgs g) {
   __shared__ double shared[32];
   __shared__ double target_sum;
   const uint32_t r = blockIdx.x, cols = g.cols;
-  const float w = g.weights ? g.weights[r] : 1.0f;
+  const float w = math::example_weight(g.weights, r);
   const float* a = g.a + size_t(r) * cols;
   float* z = kFused ? g.z + size_t(r) * cols : nullptr;
   float inv = 0.0f;
@@ -181,7 +182,7 @@ __global__ void softmax_ce_kernel(LossArgs g) {
   __shared__ double shared[32];
   __shared__ double target_sum;
   const uint32_t r = blockIdx.x, cols = g.cols;
-  const float w = g.weights ? g.weights[r] : 1.0f;
+  const float w = math::example_weight(g.weights, r);
   const float* a = g.a + size_t(r) * cols;
   float* z = kFused ? g.z + size_t(r) * cols : nullptr;
   float inv = 0.0f;

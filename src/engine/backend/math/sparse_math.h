@@ -1,8 +1,9 @@
 // Per-entry arithmetic of the sparse-input kernels (a CSR batch times a weight matrix, plain or
 // transposed, and their weight gradients): the factor each stored entry contributes. The one
 // source for both backends: the CPU loops (cpu/sparse.cpp, cpu/sparse_transposed.cpp) and the
-// CUDA kernels (cuda/sparse.cu, cuda/sparse_transposed.cu) call these; the backend tests check
-// both against dense products of their own. __host__ __device__ under nvcc.
+// CUDA kernels (cuda/sparse.cu, cuda/sparse_transposed.cu) call these, and both loss kernels take
+// sparse target values and example weights through entry_value / example_weight; the backend
+// tests check both backends against dense products of their own. __host__ __device__ under nvcc.
 #pragma once
 
 #include <cstdint>
