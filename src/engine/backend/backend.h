@@ -1,6 +1,9 @@
 // The compute seam. A Backend owns memory and runs every kernel family the model needs; layers
-// call it with backend pointers and never see BLAS, OpenMP or CUDA. The CPU backend is the
-// reference every other backend is tested against.
+// call it with backend pointers and never see BLAS, OpenMP or CUDA. Every operation is pure
+// virtual: both backends implement all of them, one kernel family per file with the same base
+// name on each side (cpu/<family>.cpp, cuda/<family>.cu; docs/cuda-backend.md lists the pairs and
+// the one-sided helpers), and their per-element formulas are one set of functions in
+// backend/math/. The backend tests hold both to references of their own (tests/unit/backend/).
 //
 // Conventions:
 //  * Matrices are row-major. Activations/deltas are [rows = batch][cols = units].
@@ -77,8 +80,8 @@ class Backend {
   // ---- losses -------------------------------------------------------------------------------
   virtual double loss(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
                       uint32_t cols) = 0;
-  virtual void output_delta(const LossParams& p, const float* a, const TargetView& t,
-                            uint32_t rows, uint32_t cols, float* delta) = 0;
+  virtual void output_delta(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
+                            uint32_t cols, float* delta) = 0;
   // Both in one pass over the activations (the training hot path); returns the summed error.
   virtual double loss_and_delta(const LossParams& p, const float* a, const TargetView& t,
                                 uint32_t rows, uint32_t cols, float* delta) {
@@ -136,8 +139,8 @@ class Backend {
   // Per row, the k largest values (descending; ties by lower index) and their column indices.
   // Columns with index >= valid_cols are ignored. Entries past the row's count get index
   // UINT32_MAX and value -inf.
-  virtual void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols,
-                     uint32_t k, float* values, uint32_t* indices) = 0;
+  virtual void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
+                     float* values, uint32_t* indices) = 0;
   // top_k for serving, after per-row filters (TopKFilter, kernel_params.h): a row's scaled
   // columns are multiplied first; excluded columns and NaN scores are then left out (not ranked
   // last), and values are the scaled scores. Otherwise as top_k: descending, ties to the lower
@@ -148,42 +151,40 @@ class Backend {
                               uint32_t* indices) = 0;
 
   // ---- layer features: norms, sparseness penalty, batch norm, transposed sparse weights -------
-  // (owner: layer features). Not pure: a backend that lacks one of these throws BackendError
-  // naming the kernel when a network uses the feature (defaults in backend_features.cpp).
-  //
   // DeltaNorm: every row of x[rows][cols] whose Euclidean length exceeds max_norm is rescaled
   // to length max_norm; shorter rows are left untouched.
-  virtual void clip_row_norms(float* x, uint32_t rows, uint32_t cols, float max_norm);
+  virtual void clip_row_norms(float* x, uint32_t rows, uint32_t cols, float max_norm) = 0;
   // WeightNorm: the same for every column of w[rows][cols] (with W[in][out], a column is one
   // output unit's incoming weights).
-  virtual void clip_column_norms(float* w, uint32_t rows, uint32_t cols, float max_norm);
+  virtual void clip_column_norms(float* w, uint32_t rows, uint32_t cols, float max_norm) = 0;
   // Sparseness penalty on activations a[rows][cols]: rho_j = mean over rows of a[.][j], clamped
   // to [1e-6, 1 - 1e-6]. Returns rows * beta * sum_j KL(p || rho_j) (the penalty summed over
   // the batch, like losses). When delta != nullptr, adds its derivative
   // beta * (-p / rho_j + (1 - p) / (1 - rho_j)) to delta[r][j] for every row r.
   virtual double sparseness_penalty(const float* a, uint32_t rows, uint32_t cols, float p,
-                                    float beta, float* delta);
+                                    float beta, float* delta) = 0;
   // *sum += sparseness_penalty(a, rows, cols, p, beta, delta), kept in backend memory (see the
   // *_accumulate forms above).
   virtual void sparseness_penalty_accumulate(const float* a, uint32_t rows, uint32_t cols, float p,
-                                             float beta, float* delta, double* sum);
+                                             float beta, float* delta, double* sum) = 0;
   // Batch normalisation (layout in BatchNormParams): y = scale * (x - mean) / sqrt(var + eps)
   // + bias per channel. Training uses the batch mean and (biased) variance, saves the mean and
   // 1/sqrt(var + eps) for backward and updates the running statistics; y may alias x.
   virtual void batch_norm_forward_training(const BatchNormParams& p, const float* x, float* y,
                                            const float* scale, const float* bias,
                                            float* running_mean, float* running_var,
-                                           float* save_mean, float* save_inv_std);
+                                           float* save_mean, float* save_inv_std) = 0;
   // Inference: the running statistics instead of the batch's; y may alias x.
   virtual void batch_norm_forward_inference(const BatchNormParams& p, const float* x, float* y,
                                             const float* scale, const float* bias,
-                                            const float* running_mean, const float* running_var);
+                                            const float* running_mean,
+                                            const float* running_var) = 0;
   // Backward of the training forward: dx = dE/dx from dy = dE/dy (dx may alias dy);
   // dscale = alpha * sum(dy * x_hat), dbias = alpha * sum(dy) per channel (overwritten).
   virtual void batch_norm_backward(const BatchNormParams& p, const float* x, const float* dy,
                                    const float* scale, const float* save_mean,
                                    const float* save_inv_std, float alpha, float* dx, float* dscale,
-                                   float* dbias);
+                                   float* dbias) = 0;
   // Backward of the inference forward (a fixed affine map per channel): dx = dy * scale /
   // sqrt(running_var + eps) (dx may alias dy); dscale = alpha * sum(dy * x_hat) with x_hat from
   // the running statistics, dbias = alpha * sum(dy) (overwritten). For gradient checks in
@@ -191,45 +192,44 @@ class Backend {
   virtual void batch_norm_backward_inference(const BatchNormParams& p, const float* x,
                                              const float* dy, const float* scale,
                                              const float* running_mean, const float* running_var,
-                                             float alpha, float* dx, float* dscale, float* dbias);
+                                             float alpha, float* dx, float* dscale,
+                                             float* dbias) = 0;
   // Sparse inputs through a transposed (shared) weight matrix w[n_out][x.cols]:
   // z[r][o] += sum_{entries e of row r} v_e * w_r * w[o][index_e].
   virtual void sparse_matmul_transposed(const SparseView& x, const float* w, uint32_t n_out,
-                                        float* z);
+                                        float* z) = 0;
   // g[o][index_e] += alpha * v_e * w_r * delta[r][o]   (g is [n_out][x.cols]).
   virtual void sparse_weight_gradient_transposed(const SparseView& x, const float* delta,
-                                                 uint32_t n_out, float alpha, float* g);
+                                                 uint32_t n_out, float alpha, float* g) = 0;
 
   // ---- convolution, pooling, local response normalisation ------------------------------------
-  // (owner: conv). Shapes and layouts in backend/conv_params.h: batches are [rows][channels]
-  // [z][y][x]. Not pure: a backend without them throws BackendError naming the kernel (defaults
-  // in backend_conv.cpp). Backward kernels ADD into dx (a layer's delta sums its consumers).
+  // Shapes and layouts in backend/conv_params.h: batches are [rows][channels][z][y][x]. Backward
+  // kernels ADD into dx (a layer's delta sums its consumers).
   //
   // y = x (*) w + bias per output channel; accumulate adds to y instead of overwriting it.
   virtual void conv_forward(const ConvGeometry& g, uint32_t rows, const float* x, const float* w,
-                            const float* bias, bool accumulate, float* y);
+                            const float* bias, bool accumulate, float* y) = 0;
   // dx += the gradient of sum(dy * y) with respect to x.
   virtual void conv_backward_data(const ConvGeometry& g, uint32_t rows, const float* dy,
-                                  const float* w, float* dx);
+                                  const float* w, float* dx) = 0;
   // dw = alpha * dE/dw and dbias = alpha * (sum of dy per output channel), overwritten.
   virtual void conv_backward_filter(const ConvGeometry& g, uint32_t rows, const float* x,
-                                    const float* dy, float alpha, float* dw, float* dbias);
+                                    const float* dy, float alpha, float* dw, float* dbias) = 0;
   // Max / Average pooling: y = pool(x) (or y += pool(x)); dx += its gradient (from x alone: Max
   // routes each window's dy to its first largest input).
   virtual void pool_forward(const PoolParams& p, uint32_t rows, const float* x, bool accumulate,
-                            float* y);
+                            float* y) = 0;
   virtual void pool_backward(const PoolParams& p, uint32_t rows, const float* x, const float* dy,
-                             float* dx);
+                             float* dx) = 0;
   // Cross-channel LRN: y = lrn(x) (or y += lrn(x)); dx += its gradient (from x alone).
   virtual void lrn_forward(const LrnParams& p, uint32_t rows, const float* x, bool accumulate,
-                           float* y);
+                           float* y) = 0;
   virtual void lrn_backward(const LrnParams& p, uint32_t rows, const float* x, const float* dy,
-                            float* dx);
+                            float* dx) = 0;
 
-  // ---- similarity pooling: DotProduct and Cosine (owner: poolfn) -----------------------------
+  // ---- similarity pooling: DotProduct and Cosine ----------------------------------------------
   // Pooling layers that score every additional source against source 0, one output unit per
-  // additional source (docs/config-reference.md, "Convolutional and Pooling layers"). Not pure:
-  // a backend without them throws BackendError naming the kernel (defaults in backend_conv.cpp).
+  // additional source (docs/config-reference.md, "Convolutional and Pooling layers").
   //
   // Cosine guards zero vectors: each norm is clamped to at least kCosineEpsilon, so a zero row
   // scores 0 instead of NaN (and a nearly zero one gets large but finite gradients).
@@ -239,12 +239,12 @@ class Backend {
   //   y[r * y_stride] = a_r . b_r / (max(|a_r|, eps) * max(|b_r|, eps))  (Cosine)
   // Overwritten; y_stride lets one call fill one column of a [rows][sources - 1] output.
   virtual void similarity_forward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
-                                  const float* b, float* y, uint32_t y_stride);
+                                  const float* b, float* y, uint32_t y_stride) = 0;
   // Backward, from a and b alone: da[r] += dy[r * dy_stride] * d(score_r)/d(a_r), and likewise
   // db. Either may be null (no gradient wanted); they may be the same array.
-  virtual void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols,
-                                   const float* a, const float* b, const float* dy,
-                                   uint32_t dy_stride, float* da, float* db);
+  virtual void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
+                                   const float* b, const float* dy, uint32_t dy_stride, float* da,
+                                   float* db) = 0;
 };
 
 // Creates a backend by name: "cpu", "cuda", or "auto" (cuda when this build has the CUDA backend

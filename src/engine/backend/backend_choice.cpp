@@ -6,14 +6,7 @@
 
 #include "backend/cuda/device_probe.h"
 
-// Keep cuda_unsupported_feature in step with the CUDA backend: every kernel family has a CUDA
-// implementation now (convolution, LRN and batch normalisation on cuDNN; pooling, similarity
-// pooling and the rest own kernels), so no network feature keeps "auto" off CUDA; the hook stays
-// for the next family that lands on the CPU first (CudaBackend::not_implemented).
-
 namespace nn {
-
-std::string cuda_unsupported_feature(const NetworkSpec&) { return ""; }
 
 std::string cudnn_feature(const NetworkSpec& spec) {
   for (const LayerSpec& l : spec.layers) {
@@ -31,13 +24,6 @@ std::unique_ptr<Backend> make_backend_for(const NetworkSpec& spec, const std::st
   if (note) note->clear();
 #ifdef NN_HAVE_CUDA
   if (name == "auto" && device >= 0 && device < cuda_device_count()) {
-    const std::string missing = cuda_unsupported_feature(spec);
-    if (!missing.empty()) {
-      if (note)
-        *note =
-            "backend auto: " + missing + " is not implemented on CUDA yet; using the CPU backend";
-      return make_backend("cpu", threads, device);
-    }
     const std::string needs = cudnn_feature(spec);
     std::string why;
     if (!needs.empty() && !cudnn_loadable(&why)) {

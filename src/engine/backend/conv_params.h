@@ -53,7 +53,7 @@ struct PoolParams {
 
 // Every backend's pooling kernels start here: InternalError naming `kernel` unless `p` is Max or
 // Average pooling over 1 to 3 dimensions with positive extents and as many outputs as inputs
-// channels (backend_conv.cpp).
+// channels (conv_params.cpp).
 void check_pool_params(const PoolParams& p, const char* kernel);
 
 // Cross-channel local response normalisation (cuDNN's CUDNN_LRN_CROSS_CHANNEL_DIM1):

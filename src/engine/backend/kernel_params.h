@@ -99,7 +99,8 @@ struct BatchNormParams {
   uint32_t spatial = 1;
   float epsilon = 1e-5f;
   // Running statistics: running = (1 - momentum) * running + momentum * batch value (the
-  // running variance takes the unbiased batch variance).
+  // running variance takes the unbiased batch variance; with a single value per channel,
+  // rows x spatial = 1, the biased one, 0).
   float momentum = 0.1f;
 };
 

@@ -152,6 +152,83 @@ class CountingBackend final : public Backend {
     inner_->sparseness_penalty_accumulate(a, rows, cols, p, beta, delta, sum);
   }
 
+  // Layer features, convolution, pooling, LRN and similarity: forwarded uncounted.
+  void clip_row_norms(float* x, uint32_t rows, uint32_t cols, float max_norm) override {
+    inner_->clip_row_norms(x, rows, cols, max_norm);
+  }
+  void clip_column_norms(float* w, uint32_t rows, uint32_t cols, float max_norm) override {
+    inner_->clip_column_norms(w, rows, cols, max_norm);
+  }
+  void batch_norm_forward_training(const BatchNormParams& p, const float* x, float* y,
+                                   const float* scale, const float* bias, float* running_mean,
+                                   float* running_var, float* save_mean,
+                                   float* save_inv_std) override {
+    inner_->batch_norm_forward_training(p, x, y, scale, bias, running_mean, running_var, save_mean,
+                                        save_inv_std);
+  }
+  void batch_norm_forward_inference(const BatchNormParams& p, const float* x, float* y,
+                                    const float* scale, const float* bias,
+                                    const float* running_mean, const float* running_var) override {
+    inner_->batch_norm_forward_inference(p, x, y, scale, bias, running_mean, running_var);
+  }
+  void batch_norm_backward(const BatchNormParams& p, const float* x, const float* dy,
+                           const float* scale, const float* save_mean, const float* save_inv_std,
+                           float alpha, float* dx, float* dscale, float* dbias) override {
+    inner_->batch_norm_backward(p, x, dy, scale, save_mean, save_inv_std, alpha, dx, dscale, dbias);
+  }
+  void batch_norm_backward_inference(const BatchNormParams& p, const float* x, const float* dy,
+                                     const float* scale, const float* running_mean,
+                                     const float* running_var, float alpha, float* dx,
+                                     float* dscale, float* dbias) override {
+    inner_->batch_norm_backward_inference(p, x, dy, scale, running_mean, running_var, alpha, dx,
+                                          dscale, dbias);
+  }
+  void sparse_matmul_transposed(const SparseView& x, const float* w, uint32_t n_out,
+                                float* z) override {
+    inner_->sparse_matmul_transposed(x, w, n_out, z);
+  }
+  void sparse_weight_gradient_transposed(const SparseView& x, const float* delta, uint32_t n_out,
+                                         float alpha, float* g) override {
+    inner_->sparse_weight_gradient_transposed(x, delta, n_out, alpha, g);
+  }
+  void conv_forward(const ConvGeometry& g, uint32_t rows, const float* x, const float* w,
+                    const float* bias, bool accumulate, float* y) override {
+    inner_->conv_forward(g, rows, x, w, bias, accumulate, y);
+  }
+  void conv_backward_data(const ConvGeometry& g, uint32_t rows, const float* dy, const float* w,
+                          float* dx) override {
+    inner_->conv_backward_data(g, rows, dy, w, dx);
+  }
+  void conv_backward_filter(const ConvGeometry& g, uint32_t rows, const float* x, const float* dy,
+                            float alpha, float* dw, float* dbias) override {
+    inner_->conv_backward_filter(g, rows, x, dy, alpha, dw, dbias);
+  }
+  void pool_forward(const PoolParams& p, uint32_t rows, const float* x, bool accumulate,
+                    float* y) override {
+    inner_->pool_forward(p, rows, x, accumulate, y);
+  }
+  void pool_backward(const PoolParams& p, uint32_t rows, const float* x, const float* dy,
+                     float* dx) override {
+    inner_->pool_backward(p, rows, x, dy, dx);
+  }
+  void lrn_forward(const LrnParams& p, uint32_t rows, const float* x, bool accumulate,
+                   float* y) override {
+    inner_->lrn_forward(p, rows, x, accumulate, y);
+  }
+  void lrn_backward(const LrnParams& p, uint32_t rows, const float* x, const float* dy,
+                    float* dx) override {
+    inner_->lrn_backward(p, rows, x, dy, dx);
+  }
+  void similarity_forward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
+                          const float* b, float* y, uint32_t y_stride) override {
+    inner_->similarity_forward(f, rows, cols, a, b, y, y_stride);
+  }
+  void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
+                           const float* b, const float* dy, uint32_t dy_stride, float* da,
+                           float* db) override {
+    inner_->similarity_backward(f, rows, cols, a, b, dy, dy_stride, da, db);
+  }
+
  private:
   std::unique_ptr<CpuBackend> inner_;
   bool host_memory_;

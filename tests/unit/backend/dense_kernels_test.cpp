@@ -1,7 +1,8 @@
 // Memory, elementwise, reduction and dense linear-algebra kernels of every backend against naive
-// double-precision references.
+// double-precision references written here (not backend/math/'s formulas).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -116,6 +117,8 @@ TEST_P(BackendGemm, ZeroInnerDimensionScalesC) {
   auto c = to_device(*be, std::vector<float>{1, 2, 3, 4});
   be->gemm(false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.5f, c.data(), 2);
   EXPECT_EQ(c.to_host(), (std::vector<float>{0.5f, 1, 1.5f, 2}));
+  // beta == 0 overwrites, even NaN and inf (as BLAS does when there are terms).
+  c.upload(std::vector<float>{std::nanf(""), INFINITY, 3, 4});
   be->gemm(false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.0f, c.data(), 2);
   EXPECT_EQ(c.to_host(), (std::vector<float>{0, 0, 0, 0}));
 }
@@ -155,6 +158,7 @@ TEST_P(BackendColumnSums, MatchReferenceWithAlphaBeta) {
     auto dx = to_device(*be, x), dout = to_device(*be, out);
     be->column_sums(dx.data(), rows, cols, 1.0f / rows, 0.25f, dout.data());
     EXPECT_TRUE(all_near(dout.to_host(), want, 1e-6, 1e-5)) << cols;
+    dout.upload(std::vector<float>(cols, std::nanf("")));  // beta == 0 overwrites, even NaN
     be->column_sums(dx.data(), rows, cols, 2.0f, 0.0f, dout.data());
     for (uint32_t c = 0; c < cols; ++c) {
       double s = 0.0;

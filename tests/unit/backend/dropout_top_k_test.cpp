@@ -1,5 +1,7 @@
-// Dropout (counter-based mask: statistics, reproducibility, backward consistency) and top-K
-// selection (order, ties, valid_cols, padding, NaN), on every backend.
+// Dropout (counter-based mask: statistics, reproducibility, backward consistency, and a scalar
+// re-derivation in double) and top-K selection (order, ties, valid_cols, padding, NaN, against a
+// full stable sort), on every backend. The references are written here, not taken from
+// backend/math/, so a wrong shared formula fails them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -64,6 +66,36 @@ TEST_P(Dropout, BackwardAppliesTheSameMaskAndStreamsDiffer) {
   auto dz = to_device(*be, x0);
   be->dropout(dz.data(), n, 0.0f, 9, 1);
   EXPECT_TRUE(test::bitwise_equal(dz.to_host(), x0));
+}
+
+// Both passes against the contract of backend.h re-derived element by element in double, for
+// several p, over the parallel path and a vector tail: element i is dropped when
+// uniform_at(seed, stream, i) < p (core/random.h, the generator itself), else scaled by 1 / (1 -
+// p).
+TEST_P(Dropout, MatchesAScalarReDerivationInDouble) {
+  auto be = backend(2);
+  Rng rng(21);
+  const size_t n = (size_t(1) << 16) + 13;
+  const auto x = test::uniform(n, rng, -3, 3);
+  for (float p : {0.05f, 0.5f, 0.9f})
+    for (bool backward : {false, true}) {
+      const uint64_t seed = 1234, stream = backward ? 5 : 4;
+      auto d = to_device(*be, x);
+      if (backward)
+        be->dropout_backward(d.data(), n, p, seed, stream);
+      else
+        be->dropout(d.data(), n, p, seed, stream);
+      std::vector<double> want(n);
+      size_t kept = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const bool drop = double(uniform_at(seed, stream, i)) < double(p);
+        want[i] = drop ? 0.0 : double(x[i]) / (1.0 - double(p));
+        kept += !drop;
+      }
+      // Dropped elements must be exactly 0; kept ones carry two float roundings (1 - p, x / keep).
+      EXPECT_TRUE(test::all_near(d.to_host(), want, 0.0, 3e-7)) << "p " << p << " " << backward;
+      EXPECT_NEAR(double(kept) / n, 1.0 - p, 0.01) << "p " << p;
+    }
 }
 
 // top_k of a rows x cols matrix on `be`; values and indices back on the host.

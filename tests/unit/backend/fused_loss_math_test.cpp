@@ -137,9 +137,10 @@ std::vector<double> fused_rows(const FusedArgs& g, uint32_t rows) {
     for (uint32_t t = 0; t < kBlock; ++t)
       for (uint32_t j = t; j < cols; j += kBlock) {
         const float aj = blk.unit(j);
-        acc[t] +=
-            math::loss_sweep_unit<F, D>(g.o, aj, sparse ? 0.0f : g.dense_t[size_t(r) * cols + j], w,
-                                        sparse, d ? d + j : nullptr);
+        float dj;
+        acc[t] += math::loss_sweep_unit<F, D>(
+            g.o, aj, sparse ? 0.0f : g.dense_t[size_t(r) * cols + j], w, sparse, dj);
+        if (d) d[j] = dj;
       }
     if (sparse) {  // after the barrier: the patches read the stored activations
       const uint32_t lo = g.sp->row_ptr[r], hi = g.sp->row_ptr[r + 1];
@@ -149,10 +150,11 @@ std::vector<double> fused_rows(const FusedArgs& g, uint32_t rows) {
         const uint32_t j = g.sorted_index[i];
         float v = math::merged_target(g.sorted_index.data(), g.sorted_entry.data(), value, i, hi);
         if (g.normalise) v = math::normalised_target(v, tsum);
-        float e, e0;
-        math::loss_patch_unit<F, D>(g.o, a[j], v, w, e, e0, d ? d + j : nullptr);
+        float e, e0, dj;
+        math::loss_patch_unit<F, D>(g.o, a[j], v, w, e, e0, dj);
         acc[(i - lo) % kBlock] += e;
         acc[(i - lo) % kBlock] -= e0;
+        if (d) d[j] = dj;
       }
     }
     errors[r] = block_sum(acc);
@@ -199,7 +201,7 @@ std::vector<double> fused_softmax_ce(const FusedArgs& g, uint32_t rows) {
       if (!math::run_start(g.sorted_index.data(), lo, i)) continue;
       float v = math::merged_target(g.sorted_index.data(), g.sorted_entry.data(), value, i, hi);
       if (g.normalise) v = math::normalised_target(v, target_sum);
-      acc[(i - lo) % kBlock] += -w * v * math::floor_log(a[g.sorted_index[i]]);
+      acc[(i - lo) % kBlock] += math::softmax_ce_stored_error(a[g.sorted_index[i]], v, w);
       tsum[(i - lo) % kBlock] += v;
     }
     errors[r] = block_sum(acc);

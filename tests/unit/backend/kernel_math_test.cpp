@@ -204,7 +204,7 @@ void emulate_top_k(const std::vector<float>& x, uint32_t rows, uint32_t cols, ui
   for (uint32_t r = 0; r < rows; ++r) {
     std::vector<uint64_t> keys(valid);
     for (uint32_t c = 0; c < valid; ++c)
-      keys[c] = (uint64_t(math::top_k_key(x[size_t(r) * cols + c])) << 32) | (0xffffffffu - c);
+      keys[c] = math::top_k_entry_key(x[size_t(r) * cols + c], c);
     std::sort(keys.begin(), keys.end(), std::greater<uint64_t>());
     for (uint32_t q = 0; q < k; ++q) {
       const size_t o = size_t(r) * k + q;
@@ -339,9 +339,12 @@ double rows_kernel(const RowsArgs& g, uint32_t rows) {
     float* d = g.delta ? g.delta + size_t(r) * cols : nullptr;
     const bool sparse = g.dense_t == nullptr;
     double acc = 0.0;
-    for (uint32_t j = 0; j < cols; ++j)
+    for (uint32_t j = 0; j < cols; ++j) {
+      float dj;
       acc += math::loss_sweep_unit<F, D>(g.o, a[j], sparse ? 0.0f : g.dense_t[size_t(r) * cols + j],
-                                         w, sparse, d ? d + j : nullptr);
+                                         w, sparse, dj);
+      if (d) d[j] = dj;
+    }
     if (sparse) {
       const uint32_t lo = g.sp->row_ptr[r], hi = g.sp->row_ptr[r + 1];
       const double tsum = target_sum(g, lo, hi);
@@ -350,10 +353,11 @@ double rows_kernel(const RowsArgs& g, uint32_t rows) {
         const uint32_t j = g.sorted_index[i];
         float v = math::merged_target(g.sorted_index.data(), g.sorted_entry.data(), value, i, hi);
         if (g.normalise) v = math::normalised_target(v, tsum);
-        float e, e0;
-        math::loss_patch_unit<F, D>(g.o, a[j], v, w, e, e0, d ? d + j : nullptr);
+        float e, e0, dj;
+        math::loss_patch_unit<F, D>(g.o, a[j], v, w, e, e0, dj);
         acc += e;
         acc -= e0;
+        if (d) d[j] = dj;
       }
     }
     total += acc;
@@ -394,7 +398,7 @@ double softmax_ce_kernel(const RowsArgs& g, uint32_t rows) {
       if (!math::run_start(g.sorted_index.data(), lo, i)) continue;
       float v = math::merged_target(g.sorted_index.data(), g.sorted_entry.data(), value, i, hi);
       if (g.normalise) v = math::normalised_target(v, sum);
-      acc += -w * v * math::floor_log(a[g.sorted_index[i]]);
+      acc += math::softmax_ce_stored_error(a[g.sorted_index[i]], v, w);
       tsum += v;
     }
     total += acc;

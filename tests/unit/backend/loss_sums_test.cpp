@@ -1,7 +1,8 @@
-// Sums kept in backend memory (the *_accumulate operations and fold_loss_sums, backend.h) on the
-// CPU backend: each adds exactly what its double-returning form returns, in one addition, so a
+// Sums kept in backend memory (the *_accumulate operations and fold_loss_sums, backend.h): on the
+// CPU backend each adds exactly what its double-returning form returns, in one addition, so a
 // training loop that reads its sums once per epoch reports the bits it reported when it added
-// the returned values itself; and DeviceArray's growth with spare capacity.
+// the returned values itself (CUDA: cuda/cuda_sums_test.cpp); the fold on every backend; and
+// DeviceArray's growth with spare capacity.
 #include "backend/math/loss_sums.h"
 
 #include <gtest/gtest.h>
@@ -82,31 +83,46 @@ TEST_F(LossSums, ReductionsAndPenaltyAccumulateTheirScaledValues) {
   EXPECT_EQ(sums[2], 0.0);
 }
 
-TEST_F(LossSums, FoldKeepsTheTotalAndTheFirstBadBatch) {
+// fold_loss_sums on every backend, the sums in its memory, against the rule of backend.h
+// written out here: data + penalty joins the total, the first non-finite batch is remembered.
+class LossSumsFold : public test::BackendTest {};
+
+TEST_P(LossSumsFold, KeepsTheTotalAndTheFirstBadBatch) {
   const double inf = std::numeric_limits<double>::infinity();
-  double s[kLossSumCount] = {};
+  auto be = backend(1);
+  DeviceArray<double> sums(*be, kLossSumCount);
+  std::vector<double> s(kLossSumCount, 0.0);
+  // One fold of the host values s at batch `batch`, through the backend's memory.
+  auto fold = [&](uint64_t batch) {
+    sums.upload(s);
+    be->fold_loss_sums(sums.data(), batch);
+    s = sums.to_host();
+  };
   s[kLossBatch] = 3.0;
   s[kLossPenalty] = 0.5;
-  be_.fold_loss_sums(s, 1);
-  EXPECT_EQ(s[kLossTotal], 3.5);
+  s[kLossTotal] = 1.0;
+  fold(1);
+  EXPECT_EQ(s[kLossTotal], 4.5);
   EXPECT_EQ(s[kLossBatch], 0.0);
   EXPECT_EQ(s[kLossPenalty], 0.0);
   EXPECT_EQ(s[kLossFirstBad], 0.0);
   s[kLossBatch] = inf;
-  be_.fold_loss_sums(s, 2);
+  fold(2);
   EXPECT_EQ(s[kLossFirstBad], 2.0);
   EXPECT_EQ(s[kLossBadValue], inf);
   s[kLossBatch] = std::nan("");
-  be_.fold_loss_sums(s, 3);
+  fold(3);
   EXPECT_EQ(s[kLossFirstBad], 2.0) << "the first bad batch is kept";
   EXPECT_EQ(s[kLossBadValue], inf);
-  double t[kLossSumCount] = {};
-  t[kLossPenalty] = std::nan("");
-  be_.fold_loss_sums(t, 7);
-  EXPECT_EQ(t[kLossFirstBad], 7.0);
-  EXPECT_TRUE(std::isnan(t[kLossBadValue]));
-  EXPECT_TRUE(be_.host_memory());
+  s.assign(kLossSumCount, 0.0);
+  s[kLossPenalty] = std::nan("");
+  fold(7);
+  EXPECT_EQ(s[kLossFirstBad], 7.0);
+  EXPECT_TRUE(std::isnan(s[kLossBadValue]));
+  EXPECT_EQ(be->host_memory(), on_cpu());
 }
+
+NN_INSTANTIATE_ON_BACKENDS(LossSumsFold);
 
 // A batch buffer sized by each batch's non-zeros: with spare capacity a slowly growing sequence
 // reallocates a handful of times, not at every new maximum.

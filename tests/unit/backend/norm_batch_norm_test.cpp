@@ -139,7 +139,9 @@ TEST_P(BatchNormKernels, TrainingForwardMatchesReference) {
   for (uint32_t c = 0; c < s.channels; ++c) {
     want_is[c] = 1.0 / std::sqrt(st.var[c] + 1e-5);
     want_rm[c] = 0.9 * d.rmean[c] + 0.1 * st.mean[c];
-    want_rv[c] = 0.9 * d.rvar[c] + 0.1 * st.var[c] * n / (n - 1);
+    // The unbiased variance; with one value per channel the biased one, 0 (kernel_params.h).
+    const double unbiased = n > 1 ? st.var[c] * n / (n - 1) : st.var[c];
+    want_rv[c] = 0.9 * d.rvar[c] + 0.1 * unbiased;
     for (uint32_t r = 0; r < s.rows; ++r)
       for (uint32_t i = 0; i < s.spatial; ++i) {
         const size_t k = at(s, r, c, i);
@@ -255,11 +257,13 @@ TEST_P(BatchNormKernels, InferenceBackwardTreatsTheStatisticsAsConstants) {
 INSTANTIATE_TEST_SUITE_P(
     Shapes, BatchNormKernels,
     ::testing::Combine(::testing::ValuesIn(test::backend_names()),
-                       ::testing::Values(Shape{6, 5, 1},        // per-activation, serial
-                                         Shape{130, 300, 1},    // per-activation, parallel, two
-                                                                // channel blocks
-                                         Shape{4, 3, 50},       // spatial, serial
-                                         Shape{8, 20, 1024})),  // spatial, parallel
+                       ::testing::Values(Shape{6, 5, 1},      // per-activation, serial
+                                         Shape{130, 300, 1},  // per-activation, parallel, two
+                                                              // channel blocks
+                                         Shape{4, 3, 50},     // spatial, serial
+                                         Shape{8, 20, 1024},  // spatial, parallel
+                                         Shape{1, 7, 1})),    // one value per channel (CUDA:
+                                                              // own kernels, not cuDNN)
     [](const auto& info) {
       const Shape& s = std::get<1>(info.param);
       return std::get<0>(info.param) + "_r" + std::to_string(s.rows) + "c" +

@@ -12,14 +12,19 @@
 //              unit); maxout_forward/maxout_backward below, called by the layers.
 //   SELU       the true derivative: lambda for a > 0, a + lambda*alpha otherwise.
 // SoftMax normalises each row (max subtracted first); its backward applies the row Jacobian.
+// Per-element arithmetic: math::activate_unit, math::fprime, the softmax_* steps and
+// math::maxout_takes (backend/math/), which the CUDA kernels (cuda/activation.cu) run too; this
+// file keeps the CPU's own loops, chunking and vectorisation.
 #include <algorithm>
 #include <cmath>
 
-#include "backend/math/activation_math.h"
 #include "backend/cpu/cpu_backend.h"
-#include "backend/math/fast_math.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/math/activation_math.h"
+#include "backend/math/elementwise_math.h"
+#include "backend/math/fused_loss_math.h"
+#include "backend/math/loss_row_math.h"
 #include "core/error.h"
 
 namespace nn {
@@ -27,12 +32,14 @@ namespace {
 
 constexpr size_t kParallelMin = size_t(1) << 14;
 
-template <typename F>
-void map_inplace(cpu::ThreadPool& pool, float* x, size_t n, const F f) {
-  cpu::for_chunks(pool, n, kParallelMin, [x, f](size_t lo, size_t hi) {
+// x = f(x) for elementwise activation K (math::activate_unit, the CUDA kernel's arithmetic).
+template <Activation K>
+void activate_elementwise(cpu::ThreadPool& pool, const ActivationParams& p, float* x, size_t n) {
+  const math::ActConsts c = math::act_consts(p);
+  cpu::for_chunks(pool, n, kParallelMin, [x, c](size_t lo, size_t hi) {
     cpu::prefetch_ahead<1>(x, lo);
 #pragma omp simd
-    for (size_t i = lo; i < hi; ++i) x[i] = f(x[i]);
+    for (size_t i = lo; i < hi; ++i) x[i] = math::activate_unit<K>(x[i], c);
   });
 }
 
@@ -65,16 +72,16 @@ void softmax_rows(cpu::ThreadPool& pool, float* x, uint32_t rows, uint32_t cols)
       float part = 0.0f;
 #pragma omp simd reduction(+ : part)
       for (uint32_t c = b; c < end; ++c) {
-        const float e = fastmath::exp(row[c] - m);
+        const float e = math::softmax_exp(row[c], m);
         row[c] = e;
         part += e;
       }
       sum += part;
     }
     // The largest term is e^0 = 1, so sum >= 1.
-    const float inv = static_cast<float>(1.0 / sum);
+    const float inv = math::softmax_inverse(sum);
 #pragma omp simd
-    for (uint32_t c = 0; c < cols; ++c) row[c] *= inv;
+    for (uint32_t c = 0; c < cols; ++c) row[c] = math::softmax_scale(row[c], inv);
   });
 }
 
@@ -100,7 +107,7 @@ void softmax_backward(cpu::ThreadPool& pool, const float* a, float* delta, uint3
     for (uint32_t c = 0; c < cols; ++c) dot += double(dr[c]) * ar[c];
     const float d = static_cast<float>(dot);
 #pragma omp simd
-    for (uint32_t c = 0; c < cols; ++c) dr[c] = ar[c] * (dr[c] - d);
+    for (uint32_t c = 0; c < cols; ++c) dr[c] = math::softmax_jacobian(ar[c], dr[c], d);
   });
 }
 
@@ -108,57 +115,35 @@ void softmax_backward(cpu::ThreadPool& pool, const float* a, float* delta, uint3
 
 void CpuBackend::activate(const ActivationParams& p, float* x, uint32_t rows, uint32_t cols) {
   const size_t n = size_t(rows) * cols;
-  cpu::ThreadPool& t = *pool_;
   switch (p.kind) {
     case Activation::Sigmoid:
-      map_inplace(t, x, n, [](float z) { return fastmath::sigmoid(z); });
-      break;
+      return activate_elementwise<Activation::Sigmoid>(*pool_, p, x, n);
     case Activation::Tanh:
-      map_inplace(t, x, n, [](float z) { return fastmath::tanh(z); });
-      break;
+      return activate_elementwise<Activation::Tanh>(*pool_, p, x, n);
     case Activation::Linear:
-      break;
+      return;
     case Activation::RectifiedLinear:
-      map_inplace(t, x, n, [](float z) { return z > 0.0f ? z : 0.0f; });
-      break;
+      return activate_elementwise<Activation::RectifiedLinear>(*pool_, p, x, n);
     case Activation::ReluMax:
-    case Activation::LinearMax: {
-      const float hi = p.max_value, lo = p.kind == Activation::ReluMax ? 0.0f : -hi;
-      // Written so that NaN propagates (as for the other activations) instead of clamping.
-      map_inplace(t, x, n, [lo, hi](float z) { return z < lo ? lo : (z > hi ? hi : z); });
-      break;
-    }
+      return activate_elementwise<Activation::ReluMax>(*pool_, p, x, n);
+    case Activation::LinearMax:
+      return activate_elementwise<Activation::LinearMax>(*pool_, p, x, n);
     case Activation::MaxOut:
       throw InternalError("activate(): MaxOut changes the width; use maxout_forward");
     case Activation::LeakyRectifiedLinear:
-    case Activation::ParametricRectifiedLinear: {
-      const float s = p.slope;
-      map_inplace(t, x, n, [s](float z) { return z > 0.0f ? z : s * z; });
-      break;
-    }
-    case Activation::ExponentialLinear: {
-      const float al = p.alpha;
-      map_inplace(t, x, n, [al](float z) { return z > 0.0f ? z : al * fastmath::expm1(z); });
-      break;
-    }
-    case Activation::ScaledExponentialLinear: {
-      const float al = p.alpha, la = p.lambda;
-      map_inplace(t, x, n,
-                  [al, la](float z) { return la * (z > 0.0f ? z : al * fastmath::expm1(z)); });
-      break;
-    }
+      return activate_elementwise<Activation::LeakyRectifiedLinear>(*pool_, p, x, n);
+    case Activation::ParametricRectifiedLinear:
+      return activate_elementwise<Activation::ParametricRectifiedLinear>(*pool_, p, x, n);
+    case Activation::ExponentialLinear:
+      return activate_elementwise<Activation::ExponentialLinear>(*pool_, p, x, n);
+    case Activation::ScaledExponentialLinear:
+      return activate_elementwise<Activation::ScaledExponentialLinear>(*pool_, p, x, n);
     case Activation::SoftPlus:
-      // ln(1 + e^z) = max(z, 0) + ln(1 + e^-|z|): no overflow for large z.
-      map_inplace(t, x, n, [](float z) {
-        return std::max(z, 0.0f) + fastmath::log1p(fastmath::exp(-std::fabs(z)));
-      });
-      break;
+      return activate_elementwise<Activation::SoftPlus>(*pool_, p, x, n);
     case Activation::SoftSign:
-      map_inplace(t, x, n, [](float z) { return z / (1.0f + std::fabs(z)); });
-      break;
+      return activate_elementwise<Activation::SoftSign>(*pool_, p, x, n);
     case Activation::SoftMax:
-      softmax_rows(t, x, rows, cols);
-      break;
+      return softmax_rows(*pool_, x, rows, cols);
   }
 }
 
@@ -213,9 +198,7 @@ void CpuBackend::maxout_forward(const float* z, size_t groups, uint32_t k, uint3
       for (uint32_t i = 1; i < k; ++i) {
         const float* zi = zg + size_t(i) * inner;
         for (uint32_t s = 0; s < inner; ++s) {
-          // A NaN piece wins and then stays, so a diverged layer reports NaN.
-          if (ag[s] != ag[s]) continue;
-          if (zi[s] > ag[s] || zi[s] != zi[s]) {
+          if (math::maxout_takes(ag[s], zi[s])) {
             ag[s] = zi[s];
             xg[s] = i;
           }

@@ -5,12 +5,13 @@
 // Each task owns a fixed block of channels and reduces them over every row in order, in
 // double, so results do not depend on the thread count. Per-activation mode (spatial = 1, the
 // fully connected case) walks rows with a vectorised loop over the block's channels; spatial
-// mode walks each channel's contiguous run of `spatial` values.
+// mode walks each channel's contiguous run of `spatial` values. Per-channel and per-element
+// arithmetic: backend/math/batch_norm_math.h, which the CUDA backend's own kernels use too.
 #include <algorithm>
-#include <cmath>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/math/batch_norm_math.h"
 
 namespace nn {
 namespace {
@@ -67,8 +68,7 @@ void reduce(const BatchNormParams& p, Block k, const float* x, double* acc, cons
   }
 }
 
-// out[i] = a[c] * (in[i] - shift[c]) + b[c] over the block's values. Subtracting the mean
-// first keeps the precision of x - mean when the mean is large against the spread.
+// out[i] = a[c] * (in[i] - shift[c]) + b[c] over the block's values (math::bn_affine).
 void affine(const BatchNormParams& p, Block k, const float* in, float* out, const float* shift,
             const float* a, const float* b) {
   const size_t stride = size_t(p.channels) * p.spatial;
@@ -77,14 +77,14 @@ void affine(const BatchNormParams& p, Block k, const float* in, float* out, cons
       const float* x = in + r * stride + k.lo;
       float* y = out + r * stride + k.lo;
 #pragma omp simd
-      for (uint32_t j = 0; j < k.size(); ++j) y[j] = a[j] * (x[j] - shift[j]) + b[j];
+      for (uint32_t j = 0; j < k.size(); ++j) y[j] = math::bn_affine(x[j], a[j], shift[j], b[j]);
     } else {
       for (uint32_t j = 0; j < k.size(); ++j) {
         const float* x = in + r * stride + size_t(k.lo + j) * p.spatial;
         float* y = out + r * stride + size_t(k.lo + j) * p.spatial;
         const float aj = a[j], bj = b[j], sj = shift[j];
 #pragma omp simd
-        for (uint32_t i = 0; i < p.spatial; ++i) y[i] = aj * (x[i] - sj) + bj;
+        for (uint32_t i = 0; i < p.spatial; ++i) y[i] = math::bn_affine(x[i], aj, sj, bj);
       }
     }
   }
@@ -112,16 +112,14 @@ void CpuBackend::batch_norm_forward_training(const BatchNormParams& p, const flo
     float shift[kBlock], a[kBlock], b[kBlock];
     for (uint32_t j = 0; j < k.size(); ++j) {
       const uint32_t c = k.lo + j;
-      const double v = var[j] / n;
-      const double inv_std = 1.0 / std::sqrt(v + double(p.epsilon));
-      save_mean[c] = static_cast<float>(mean[j]);
-      save_inv_std[c] = static_cast<float>(inv_std);
-      const double unbiased = n > 1.0 ? v * n / (n - 1.0) : v;
-      const double mo = p.momentum;
-      running_mean[c] = static_cast<float>((1.0 - mo) * running_mean[c] + mo * mean[j]);
-      running_var[c] = static_cast<float>((1.0 - mo) * running_var[c] + mo * unbiased);
-      shift[j] = static_cast<float>(mean[j]);
-      a[j] = static_cast<float>(double(scale[c]) * inv_std);
+      const math::BnTrainChannel t = math::bn_training_channel(
+          mean[j], var[j] / n, n, scale[c], running_mean[c], running_var[c], p.epsilon, p.momentum);
+      save_mean[c] = t.save_mean;
+      save_inv_std[c] = t.save_inv_std;
+      running_mean[c] = t.running_mean;
+      running_var[c] = t.running_var;
+      shift[j] = t.save_mean;
+      a[j] = t.gain;
       b[j] = bias[c];
     }
     affine(p, k, x, y, shift, a, b);
@@ -136,8 +134,7 @@ void CpuBackend::batch_norm_forward_inference(const BatchNormParams& p, const fl
     float a[kBlock];
     for (uint32_t j = 0; j < k.size(); ++j) {
       const uint32_t c = k.lo + j;
-      const double inv_std = 1.0 / std::sqrt(double(running_var[c]) + double(p.epsilon));
-      a[j] = static_cast<float>(double(scale[c]) * inv_std);
+      a[j] = math::bn_inference_channel(scale[c], running_mean[c], running_var[c], p.epsilon).gain;
     }
     affine(p, k, x, y, running_mean + k.lo, a, bias + k.lo);
   });
@@ -171,7 +168,7 @@ void CpuBackend::batch_norm_backward(const BatchNormParams& p, const float* x, c
 #pragma omp simd
         for (uint32_t j = 0; j < k.size(); ++j) {
           sum_dy[j] += g[j];
-          sum_dy_xhat[j] += double(g[j]) * double((v[j] - m[j]) * is[j]);
+          sum_dy_xhat[j] += math::bn_dy_xhat(v[j], g[j], m[j], is[j]);
         }
         continue;
       }
@@ -182,7 +179,7 @@ void CpuBackend::batch_norm_backward(const BatchNormParams& p, const float* x, c
 #pragma omp simd reduction(+ : s0, s1)
         for (uint32_t i = 0; i < p.spatial; ++i) {
           s0 += dy[at + i];
-          s1 += double(dy[at + i]) * double((x[at + i] - mj) * isj);
+          s1 += math::bn_dy_xhat(x[at + i], dy[at + i], mj, isj);
         }
         sum_dy[j] += s0;
         sum_dy_xhat[j] += s1;
@@ -192,11 +189,13 @@ void CpuBackend::batch_norm_backward(const BatchNormParams& p, const float* x, c
     float gain[kBlock], mdy[kBlock], mdx[kBlock];
     for (uint32_t j = 0; j < k.size(); ++j) {
       const uint32_t c = k.lo + j;
-      gain[j] = static_cast<float>(double(scale[c]) * double(is[j]));
-      mdy[j] = static_cast<float>(sum_dy[j] / n);
-      mdx[j] = static_cast<float>(sum_dy_xhat[j] / n);
-      dscale[c] = static_cast<float>(double(alpha) * sum_dy_xhat[j]);
-      dbias[c] = static_cast<float>(double(alpha) * sum_dy[j]);
+      const math::BnGradChannel t =
+          math::bn_grad_channel(sum_dy[j], sum_dy_xhat[j], n, scale[c], is[j], alpha);
+      gain[j] = t.gain;
+      mdy[j] = t.mean_dy;
+      mdx[j] = t.mean_dy_xhat;
+      dscale[c] = t.dscale;
+      dbias[c] = t.dbias;
     }
     // dy[i] is read before dx[i] is written: dx may alias dy.
     for (uint32_t r = 0; r < p.rows; ++r) {
@@ -206,7 +205,7 @@ void CpuBackend::batch_norm_backward(const BatchNormParams& p, const float* x, c
         float* out = dx + r * stride + k.lo;
 #pragma omp simd
         for (uint32_t j = 0; j < k.size(); ++j)
-          out[j] = gain[j] * (g[j] - mdy[j] - (v[j] - m[j]) * is[j] * mdx[j]);
+          out[j] = math::bn_training_dx(v[j], g[j], m[j], is[j], gain[j], mdy[j], mdx[j]);
         continue;
       }
       for (uint32_t j = 0; j < k.size(); ++j) {
@@ -214,7 +213,7 @@ void CpuBackend::batch_norm_backward(const BatchNormParams& p, const float* x, c
         const float a = gain[j], b = mdy[j], c = mdx[j], mj = m[j], isj = is[j];
 #pragma omp simd
         for (uint32_t i = 0; i < p.spatial; ++i)
-          dx[at + i] = a * (dy[at + i] - b - (x[at + i] - mj) * isj * c);
+          dx[at + i] = math::bn_training_dx(x[at + i], dy[at + i], mj, isj, a, b, c);
       }
     }
   });
@@ -232,14 +231,30 @@ void CpuBackend::batch_norm_backward_inference(const BatchNormParams& p, const f
     double sum_dy[kBlock], sum_dy_xhat[kBlock];
     for (uint32_t j = 0; j < k.size(); ++j) {
       const uint32_t c = k.lo + j;
-      const double inv_std = 1.0 / std::sqrt(double(running_var[c]) + double(p.epsilon));
-      m[j] = running_mean[c];
-      is[j] = static_cast<float>(inv_std);
-      gain[j] = static_cast<float>(double(scale[c]) * inv_std);
+      const math::BnChannel ch =
+          math::bn_inference_channel(scale[c], running_mean[c], running_var[c], p.epsilon);
+      m[j] = ch.mean;
+      is[j] = ch.inv_std;
+      gain[j] = ch.gain;
       sum_dy[j] = sum_dy_xhat[j] = 0.0;
     }
     // The statistics are constants here: no mean terms, dx is dy scaled per channel.
     for (uint32_t r = 0; r < p.rows; ++r) {
+      if (p.spatial == 1) {
+        // One value per channel and row: vectorised across the block's channels (a loop per
+        // channel would run one element at a time).
+        const float* g = dy + r * stride + k.lo;
+        const float* v = x + r * stride + k.lo;
+        float* out = dx + r * stride + k.lo;
+#pragma omp simd
+        for (uint32_t j = 0; j < k.size(); ++j) {
+          const float gj = g[j];
+          sum_dy[j] += gj;
+          sum_dy_xhat[j] += math::bn_dy_xhat(v[j], gj, m[j], is[j]);
+          out[j] = math::bn_inference_dx(gain[j], gj);  // dy[j] read first: dx may alias dy
+        }
+        continue;
+      }
       for (uint32_t j = 0; j < k.size(); ++j) {
         const size_t at = r * stride + size_t(k.lo + j) * p.spatial;
         const float mj = m[j], isj = is[j], gj = gain[j];
@@ -248,16 +263,16 @@ void CpuBackend::batch_norm_backward_inference(const BatchNormParams& p, const f
         for (uint32_t i = 0; i < p.spatial; ++i) {
           const float g = dy[at + i];
           s0 += g;
-          s1 += double(g) * double((x[at + i] - mj) * isj);
-          dx[at + i] = gj * g;
+          s1 += math::bn_dy_xhat(x[at + i], g, mj, isj);
+          dx[at + i] = math::bn_inference_dx(gj, g);
         }
         sum_dy[j] += s0;
         sum_dy_xhat[j] += s1;
       }
     }
     for (uint32_t j = 0; j < k.size(); ++j) {
-      dscale[k.lo + j] = static_cast<float>(double(alpha) * sum_dy_xhat[j]);
-      dbias[k.lo + j] = static_cast<float>(double(alpha) * sum_dy[j]);
+      dscale[k.lo + j] = math::bn_param_grad(alpha, sum_dy_xhat[j]);
+      dbias[k.lo + j] = math::bn_param_grad(alpha, sum_dy[j]);
     }
   });
 }

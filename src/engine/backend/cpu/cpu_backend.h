@@ -1,18 +1,20 @@
-// The CPU backend: OpenBLAS for gemm, vectorised loops (fast_math.h) for everything else, one
-// thread pool for both. It is the reference every other backend is tested against, so every
+// The CPU backend: OpenBLAS for gemm, vectorised loops for everything else (their per-element
+// arithmetic is backend/math/'s, shared with the CUDA kernels), one thread pool for both. Every
 // kernel is deterministic: fixed work decomposition, no atomics on floats, reductions summed in
 // double in a fixed order, so results do not depend on the thread count (gemm aside, which is
 // OpenBLAS's arithmetic).
 //
-// The kernel families live in separate files: cpu/backend.cpp (memory, BLAS, elementwise,
-// dropout), cpu/activation.cpp, cpu/loss.cpp, cpu/sparse.cpp, cpu/optimizer.cpp, cpu/top_k.cpp,
-// cpu_conv*.cpp (convolution through oneDNN or im2col + sgemm, pooling, LRN; see cpu/conv.h);
-// helpers in thread_pool.h, stream.h (chunking, prefetch), fast_math.h, activation_math.h and
-// loss_math.h.
+// One kernel family per file, each named as its CUDA twin (cpu/<family>.cpp <->
+// cuda/<family>.cu): backend (memory, transfers, the loss-sum fold), dense (gemm, bias, column
+// sums), elementwise (fill, axpy, scale, reductions), dropout, activation, loss, sparse,
+// sparse_transposed, optimizer, top_k, norm, batch_norm, conv, pool, lrn, similarity. CPU-only
+// helpers: conv_dnnl.cpp and conv_gemm.cpp (the two convolution implementations, conv.h),
+// thread_pool.{h,cpp} and stream.h (chunking, prefetch). Per-element formulas shared with the
+// CUDA kernels are in backend/math/.
 //
 // Threading: one pool of `threads` threads (thread_pool.h; the calling thread is one of them)
 // runs every parallel kernel, gemm included (OpenBLAS runs single-threaded inside it; see
-// cpu/backend.cpp for why). Kernels keep no mutable state (oneDNN's primitive cache aside, which
+// cpu/dense.cpp for why). Kernels keep no mutable state (oneDNN's primitive cache aside, which
 // has its own lock), so several threads may use one backend at once; while the pool is busy with
 // one caller's kernel, another caller's kernel runs on its own thread.
 #pragma once
@@ -122,7 +124,7 @@ class CpuBackend final : public Backend {
   void sparse_weight_gradient_transposed(const SparseView& x, const float* delta, uint32_t n_out,
                                          float alpha, float* g) override;
 
-  // ---- convolution, pooling, LRN (cpu_conv*.cpp; owner: conv) ----------------------------------
+  // ---- convolution (cpu/conv.cpp, conv_dnnl.cpp, conv_gemm.cpp), pooling, LRN -------------------
   void conv_forward(const ConvGeometry& g, uint32_t rows, const float* x, const float* w,
                     const float* bias, bool accumulate, float* y) override;
   void conv_backward_data(const ConvGeometry& g, uint32_t rows, const float* dy, const float* w,

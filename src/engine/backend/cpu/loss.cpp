@@ -1,5 +1,6 @@
 // CpuBackend losses and output deltas: one pass over the activations computes the summed error
-// and, optionally, dE/dz (per-unit formulas in loss_math.h).
+// and, optionally, dE/dz. Per-unit formulas: backend/math/loss_math.h and loss_row_math.h, the
+// steps the CUDA kernels (cuda/loss.cu) run too; this file keeps the CPU's own row loops.
 //
 // Sparse targets are never densified: each row is swept with t = 0 (vectorised), then the
 // stored entries are patched (their t = 0 error is subtracted and the real one added, their
@@ -30,6 +31,8 @@
 #include "backend/math/loss_kernel_choice.h"
 #include "backend/math/loss_math.h"
 #include "backend/math/loss_row_math.h"
+#include "backend/math/loss_sums.h"
+#include "backend/math/sparse_math.h"
 #include "core/error.h"
 
 namespace nn {
@@ -38,7 +41,6 @@ namespace {
 using math::DerivKind;
 using math::Form;
 using math::form_of;
-using math::LossConsts;
 
 constexpr size_t kParallelMin = size_t(1) << 14;
 
@@ -67,7 +69,7 @@ bool gather_targets(const SparseView& sp, uint32_t r, uint32_t cols, bool normal
   std::sort(out.keys.begin(), out.keys.end());
   for (size_t i = 0; i < out.keys.size(); ++i) {
     const uint32_t idx = out.keys[i].first;
-    const float v = sp.value ? sp.value[out.keys[i].second] : 1.0f;
+    const float v = math::entry_value(sp.value, out.keys[i].second);
     if (!out.index.empty() && out.index.back() == idx) {
       if (sp.value) out.value.back() += v;
     } else {
@@ -79,8 +81,7 @@ bool gather_targets(const SparseView& sp, uint32_t r, uint32_t cols, bool normal
     double sum = 0.0;
     for (float v : out.value) sum += v;
     if (row_sum) sum = row_sum[r];  // the whole row's, when these are some of its columns
-    if (sum > 0.0)
-      for (float& v : out.value) v = static_cast<float>(v / sum);
+    for (float& v : out.value) v = math::normalised_target(v, sum);
   }
   return true;
 }
@@ -105,18 +106,22 @@ double sum_lanes(const double* lanes) {
 }
 
 // Elementwise activation family D (also SmceSoftMax): error of one row, deltas when kDelta.
+// Per unit: math::loss_sweep_unit over the row, then math::loss_patch_unit for every stored
+// sparse target (the steps the CUDA kernel runs, cuda/loss.cu).
 template <Form F, DerivKind D, bool kDelta>
 double elementwise_row(const Options& o, const RowInput& in, uint32_t cols) {
-  const LossConsts c = o.c;
   const float* a = in.a;
   float* d = in.d;
   const float w = in.w;
   // Chunked with software prefetch (see stream.h); rows are contiguous, so prefetching past a
   // row's end warms the next row. Errors go to one double accumulator per position in the chunk
   // (independent adds, no loop-carried latency chain), summed in order at the end of the row.
+  // The sweeps take local copies of the options: the compiler then knows they do not change
+  // in the loop (and, for the sparse sweep, that SparseIgnoreZero is off), so it vectorises.
   alignas(64) double lanes[cpu::kChunk] = {};
   if (in.dense_t) {
     const float* t = in.dense_t;
+    const Options dense = o;
     for (uint32_t b = 0; b < cols; b += cpu::kChunk) {
       const uint32_t end = std::min<uint32_t>(cols, b + cpu::kChunk);
       cpu::prefetch_ahead(a, b);
@@ -124,44 +129,39 @@ double elementwise_row(const Options& o, const RowInput& in, uint32_t cols) {
       if constexpr (kDelta) cpu::prefetch_ahead<1>(d, b);
 #pragma omp simd
       for (uint32_t j = b; j < end; ++j) {
-        float e, dz;
-        math::unit_delta<F, D>(c, a[j], t[j], w, e, dz);
-        lanes[j - b] += e;
+        float dz;
+        lanes[j - b] += math::loss_sweep_unit<F, D>(dense, a[j], t[j], w, false, dz);
         if constexpr (kDelta) d[j] = dz;
       }
     }
     return sum_lanes(lanes);
   }
   if (!o.ignore_zero) {
-    const float b0 = o.boost_zero;
+    Options zeros = o;
+    zeros.ignore_zero = false;
     for (uint32_t b = 0; b < cols; b += cpu::kChunk) {
       const uint32_t end = std::min<uint32_t>(cols, b + cpu::kChunk);
       cpu::prefetch_ahead(a, b);
       if constexpr (kDelta) cpu::prefetch_ahead<1>(d, b);
 #pragma omp simd
       for (uint32_t j = b; j < end; ++j) {
-        float e, dz;
-        math::unit_delta<F, D>(c, a[j], 0.0f, w, e, dz);
-        lanes[j - b] += e;
-        if constexpr (kDelta) d[j] = dz * b0;
+        float dz;
+        lanes[j - b] += math::loss_sweep_unit<F, D>(zeros, a[j], 0.0f, w, true, dz);
+        if constexpr (kDelta) d[j] = dz;
       }
     }
   } else if constexpr (kDelta) {
-    std::fill(d, d + cols, 0.0f);
+    std::fill(d, d + cols, 0.0f);  // the sweep's result under SparseIgnoreZero, without a sweep
   }
   double acc = sum_lanes(lanes);
   const RowTargets& tg = *in.sp_t;
   for (size_t i = 0; i < tg.index.size(); ++i) {
     const uint32_t j = tg.index[i];
-    float e, dz;
-    math::unit_delta<F, D>(c, a[j], tg.value[i], w, e, dz);
+    float e, e0, dz;
+    math::loss_patch_unit<F, D>(o, a[j], tg.value[i], w, e, e0, dz);
     acc += e;
-    if (!o.ignore_zero) {
-      float e0, dz0;
-      math::unit_delta<F, D>(c, a[j], 0.0f, w, e0, dz0);
-      acc -= e0;
-    }
-    if constexpr (kDelta) d[j] = dz * o.boost_one;
+    acc -= e0;
+    if constexpr (kDelta) d[j] = dz;
   }
   return acc;
 }
@@ -179,29 +179,29 @@ double softmax_ce_row(const Options& o, const RowInput& in, uint32_t cols) {
 #pragma omp simd reduction(+ : acc, tsum)
     for (uint32_t j = 0; j < cols; ++j) {
       const float tj = t[j];
-      acc += tj != 0.0f ? -w * tj * math::floor_log(a[j]) : 0.0f;
+      acc += math::softmax_ce_error(a[j], tj, w);
       tsum += tj;
     }
     if constexpr (kDelta) {
       const float s = static_cast<float>(in.t_total >= 0.0 ? in.t_total : tsum);
 #pragma omp simd
-      for (uint32_t j = 0; j < cols; ++j) d[j] = w * (a[j] * s - t[j]);
+      for (uint32_t j = 0; j < cols; ++j) d[j] = math::softmax_ce_delta(a[j], t[j], w, s);
     }
     return acc;
   }
   const RowTargets& tg = *in.sp_t;
   double tsum = 0.0;
   for (size_t i = 0; i < tg.index.size(); ++i) {
-    acc += -w * tg.value[i] * math::floor_log(a[tg.index[i]]);
+    acc += math::softmax_ce_stored_error(a[tg.index[i]], tg.value[i], w);
     tsum += tg.value[i];
   }
   if constexpr (kDelta) {
     const float s = static_cast<float>(in.t_total >= 0.0 ? in.t_total : tsum);
 #pragma omp simd
-    for (uint32_t j = 0; j < cols; ++j) d[j] = w * a[j] * s;
+    for (uint32_t j = 0; j < cols; ++j) d[j] = math::softmax_ce_delta_zero(a[j], w, s);
     for (size_t i = 0; i < tg.index.size(); ++i) {
       const uint32_t j = tg.index[i];
-      d[j] = w * (a[j] * s - tg.value[i]);
+      d[j] = math::softmax_ce_delta(a[j], tg.value[i], w, s);
     }
   }
   return acc;
@@ -220,7 +220,7 @@ double softmax_jacobian_row(const Options& o, const RowInput& in, uint32_t cols)
     for (uint32_t j = 0; j < cols; ++j) dot += double(d[j]) * a[j];
     const float s = static_cast<float>(dot);
 #pragma omp simd
-    for (uint32_t j = 0; j < cols; ++j) d[j] = a[j] * (d[j] - s);
+    for (uint32_t j = 0; j < cols; ++j) d[j] = math::softmax_jacobian(a[j], d[j], s);
   }
   return acc;
 }
@@ -264,7 +264,7 @@ double CpuBackend::loss_impl(const LossParams& p, const float* a, const TargetVi
   auto range = [&](size_t lo, size_t hi) {
     RowTargets scratch;
     for (size_t r = lo; r < hi; ++r) {
-      RowInput in{a + r * cols, nullptr, nullptr, weights ? weights[r] : 1.0f,
+      RowInput in{a + r * cols, nullptr, nullptr, math::example_weight(weights, r),
                   delta ? delta + r * cols : nullptr};
       if (t.row_sum)  // normalised sparse targets sum to 1 over the whole row (0 when none)
         in.t_total = t.sparse && normalise ? (t.row_sum[r] > 0.0f ? 1.0 : 0.0) : t.row_sum[r];
@@ -312,7 +312,7 @@ double CpuBackend::loss_and_delta(const LossParams& p, const float* a, const Tar
 
 void CpuBackend::loss_accumulate(const LossParams& p, const float* a, const TargetView& t,
                                  uint32_t rows, uint32_t cols, float* delta, double* sum) {
-  *sum += loss_impl(p, a, t, rows, cols, delta);
+  math::add_scaled(sum, 1.0, loss_impl(p, a, t, rows, cols, delta));
 }
 
 }  // namespace nn

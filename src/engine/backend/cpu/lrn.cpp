@@ -6,13 +6,14 @@
 // W(c) = [c - (n-1)/2, c + n/2]:
 //   dx_m = dy_m * s_m^-beta - 2 * alpha * beta / n * x_m * sum_{c : m in W(c)} dy_c x_c
 //   s_c^(-beta-1)
-// and m is in W(c) exactly when c is in [m - n/2, m + (n-1)/2].
+// and m is in W(c) exactly when c is in [m - n/2, m + (n-1)/2]. Per-element arithmetic:
+// backend/math/lrn_math.h, which the CUDA fallback kernels (cuda/lrn.cu) use too.
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/stream.h"
+#include "backend/math/lrn_math.h"
 #include "core/error.h"
 
 namespace nn {
@@ -41,7 +42,7 @@ void for_blocks(cpu::ThreadPool& pool, const LrnParams& p, uint32_t rows, const 
 // s[c][i] = k + alpha/n * sum over W(c) of x_j[i]^2 for one block; sq is scratch.
 void window_scales(const LrnParams& p, const float* x, uint64_t count, float* sq, float* s) {
   const uint32_t C = p.channels, lo = (p.n - 1) / 2, hi = p.n / 2;
-  const float a = p.alpha / float(p.n);
+  const math::LrnShape shape = math::lrn_shape_of(p);
   for (uint32_t c = 0; c < C; ++c) {
     const float* xc = x + c * p.plane;
     float* q = sq + c * count;
@@ -55,7 +56,7 @@ void window_scales(const LrnParams& p, const float* x, uint64_t count, float* sq
       const float* q = sq + j * count;
       for (uint64_t i = 0; i < count; ++i) sc[i] += q[i];
     }
-    for (uint64_t i = 0; i < count; ++i) sc[i] = p.k + a * sc[i];
+    for (uint64_t i = 0; i < count; ++i) sc[i] = math::lrn_window_scale(shape, sc[i]);
   }
 }
 
@@ -65,6 +66,7 @@ void CpuBackend::lrn_forward(const LrnParams& p, uint32_t rows, const float* x, 
                              float* y) {
   check(p, "lrn_forward");
   const uint64_t stride = uint64_t(p.channels) * p.plane;
+  const math::LrnShape shape = math::lrn_shape_of(p);
   for_blocks(*pool_, p, rows, [&](uint32_t r, uint64_t first, uint64_t count) {
     thread_local std::vector<float> sq, s;
     sq.resize(p.channels * count);
@@ -77,7 +79,7 @@ void CpuBackend::lrn_forward(const LrnParams& p, uint32_t rows, const float* x, 
       const float* sc = s.data() + c * count;
       float* yc = yr + c * p.plane;
       for (uint64_t i = 0; i < count; ++i) {
-        const float v = xc[i] * std::pow(sc[i], -p.beta);
+        const float v = math::lrn_value(shape, xc[i], sc[i]);
         yc[i] = accumulate ? yc[i] + v : v;
       }
     }
@@ -89,7 +91,7 @@ void CpuBackend::lrn_backward(const LrnParams& p, uint32_t rows, const float* x,
   check(p, "lrn_backward");
   const uint64_t stride = uint64_t(p.channels) * p.plane;
   const uint32_t C = p.channels, lo = (p.n - 1) / 2, hi = p.n / 2;
-  const float factor = 2.0f * p.alpha * p.beta / float(p.n);
+  const math::LrnShape shape = math::lrn_shape_of(p);
   for_blocks(*pool_, p, rows, [&](uint32_t r, uint64_t first, uint64_t count) {
     thread_local std::vector<float> sq, s, t;
     sq.resize(C * count);
@@ -104,8 +106,8 @@ void CpuBackend::lrn_backward(const LrnParams& p, uint32_t rows, const float* x,
       float* sc = s.data() + c * count;
       float* tc = t.data() + c * count;
       for (uint64_t i = 0; i < count; ++i) {
-        const float f = std::pow(sc[i], -p.beta);
-        tc[i] = dyc[i] * xc[i] * f / sc[i];
+        float f;
+        math::lrn_terms(shape, xc[i], dyc[i], sc[i], f, tc[i]);
         sc[i] = f;
       }
     }
@@ -121,7 +123,8 @@ void CpuBackend::lrn_backward(const LrnParams& p, uint32_t rows, const float* x,
       const float* dym = dy + at + m * p.plane;
       const float* fm = s.data() + m * count;
       float* dxm = dx + at + m * p.plane;
-      for (uint64_t i = 0; i < count; ++i) dxm[i] += dym[i] * fm[i] - factor * xm[i] * sum[i];
+      for (uint64_t i = 0; i < count; ++i)
+        dxm[i] = math::lrn_dx_update(shape, dxm[i], xm[i], dym[i], fm[i], sum[i]);
     }
   });
 }

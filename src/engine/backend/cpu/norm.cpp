@@ -2,14 +2,17 @@
 // (column lengths) and the KL sparseness penalty on hidden activations.
 //
 // Determinism: every row or column is reduced by one task, in a fixed order, in double; tasks
-// cover fixed blocks, so results do not depend on the thread count.
+// cover fixed blocks, so results do not depend on the thread count. The per-row/column
+// arithmetic (the clip factor, the clamped mean activation, the KL value and its derivative) is
+// backend/math/norm_math.h, which the CUDA kernels (cuda/norm.cu) run too.
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/math/loss_sums.h"
+#include "backend/math/norm_math.h"
 
 namespace nn {
 namespace {
@@ -18,8 +21,6 @@ namespace {
 constexpr size_t kParallelMin = size_t(1) << 15;
 // Columns per task for the column-wise reductions (a few KB of double accumulators).
 constexpr uint32_t kColumnBlock = 512;
-// Clamp of the mean activation, as in DSSTNE, so that the logarithms and quotients stay finite.
-constexpr double kRhoMin = 1e-6, kRhoMax = 1.0 - 1e-6;
 
 template <typename F>
 void run_blocks(cpu::ThreadPool& pool, size_t blocks, size_t work, const F& body) {
@@ -41,13 +42,6 @@ void column_squares(const float* x, uint32_t rows, uint32_t cols, uint32_t lo, u
   }
 }
 
-double kl_divergence(double p, double rho) {
-  double kl = 0.0;
-  if (p > 0.0) kl += p * std::log(p / rho);
-  if (p < 1.0) kl += (1.0 - p) * std::log((1.0 - p) / (1.0 - rho));
-  return kl;
-}
-
 }  // namespace
 
 void CpuBackend::clip_row_norms(float* x, uint32_t rows, uint32_t cols, float max_norm) {
@@ -58,9 +52,8 @@ void CpuBackend::clip_row_norms(float* x, uint32_t rows, uint32_t cols, float ma
       double sq = 0.0;
 #pragma omp simd reduction(+ : sq)
       for (uint32_t c = 0; c < cols; ++c) sq += double(row[c]) * double(row[c]);
-      const double norm = std::sqrt(sq);
-      if (norm <= double(max_norm)) continue;
-      const float s = static_cast<float>(double(max_norm) / norm);
+      const float s = math::clip_scale(sq, max_norm);
+      if (s == 1.0f) continue;  // not longer than max_norm (or NaN: left for the loss to show)
 #pragma omp simd
       for (uint32_t c = 0; c < cols; ++c) row[c] *= s;
     }
@@ -81,8 +74,7 @@ void CpuBackend::clip_column_norms(float* w, uint32_t rows, uint32_t cols, float
     float s[kColumnBlock];
     bool any = false;
     for (uint32_t j = 0; j < hi - lo; ++j) {
-      const double norm = std::sqrt(acc[j]);
-      s[j] = norm > double(max_norm) ? static_cast<float>(double(max_norm) / norm) : 1.0f;
+      s[j] = math::clip_scale(acc[j], max_norm);
       any |= s[j] != 1.0f;
     }
     if (!any) return;  // the common case once weights settle: no second pass
@@ -113,9 +105,9 @@ double CpuBackend::sparseness_penalty(const float* a, uint32_t rows, uint32_t co
     float grad[kColumnBlock];
     double value = 0.0;
     for (uint32_t j = 0; j < w; ++j) {
-      const double rho = std::clamp(acc[j] / double(rows), kRhoMin, kRhoMax);
-      value += kl_divergence(pd, rho);
-      grad[j] = static_cast<float>(bd * (-pd / rho + (1.0 - pd) / (1.0 - rho)));
+      const double rho = math::sparseness_rho(acc[j], rows);
+      value += math::kl_divergence(pd, rho);
+      grad[j] = math::sparseness_gradient(pd, bd, rho);
     }
     partial[b] = value;
     if (!delta) return;
@@ -132,7 +124,7 @@ double CpuBackend::sparseness_penalty(const float* a, uint32_t rows, uint32_t co
 
 void CpuBackend::sparseness_penalty_accumulate(const float* a, uint32_t rows, uint32_t cols,
                                                float p, float beta, float* delta, double* sum) {
-  *sum += sparseness_penalty(a, rows, cols, p, beta, delta);
+  math::add_scaled(sum, 1.0, sparseness_penalty(a, rows, cols, p, beta, delta));
 }
 
 }  // namespace nn

@@ -13,31 +13,19 @@
 //             w -= alpha*(m/(1-mu^t)) / (sqrt(v/(1-mu1^t)) + 1e-8), t = step (first step 1,
 //             correcting DSSTNE's off-by-one)                         (state0 = m, state1 = v)
 // The adaptive rules keep DSSTNE's sqrt(max(1e-9, v)) floor so hyper-parameters tuned for it
-// carry over. Each rule is one memory-bound pass, vectorised and spread over the pool in chunks.
-#include <algorithm>
-#include <cmath>
-#include <string>
-
+// carry over. Each rule is one memory-bound pass, vectorised and spread over the pool in chunks;
+// the per-parameter arithmetic and its constants are math::optimizer_unit / optimizer_consts
+// (backend/math/optimizer_math.h), which the CUDA kernel (cuda/optimizer.cu) runs too.
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/math/optimizer_math.h"
 #include "core/error.h"
 
 namespace nn {
 namespace {
 
 constexpr size_t kParallelMin = size_t(1) << 15;
-constexpr float kAdaFloor = 1e-9f;
-constexpr float kAdamEps = 1e-8f;
-
-struct Reg {
-  float lambda, lambda1;
-  // g' = g + lambda*w + lambda1*sign(w)
-  float operator()(float w, float g) const {
-    const float sign = w > 0.0f ? 1.0f : (w < 0.0f ? -1.0f : 0.0f);
-    return g + lambda * w + lambda1 * sign;
-  }
-};
 
 // Applies rule(w, g[, s0[, s1]]) to every parameter in chunks spread over the pool, with
 // software prefetch (stream.h). The rule gets element references, not indices: GCC vectorised
@@ -59,6 +47,29 @@ void update(cpu::ThreadPool& pool, size_t n, float* w, const float* g, float* s0
   });
 }
 
+// One pass of rule K (math::optimizer_unit, the arithmetic the CUDA kernel runs per element).
+// Rules without a second (or any) state get a local dummy, which the compiler removes.
+template <OptimizerKind K>
+void step(cpu::ThreadPool& pool, const math::OptConsts& c, size_t n, float* w, const float* g,
+          float* s0, float* s1) {
+  constexpr int kStates = math::kOptimizerStates<K>;
+  if constexpr (kStates == 0) {
+    update<0>(pool, n, w, g, s0, s1, [c](float& wi, float gi) {
+      float unused0 = 0.0f, unused1 = 0.0f;
+      math::optimizer_unit<K>(c, wi, gi, unused0, unused1);
+    });
+  } else if constexpr (kStates == 1) {
+    update<1>(pool, n, w, g, s0, s1, [c](float& wi, float gi, float& a) {
+      float unused = 0.0f;
+      math::optimizer_unit<K>(c, wi, gi, a, unused);
+    });
+  } else {
+    update<2>(pool, n, w, g, s0, s1, [c](float& wi, float gi, float& a, float& b) {
+      math::optimizer_unit<K>(c, wi, gi, a, b);
+    });
+  }
+}
+
 }  // namespace
 
 void CpuBackend::optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
@@ -67,63 +78,25 @@ void CpuBackend::optimizer_step(const OptimizerParams& p, float* w, const float*
   const int states = optimizer_state_count(p.kind);
   NN_CHECK(states < 1 || state0 != nullptr, "optimizer_step: state0 is required");
   NN_CHECK(states < 2 || state1 != nullptr, "optimizer_step: state1 is required");
-  const float alpha = p.alpha, mu = p.mu, mu1 = p.mu1;
-  const Reg reg{p.lambda, p.lambda1};
+  const math::OptConsts c = math::optimizer_consts(p);
   cpu::ThreadPool& t = *pool_;
   switch (p.kind) {
     case OptimizerKind::SGD:
-      update<0>(t, n, w, g, state0, state1,
-                [=](float& wi, float gi) { wi -= alpha * reg(wi, gi); });
-      break;
+      return step<OptimizerKind::SGD>(t, c, n, w, g, state0, state1);
     case OptimizerKind::Momentum:
-      update<1>(t, n, w, g, state0, state1, [=](float& wi, float gi, float& v) {
-        v = mu * v - alpha * reg(wi, gi);
-        wi += v;
-      });
-      break;
+      return step<OptimizerKind::Momentum>(t, c, n, w, g, state0, state1);
     case OptimizerKind::Nesterov:
-      update<1>(t, n, w, g, state0, state1, [=](float& wi, float gi, float& v) {
-        const float v_old = v;
-        v = mu * v_old - alpha * reg(wi, gi);
-        wi += v + mu * (v - v_old);
-      });
-      break;
+      return step<OptimizerKind::Nesterov>(t, c, n, w, g, state0, state1);
     case OptimizerKind::AdaGrad:
-      update<1>(t, n, w, g, state0, state1, [=](float& wi, float gi, float& v) {
-        const float gr = reg(wi, gi);
-        v += gr * gr;
-        wi -= alpha * gr / std::sqrt(std::max(kAdaFloor, v));
-      });
-      break;
+      return step<OptimizerKind::AdaGrad>(t, c, n, w, g, state0, state1);
     case OptimizerKind::RMSProp:
-      update<1>(t, n, w, g, state0, state1, [=](float& wi, float gi, float& v) {
-        const float gr = reg(wi, gi);
-        v = mu * v + (1.0f - mu) * gr * gr;
-        wi -= alpha * gr / std::sqrt(std::max(kAdaFloor, v));
-      });
-      break;
+      return step<OptimizerKind::RMSProp>(t, c, n, w, g, state0, state1);
     case OptimizerKind::AdaDelta:
-      update<2>(t, n, w, g, state0, state1, [=](float& wi, float gi, float& s, float& u) {
-        const float gr = reg(wi, gi);
-        s = mu * s + (1.0f - mu) * gr * gr;
-        const float d = std::sqrt(std::max(kAdaFloor, u) / std::max(kAdaFloor, s)) * gr;
-        u = mu * u + (1.0f - mu) * d * d;
-        wi -= d;
-      });
-      break;
-    case OptimizerKind::Adam: {
-      const double step = double(p.step > 0 ? p.step : 1);
-      const float c1 = static_cast<float>(1.0 / (1.0 - std::pow(double(mu), step)));
-      const float c2 = static_cast<float>(1.0 / (1.0 - std::pow(double(mu1), step)));
-      update<2>(t, n, w, g, state0, state1, [=](float& wi, float gi, float& m, float& v) {
-        const float gr = reg(wi, gi);
-        m = mu * m + (1.0f - mu) * gr;
-        v = mu1 * v + (1.0f - mu1) * gr * gr;
-        wi -= alpha * (m * c1) / (std::sqrt(v * c2) + kAdamEps);
-      });
-      break;
-    }
+      return step<OptimizerKind::AdaDelta>(t, c, n, w, g, state0, state1);
+    case OptimizerKind::Adam:
+      return step<OptimizerKind::Adam>(t, c, n, w, g, state0, state1);
   }
+  throw InternalError("optimizer_step: unknown optimizer");
 }
 
 }  // namespace nn

@@ -3,35 +3,38 @@
 // axis precomputed, clipped to the input). The common 2x2 window with stride 2 and no padding
 // has its own loops over pairs of input rows, which the compiler vectorises: on the Fashion-MNIST
 // CNN the general window loop spent more time on pooling than on the second convolution.
+// Per-window arithmetic: backend/math/pool_math.h (window bounds, the pooled value, the first
+// largest input, the mean), which the CUDA kernels (cuda/pool.cu) use too; the 2x2 loops are
+// the same rules written for two input rows at a time.
 #include <algorithm>
 #include <string>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/stream.h"
+#include "backend/math/pool_math.h"
 #include "core/error.h"
 
 namespace nn {
 namespace {
 
-// Input range [lo, hi) of each output position along one axis, clipped to the input.
-struct Ranges {
-  std::vector<uint32_t> lo, hi;
-  Ranges(uint32_t in, uint32_t out, uint32_t kernel, uint32_t stride, uint32_t pad) {
-    for (uint32_t o = 0; o < out; ++o) {
-      const int64_t first = int64_t(o) * stride - pad, last = first + kernel;
-      lo.push_back(uint32_t(std::clamp<int64_t>(first, 0, in)));
-      hi.push_back(uint32_t(std::clamp<int64_t>(last, 0, in)));
+// Input range [lo, hi) of each output position along each axis (math::pool_window), computed
+// once per call rather than per output.
+struct Windows {
+  std::vector<uint32_t> lo[3], hi[3];
+  explicit Windows(const math::PoolShape& s) {
+    for (int d = 0; d < 3; ++d) {
+      lo[d].resize(s.out[d]);
+      hi[d].resize(s.out[d]);
+      for (uint32_t o = 0; o < s.out[d]; ++o) math::pool_window(s, d, o, lo[d][o], hi[d][o]);
     }
   }
-};
-
-struct Windows {
-  Ranges x, y, z;
-  explicit Windows(const ConvGeometry& g)
-      : x(g.in[0], g.out[0], g.kernel[0], g.stride[0], g.pad[0]),
-        y(g.in[1], g.out[1], g.kernel[1], g.stride[1], g.pad[1]),
-        z(g.in[2], g.out[2], g.kernel[2], g.stride[2], g.pad[2]) {}
+  // The window of output (ox, oy, oz). The loops below take the y and z bounds once per output
+  // line and set the x bounds per output: building the whole window per output made the
+  // general backward pass 7% slower.
+  math::PoolWindow at(uint32_t ox, uint32_t oy, uint32_t oz) const {
+    return {{lo[0][ox], lo[1][oy], lo[2][oz]}, {hi[0][ox], hi[1][oy], hi[2][oz]}};
+  }
 };
 
 // 2x2 windows, stride 2, no padding, every window inside the input (z, if any, untouched):
@@ -72,10 +75,10 @@ inline float max4(float a, float b, float c, float d) {
                                    float* __restrict out, long n, bool accumulate) {
   if (accumulate)
     for (long o = 0; o < n; ++o)
-      out[o] += 0.25f * (r0[2 * o] + r0[2 * o + 1] + r1[2 * o] + r1[2 * o + 1]);
+      out[o] += math::pool_mean(r0[2 * o] + r0[2 * o + 1] + r1[2 * o] + r1[2 * o + 1], 4);
   else
     for (long o = 0; o < n; ++o)
-      out[o] = 0.25f * (r0[2 * o] + r0[2 * o + 1] + r1[2 * o] + r1[2 * o + 1]);
+      out[o] = math::pool_mean(r0[2 * o] + r0[2 * o + 1] + r1[2 * o] + r1[2 * o + 1], 4);
 }
 
 // The window's first maximum in (y, x) order gets the gradient.
@@ -104,7 +107,7 @@ inline float max4(float a, float b, float c, float d) {
 [[gnu::noinline]] void average_2x2_backward(const float* __restrict dy, float* __restrict d0,
                                             float* __restrict d1, long n) {
   for (long o = 0; o < n; ++o) {
-    const float grad = 0.25f * dy[o];
+    const float grad = math::pool_mean(dy[o], 4);
     d0[2 * o] += grad;
     d0[2 * o + 1] += grad;
     d1[2 * o] += grad;
@@ -137,7 +140,8 @@ void CpuBackend::pool_forward(const PoolParams& p, uint32_t rows, const float* x
     });
     return;
   }
-  const Windows win(g);
+  const math::PoolShape shape = math::pool_shape_of(p);
+  const Windows win(shape);
   const size_t planes = size_t(rows) * g.in_channels;
   for_planes(*pool_, planes, g.in_plane(), [&](size_t lo, size_t hi) {
     for (size_t q = lo; q < hi; ++q) {
@@ -145,22 +149,16 @@ void CpuBackend::pool_forward(const PoolParams& p, uint32_t rows, const float* x
       float* yq = y + q * g.out_plane();
       size_t o = 0;
       for (uint32_t oz = 0; oz < g.out[2]; ++oz)
-        for (uint32_t oy = 0; oy < g.out[1]; ++oy)
+        for (uint32_t oy = 0; oy < g.out[1]; ++oy) {
+          math::PoolWindow w = win.at(0, oy, oz);
           for (uint32_t ox = 0; ox < g.out[0]; ++ox, ++o) {
-            float acc = 0.0f;
-            uint32_t count = 0;
-            for (uint32_t iz = win.z.lo[oz]; iz < win.z.hi[oz]; ++iz)
-              for (uint32_t iy = win.y.lo[oy]; iy < win.y.hi[oy]; ++iy) {
-                const float* row = xq + (size_t(iz) * g.in[1] + iy) * g.in[0];
-                for (uint32_t ix = win.x.lo[ox]; ix < win.x.hi[ox]; ++ix, ++count) {
-                  const float v = row[ix];
-                  acc = is_max ? (count == 0 || v > acc ? v : acc) : acc + v;
-                }
-              }
+            w.lo[0] = win.lo[0][ox];
+            w.hi[0] = win.hi[0][ox];
             // An empty window (entirely in the padding) gives 0.
-            const float v = count == 0 ? 0.0f : is_max ? acc : acc / float(count);
+            const float v = math::pool_value(shape, w, xq);
             yq[o] = accumulate ? yq[o] + v : v;
           }
+        }
     }
   });
 }
@@ -190,7 +188,8 @@ void CpuBackend::pool_backward(const PoolParams& p, uint32_t rows, const float* 
     });
     return;
   }
-  const Windows win(g);
+  const math::PoolShape shape = math::pool_shape_of(p);
+  const Windows win(shape);
   const size_t planes = size_t(rows) * g.in_channels;
   for_planes(*pool_, planes, g.in_plane(), [&](size_t lo, size_t hi) {
     for (size_t q = lo; q < hi; ++q) {
@@ -199,30 +198,26 @@ void CpuBackend::pool_backward(const PoolParams& p, uint32_t rows, const float* 
       const float* dyq = dy + q * g.out_plane();
       size_t o = 0;
       for (uint32_t oz = 0; oz < g.out[2]; ++oz)
-        for (uint32_t oy = 0; oy < g.out[1]; ++oy)
+        for (uint32_t oy = 0; oy < g.out[1]; ++oy) {
+          math::PoolWindow w = win.at(0, oy, oz);  // the x bounds are set per output
           for (uint32_t ox = 0; ox < g.out[0]; ++ox, ++o) {
-            const uint32_t count = (win.z.hi[oz] - win.z.lo[oz]) * (win.y.hi[oy] - win.y.lo[oy]) *
-                                   (win.x.hi[ox] - win.x.lo[ox]);
+            w.lo[0] = win.lo[0][ox];
+            w.hi[0] = win.hi[0][ox];
+            const uint32_t count = w.count();
             if (count == 0) continue;  // an empty window's gradient goes nowhere
             if (is_max) {
               // The window's first maximum in (z, y, x) order gets the gradient.
-              size_t best = SIZE_MAX;
-              for (uint32_t iz = win.z.lo[oz]; iz < win.z.hi[oz]; ++iz)
-                for (uint32_t iy = win.y.lo[oy]; iy < win.y.hi[oy]; ++iy) {
-                  const size_t row = (size_t(iz) * g.in[1] + iy) * g.in[0];
-                  for (uint32_t ix = win.x.lo[ox]; ix < win.x.hi[ox]; ++ix)
-                    if (best == SIZE_MAX || xq[row + ix] > xq[best]) best = row + ix;
-                }
-              dxq[best] += dyq[o];
+              dxq[math::pool_argmax(shape, w, xq)] += dyq[o];
             } else {
-              const float grad = dyq[o] / float(count);
-              for (uint32_t iz = win.z.lo[oz]; iz < win.z.hi[oz]; ++iz)
-                for (uint32_t iy = win.y.lo[oy]; iy < win.y.hi[oy]; ++iy) {
+              const float grad = math::pool_mean(dyq[o], count);
+              for (uint32_t iz = w.lo[2]; iz < w.hi[2]; ++iz)
+                for (uint32_t iy = w.lo[1]; iy < w.hi[1]; ++iy) {
                   float* row = dxq + (size_t(iz) * g.in[1] + iy) * g.in[0];
-                  for (uint32_t ix = win.x.lo[ox]; ix < win.x.hi[ox]; ++ix) row[ix] += grad;
+                  for (uint32_t ix = w.lo[0]; ix < w.hi[0]; ++ix) row[ix] += grad;
                 }
             }
           }
+        }
     }
   });
 }

@@ -4,12 +4,14 @@
 // Determinism: every output element receives its terms in (row, entry) order, whatever the
 // partitioning, so results do not depend on the thread count. The gradient is partitioned by
 // output column (rows of the batch share input indices, so partitioning by batch row would
-// race); when there are too few columns to share, by ranges of input index instead.
+// race); when there are too few columns to share, by ranges of input index instead. The entries'
+// factors are backend/math/sparse_math.h's, as in the CUDA kernels (cuda/sparse.cu).
 #include <algorithm>
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/math/sparse_math.h"
 #include "core/error.h"
 
 namespace nn {
@@ -45,7 +47,7 @@ void gradient_range(const SparseView& x, const float* delta, uint32_t n_out, flo
                     uint32_t lo, uint32_t hi, uint32_t idx_lo, uint32_t idx_hi) {
   const uint32_t nnz = x.row_ptr[x.rows];
   for (uint32_t r = 0; r < x.rows; ++r) {
-    const float wr = x.row_weight ? x.row_weight[r] : 1.0f;
+    const float wr = math::example_weight(x.row_weight, r);
     const float* dr = delta + size_t(r) * n_out;
     for (uint32_t e = x.row_ptr[r]; e < x.row_ptr[r + 1]; ++e) {
       if (e + kPrefetchEntries < nnz) {
@@ -54,7 +56,7 @@ void gradient_range(const SparseView& x, const float* delta, uint32_t n_out, flo
       }
       const uint32_t idx = x.index[e];
       if (idx < idx_lo || idx >= idx_hi) continue;
-      const float s = alpha * (x.value ? x.value[e] : 1.0f) * wr;
+      const float s = math::sparse_gradient_scale(alpha, x.value, e, wr);
       float* gr = g + size_t(idx) * n_out;
 #pragma omp simd
       for (uint32_t o = lo; o < hi; ++o) gr[o] += s * dr[o];
@@ -69,13 +71,13 @@ void CpuBackend::sparse_matmul(const SparseView& x, const float* w, uint32_t n_o
   check_indices(x, "sparse_matmul");
   auto range = [&](size_t lo, size_t hi) {
     for (size_t r = lo; r < hi; ++r) {
-      const float wr = x.row_weight ? x.row_weight[r] : 1.0f;
+      const float wr = math::example_weight(x.row_weight, r);
       float* zr = z + r * n_out;
       const uint32_t end = x.row_ptr[r + 1];
       for (uint32_t e = x.row_ptr[r]; e < end; ++e) {
         if (e + kPrefetchEntries < end)
           prefetch_span<0>(w + size_t(x.index[e + kPrefetchEntries]) * n_out, 0, n_out);
-        const float s = (x.value ? x.value[e] : 1.0f) * wr;
+        const float s = math::sparse_input_scale(x.value, e, wr);
         const float* wrow = w + size_t(x.index[e]) * n_out;
 #pragma omp simd
         for (uint32_t o = 0; o < n_out; ++o) zr[o] += s * wrow[o];

@@ -3,12 +3,14 @@
 // gradient, without densifying X.
 //
 // Determinism: forward rows and gradient rows (output units) each belong to one task and
-// receive their terms in (row, entry) order, so results do not depend on the thread count.
+// receive their terms in (row, entry) order, so results do not depend on the thread count. The
+// entries' factors are backend/math/sparse_math.h's, as in cuda/sparse_transposed.cu.
 #include <algorithm>
 #include <string>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/math/sparse_math.h"
 #include "core/error.h"
 
 namespace nn {
@@ -33,7 +35,7 @@ void CpuBackend::sparse_matmul_transposed(const SparseView& x, const float* w, u
   check_transposed_indices(x, "sparse_matmul_transposed");
   auto range = [&](size_t lo, size_t hi) {
     for (size_t r = lo; r < hi; ++r) {
-      const float wr = x.row_weight ? x.row_weight[r] : 1.0f;
+      const float wr = math::example_weight(x.row_weight, r);
       const uint32_t begin = x.row_ptr[r], end = x.row_ptr[r + 1];
       float* zr = z + r * n_out;
       // Each output unit gathers its weights at the row's indices: one pass over w's row o.
@@ -41,7 +43,7 @@ void CpuBackend::sparse_matmul_transposed(const SparseView& x, const float* w, u
         const float* wo = w + size_t(o) * x.cols;
         float acc = 0.0f;
         for (uint32_t e = begin; e < end; ++e)
-          acc += (x.value ? x.value[e] : 1.0f) * wr * wo[x.index[e]];
+          acc += math::sparse_input_scale(x.value, e, wr) * wo[x.index[e]];
         zr[o] += acc;
       }
     }
@@ -64,9 +66,10 @@ void CpuBackend::sparse_weight_gradient_transposed(const SparseView& x, const fl
       for (uint32_t r = 0; r < x.rows; ++r) {
         const float d = delta[size_t(r) * n_out + o];
         if (d == 0.0f) continue;
-        const float s = alpha * (x.row_weight ? x.row_weight[r] : 1.0f) * d;
+        const float s =
+            math::sparse_transposed_gradient_scale(alpha, math::example_weight(x.row_weight, r), d);
         for (uint32_t e = x.row_ptr[r]; e < x.row_ptr[r + 1]; ++e)
-          go[x.index[e]] += s * (x.value ? x.value[e] : 1.0f);
+          go[x.index[e]] += s * math::entry_value(x.value, e);
       }
     }
   };

@@ -3,33 +3,38 @@
 // after every number (a NaN score never displaces a real one). Rows run in parallel.
 // top_k_filtered walks each row's filter lists (ascending) alongside the columns: excluded
 // columns and NaN scores are skipped, scaled columns multiplied; blocks without a scaled column
-// keep the one-pass skip (an excluded column can only lower a block's true maximum).
+// keep the one-pass skip (an excluded column can only lower a block's true maximum). The order
+// and the scaling are backend/math/top_k_math.h's (top_k_entry_key, scaled_score), as on CUDA,
+// which sorts keys instead of keeping a heap.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <utility>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/math/top_k_math.h"
 
 namespace nn {
 namespace {
 
-using Candidate = std::pair<float, uint32_t>;
+// A kept column: its value and its math::top_k_entry_key, the key the CUDA backend sorts by
+// (larger value first, -0 equal to +0, NaN after every number, ties to the lower column; every
+// key distinct). The key is computed once per candidate, so the heap compares integers.
+struct Candidate {
+  unsigned long long key;
+  float value;
+  Candidate(float v, uint32_t c) : key(math::top_k_entry_key(v, c)), value(v) {}
+  uint32_t column() const { return 0xffffffffu - uint32_t(key & 0xffffffffu); }
+};
 constexpr uint32_t kBlock = 64;
 
 // True when a ranks before b. A function object (not a function pointer) so that the heap
 // algorithms inline it.
 struct Better {
-  bool operator()(const Candidate& a, const Candidate& b) const {
-    const bool a_nan = std::isnan(a.first), b_nan = std::isnan(b.first);
-    if (a_nan != b_nan) return b_nan;
-    if (!a_nan && a.first != b.first) return a.first > b.first;
-    return a.second < b.second;
-  }
+  bool operator()(const Candidate& a, const Candidate& b) const { return a.key > b.key; }
 };
 constexpr Better better{};
 
@@ -37,8 +42,8 @@ constexpr Better better{};
 void write_row(const std::vector<Candidate>& sorted, uint32_t k, float* vr, uint32_t* ir) {
   for (uint32_t i = 0; i < k; ++i) {
     if (i < sorted.size()) {
-      vr[i] = sorted[i].first;
-      ir[i] = sorted[i].second;
+      vr[i] = sorted[i].value;
+      ir[i] = sorted[i].column();
     } else {
       vr[i] = -std::numeric_limits<float>::infinity();
       ir[i] = UINT32_MAX;
@@ -78,19 +83,20 @@ void CpuBackend::top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t va
       // after one vectorised pass (most of the row, for k much smaller than the row).
       for (uint32_t b = 0; b < valid; b += kBlock) {
         const uint32_t end = std::min(valid, b + kBlock);
-        if (keep > 0 && heap.size() == keep && !std::isnan(heap.front().first)) {
-          if (cpu::max_ignoring_nan(row + b, end - b) <= heap.front().first) continue;
+        if (keep > 0 && heap.size() == keep && !std::isnan(heap.front().value)) {
+          if (cpu::max_ignoring_nan(row + b, end - b) <= heap.front().value) continue;
         }
         for (uint32_t c = b; c < end; ++c) {
-          const Candidate cand(row[c], c);
+          const float v = row[c];
           if (heap.size() < keep) {
-            heap.push_back(cand);
+            heap.emplace_back(v, c);
             std::push_heap(heap.begin(), heap.end(), better);
           } else if (keep > 0) {
             // Cheap reject first: not above a numeric worst value means not better (ties go
             // to the earlier column, NaN ranks last).
-            const float worst = heap.front().first;
-            if (!std::isnan(worst) && !(cand.first > worst)) continue;
+            const float worst = heap.front().value;
+            if (!std::isnan(worst) && !(v > worst)) continue;
+            const Candidate cand(v, c);
             if (!better(cand, heap.front())) continue;
             std::pop_heap(heap.begin(), heap.end(), better);
             heap.back() = cand;
@@ -140,14 +146,14 @@ void CpuBackend::top_k_filtered(const float* x, uint32_t rows, uint32_t cols, ui
         // the lower column), so a block whose raw maximum is not above it has nothing to offer
         // unless a multiplier changes one of its scores.
         if (keep > 0 && heap.size() == keep && (s == s_end || sc[s] >= end) &&
-            cpu::max_ignoring_nan(row + b, end - b) <= heap.front().first)
+            cpu::max_ignoring_nan(row + b, end - b) <= heap.front().value)
           continue;
         for (uint32_t c = b; c < end; ++c) {
           while (e < e_end && ex[e] < c) ++e;
           if (e < e_end && ex[e] == c) continue;
           float v = row[c];
           while (s < s_end && sc[s] < c) ++s;
-          for (uint32_t j = s; j < s_end && sc[j] == c; ++j) v *= sv[j];
+          for (uint32_t j = s; j < s_end && sc[j] == c; ++j) v = math::scaled_score(v, sv[j]);
           if (std::isnan(v)) continue;
           offer(heap, keep, Candidate(v, c));
         }

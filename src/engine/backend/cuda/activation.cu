@@ -1,6 +1,7 @@
 // CudaBackend activations: elementwise forward (math::activate_unit) and backward
 // (math::fprime_of), SoftMax forward/backward one block per row, MaxOut forward/backward.
-// The formulas are the CPU backend's (cpu/activation.cpp documents them).
+// The per-element formulas are backend/math/'s, which the CPU backend's loops call too
+// (cpu/activation.cpp documents the definitions).
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_reduce.cuh"
@@ -68,9 +69,9 @@ __global__ void maxout_forward_kernel(const float* z, size_t groups, uint32_t k,
     float best = zg[0];
     uint32_t which = 0;
     for (uint32_t i = 1; i < k; ++i) {
-      if (best != best) break;
+      if (best != best) break;  // a NaN winner stays (math::maxout_takes)
       const float v = zg[size_t(i) * inner];
-      if (v > best || v != v) {
+      if (math::maxout_takes(best, v)) {
         best = v;
         which = i;
       }

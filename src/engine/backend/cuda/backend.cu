@@ -1,5 +1,6 @@
 // CudaBackend: set-up, device memory, transfers, scratch buffers, data-error reporting and the
-// factory. The kernel families live in cuda_<family>.cu.
+// factory. The kernel families live in files named as their CPU twins (cuda/dense.cu <->
+// cpu/dense.cpp, ...; cuda_backend.h).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -217,12 +218,6 @@ void CudaBackend::check_data_errors() {
   NN_CUDA_CALL(cudaMemsetAsync(error_flag_, 0xff, sizeof flag, stream_));
   throw DataError(error_prefix_ + std::to_string(flag >> 32) + ": index " +
                   std::to_string(flag & 0xffffffffull) + error_suffix_);
-}
-
-void CudaBackend::not_implemented(const char* operation) const {
-  throw BackendError(std::string("backend 'cuda': ") + operation +
-                     " is not implemented on CUDA yet; use --backend cpu for networks that "
-                     "need it");
 }
 
 std::unique_ptr<Backend> make_cuda_backend(int device) {

@@ -10,7 +10,7 @@
 // with alpha and beta 0 (overwritten, scaled by alpha). One difference: with a single value per
 // channel (rows * spatial == 1, e.g. a last batch of one example) the CPU updates the running
 // variance with the biased variance 0 where cuDNN would divide by n - 1 = 0; that case runs
-// own kernels, one thread per channel (math/batch_norm_math.h).
+// own kernels, one thread per channel (math/batch_norm_math.h, the CPU's own formulas).
 //
 // The Backend allows y to alias x and dx to alias dy; cuDNN does not promise in-place
 // operation, so aliased calls go through a scratch buffer and a copy.
@@ -53,14 +53,14 @@ __global__ void bn_backward_inference_kernel(BatchNormParams p, const float* x, 
     const uint64_t at = (k / p.spatial) * stride + uint64_t(c) * p.spatial + k % p.spatial;
     const float g = dy[at];
     s0 += g;
-    s1 += math::bn_dy_xhat(ch, x[at], g);
-    dx[at] = math::bn_inference_dx(ch, g);  // dy[at] read first: dx may alias dy
+    s1 += math::bn_dy_xhat(x[at], g, ch.mean, ch.inv_std);
+    dx[at] = math::bn_inference_dx(ch.gain, g);  // dy[at] read first: dx may alias dy
   }
   s0 = cuda::block_sum(s0, shared);
   s1 = cuda::block_sum(s1, shared);
   if (threadIdx.x == 0) {
-    dscale[c] = static_cast<float>(double(alpha) * s1);
-    dbias[c] = static_cast<float>(double(alpha) * s0);
+    dscale[c] = math::bn_param_grad(alpha, s1);
+    dbias[c] = math::bn_param_grad(alpha, s0);
   }
 }
 

@@ -1,8 +1,9 @@
 // The CUDA backend: device memory, one stream, cuBLAS for dense products, cuDNN for convolution,
-// LRN and batch normalisation, and own kernels for the rest, one kernel family per file
-// (cuda_<family>.cu). Every kernel's per-element arithmetic is a
-// __host__ __device__ function in backend/math/, shared with the CPU backend or compared with it
-// by host tests; the wrappers here are thin and check every status (cuda_check.h).
+// LRN and batch normalisation, and own kernels for the rest. One kernel family per file, each
+// named as its CPU twin (cuda/<family>.cu <-> cpu/<family>.cpp); CUDA-only helpers: cuda_check,
+// cuda_sort, cuda_reduce.cuh, cudnn_support, device_probe. Every kernel's per-element arithmetic
+// is a __host__ __device__ function in backend/math/, which the CPU backend's loops call too;
+// the wrappers here are thin and check every status (cuda_check.h).
 //
 // Ordering: every kernel, copy and cuBLAS call runs on stream_, so they execute in call order.
 // Calls that return a value to the host (losses, reductions, download) wait for the stream; the
@@ -10,9 +11,6 @@
 // Uploads are staged through pinned memory and do not wait either (staging_slot()).
 // Determinism: no kernel uses floating-point atomics; every sum has a fixed order (see each
 // file), so repeated runs give identical bits.
-//
-// Every Backend operation has a CUDA implementation; not_implemented() stays for the next
-// family that lands on the CPU first.
 #pragma once
 
 #include <cublas_v2.h>
@@ -186,8 +184,6 @@ class CudaBackend final : public Backend {
   cuda::Cudnn& cudnn();
 
  private:
-  [[noreturn]] void not_implemented(const char* operation) const;
-
   int device_ = 0;
   bool tf32_ = false;
   cudaStream_t stream_ = nullptr;

@@ -1,10 +1,12 @@
 // CudaBackend dense kernels: gemm through cuBLAS (FP32 by default, TF32 tensor cores when the
-// backend was created with tf32), bias broadcast and column sums.
+// backend was created with tf32), bias broadcast and column sums (per-element rules in
+// backend/math/dense_math.h, shared with the CPU backend).
 //
 // Row-major to cuBLAS: a row-major matrix is the column-major transpose, so C = op(A) op(B) is
 // computed as C^T = op(B)^T op(A)^T with the operands swapped and the same transpose flags.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/math/dense_math.h"
 
 namespace nn {
 namespace {
@@ -16,7 +18,7 @@ __global__ void scale_matrix_kernel(float* c, int m, int n, int ldc, float beta)
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
        i += size_t(gridDim.x) * blockDim.x) {
     float* p = c + (i / n) * size_t(ldc) + i % n;
-    *p = beta == 0.0f ? 0.0f : beta * *p;
+    *p = math::beta_scaled(beta, *p);
   }
 }
 
@@ -37,8 +39,7 @@ __global__ void column_sums_kernel(const float* x, uint32_t rows, uint32_t cols,
   for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x) {
     double acc = 0.0;
     for (uint32_t r = 0; r < rows; ++r) acc += x[size_t(r) * cols + c];
-    const float s = static_cast<float>(double(alpha) * acc);
-    out[c] = beta == 0.0f ? s : beta * out[c] + s;
+    out[c] = math::column_sum_value(alpha, acc, beta, out[c]);
   }
 }
 

@@ -1,10 +1,12 @@
 // CudaBackend elementwise kernels and reductions: fill, axpy, scale, sum of squares, sum of
 // absolute values (returned, or added into a sum left on the device). Reductions run on a fixed
 // grid (kReduceBlocks x kThreads, grid-stride), each thread summing in double, then fixed trees:
-// the result does not depend on timing.
+// the result does not depend on timing. The terms are the CPU backend's (math::square_term,
+// math::abs_term).
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_reduce.cuh"
+#include "backend/math/elementwise_math.h"
 
 namespace nn {
 namespace {
@@ -36,7 +38,7 @@ __global__ void partial_sums_kernel(const float* x, size_t n, double* partial) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
     const double v = x[i];
-    acc += kSquares ? v * v : (v < 0.0 ? -v : v);
+    acc += kSquares ? math::square_term(v) : math::abs_term(v);
   }
   acc = cuda::block_sum(acc, shared);
   if (threadIdx.x == 0) partial[blockIdx.x] = acc;

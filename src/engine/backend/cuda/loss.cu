@@ -6,7 +6,8 @@
 //          so duplicates are adjacent and merge in entry order);
 //   SoftMax: closed form for CrossEntropy, DSSTNE's rule for ScaledMarginalCrossEntropy,
 //          the softmax Jacobian for every other error function.
-// Per-unit arithmetic: backend/math/loss_row_math.h and loss_math.h (shared with the CPU).
+// Per-unit arithmetic: backend/math/loss_row_math.h and loss_math.h (the CPU's loops call them
+// too).
 // Each row's error is summed in double by a fixed tree; rows are summed in a fixed order on the
 // device and read back once per call (loss, loss_and_delta) or added into a sum left on the
 // device (loss_accumulate, activate_loss_accumulate).
@@ -24,6 +25,7 @@
 #include "backend/math/fused_loss_math.h"
 #include "backend/math/loss_kernel_choice.h"
 #include "backend/math/loss_row_math.h"
+#include "backend/math/sparse_math.h"
 #include "core/error.h"
 
 namespace nn {
@@ -122,7 +124,7 @@ __global__ void loss_rows_kernel(LossArgs g) {
   __shared__ double shared[32];
   __shared__ double target_sum;
   const uint32_t r = blockIdx.x, cols = g.cols;
-  const float w = g.weights ? g.weights[r] : 1.0f;
+  const float w = math::example_weight(g.weights, r);
   const float* a = g.a + size_t(r) * cols;
   float* z = kFused ? g.z + size_t(r) * cols : nullptr;
   float inv = 0.0f;
@@ -136,8 +138,9 @@ __global__ void loss_rows_kernel(LossArgs g) {
   if (ok) {
     for (uint32_t j = threadIdx.x; j < cols; j += blockDim.x) {
       const float aj = kFused ? fused_unit<kSoftmax>(g, z, j, inv) : a[j];
-      acc += math::loss_sweep_unit<F, D>(g.o, aj, sparse ? 0.0f : t[j], w, sparse,
-                                         d ? d + j : nullptr);
+      float dj;
+      acc += math::loss_sweep_unit<F, D>(g.o, aj, sparse ? 0.0f : t[j], w, sparse, dj);
+      if (d) d[j] = dj;
     }
     if (sparse) {
       __syncthreads();  // the sweep's deltas are written before the patches overwrite some
@@ -147,10 +150,11 @@ __global__ void loss_rows_kernel(LossArgs g) {
         const uint32_t j = g.sorted_index[i];
         float v = math::merged_target(g.sorted_index, g.sorted_entry, g.value, i, hi);
         if (g.normalise) v = math::normalised_target(v, target_sum);
-        float e, e0;
-        math::loss_patch_unit<F, D>(g.o, a[j], v, w, e, e0, d ? d + j : nullptr);
+        float e, e0, dj;
+        math::loss_patch_unit<F, D>(g.o, a[j], v, w, e, e0, dj);
         acc += e;
         acc -= e0;
+        if (d) d[j] = dj;
       }
     }
   } else if constexpr (kFused) {
@@ -178,7 +182,7 @@ __global__ void softmax_ce_kernel(LossArgs g) {
   __shared__ double shared[32];
   __shared__ double target_sum;
   const uint32_t r = blockIdx.x, cols = g.cols;
-  const float w = g.weights ? g.weights[r] : 1.0f;
+  const float w = math::example_weight(g.weights, r);
   const float* a = g.a + size_t(r) * cols;
   float* z = kFused ? g.z + size_t(r) * cols : nullptr;
   float inv = 0.0f;
@@ -211,7 +215,7 @@ __global__ void softmax_ce_kernel(LossArgs g) {
       if (!math::run_start(g.sorted_index, lo, i)) continue;
       float v = math::merged_target(g.sorted_index, g.sorted_entry, g.value, i, hi);
       if (g.normalise) v = math::normalised_target(v, target_sum);
-      acc += -w * v * math::floor_log(a[g.sorted_index[i]]);
+      acc += math::softmax_ce_stored_error(a[g.sorted_index[i]], v, w);
       tsum += v;
     }
   }

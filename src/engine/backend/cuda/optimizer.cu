@@ -1,5 +1,6 @@
 // CudaBackend optimizer step: one kernel launch per update, one template instance per rule; the
-// per-parameter arithmetic is math::optimizer_unit, the CPU backend's rules (cpu/optimizer.cpp).
+// per-parameter arithmetic is math::optimizer_unit, which the CPU backend's loop
+// (cpu/optimizer.cpp) calls too.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/math/optimizer_math.h"
@@ -8,11 +9,8 @@
 namespace nn {
 namespace {
 
-// optimizer_state_count() as a constant of the kernel's rule (that function is host code).
 template <OptimizerKind K>
-constexpr int kStates = K == OptimizerKind::SGD
-                            ? 0
-                            : (K == OptimizerKind::AdaDelta || K == OptimizerKind::Adam ? 2 : 1);
+constexpr int kStates = math::kOptimizerStates<K>;
 
 template <OptimizerKind K>
 __global__ void optimizer_kernel(math::OptConsts c, float* w, const float* g, float* s0, float* s1,

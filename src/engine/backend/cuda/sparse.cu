@@ -14,6 +14,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_sort.cuh"
 #include "backend/math/loss_row_math.h"
+#include "backend/math/sparse_math.h"
 
 namespace nn {
 namespace {
@@ -30,7 +31,7 @@ __global__ void sparse_matmul_kernel(SparseView x, const float* w, uint32_t n_ou
   __shared__ float tile_scale[kTile];
   const uint32_t r = blockIdx.x;
   const uint32_t o = blockIdx.y * blockDim.x + threadIdx.x;
-  const float wr = x.row_weight ? x.row_weight[r] : 1.0f;
+  const float wr = math::example_weight(x.row_weight, r);
   const uint32_t lo = x.row_ptr[r], hi = x.row_ptr[r + 1];
   float acc = o < n_out ? z[size_t(r) * n_out + o] : 0.0f;
   for (uint32_t base = lo; base < hi; base += kTile) {
@@ -39,7 +40,7 @@ __global__ void sparse_matmul_kernel(SparseView x, const float* w, uint32_t n_ou
     if (threadIdx.x < count) {
       const uint32_t e = base + threadIdx.x;
       tile_index[threadIdx.x] = x.index[e];
-      tile_scale[threadIdx.x] = (x.value ? x.value[e] : 1.0f) * wr;
+      tile_scale[threadIdx.x] = math::sparse_input_scale(x.value, e, wr);
     }
     __syncthreads();
     if (o < n_out) {
@@ -73,8 +74,8 @@ __global__ void sparse_gradient_kernel(SparseView x, const uint32_t* sorted_inde
   float acc = *gp;
   for (uint32_t q = p; q < nnz && sorted_index[q] == idx; ++q) {
     const uint32_t e = sorted_entry[q], r = row_of_sorted[q];
-    const float wr = x.row_weight ? x.row_weight[r] : 1.0f;
-    const float s = alpha * (x.value ? x.value[e] : 1.0f) * wr;
+    const float wr = math::example_weight(x.row_weight, r);
+    const float s = math::sparse_gradient_scale(alpha, x.value, e, wr);
     acc += s * delta[size_t(r) * n_out + o];
   }
   *gp = acc;

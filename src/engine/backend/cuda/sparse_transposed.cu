@@ -12,6 +12,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_sort.cuh"
 #include "backend/math/loss_row_math.h"
+#include "backend/math/sparse_math.h"
 
 namespace nn {
 namespace {
@@ -25,7 +26,7 @@ __global__ void transposed_forward_kernel(SparseView x, const float* w, uint32_t
   const uint32_t r = blockIdx.x;
   const uint32_t o = blockIdx.y * blockDim.x + threadIdx.x;
   if (o >= n_out) return;
-  const float wr = x.row_weight ? x.row_weight[r] : 1.0f;
+  const float wr = math::example_weight(x.row_weight, r);
   const float* wo = w + size_t(o) * x.cols;
   float acc = 0.0f;
   for (uint32_t e = x.row_ptr[r]; e < x.row_ptr[r + 1]; ++e) {
@@ -34,7 +35,7 @@ __global__ void transposed_forward_kernel(SparseView x, const float* w, uint32_t
       if (o == 0) flag_bad(flag, r, idx);
       continue;
     }
-    acc += (x.value ? x.value[e] : 1.0f) * wr * wo[idx];
+    acc += math::sparse_input_scale(x.value, e, wr) * wo[idx];
   }
   z[size_t(r) * n_out + o] += acc;
 }
@@ -59,8 +60,9 @@ __global__ void transposed_gradient_kernel(SparseView x, const uint32_t* sorted_
     const uint32_t e = sorted_entry[q], r = row_of_sorted[q];
     const float d = delta[size_t(r) * n_out + o];
     if (d == 0.0f) continue;
-    const float s = alpha * (x.row_weight ? x.row_weight[r] : 1.0f) * d;
-    acc += s * (x.value ? x.value[e] : 1.0f);
+    const float s =
+        math::sparse_transposed_gradient_scale(alpha, math::example_weight(x.row_weight, r), d);
+    acc += s * math::entry_value(x.value, e);
   }
   *gp = acc;
 }

@@ -27,7 +27,7 @@ __global__ void top_k_keys_kernel(const float* x, uint32_t rows, uint32_t cols, 
        i += size_t(gridDim.x) * blockDim.x) {
     const size_t r = i / valid;
     const uint32_t c = uint32_t(i % valid);
-    keys[i] = (static_cast<Key>(math::top_k_key(x[r * cols + c])) << 32) | (0xffffffffu - c);
+    keys[i] = math::top_k_entry_key(x[r * cols + c], c);
   }
   for (size_t r = blockIdx.x * size_t(blockDim.x) + threadIdx.x; r <= rows;
        r += size_t(gridDim.x) * blockDim.x)

@@ -1,11 +1,12 @@
 // Per-element derivative of every activation, written through the activation a = f(z) (the only
-// value kept after the forward pass). Shared by activation_backward and the fused loss kernels.
+// value kept after the forward pass), and MaxOut's selection rule. Shared by both backends'
+// activation_backward and loss kernels (the CPU's loops and the CUDA kernels call them alike).
 // Activations with the same derivative shape share one family, so the loss kernels are
 // instantiated per family rather than per activation.
 #pragma once
 
-#include "backend/math/fast_math.h"
 #include "backend/kernel_params.h"
+#include "backend/math/fast_math.h"
 
 namespace nn::math {
 
@@ -97,6 +98,12 @@ NN_FORCE_INLINE float fprime(float a, DerivConsts k) {
   } else {
     return 1.0f;
   }
+}
+
+// MaxOut: whether piece v replaces the current winner `best` (pieces in order): a larger piece
+// wins (the first largest on ties), a NaN piece wins and then stays, so a diverged layer shows NaN.
+NN_FORCE_INLINE bool maxout_takes(float best, float v) {
+  return best == best && (v > best || v != v);
 }
 
 }  // namespace nn::math

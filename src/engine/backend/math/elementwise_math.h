@@ -1,8 +1,9 @@
 // Per-element arithmetic of the elementwise kernels that have no other shared home: activation
-// forward values, activation derivatives picked at run time, dropout masks and the ordering key
-// of top-K. Each is __host__ __device__ under nvcc (NN_FORCE_INLINE, fast_math.h): the CUDA
-// kernels call them per element, and host tests run them over the same index space and compare
-// with the CPU backend (tests/unit/backend/kernel_math_test.cpp).
+// forward values, activation derivatives picked at run time, the terms of the reductions, dropout
+// masks and the ordering key of top-K. Each is __host__ __device__ under nvcc (NN_FORCE_INLINE,
+// fast_math.h): the CUDA kernels call them per element and so do the CPU backend's loops; the
+// backend tests check both backends against references written in the tests, and host tests
+// (tests/unit/backend/kernel_math_test.cpp) run the CUDA kernels' index space on the CPU.
 #pragma once
 
 #include <cmath>
@@ -31,31 +32,63 @@ inline ActConsts act_consts(const ActivationParams& p) {
   return c;
 }
 
-// a = f(z) for the elementwise activations, with the CPU backend's formulas (cpu/activation.cpp).
-// SoftMax and MaxOut are not elementwise; their callers handle them (z is returned unchanged).
+// a = f(z) for elementwise activation K (cpu/activation.cpp documents the definitions). The CPU
+// backend's loops instantiate one per activation; SoftMax and MaxOut are not elementwise and
+// their callers handle them (z is returned unchanged).
+template <Activation K>
+NN_FORCE_INLINE float activate_unit(float z, const ActConsts& c) {
+  if constexpr (K == Activation::Sigmoid) {
+    return fastmath::sigmoid(z);
+  } else if constexpr (K == Activation::Tanh) {
+    return fastmath::tanh(z);
+  } else if constexpr (K == Activation::RectifiedLinear) {
+    return z > 0.0f ? z : 0.0f;
+  } else if constexpr (K == Activation::ReluMax || K == Activation::LinearMax) {
+    // NaN propagates instead of being clamped.
+    return z < c.lo ? c.lo : (z > c.hi ? c.hi : z);
+  } else if constexpr (K == Activation::LeakyRectifiedLinear ||
+                       K == Activation::ParametricRectifiedLinear) {
+    return z > 0.0f ? z : c.slope * z;
+  } else if constexpr (K == Activation::ExponentialLinear) {
+    return z > 0.0f ? z : c.alpha * fastmath::expm1(z);
+  } else if constexpr (K == Activation::ScaledExponentialLinear) {
+    return c.lambda * (z > 0.0f ? z : c.alpha * fastmath::expm1(z));
+  } else if constexpr (K == Activation::SoftPlus) {
+    // ln(1 + e^z) = max(z, 0) + ln(1 + e^-|z|): no overflow for large z.
+    return fastmath::max_of(z, 0.0f) + fastmath::log1p(fastmath::exp(-fabsf(z)));
+  } else if constexpr (K == Activation::SoftSign) {
+    return z / (1.0f + fabsf(z));
+  } else {
+    return z;  // Linear; MaxOut and SoftMax are not elementwise
+  }
+}
+
+// The same for an activation chosen at run time (the CUDA kernels branch once per launch,
+// uniformly, instead of instantiating one kernel per activation).
 NN_FORCE_INLINE float activate_unit(Activation kind, float z, const ActConsts& c) {
   switch (kind) {
     case Activation::Sigmoid:
-      return fastmath::sigmoid(z);
+      return activate_unit<Activation::Sigmoid>(z, c);
     case Activation::Tanh:
-      return fastmath::tanh(z);
+      return activate_unit<Activation::Tanh>(z, c);
     case Activation::RectifiedLinear:
-      return z > 0.0f ? z : 0.0f;
+      return activate_unit<Activation::RectifiedLinear>(z, c);
     case Activation::ReluMax:
+      return activate_unit<Activation::ReluMax>(z, c);
     case Activation::LinearMax:
-      // NaN propagates instead of being clamped.
-      return z < c.lo ? c.lo : (z > c.hi ? c.hi : z);
+      return activate_unit<Activation::LinearMax>(z, c);
     case Activation::LeakyRectifiedLinear:
+      return activate_unit<Activation::LeakyRectifiedLinear>(z, c);
     case Activation::ParametricRectifiedLinear:
-      return z > 0.0f ? z : c.slope * z;
+      return activate_unit<Activation::ParametricRectifiedLinear>(z, c);
     case Activation::ExponentialLinear:
-      return z > 0.0f ? z : c.alpha * fastmath::expm1(z);
+      return activate_unit<Activation::ExponentialLinear>(z, c);
     case Activation::ScaledExponentialLinear:
-      return c.lambda * (z > 0.0f ? z : c.alpha * fastmath::expm1(z));
+      return activate_unit<Activation::ScaledExponentialLinear>(z, c);
     case Activation::SoftPlus:
-      return fastmath::max_of(z, 0.0f) + fastmath::log1p(fastmath::exp(-fabsf(z)));
+      return activate_unit<Activation::SoftPlus>(z, c);
     case Activation::SoftSign:
-      return z / (1.0f + fabsf(z));
+      return activate_unit<Activation::SoftSign>(z, c);
     case Activation::Linear:
     case Activation::MaxOut:
     case Activation::SoftMax:
@@ -89,7 +122,15 @@ NN_FORCE_INLINE float fprime_of(DerivKind d, float a, DerivConsts k) {
   return 1.0f;
 }
 
-// Inverted dropout of element i (the CPU backend's apply_dropout): dropped when the counter-based
+// The terms of sum_squares and sum_abs: one element, widened to double before it is squared.
+NN_FORCE_INLINE double square_term(double v) {
+  return v * v;
+}
+NN_FORCE_INLINE double abs_term(double v) {
+  return v < 0.0 ? -v : v;
+}
+
+// Inverted dropout of element i: dropped when the counter-based
 // uniform for (seed, stream, i) is below p, else scaled by 1 / keep with keep = 1 - p.
 NN_FORCE_INLINE float dropout_unit(float x, uint64_t i, float p, float keep, uint64_t seed,
                                    uint64_t stream) {
@@ -97,14 +138,21 @@ NN_FORCE_INLINE float dropout_unit(float x, uint64_t i, float p, float keep, uin
   return drop ? 0.0f : x / keep;
 }
 
-// Unsigned key whose descending order is the top-K order of the CPU backend for values: larger
-// first, -0 equal to +0 (ties then go to the lower column by a stable sort), every NaN after
-// every number (including -inf).
+// Unsigned key whose descending order is the top-K order of values: larger first, -0 equal to
+// +0 (ties then go to the lower column), every NaN after every number (including -inf). Branch
+// free: the CPU's top-K heap compares two of these per step.
 NN_FORCE_INLINE uint32_t top_k_key(float v) {
-  if (v != v) return 0u;
-  if (v == 0.0f) v = 0.0f;  // -0 -> +0
-  const uint32_t bits = static_cast<uint32_t>(fastmath::float_to_bits(v));
-  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+  // v + 0 turns -0 into +0 and leaves every other value as it is.
+  const uint32_t bits = static_cast<uint32_t>(fastmath::float_to_bits(v + 0.0f));
+  // Negative values: every bit flipped (a larger magnitude ranks lower); others: the sign bit set.
+  const uint32_t flip = static_cast<uint32_t>(static_cast<int32_t>(bits) >> 31) | 0x80000000u;
+  return v != v ? 0u : bits ^ flip;
+}
+
+// The 64-bit key of value v in column c: top_k_key, then the complement of the column, so the
+// descending order of keys is the top-K order with ties to the lower column, every entry distinct.
+NN_FORCE_INLINE unsigned long long top_k_entry_key(float v, uint32_t c) {
+  return (static_cast<unsigned long long>(top_k_key(v)) << 32) | (0xffffffffu - c);
 }
 
 }  // namespace nn::math

@@ -1,12 +1,13 @@
-// The per-unit steps of the row-wise loss kernels (the CPU backend's cpu/loss.cpp algorithm,
-// split so a GPU block can run each step over a row's units in parallel):
+// The per-unit steps of the row-wise loss kernels (cpu/loss.cpp's algorithm, split so that a GPU
+// block can run each step over a row's units in parallel; the CPU's loops call the same steps):
 //   sweep  every unit of a row with its dense target, or t = 0 for sparse targets;
 //   patch  every stored sparse target (merged by index) after the sweep: its t = 0 error is
 //          replaced by the real one and its delta overwritten;
 //   softmax forms: the closed form of SoftMax + CrossEntropy and the SoftMax Jacobian.
 // Sparse targets are read in an order sorted stably by index (so duplicates are adjacent and in
-// entry order, as the CPU backend merges them). __host__ __device__ under nvcc; a host test runs
-// these over the same index space and compares with CpuBackend::loss_and_delta.
+// entry order, as the CPU backend merges them). __host__ __device__ under nvcc; the backend tests
+// check both backends against a reference of their own, and a host test runs the CUDA kernels'
+// index space on the CPU.
 #pragma once
 
 #include <cstdint>
@@ -45,25 +46,27 @@ inline bool normalised_targets(Form f, bool softmax) {
   return softmax && (f == Form::CrossEntropy || f == Form::Smce);
 }
 
-// Sweep of unit (r, j): returns its error; writes its delta when d != nullptr.
+// Sweep of unit (r, j) with target t (0 for sparse targets, whose stored units are patched
+// afterwards): returns its error and sets d to its delta. With sparse targets DeltaBoost scales
+// the delta by boost_zero, and under SparseIgnoreZero the unit counts for nothing.
 template <Form F, DerivKind D>
 NN_FORCE_INLINE float loss_sweep_unit(const LossRowConsts& o, float a, float t, float w,
-                                      bool sparse, float* d) {
+                                      bool sparse, float& d) {
   if (sparse && o.ignore_zero) {
-    if (d) *d = 0.0f;
+    d = 0.0f;
     return 0.0f;
   }
   float e, dz;
   unit_delta<F, D>(o.c, a, t, w, e, dz);
-  if (d) *d = sparse ? dz * o.boost_zero : dz;
+  d = sparse ? dz * o.boost_zero : dz;
   return e;
 }
 
 // Patch of a stored target v at a unit with activation a: its error e and the t = 0 error e0
-// that the sweep counted (0 under ignore_zero); writes the delta when d != nullptr.
+// that the sweep counted (0 under ignore_zero), to be replaced by e; d is set to its delta.
 template <Form F, DerivKind D>
 NN_FORCE_INLINE void loss_patch_unit(const LossRowConsts& o, float a, float v, float w, float& e,
-                                     float& e0, float* d) {
+                                     float& e0, float& d) {
   float dz;
   unit_delta<F, D>(o.c, a, v, w, e, dz);
   e0 = 0.0f;
@@ -71,7 +74,7 @@ NN_FORCE_INLINE void loss_patch_unit(const LossRowConsts& o, float a, float v, f
     float dz0;
     unit_delta<F, D>(o.c, a, 0.0f, w, e0, dz0);
   }
-  if (d) *d = dz * o.boost_one;
+  d = dz * o.boost_one;
 }
 
 // Position i of a row's entries sorted stably by index (sorted_index / sorted_entry): true when
@@ -100,6 +103,10 @@ NN_FORCE_INLINE float normalised_target(float v, double sum) {
 // s = the row's target sum.
 NN_FORCE_INLINE float softmax_ce_error(float a, float t, float w) {
   return t != 0.0f ? -w * t * floor_log(a) : 0.0f;
+}
+// The error of a stored sparse target v (no t = 0 test: a stored target counts as it is).
+NN_FORCE_INLINE float softmax_ce_stored_error(float a, float v, float w) {
+  return -w * v * floor_log(a);
 }
 NN_FORCE_INLINE float softmax_ce_delta(float a, float t, float w, float s) {
   return w * (a * s - t);

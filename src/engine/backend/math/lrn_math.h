@@ -1,7 +1,9 @@
-// Per-element arithmetic of the CUDA LRN fallback kernels (cuda/lrn.cu), used for parameters
-// outside cuDNN's limits (n > 16, k < 1e-5, beta < 0.01), in CpuBackend's order of operations
-// (cpu/lrn.cpp): squares and window sums in float, channels in ascending order. Shared with
-// host tests. Layout [rows][channels][plane]; element i is (row, channel c, position).
+// Per-element arithmetic of cross-channel LRN, the one source for both backends: the CPU
+// backend's block loops (cpu/lrn.cpp) call lrn_window_scale / lrn_value / lrn_terms /
+// lrn_dx_update, and the CUDA fallback kernels (cuda/lrn.cu, for parameters outside cuDNN's
+// limits: n > 16, k < 1e-5, beta < 0.01) call them through lrn_scale / lrn_dx, which gather one
+// element's window: squares and window sums in float, channels in ascending order, as the CPU
+// adds them. Layout [rows][channels][plane]; element i is (row, channel c, position).
 //
 // With s_c = k + alpha/n * sum_{j in W(c)} x_j^2, W(c) = [c - (n-1)/2, c + n/2] and
 // y_c = x_c * s_c^-beta, the gradient is
@@ -27,6 +29,19 @@ inline LrnShape lrn_shape_of(const LrnParams& p) {
   return {p.channels, p.n, p.plane, p.k, p.alpha, p.beta};
 }
 
+// s = k + alpha / n * (the window's sum of squares).
+NN_FORCE_INLINE float lrn_window_scale(const LrnShape& s, float sum) {
+  return s.k + s.alpha / float(s.n) * sum;
+}
+
+// dx of an element added to `current`, from its x, dy and f = s^-beta and the sum of the terms
+// t over the channels whose windows hold it.
+NN_FORCE_INLINE float lrn_dx_update(const LrnShape& s, float current, float x, float dy, float f,
+                                    float t_sum) {
+  const float factor = 2.0f * s.alpha * s.beta / float(s.n);
+  return current + (dy * f - factor * x * t_sum);
+}
+
 // s of element i (x: the whole batch).
 NN_FORCE_INLINE float lrn_scale(const LrnShape& s, const float* x, uint64_t i) {
   const uint64_t pos = i % s.plane, t = i / s.plane;
@@ -40,7 +55,7 @@ NN_FORCE_INLINE float lrn_scale(const LrnShape& s, const float* x, uint64_t i) {
     const float sq = v * v;
     sum += sq;
   }
-  return s.k + s.alpha / float(s.n) * sum;
+  return lrn_window_scale(s, sum);
 }
 
 NN_FORCE_INLINE float lrn_value(const LrnShape& s, float x, float scale) {
@@ -64,8 +79,7 @@ NN_FORCE_INLINE float lrn_dx(const LrnShape& s, const float* x, const float* dy,
   const uint32_t c0 = m >= hi ? m - hi : 0, c1 = m + lo < s.channels - 1 ? m + lo : s.channels - 1;
   float sum = 0.0f;
   for (uint32_t c = c0; c <= c1; ++c) sum += t[base + uint64_t(c) * s.plane];
-  const float factor = 2.0f * s.alpha * s.beta / float(s.n);
-  return current + (dy[i] * f[i] - factor * x[i] * sum);
+  return lrn_dx_update(s, current, x[i], dy[i], f[i], sum);
 }
 
 }  // namespace nn::math

@@ -1,7 +1,8 @@
 // Per-row / per-column arithmetic of the norm constraints (DeltaNorm, WeightNorm) and of the KL
-// sparseness penalty, as the CPU backend computes it (cpu/norm.cpp): sums in double, the clamp of
-// the mean activation, the penalty's value and derivative. __host__ __device__ under nvcc: the
-// CUDA kernels (cuda/norm.cu) use them and host tests compare them with the CPU backend.
+// sparseness penalty: the clip factor, the clamp of the mean activation, the penalty's value and
+// derivative. The one source of these formulas: __host__ __device__ under nvcc, called by the
+// CPU backend's loops (cpu/norm.cpp) and the CUDA kernels (cuda/norm.cu) alike;
+// tests/unit/backend/norm_kernels_test.cpp checks both against a reference of its own.
 #pragma once
 
 #include <cmath>
@@ -10,10 +11,11 @@
 
 namespace nn::math {
 
+// Clamp of the mean activation, as in DSSTNE, so that the logarithms and quotients stay finite.
 constexpr double kRhoMin = 1e-6, kRhoMax = 1.0 - 1e-6;
 
 // The factor that brings a vector whose squared length is sq to length max_norm, or 1 when it
-// is not longer than that.
+// is not longer than that (or its length is NaN: the vector is left as it is).
 NN_FORCE_INLINE float clip_scale(double sq, float max_norm) {
   const double norm = sqrt(sq);
   return norm > double(max_norm) ? static_cast<float>(double(max_norm) / norm) : 1.0f;

@@ -1,7 +1,8 @@
-// One optimizer update of one parameter, for every rule of the CPU backend (cpu/optimizer.cpp
-// documents the rules). __host__ __device__ under nvcc: the CUDA optimizer kernel applies
-// optimizer_unit per element, and a host test runs it over the same index space and compares
-// with CpuBackend::optimizer_step.
+// One optimizer update of one parameter, for every rule (cpu/optimizer.cpp documents them), and
+// the constants it uses. The one source of this arithmetic: __host__ __device__ under nvcc, so
+// the CUDA optimizer kernel applies optimizer_unit per element and the CPU backend's vectorised
+// loop calls it per element too. tests/unit/backend/optimizer_test.cpp checks both backends
+// against a double-precision reference written in the test.
 #pragma once
 
 #include <cmath>
@@ -13,6 +14,14 @@ namespace nn::math {
 
 constexpr float kAdaFloor = 1e-9f;
 constexpr float kAdamEps = 1e-8f;
+
+// optimizer_state_count(K) as a compile-time constant of the rule (that function is host code).
+template <OptimizerKind K>
+constexpr int kOptimizerStates = K == OptimizerKind::SGD
+                                     ? 0
+                                     : (K == OptimizerKind::AdaDelta || K == OptimizerKind::Adam
+                                            ? 2
+                                            : 1);
 
 struct OptConsts {
   float alpha = 0.0f, lambda = 0.0f, lambda1 = 0.0f, mu = 0.0f, mu1 = 0.0f;

@@ -1,11 +1,13 @@
-// Per-element arithmetic of the CUDA Max / Average pooling kernels (cuda/pool.cu), shared with
-// host tests that compare it with CpuBackend. Own kernels rather than cuDNN's because the
+// Per-window arithmetic of Max / Average pooling, the one source for both backends: the CPU
+// backend's loops (cpu/pool.cpp) call pool_window / pool_value / pool_argmax / pool_mean for each
+// output, and the CUDA kernels (cuda/pool.cu) through pool_forward_at / pool_backward_at. CUDA
+// runs own kernels rather than cuDNN's because the
 // Backend contract fixes what cuDNN leaves open: Max routes each window's gradient to its FIRST
 // largest input in (z, y, x) order (cuDNN does not say which of tied inputs gets it), a window
 // entirely in the padding yields 0, and output extents are DSSTNE's, not cuDNN's.
 //
-// Forward: one thread per output computes its window exactly as the CPU's general loop does.
-// Backward: one thread per INPUT gathers, in output order, the gradients of the windows that
+// CUDA forward: one thread per output computes its window as the CPU's general loop does.
+// CUDA backward: one thread per INPUT gathers, in output order, the gradients of the windows that
 // route to it, so every dx element has one writer (no atomics, deterministic) and receives the
 // same terms in the same order as the CPU's scatter: the results match it bit for bit.
 #pragma once
@@ -60,6 +62,12 @@ NN_FORCE_INLINE PoolWindow pool_window_of(const PoolShape& s, uint32_t ox, uint3
   return w;
 }
 
+// The average of a window of `count` inputs summing to `sum`, and the share of a window's
+// gradient dy that each of its inputs gets.
+NN_FORCE_INLINE float pool_mean(float sum, uint32_t count) {
+  return sum / float(count);
+}
+
 // The pooled value of one window of plane xq (0 for an empty window).
 NN_FORCE_INLINE float pool_value(const PoolShape& s, const PoolWindow& w, const float* xq) {
   float acc = 0.0f;
@@ -72,7 +80,7 @@ NN_FORCE_INLINE float pool_value(const PoolShape& s, const PoolWindow& w, const 
         acc = s.is_max ? (count == 0 || v > acc ? v : acc) : acc + v;
       }
     }
-  return count == 0 ? 0.0f : s.is_max ? acc : acc / float(count);
+  return count == 0 ? 0.0f : s.is_max ? acc : pool_mean(acc, count);
 }
 
 // Output element o (within one plane, x fastest) of the plane starting at xq.
@@ -126,7 +134,7 @@ NN_FORCE_INLINE float pool_backward_at(const PoolShape& s, const float* xq, cons
         if (s.is_max) {
           if (pool_argmax(s, w, xq) == i) acc += dyq[o];
         } else {
-          acc += dyq[o] / float(w.count());
+          acc += pool_mean(dyq[o], w.count());
         }
       }
   return acc;

@@ -1,9 +1,9 @@
 // Per-element arithmetic of the filtered top-K (Backend::top_k_filtered): the score of one column
 // after the row's multipliers, whether the column is a candidate at all (not excluded, not NaN),
 // and its 64-bit sort key. __host__ __device__ under nvcc: the CUDA kernel (cuda/top_k.cu) runs
-// them per element with binary searches in the row's sorted filter lists; host tests run them
-// over the same index space and compare with the CPU backend, which walks the lists in column
-// order instead (cpu/top_k.cpp).
+// them per element with binary searches in the row's sorted filter lists; the CPU backend walks
+// the lists in column order instead (cpu/top_k.cpp) and uses scaled_score and top_k_entry_key
+// (elementwise_math.h) for the scaling and the order. Host tests run the kernel's index space.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +46,12 @@ NN_FORCE_INLINE RowFilterRange row_filter_range(const uint32_t* exclude_ptr,
   return f;
 }
 
+// A score times one of its multipliers (a column listed n times is multiplied n times, in list
+// order).
+NN_FORCE_INLINE float scaled_score(float x, float factor) {
+  return x * factor;
+}
+
 // Column c's score x after the row's filters: false when it is excluded or NaN (after scaling),
 // else true with *out the score multiplied by each of its factors in list order.
 NN_FORCE_INLINE bool filtered_score(float x, uint32_t c, const RowFilterRange& f,
@@ -58,7 +64,7 @@ NN_FORCE_INLINE bool filtered_score(float x, uint32_t c, const RowFilterRange& f
   if (f.sc_lo < f.sc_hi)
     for (uint32_t j = lower_bound_in(scale_index, f.sc_lo, f.sc_hi, c);
          j < f.sc_hi && scale_index[j] == c; ++j)
-      x *= scale_value[j];
+      x = scaled_score(x, scale_value[j]);
   if (x != x) return false;
   *out = x;
   return true;
@@ -69,8 +75,7 @@ NN_FORCE_INLINE bool filtered_score(float x, uint32_t c, const RowFilterRange& f
 // is no candidate gets 0, below every candidate's key (top_k_key is 0 only for NaN, and NaN
 // scores are no candidates), so such columns sort last and read back as padding.
 NN_FORCE_INLINE unsigned long long filtered_key(bool candidate, float score, uint32_t c) {
-  if (!candidate) return 0ull;
-  return (static_cast<unsigned long long>(top_k_key(score)) << 32) | (0xffffffffu - c);
+  return candidate ? top_k_entry_key(score, c) : 0ull;
 }
 
 // True when a sorted key is a candidate's (not padding).

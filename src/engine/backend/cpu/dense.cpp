@@ -1,0 +1,114 @@
+// CpuBackend dense kernels: gemm through OpenBLAS, bias broadcast and column sums (the CUDA twin
+// is cuda/dense.cu; the per-element rules of column sums and of a gemm without terms are
+// backend/math/dense_math.h for both).
+//
+// Debian's OpenBLAS is the pthread build, whose workers yield-spin for a while after being used
+// and so compete with whatever kernel runs next (on the 2-core development VM their sched_yield
+// calls took ~25% of the samples of a top-k benchmark, which ran 30% faster without them). So
+// OpenBLAS is set to one thread (CpuBackend's constructor), and gemm splits C into one block per
+// pool thread, each a single-threaded cblas_sgemm; OpenBLAS's workers then stay asleep. On that
+// VM the split gemm ran as fast as OpenBLAS's own threading on the MovieLens shapes.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/stream.h"
+#include "backend/cpu/thread_pool.h"
+#include "backend/math/dense_math.h"
+
+namespace nn {
+namespace {
+
+// Below this many elements handing work to other threads costs more than it saves.
+constexpr size_t kParallelMin = size_t(1) << 15;
+// Below this many flops a gemm runs on one thread.
+constexpr double kGemmParallelFlops = 4e6;
+
+}  // namespace
+
+void CpuBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                      int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    // No products: C = beta * C (BLAS implementations differ on k == 0).
+    for (int i = 0; i < m; ++i) {
+      float* row = c + size_t(i) * ldc;
+      for (int j = 0; j < n; ++j) row[j] = math::beta_scaled(beta, row[j]);
+    }
+    return;
+  }
+  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+  const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+  // C is split into `parts` blocks, each computed by single-threaded OpenBLAS on a pool
+  // thread. Splitting C's columns repeats the packing of A (m x k) in every part and
+  // splitting its rows repeats B's (k x n), so the split follows the longer side of C.
+  const bool by_columns = n >= m;
+  const int extent = by_columns ? n : m;
+  constexpr int kGrain = 16;  // a cache line of C per block edge
+  int parts = std::min(threads_, extent / kGrain);
+  if (2.0 * m * n * k < kGemmParallelFlops) parts = 1;
+  if (parts <= 1) {
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  const int chunk = ((extent + parts - 1) / parts + kGrain - 1) / kGrain * kGrain;
+  pool_->run(size_t(parts), [&](size_t p) {
+    const int lo = std::min(extent, int(p) * chunk), hi = std::min(extent, lo + chunk);
+    if (lo >= hi) return;
+    if (by_columns) {
+      const float* bp = trans_b ? b + size_t(lo) * ldb : b + lo;
+      cblas_sgemm(CblasRowMajor, ta, tb, m, hi - lo, k, alpha, a, lda, bp, ldb, beta, c + lo, ldc);
+    } else {
+      const float* ap = trans_a ? a + lo : a + size_t(lo) * lda;
+      cblas_sgemm(CblasRowMajor, ta, tb, hi - lo, n, k, alpha, ap, lda, b, ldb, beta,
+                  c + size_t(lo) * ldc, ldc);
+    }
+  });
+}
+
+void CpuBackend::broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
+                                bool accumulate) {
+  auto body = [=](size_t lo, size_t hi) {
+    for (size_t r = lo; r < hi; ++r) {
+      float* row = z + r * cols;
+      if (accumulate) {
+#pragma omp simd
+        for (uint32_t c = 0; c < cols; ++c) row[c] += bias[c];
+      } else {
+        std::memcpy(row, bias, size_t(cols) * sizeof(float));
+      }
+    }
+  };
+  if (size_t(rows) * cols >= kParallelMin)
+    cpu::parallel_ranges(*pool_, rows, std::max<size_t>(1, cpu::kMinTaskFloats / cols), body);
+  else
+    body(0, rows);
+}
+
+void CpuBackend::column_sums(const float* x, uint32_t rows, uint32_t cols, float alpha, float beta,
+                             float* out) {
+  // Each column block is summed over the rows in order, in double: the result does not depend
+  // on how blocks are spread over threads.
+  constexpr uint32_t kBlock = 512;
+  const uint32_t blocks = (cols + kBlock - 1) / kBlock;
+  auto body = [=](size_t b) {
+    const uint32_t lo = uint32_t(b) * kBlock, hi = std::min(cols, lo + kBlock), w = hi - lo;
+    double acc[kBlock];
+    for (uint32_t j = 0; j < w; ++j) acc[j] = 0.0;
+    for (uint32_t r = 0; r < rows; ++r) {
+      const float* row = x + size_t(r) * cols + lo;
+#pragma omp simd
+      for (uint32_t j = 0; j < w; ++j) acc[j] += row[j];
+    }
+    for (uint32_t j = 0; j < w; ++j)
+      out[lo + j] = math::column_sum_value(alpha, acc[j], beta, out[lo + j]);
+  };
+  if (size_t(rows) * cols >= kParallelMin)
+    pool_->run(blocks, body);
+  else
+    for (uint32_t b = 0; b < blocks; ++b) body(b);
+}
+
+}  // namespace nn
