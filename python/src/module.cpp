@@ -16,279 +16,280 @@
 namespace py = pybind11;
 using namespace nn::api;
 
-namespace nnpy __attribute__((visibility("hidden"))) {
-  namespace {
+// Hidden visibility: the module exports only its init function (pybind11 recommends it).
+#pragma GCC visibility push(hidden)
+namespace nnpy {
+namespace {
 
-  // A Model with a pool of idle Evaluators, so that Model.predict can be called from several
-  // Python threads at once: each call takes an Evaluator (the lock guards only the pool, never the
-  // forward pass) and puts it back when done.
-  struct PyModel {
-    std::shared_ptr<Model> model;
-    std::mutex pool_mutex;
-    std::vector<std::unique_ptr<Evaluator>> idle;
+// A Model with a pool of idle Evaluators, so that Model.predict can be called from several
+// Python threads at once: each call takes an Evaluator (the lock guards only the pool, never the
+// forward pass) and puts it back when done.
+struct PyModel {
+  std::shared_ptr<Model> model;
+  std::mutex pool_mutex;
+  std::vector<std::unique_ptr<Evaluator>> idle;
 
-    explicit PyModel(std::shared_ptr<Model> m) : model(std::move(m)) {}
-    std::unique_ptr<Evaluator> take() {
-      {
-        std::lock_guard<std::mutex> lock(pool_mutex);
-        if (!idle.empty()) {
-          auto e = std::move(idle.back());
-          idle.pop_back();
-          return e;
-        }
-      }
-      return std::make_unique<Evaluator>(model);
-    }
-    void give(std::unique_ptr<Evaluator> e) {
+  explicit PyModel(std::shared_ptr<Model> m) : model(std::move(m)) {}
+  std::unique_ptr<Evaluator> take() {
+    {
       std::lock_guard<std::mutex> lock(pool_mutex);
-      idle.push_back(std::move(e));
-    }
-    // Weights changed or the model was trained: evaluators see the same memory, nothing to do.
-  };
-
-  // A file name given as str or os.PathLike.
-  std::string path_arg(const py::object& p, const std::string& arg) {
-    if (!py::isinstance<py::str>(p) && !py::hasattr(p, "__fspath__"))
-      throw py::type_error(arg + ": expected a path (str or os.PathLike); got " +
-                           py::str(py::type::of(p)).cast<std::string>());
-    py::object s = py::module_::import("os").attr("fspath")(p);
-    if (!py::isinstance<py::str>(s)) throw py::type_error(arg + ": expected a str path");
-    return s.cast<std::string>();
-  }
-
-  std::string layer_or_default(const py::object& layer) {
-    if (layer.is_none()) return "";
-    if (!py::isinstance<py::str>(layer))
-      throw py::type_error("layer: expected a layer name (str) or None");
-    return layer.cast<std::string>();
-  }
-
-  // `x`: one batch (the network's only input layer), or a dict {input layer name: batch} for
-  // networks with several input layers. The Evaluator checks names and row counts.
-  struct Batches {
-    std::vector<std::string> names;  // "" for a single batch
-    std::vector<Batch> batches;
-    uint64_t rows() const { return batches.front().rows; }
-    NamedInputs named() const {
-      NamedInputs v;
-      for (size_t i = 0; i < batches.size(); ++i) v.emplace_back(names[i], batches[i].input());
-      return v;
-    }
-  };
-  Batches to_batches(const py::handle& x) {
-    Batches b;
-    if (py::isinstance<py::dict>(x)) {
-      for (auto item : py::reinterpret_borrow<py::dict>(x)) {
-        if (!py::isinstance<py::str>(item.first))
-          throw py::type_error("x: dict keys must be input layer names (str)");
-        const std::string name = item.first.cast<std::string>();
-        b.names.push_back(name);
-        b.batches.push_back(to_batch(item.second, "x['" + name + "']"));
+      if (!idle.empty()) {
+        auto e = std::move(idle.back());
+        idle.pop_back();
+        return e;
       }
-      if (b.batches.empty()) throw py::value_error("x: an empty dict; give a batch per input layer");
+    }
+    return std::make_unique<Evaluator>(model);
+  }
+  void give(std::unique_ptr<Evaluator> e) {
+    std::lock_guard<std::mutex> lock(pool_mutex);
+    idle.push_back(std::move(e));
+  }
+  // Weights changed or the model was trained: evaluators see the same memory, nothing to do.
+};
+
+// A file name given as str or os.PathLike.
+std::string path_arg(const py::object& p, const std::string& arg) {
+  if (!py::isinstance<py::str>(p) && !py::hasattr(p, "__fspath__"))
+    throw py::type_error(arg + ": expected a path (str or os.PathLike); got " +
+                         py::str(py::type::of(p)).cast<std::string>());
+  py::object s = py::module_::import("os").attr("fspath")(p);
+  if (!py::isinstance<py::str>(s)) throw py::type_error(arg + ": expected a str path");
+  return s.cast<std::string>();
+}
+
+std::string layer_or_default(const py::object& layer) {
+  if (layer.is_none()) return "";
+  if (!py::isinstance<py::str>(layer))
+    throw py::type_error("layer: expected a layer name (str) or None");
+  return layer.cast<std::string>();
+}
+
+// `x`: one batch (the network's only input layer), or a dict {input layer name: batch} for
+// networks with several input layers. The Evaluator checks names and row counts.
+struct Batches {
+  std::vector<std::string> names;  // "" for a single batch
+  std::vector<Batch> batches;
+  uint64_t rows() const { return batches.front().rows; }
+  NamedInputs named() const {
+    NamedInputs v;
+    for (size_t i = 0; i < batches.size(); ++i) v.emplace_back(names[i], batches[i].input());
+    return v;
+  }
+};
+Batches to_batches(const py::handle& x) {
+  Batches b;
+  if (py::isinstance<py::dict>(x)) {
+    for (auto item : py::reinterpret_borrow<py::dict>(x)) {
+      if (!py::isinstance<py::str>(item.first))
+        throw py::type_error("x: dict keys must be input layer names (str)");
+      const std::string name = item.first.cast<std::string>();
+      b.names.push_back(name);
+      b.batches.push_back(to_batch(item.second, "x['" + name + "']"));
+    }
+    if (b.batches.empty()) throw py::value_error("x: an empty dict; give a batch per input layer");
+  } else {
+    b.names.push_back("");
+    b.batches.push_back(to_batch(x, "x"));
+  }
+  return b;
+}
+
+// Full outputs [rows][units] of `layer`.
+py::array_t<float> outputs(Evaluator& ev, const py::handle& x, const py::object& layer) {
+  const std::string name = layer_or_default(layer);
+  const Batches b = to_batches(x);
+  const uint64_t units = ev.units(name);
+  py::array_t<float> out({py::ssize_t(b.rows()), py::ssize_t(units)});
+  float* dst = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    ev.outputs(b.named(), name, dst);
+  }
+  return out;
+}
+
+// (indices uint32 [rows][k], scores float32 [rows][k]), or full outputs when k is None.
+py::object predict(Evaluator& ev, const py::handle& x, const py::object& k_obj,
+                   const py::object& exclude, const py::object& layer) {
+  if (k_obj.is_none()) {
+    if (!exclude.is_none())
+      throw py::value_error("exclude: only applies to top-K predictions (give k)");
+    return outputs(ev, x, layer);
+  }
+  if (!py::isinstance<py::int_>(k_obj) || py::isinstance<py::bool_>(k_obj))
+    throw py::type_error("k: expected an int or None");
+  const long long k = k_obj.cast<long long>();
+  const std::string name = layer_or_default(layer);
+  const uint64_t units = ev.units(name);
+  if (k < 1 || uint64_t(k) > units)
+    throw py::value_error("k: must be between 1 and " + std::to_string(units) +
+                          " (the units of the scored layer); got " + std::to_string(k));
+  const Batches b = to_batches(x);
+  ExcludeRows ex;
+  const bool has_ex = !exclude.is_none();
+  if (has_ex) ex = to_exclude(exclude, b.rows(), units);
+  py::array_t<uint32_t> index({py::ssize_t(b.rows()), py::ssize_t(k)});
+  py::array_t<float> score({py::ssize_t(b.rows()), py::ssize_t(k)});
+  uint32_t* pi = index.mutable_data();
+  float* ps = score.mutable_data();
+  {
+    py::gil_scoped_release release;
+    const Exclusion view = ex.view(b.rows());
+    ev.top_k(b.named(), uint32_t(k), name, has_ex ? &view : nullptr, pi, ps);
+  }
+  return py::make_tuple(index, score);
+}
+
+ModelOptions model_options(const std::string& backend, int threads) {
+  if (threads < 0) throw py::value_error("threads: must be 0 (all CPUs) or positive");
+  if (backend != "cpu" && backend != "cuda" && backend != "auto")
+    throw py::value_error("backend: expected 'cpu', 'cuda' or 'auto'; got '" + backend + "'");
+  return {backend, threads};
+}
+
+// Dataset shapes for Model.from_json: {name: int | tuple | dict(shape=..., sparse=...) |
+// ndarray | scipy.sparse matrix}.
+DataShape data_shape(const std::string& name, const py::handle& v) {
+  DataShape s;
+  auto set_dims = [&](const py::handle& dims) {
+    std::vector<uint32_t> d;
+    if (py::isinstance<py::int_>(dims)) {
+      d.push_back(dims.cast<uint32_t>());
     } else {
-      b.names.push_back("");
-      b.batches.push_back(to_batch(x, "x"));
+      for (auto x : py::reinterpret_borrow<py::sequence>(dims)) d.push_back(x.cast<uint32_t>());
     }
-    return b;
+    if (d.empty() || d.size() > 3)
+      throw py::value_error("datasets['" + name + "']: a shape has 1 to 3 dimensions");
+    for (uint32_t x : d)
+      if (x == 0) throw py::value_error("datasets['" + name + "']: sizes must be positive");
+    s.width = d[0];
+    if (d.size() > 1) s.height = d[1];
+    if (d.size() > 2) s.length = d[2];
+  };
+  if (is_scipy_sparse(v)) {
+    s.width = py::tuple(v.attr("shape"))[1].cast<uint32_t>();
+    s.sparse = true;
+  } else if (py::isinstance<py::array>(v)) {
+    py::array a = py::reinterpret_borrow<py::array>(v);
+    if (a.ndim() != 2) throw py::value_error("datasets['" + name + "']: expected a 2-D array");
+    s.width = uint32_t(a.shape(1));
+  } else if (py::isinstance<py::dict>(v)) {
+    py::dict d = py::reinterpret_borrow<py::dict>(v);
+    for (auto item : d) {
+      const std::string key = py::str(item.first);
+      if (key != "shape" && key != "sparse")
+        throw py::value_error("datasets['" + name + "']: unknown key '" + key +
+                              "'; expected 'shape' and 'sparse'");
+    }
+    if (!d.contains("shape")) throw py::value_error("datasets['" + name + "']: needs 'shape'");
+    set_dims(d["shape"]);
+    if (d.contains("sparse")) s.sparse = d["sparse"].cast<bool>();
+  } else if (py::isinstance<py::int_>(v) || py::isinstance<py::tuple>(v) ||
+             py::isinstance<py::list>(v)) {
+    set_dims(v);
+  } else {
+    throw py::type_error("datasets['" + name +
+                         "']: expected a size, a shape tuple, dict(shape=..., sparse=...), an "
+                         "array or a scipy.sparse matrix");
   }
+  return s;
+}
 
-  // Full outputs [rows][units] of `layer`.
-  py::array_t<float> outputs(Evaluator& ev, const py::handle& x, const py::object& layer) {
-    const std::string name = layer_or_default(layer);
-    const Batches b = to_batches(x);
-    const uint64_t units = ev.units(name);
-    py::array_t<float> out({py::ssize_t(b.rows()), py::ssize_t(units)});
-    float* dst = out.mutable_data();
-    {
-      py::gil_scoped_release release;
-      ev.outputs(b.named(), name, dst);
-    }
-    return out;
-  }
-
-  // (indices uint32 [rows][k], scores float32 [rows][k]), or full outputs when k is None.
-  py::object predict(Evaluator& ev, const py::handle& x, const py::object& k_obj,
-                     const py::object& exclude, const py::object& layer) {
-    if (k_obj.is_none()) {
-      if (!exclude.is_none())
-        throw py::value_error("exclude: only applies to top-K predictions (give k)");
-      return outputs(ev, x, layer);
-    }
-    if (!py::isinstance<py::int_>(k_obj) || py::isinstance<py::bool_>(k_obj))
-      throw py::type_error("k: expected an int or None");
-    const long long k = k_obj.cast<long long>();
-    const std::string name = layer_or_default(layer);
-    const uint64_t units = ev.units(name);
-    if (k < 1 || uint64_t(k) > units)
-      throw py::value_error("k: must be between 1 and " + std::to_string(units) +
-                            " (the units of the scored layer); got " + std::to_string(k));
-    const Batches b = to_batches(x);
-    ExcludeRows ex;
-    const bool has_ex = !exclude.is_none();
-    if (has_ex) ex = to_exclude(exclude, b.rows(), units);
-    py::array_t<uint32_t> index({py::ssize_t(b.rows()), py::ssize_t(k)});
-    py::array_t<float> score({py::ssize_t(b.rows()), py::ssize_t(k)});
-    uint32_t* pi = index.mutable_data();
-    float* ps = score.mutable_data();
-    {
-      py::gil_scoped_release release;
-      const Exclusion view = ex.view(b.rows());
-      ev.top_k(b.named(), uint32_t(k), name, has_ex ? &view : nullptr, pi, ps);
-    }
-    return py::make_tuple(index, score);
-  }
-
-  ModelOptions model_options(const std::string& backend, int threads) {
-    if (threads < 0) throw py::value_error("threads: must be 0 (all CPUs) or positive");
-    if (backend != "cpu" && backend != "cuda" && backend != "auto")
-      throw py::value_error("backend: expected 'cpu', 'cuda' or 'auto'; got '" + backend + "'");
-    return {backend, threads};
-  }
-
-  // Dataset shapes for Model.from_json: {name: int | tuple | dict(shape=..., sparse=...) |
-  // ndarray | scipy.sparse matrix}.
-  DataShape data_shape(const std::string& name, const py::handle& v) {
-    DataShape s;
-    auto set_dims = [&](const py::handle& dims) {
-      std::vector<uint32_t> d;
-      if (py::isinstance<py::int_>(dims)) {
-        d.push_back(dims.cast<uint32_t>());
-      } else {
-        for (auto x : py::reinterpret_borrow<py::sequence>(dims)) d.push_back(x.cast<uint32_t>());
-      }
-      if (d.empty() || d.size() > 3)
-        throw py::value_error("datasets['" + name + "']: a shape has 1 to 3 dimensions");
-      for (uint32_t x : d)
-        if (x == 0) throw py::value_error("datasets['" + name + "']: sizes must be positive");
-      s.width = d[0];
-      if (d.size() > 1) s.height = d[1];
-      if (d.size() > 2) s.length = d[2];
-    };
-    if (is_scipy_sparse(v)) {
-      s.width = py::tuple(v.attr("shape"))[1].cast<uint32_t>();
-      s.sparse = true;
-    } else if (py::isinstance<py::array>(v)) {
-      py::array a = py::reinterpret_borrow<py::array>(v);
-      if (a.ndim() != 2) throw py::value_error("datasets['" + name + "']: expected a 2-D array");
-      s.width = uint32_t(a.shape(1));
-    } else if (py::isinstance<py::dict>(v)) {
-      py::dict d = py::reinterpret_borrow<py::dict>(v);
-      for (auto item : d) {
-        const std::string key = py::str(item.first);
-        if (key != "shape" && key != "sparse")
-          throw py::value_error("datasets['" + name + "']: unknown key '" + key +
-                                "'; expected 'shape' and 'sparse'");
-      }
-      if (!d.contains("shape")) throw py::value_error("datasets['" + name + "']: needs 'shape'");
-      set_dims(d["shape"]);
-      if (d.contains("sparse")) s.sparse = d["sparse"].cast<bool>();
-    } else if (py::isinstance<py::int_>(v) || py::isinstance<py::tuple>(v) ||
-               py::isinstance<py::list>(v)) {
-      set_dims(v);
-    } else {
-      throw py::type_error("datasets['" + name +
-                           "']: expected a size, a shape tuple, dict(shape=..., sparse=...), an "
-                           "array or a scipy.sparse matrix");
-    }
-    return s;
-  }
-
-  // A NumPy array or scipy.sparse CSR matrix as a training Dataset (copied into the engine).
-  Dataset to_dataset(const std::string& name, const py::handle& v) {
-    if (is_scipy_sparse(v)) {
-      Batch b = to_batch(v, "data['" + name + "']");
-      // Every stored value 1: an indicator dataset, as nn-generate writes for ratings.
-      const float* d = b.data.data();
-      bool ones = true;
-      for (py::ssize_t i = 0; i < b.data.size() && ones; ++i) ones = d[i] == 1.0f;
-      return Dataset::csr(name, b.row_ptr.data(), b.index.data(), ones ? nullptr : d, b.rows,
-                          b.cols);
-    }
+// A NumPy array or scipy.sparse CSR matrix as a training Dataset (copied into the engine).
+Dataset to_dataset(const std::string& name, const py::handle& v) {
+  if (is_scipy_sparse(v)) {
     Batch b = to_batch(v, "data['" + name + "']");
-    if (b.dense.ndim() != 2) throw py::value_error("data['" + name + "']: expected a 2-D array");
-    return Dataset::dense(name, b.dense.data(), b.rows, b.cols);
+    // Every stored value 1: an indicator dataset, as nn-generate writes for ratings.
+    const float* d = b.data.data();
+    bool ones = true;
+    for (py::ssize_t i = 0; i < b.data.size() && ones; ++i) ones = d[i] == 1.0f;
+    return Dataset::csr(name, b.row_ptr.data(), b.index.data(), ones ? nullptr : d, b.rows, b.cols);
   }
+  Batch b = to_batch(v, "data['" + name + "']");
+  if (b.dense.ndim() != 2) throw py::value_error("data['" + name + "']: expected a 2-D array");
+  return Dataset::dense(name, b.dense.data(), b.rows, b.cols);
+}
 
-  py::object dataset_to_python(const Dataset& d) {
-    if (!d.sparse()) {
-      std::vector<float> v = d.dense_values();
-      py::array_t<float> a({py::ssize_t(d.examples()), py::ssize_t(d.features())});
-      std::copy(v.begin(), v.end(), a.mutable_data());
-      return a;
-    }
-    std::vector<uint64_t> row_ptr;
-    std::vector<uint32_t> index;
-    std::vector<float> values;
-    d.csr_arrays(row_ptr, index, values);
-    if (values.empty()) values.assign(index.size(), 1.0f);
-    py::module_ sp = py::module_::import("scipy.sparse");
-    return sp.attr("csr_matrix")(
-        py::make_tuple(py::array(py::cast(values)).attr("astype")("float32"),
-                       py::array(py::cast(index)).attr("astype")("int64"),
-                       py::array(py::cast(row_ptr)).attr("astype")("int64")),
-        py::arg("shape") = py::make_tuple(d.examples(), d.features()));
+py::object dataset_to_python(const Dataset& d) {
+  if (!d.sparse()) {
+    std::vector<float> v = d.dense_values();
+    py::array_t<float> a({py::ssize_t(d.examples()), py::ssize_t(d.features())});
+    std::copy(v.begin(), v.end(), a.mutable_data());
+    return a;
   }
+  std::vector<uint64_t> row_ptr;
+  std::vector<uint32_t> index;
+  std::vector<float> values;
+  d.csr_arrays(row_ptr, index, values);
+  if (values.empty()) values.assign(index.size(), 1.0f);
+  py::module_ sp = py::module_::import("scipy.sparse");
+  return sp.attr("csr_matrix")(py::make_tuple(py::array(py::cast(values)).attr("astype")("float32"),
+                                              py::array(py::cast(index)).attr("astype")("int64"),
+                                              py::array(py::cast(row_ptr)).attr("astype")("int64")),
+                               py::arg("shape") = py::make_tuple(d.examples(), d.features()));
+}
 
-  py::dict stats_dict(const EpochStats& s) {
-    py::dict d;
-    d["epoch"] = s.epoch;
-    d["loss"] = s.loss;
-    d["data_loss"] = s.data_loss;
-    d["reg_loss"] = s.reg_loss;
-    d["seconds"] = s.seconds;
-    d["examples_per_second"] = s.examples_per_second;
-    d["alpha"] = s.alpha;
-    return d;
+py::dict stats_dict(const EpochStats& s) {
+  py::dict d;
+  d["epoch"] = s.epoch;
+  d["loss"] = s.loss;
+  d["data_loss"] = s.data_loss;
+  d["reg_loss"] = s.reg_loss;
+  d["seconds"] = s.seconds;
+  d["examples_per_second"] = s.examples_per_second;
+  d["alpha"] = s.alpha;
+  return d;
+}
+
+// A Python callback (dict -> anything; False stops) as the library's, called with the GIL held.
+// An exception inside it stops training and is re-raised once the engine has returned.
+struct CallbackBridge {
+  py::object fn;
+  std::exception_ptr error;
+  EpochCallback make() {
+    if (fn.is_none()) return nullptr;
+    return [this](const EpochStats& s) {
+      py::gil_scoped_acquire acquire;
+      try {
+        py::object r = fn(stats_dict(s));
+        return r.is_none() || r.cast<bool>();
+      } catch (...) {
+        error = std::current_exception();
+        return false;
+      }
+    };
   }
-
-  // A Python callback (dict -> anything; False stops) as the library's, called with the GIL held.
-  // An exception inside it stops training and is re-raised once the engine has returned.
-  struct CallbackBridge {
-    py::object fn;
-    std::exception_ptr error;
-    EpochCallback make() {
-      if (fn.is_none()) return nullptr;
-      return [this](const EpochStats& s) {
-        py::gil_scoped_acquire acquire;
-        try {
-          py::object r = fn(stats_dict(s));
-          return r.is_none() || r.cast<bool>();
-        } catch (...) {
-          error = std::current_exception();
-          return false;
-        }
-      };
-    }
-    std::function<void(const std::string&)> log_fn(const py::object& log) {
-      if (log.is_none()) return nullptr;
-      return [log](const std::string& line) {
-        py::gil_scoped_acquire acquire;
-        log(line);
-      };
-    }
-  };
-
-  py::list run_training(const std::function<std::vector<EpochStats>(const EpochCallback&)>& run,
-                        const py::object& callback) {
-    CallbackBridge bridge{callback, nullptr};
-    std::vector<EpochStats> stats;
-    {
-      py::gil_scoped_release release;
-      stats = run(bridge.make());
-    }
-    if (bridge.error) std::rethrow_exception(bridge.error);
-    py::list out;
-    for (const auto& s : stats) out.append(stats_dict(s));
-    return out;
+  std::function<void(const std::string&)> log_fn(const py::object& log) {
+    if (log.is_none()) return nullptr;
+    return [log](const std::string& line) {
+      py::gil_scoped_acquire acquire;
+      log(line);
+    };
   }
+};
 
-  // MPI: initialised here only when an MPI launcher started Python and nobody (mpi4py) has yet;
-  // finalised at exit only if initialised here (nn/process.h).
-  std::unique_ptr<nn::api::ProcessSession> mpi_session;
+py::list run_training(const std::function<std::vector<EpochStats>(const EpochCallback&)>& run,
+                      const py::object& callback) {
+  CallbackBridge bridge{callback, nullptr};
+  std::vector<EpochStats> stats;
+  {
+    py::gil_scoped_release release;
+    stats = run(bridge.make());
+  }
+  if (bridge.error) std::rethrow_exception(bridge.error);
+  py::list out;
+  for (const auto& s : stats) out.append(stats_dict(s));
+  return out;
+}
 
-  }  // namespace
-}  // namespace )
+// MPI: initialised here only when an MPI launcher started Python and nobody (mpi4py) has yet;
+// finalised at exit only if initialised here (nn/process.h).
+std::unique_ptr<nn::api::ProcessSession> mpi_session;
+
+}  // namespace
+}  // namespace nnpy
+#pragma GCC visibility pop
 
 using namespace nnpy;
 
@@ -320,7 +321,8 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "mpi_rank", [] { return nn::api::world_rank(); }, "This process's MPI rank (0 without MPI).");
   m.def(
-      "mpi_size", [] { return nn::api::world_size(); }, "Processes in the MPI job (1 without MPI).");
+      "mpi_size", [] { return nn::api::world_size(); },
+      "Processes in the MPI job (1 without MPI).");
 
   py::class_<LayerInfo>(m, "LayerInfo")
       .def_readonly("name", &LayerInfo::name)

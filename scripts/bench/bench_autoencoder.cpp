@@ -18,14 +18,14 @@
 #include "model/batch_loader.h"
 #include "model/binding.h"
 #include "model/network.h"
-#include "train/step.h"
 #include "train/optimizer.h"
+#include "train/step.h"
 
 using namespace nn;
 using Clock = std::chrono::steady_clock;
 
-static ExampleSet synthetic(const std::string& name, uint32_t items, uint32_t examples, uint32_t nnz,
-                         uint64_t seed) {
+static ExampleSet synthetic(const std::string& name, uint32_t items, uint32_t examples,
+                            uint32_t nnz, uint64_t seed) {
   // Zipf(1.0)-like popularity via inverse CDF over item ranks.
   std::vector<double> cdf(items);
   double acc = 0;
@@ -44,7 +44,8 @@ static ExampleSet synthetic(const std::string& name, uint32_t items, uint32_t ex
     row.clear();
     const uint32_t want = std::max<uint32_t>(1, uint32_t(nnz * (0.5 + rng.uniform())));
     while (row.size() < want) {
-      uint32_t item = uint32_t(std::lower_bound(cdf.begin(), cdf.end(), rng.uniform()) - cdf.begin());
+      uint32_t item =
+          uint32_t(std::lower_bound(cdf.begin(), cdf.end(), rng.uniform()) - cdf.begin());
       item = std::min(item, items - 1);
       if (std::find(row.begin(), row.end(), item) == row.end()) row.push_back(item);
     }
@@ -95,12 +96,15 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     uint32_t units = uint32_t(std::stoul(hidden)), count = 1;
-    if (auto x = hidden.find('x'); x != std::string::npos) count = uint32_t(std::stoul(hidden.substr(x + 1)));
-    std::string layers = R"({"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},)";
+    if (auto x = hidden.find('x'); x != std::string::npos)
+      count = uint32_t(std::stoul(hidden.substr(x + 1)));
+    std::string layers =
+        R"({"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},)";
     for (uint32_t i = 0; i < count; ++i)
       layers += R"({"Name": "H)" + std::to_string(i) + R"(", "Kind": "Hidden", "N": )" +
                 std::to_string(units) + R"(, "Activation": ")" + activation + R"("},)";
-    layers += R"({"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid"})";
+    layers +=
+        R"({"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid"})";
     NetworkSpec spec = parse_network_json(
         R"({"ErrorFunction": "CrossEntropy", "Layers": [)" + layers + "]}", "bench.json");
     const uint32_t examples = batch * (batches + warmup);
@@ -163,7 +167,8 @@ int main(int argc, char** argv) {
     std::printf(
         "{\"engine\": \"nn\", \"backend\": \"%s\", \"hidden\": \"%s\", \"optimizer\": \"%s\", "
         "\"batch\": %u, \"items\": %u, \"nnz_per_example\": %.1f, \"ms_per_batch\": %.2f, "
-        "\"ms_min\": %.2f, \"gflop_per_batch\": %.3f, \"gflops\": %.1f, \"sgemm_peak_gflops\": %.1f}\n",
+        "\"ms_min\": %.2f, \"gflop_per_batch\": %.3f, \"gflops\": %.1f, \"sgemm_peak_gflops\": "
+        "%.1f}\n",
         be->name().c_str(), hidden.c_str(), to_string(os.kind), batch, items, mean_nnz / batch,
         median, ms.front(), flops / 1e9, flops / 1e9 / (median / 1e3), peak);
   } catch (const std::exception& e) {

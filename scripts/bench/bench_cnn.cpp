@@ -28,7 +28,7 @@ namespace {
 
 // The datasets nn-encode makes from the IDX files: 8-bit images and sparse one-hot labels.
 std::vector<ExampleSet> fashion_mnist(const std::string& dir, const std::string& part,
-                                   uint64_t limit) {
+                                      uint64_t limit) {
   IdxOptions options;
   options.limit = limit;
   const ImageCorpus corpus = read_idx(dir + "/" + part + "-images-idx3-ubyte.gz",

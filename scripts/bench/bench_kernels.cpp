@@ -1,6 +1,7 @@
 // Micro-benchmark of the CPU backend's kernels on MovieLens-20M-shaped data (batch 256, 27,278
 // outputs, hidden 128/1024, ~144 non-zeros per row). Built by CMake
-// (<build>/bench/nn-bench-kernels); scripts/bench_kernels.sh runs it. Prints ms per call (median of N).
+// (<build>/bench/nn-bench-kernels); scripts/bench_kernels.sh runs it. Prints ms per call (median of
+// N).
 //
 // Measured on the 2-core development VM while other builds kept its load average
 // near 4, so only about one core was really available (2 threads ran no faster than 1);

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "data/batch.h"
-#include "io/netcdf_dataset.h"
 #include "fuzz_support.h"
+#include "io/netcdf_dataset.h"
 #include "netcdf_leak_excuse.h"
 
 namespace {

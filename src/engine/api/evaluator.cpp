@@ -67,8 +67,8 @@ void check_input(const Input& in, uint64_t units, const std::string& layer, cons
     if (c.rows && (!c.row_ptr || (!c.index && c.row_ptr[c.rows] > 0)))
       throw ConfigError(x + ": CSR input without row offsets or column indices");
     if (c.rows && c.row_ptr[0] != 0)
-      throw ConfigError(x + ": CSR row offsets must start at 0 (got " + std::to_string(c.row_ptr[0]) +
-                        ")");
+      throw ConfigError(x + ": CSR row offsets must start at 0 (got " +
+                        std::to_string(c.row_ptr[0]) + ")");
     for (uint64_t r = 0; r < c.rows; ++r) {
       if (c.row_ptr[r + 1] < c.row_ptr[r])
         throw ConfigError(x + ": CSR row offsets decrease at row " + std::to_string(r));
@@ -92,16 +92,15 @@ std::vector<const Input*> Evaluator::Impl::resolve(const NamedInputs& inputs) co
     size_t i = 0;
     if (name.empty()) {
       if (slots.size() != 1)
-        throw ConfigError("x: the network has " + std::to_string(slots.size()) +
-                          " input layers (" + layer_names() + "); give one batch per layer, by name");
+        throw ConfigError("x: the network has " + std::to_string(slots.size()) + " input layers (" +
+                          layer_names() + "); give one batch per layer, by name");
     } else {
       while (i < slots.size() && slots[i].layer->name() != name) ++i;
       if (i == slots.size())
         throw ConfigError("x['" + name + "']: no input layer of that name; input layers are " +
                           layer_names());
     }
-    if (by_slot[i])
-      throw ConfigError("x['" + slots[i].layer->name() + "']: given more than once");
+    if (by_slot[i]) throw ConfigError("x['" + slots[i].layer->name() + "']: given more than once");
     by_slot[i] = &in;
     arg[i] = name.empty() ? "x" : "x['" + name + "']";
   }
@@ -117,8 +116,7 @@ std::vector<const Input*> Evaluator::Impl::resolve(const NamedInputs& inputs) co
   return by_slot;
 }
 
-void Evaluator::Impl::forward(const std::vector<const Input*>& in, uint64_t first,
-                              uint32_t rows) {
+void Evaluator::Impl::forward(const std::vector<const Input*>& in, uint64_t first, uint32_t rows) {
   if (rows > net->max_batch()) net->set_max_batch(rows);
   for (size_t i = 0; i < slots.size(); ++i) load(slots[i], *in[i], first, rows);
   LayerContext ctx{net->backend(), rows, false, 0, 0};

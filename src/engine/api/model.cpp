@@ -44,8 +44,8 @@ std::shared_ptr<Model> Model::Impl::create(std::unique_ptr<Backend> backend, Net
   impl->backend = std::move(backend);
   impl->sparse_inputs = std::move(sparse_inputs);
   impl->name = spec.name;
-  impl->net = std::make_unique<Network>(*impl->backend, std::move(spec), impl->sparse_inputs,
-                                       parallel);
+  impl->net =
+      std::make_unique<Network>(*impl->backend, std::move(spec), impl->sparse_inputs, parallel);
   Network& net = *impl->net;
   if (arrays)
     net.load_arrays(*arrays);
@@ -88,10 +88,9 @@ std::shared_ptr<Model> Model::Impl::from_file(const NetworkFile& file, const Mod
                                               std::map<std::string, bool> sparse_inputs,
                                               const NetworkParallel& parallel) {
   if (sparse_inputs.empty()) sparse_inputs = sparse_flags(file.spec);
-  return create(make_backend_for(file.spec, options.backend, options.threads,
-                                 resolve_device(options.device)),
-                file.spec, std::move(sparse_inputs),
-                &file, 0, parallel);
+  return create(
+      make_backend_for(file.spec, options.backend, options.threads, resolve_device(options.device)),
+      file.spec, std::move(sparse_inputs), &file, 0, parallel);
 }
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -131,10 +130,9 @@ std::shared_ptr<Model> Model::from_json(const std::string& json,
       if (it != datasets.end()) is_sparse = it->second.sparse;
     }
   }
-  auto backend = make_backend_for(spec, options.backend, options.threads,
-                                  resolve_device(options.device));
-  return Impl::create(std::move(backend), std::move(spec),
-                      std::move(sparse), nullptr, seed);
+  auto backend =
+      make_backend_for(spec, options.backend, options.threads, resolve_device(options.device));
+  return Impl::create(std::move(backend), std::move(spec), std::move(sparse), nullptr, seed);
 }
 
 void Model::save(const std::string& path) const {

@@ -10,8 +10,8 @@
 
 #include "backend/backend.h"
 #include "config/network_spec.h"
-#include "model/network.h"
 #include "io/network_file.h"
+#include "model/network.h"
 #include "nn/model.h"
 
 namespace nn::api {

@@ -10,10 +10,10 @@ namespace nn {
 
 struct ActivationParams {
   Activation kind = Activation::Sigmoid;
-  float slope = 0.01f;        // LeakyRectifiedLinear
-  float alpha = 1.0f;         // ExponentialLinear / ScaledExponentialLinear
-  float lambda = 1.050701f;   // ScaledExponentialLinear
-  float max_value = 1.0f;     // ReluMax (a in [0, max]) and LinearMax (a in [-max, max])
+  float slope = 0.01f;       // LeakyRectifiedLinear
+  float alpha = 1.0f;        // ExponentialLinear / ScaledExponentialLinear
+  float lambda = 1.050701f;  // ScaledExponentialLinear
+  float max_value = 1.0f;    // ReluMax (a in [0, max]) and LinearMax (a in [-max, max])
 };
 
 // A CSR minibatch in backend memory. value == nullptr => every stored entry is 1.
@@ -47,8 +47,8 @@ struct TargetView {
   bool sparse = false;
   const float* dense = nullptr;
   SparseView sp;
-  bool ignore_zero = false;            // SparseIgnoreZero: only stored entries count
-  const float* row_weight = nullptr;   // per-example weights (dense targets); nullptr => 1
+  bool ignore_zero = false;           // SparseIgnoreZero: only stored entries count
+  const float* row_weight = nullptr;  // per-example weights (dense targets); nullptr => 1
   // SoftMax outputs split over processes (model parallelism) see only some columns of each
   // row. row_sum[r] (backend memory, one per row) is then the sum of row r's targets over the
   // whole layer: SoftMax CrossEntropy uses it for sum(t), and sparse targets are normalised by
@@ -66,24 +66,27 @@ struct LossParams {
 
 struct OptimizerParams {
   OptimizerKind kind = OptimizerKind::SGD;
-  float alpha = 0.1f;     // learning rate for this step
-  float lambda = 0.0f;    // L2 coefficient (0 for biases)
-  float lambda1 = 0.0f;   // L1 coefficient (0 for biases)
-  float mu = 0.9f;        // momentum / decay / Adam beta1
-  float mu1 = 0.999f;     // Adam beta2
-  uint64_t step = 1;      // 1-based update count (Adam bias correction)
+  float alpha = 0.1f;    // learning rate for this step
+  float lambda = 0.0f;   // L2 coefficient (0 for biases)
+  float lambda1 = 0.0f;  // L1 coefficient (0 for biases)
+  float mu = 0.9f;       // momentum / decay / Adam beta1
+  float mu1 = 0.999f;    // Adam beta2
+  uint64_t step = 1;     // 1-based update count (Adam bias correction)
 };
 
 // Number of per-parameter state arrays an optimizer keeps (0, 1 or 2).
 inline int optimizer_state_count(OptimizerKind k) {
   switch (k) {
-    case OptimizerKind::SGD: return 0;
+    case OptimizerKind::SGD:
+      return 0;
     case OptimizerKind::Momentum:
     case OptimizerKind::Nesterov:
     case OptimizerKind::AdaGrad:
-    case OptimizerKind::RMSProp: return 1;
+    case OptimizerKind::RMSProp:
+      return 1;
     case OptimizerKind::AdaDelta:
-    case OptimizerKind::Adam: return 2;
+    case OptimizerKind::Adam:
+      return 2;
   }
   return 0;
 }

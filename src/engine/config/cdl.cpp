@@ -12,8 +12,8 @@
 
 #include "config/json_reader.h"
 #include "config/parse.h"
-#include "core/memory_budget.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 
 namespace nn {
 namespace {
@@ -87,9 +87,9 @@ class CdlParser {
       } else if (k == "predictionparameters") {
         parse_prediction(m, spec.prediction);
       } else {
-        r_.unknown_key(m, {"Version", "Network", "Command", "Data", "RandomSeed", "MemoryLimit",
-                           "Parallel", "Backend", "Device", "TrainingParameters",
-                           "PredictionParameters"});
+        r_.unknown_key(
+            m, {"Version", "Network", "Command", "Data", "RandomSeed", "MemoryLimit", "Parallel",
+                "Backend", "Device", "TrainingParameters", "PredictionParameters"});
       }
     }
     if (!has_network) {
@@ -189,10 +189,25 @@ class CdlParser {
       } else if (k == "keepbest") {
         t.keep_best = r_.get_bool(m);
       } else {
-        r_.unknown_key(m, {"Epochs", "MiniBatch", "Alpha", "Lambda", "Lambda1", "Mu", "Mu1",
-                           "AlphaInterval", "AlphaMultiplier", "Optimizer", "CheckpointName",
-                           "CheckpointInterval", "CheckpointsKept", "Results", "ShuffleIndices",
-                           "ValidationData", "ValidationInterval", "ValidationK", "Patience",
+        r_.unknown_key(m, {"Epochs",
+                           "MiniBatch",
+                           "Alpha",
+                           "Lambda",
+                           "Lambda1",
+                           "Mu",
+                           "Mu1",
+                           "AlphaInterval",
+                           "AlphaMultiplier",
+                           "Optimizer",
+                           "CheckpointName",
+                           "CheckpointInterval",
+                           "CheckpointsKept",
+                           "Results",
+                           "ShuffleIndices",
+                           "ValidationData",
+                           "ValidationInterval",
+                           "ValidationK",
+                           "Patience",
                            "KeepBest"});
       }
     }

@@ -14,19 +14,19 @@
 namespace nn {
 
 struct TrainingParameters {
-  int epochs = 0;                 // required for Train
+  int epochs = 0;  // required for Train
   uint32_t minibatch = 1024;
   float alpha = 0.1f;
-  float lambda = 0.001f;          // L2 weight decay
-  float lambda1 = 0.0f;           // L1 weight decay
-  float mu = 0.9f;                // momentum / RMSProp decay / Adam beta1
-  float mu1 = 0.999f;             // Adam beta2
-  int alpha_interval = 0;         // 0 => constant learning rate
+  float lambda = 0.001f;   // L2 weight decay
+  float lambda1 = 0.0f;    // L1 weight decay
+  float mu = 0.9f;         // momentum / RMSProp decay / Adam beta1
+  float mu1 = 0.999f;      // Adam beta2
+  int alpha_interval = 0;  // 0 => constant learning rate
   float alpha_multiplier = 0.5f;
   OptimizerKind optimizer = OptimizerKind::SGD;
   std::string checkpoint_name = "check";
-  int checkpoint_interval = 1;    // epochs between checkpoints; 0 disables
-  int checkpoints_kept = 3;       // newest checkpoints kept on disk; 0 = all (our extension)
+  int checkpoint_interval = 1;  // epochs between checkpoints; 0 disables
+  int checkpoints_kept = 3;     // newest checkpoints kept on disk; 0 = all (our extension)
   std::string results = "network.nc";
   std::optional<bool> shuffle_indices;  // overrides the network's ShuffleIndices when set
   // Held-out validation set (our extension): NetCDF file(s) with datasets named like the
@@ -41,30 +41,30 @@ struct TrainingParameters {
 
 struct PredictionParameters {
   uint32_t minibatch = 1024;
-  int k = 10;                      // recommendations per example
-  std::string output;              // recommendations file; "" or "-" => stdout
-  std::string filter;              // sample filter file (items to exclude per sample); optional
-  std::string input_index;         // feature index of the input dataset (labels); optional
-  std::string output_index;        // feature index of the output layer (labels); optional
-  std::string sample_index;        // sample index (example names); optional
-  std::string layer;               // output layer to score; "" => the (single) output layer
+  int k = 10;                // recommendations per example
+  std::string output;        // recommendations file; "" or "-" => stdout
+  std::string filter;        // sample filter file (items to exclude per sample); optional
+  std::string input_index;   // feature index of the input dataset (labels); optional
+  std::string output_index;  // feature index of the output layer (labels); optional
+  std::string sample_index;  // sample index (example names); optional
+  std::string layer;         // output layer to score; "" => the (single) output layer
   std::string score_format = "%.3f";
-  std::string target;              // dataset file with held-out targets for metrics; optional
+  std::string target;  // dataset file with held-out targets for metrics; optional
 };
 
 struct CdlSpec {
-  std::string source;              // the .cdl file (for messages and relative paths)
+  std::string source;  // the .cdl file (for messages and relative paths)
   float version = 0.0f;
   Command command = Command::Train;
-  std::string network;             // JSON (Train/Validate) or .nc (Predict)
-  std::vector<std::string> data;   // one or more NetCDF dataset files
+  std::string network;            // JSON (Train/Validate) or .nc (Predict)
+  std::vector<std::string> data;  // one or more NetCDF dataset files
   std::optional<uint64_t> random_seed;
   std::optional<uint64_t> memory_limit;  // MemoryLimit: bytes, or "8G"; the tool's default else
   // Parallel (ours): the mode of every layer that has no "Parallel" key of its own under
   // mpirun: Auto (the rule decides), Data (split nothing), Model (split every layer that can be).
   ParallelMode parallel = ParallelMode::Auto;
-  std::string backend;             // Backend: "cpu", "cuda" or "auto"; "" = the tool's flag
-  std::optional<int> device;       // Device: CUDA device index; unset = the tool's flag
+  std::string backend;        // Backend: "cpu", "cuda" or "auto"; "" = the tool's flag
+  std::optional<int> device;  // Device: CUDA device index; unset = the tool's flag
   TrainingParameters training;
   PredictionParameters prediction;
 };

@@ -116,8 +116,8 @@ Json parse_json_text(const std::string& text, const std::string& source) {
     if ((event == Event::object_start || event == Event::array_start) &&
         frames.size() >= kMaxJsonDepth)
       throw ConfigError(source + ": " + short_path(frames_path(frames)) +
-                        ": objects and arrays nested deeper than " +
-                        std::to_string(kMaxJsonDepth) + " levels (the limit for configuration files)");
+                        ": objects and arrays nested deeper than " + std::to_string(kMaxJsonDepth) +
+                        " levels (the limit for configuration files)");
     switch (event) {
       case Event::object_start:
         frames.push_back(Frame{true, 0, {}, {}});

@@ -12,9 +12,9 @@
 #include <set>
 
 #include "config/json_reader.h"
-#include "core/memory_budget.h"
 #include "config/parse.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "core/nearest_name.h"
 
 namespace nn {

@@ -30,8 +30,8 @@ struct LayerSpec {
   LayerKind kind = LayerKind::Hidden;
   LayerType type = LayerType::FullyConnected;
   PoolingFunction pooling = PoolingFunction::None;
-  std::string dataset;            // Input/Output: name of the bound dataset
-  bool n_auto = false;            // "N": "auto": size taken from the dataset named by `dataset`
+  std::string dataset;  // Input/Output: name of the bound dataset
+  bool n_auto = false;  // "N": "auto": size taken from the dataset named by `dataset`
   std::array<uint32_t, 4> n{{1, 1, 1, 1}};  // Nx, Ny, Nz, Nw
   int dimensions = 1;
   std::vector<std::string> sources;  // empty in the JSON => previous layer (parser fills it in)
@@ -50,11 +50,11 @@ struct LayerSpec {
   bool batch_normalization = false;
   float sparseness_penalty_p = 0.0f;     // per-layer override (0 => network value)
   float sparseness_penalty_beta = 0.0f;  // per-layer override (0 => network value)
-  float relu_slope = 0.0f;   // resolved: per-layer value or network default
-  float elu_alpha = 0.0f;    // resolved
-  float selu_lambda = 0.0f;  // resolved
-  float activation_max = 0.0f;  // resolved: the bound of ReluMax and LinearMax
-  int maxout_k = 2;             // resolved: the network's Maxout.k (pieces per MaxOut unit)
+  float relu_slope = 0.0f;               // resolved: per-layer value or network default
+  float elu_alpha = 0.0f;                // resolved
+  float selu_lambda = 0.0f;              // resolved
+  float activation_max = 0.0f;           // resolved: the bound of ReluMax and LinearMax
+  int maxout_k = 2;  // resolved: the network's Maxout.k (pieces per MaxOut unit)
   std::vector<SharedWeightSpec> shared_weights;
   ParallelMode parallel = ParallelMode::Auto;
 
@@ -81,7 +81,7 @@ struct NetworkSpec {
   float smce_one_target = 0.9f, smce_zero_target = 0.1f;
   float smce_one_scale = 1.0f, smce_zero_scale = 1.0f;
   bool shuffle_indices = true;
-  float relu_slope = 0.01f;     // deviation from DSSTNE's 1.0 (identity); see docs
+  float relu_slope = 0.01f;  // deviation from DSSTNE's 1.0 (identity); see docs
   float elu_alpha = 1.0f;
   float selu_lambda = 1.050701f;
   float activation_max = 1.0f;  // ours: default bound of ReluMax / LinearMax
@@ -101,8 +101,14 @@ struct NetworkSpec {
 bool operator==(const SharedWeightSpec& a, const SharedWeightSpec& b);
 bool operator==(const LayerSpec& a, const LayerSpec& b);
 bool operator==(const NetworkSpec& a, const NetworkSpec& b);
-inline bool operator!=(const SharedWeightSpec& a, const SharedWeightSpec& b) { return !(a == b); }
-inline bool operator!=(const LayerSpec& a, const LayerSpec& b) { return !(a == b); }
-inline bool operator!=(const NetworkSpec& a, const NetworkSpec& b) { return !(a == b); }
+inline bool operator!=(const SharedWeightSpec& a, const SharedWeightSpec& b) {
+  return !(a == b);
+}
+inline bool operator!=(const LayerSpec& a, const LayerSpec& b) {
+  return !(a == b);
+}
+inline bool operator!=(const NetworkSpec& a, const NetworkSpec& b) {
+  return !(a == b);
+}
 
 }  // namespace nn

@@ -12,8 +12,12 @@ AllocationContext::AllocationContext(std::string what) : previous_(std::move(g_c
   g_current = std::move(what);
 }
 
-AllocationContext::~AllocationContext() { g_current = std::move(previous_); }
+AllocationContext::~AllocationContext() {
+  g_current = std::move(previous_);
+}
 
-const std::string& current_allocation() { return g_current; }
+const std::string& current_allocation() {
+  return g_current;
+}
 
 }  // namespace nn

@@ -17,8 +17,8 @@ std::atomic<uint64_t> g_budget{0};  // 0: default
 
 // cgroup v2 (memory.max) or v1 (memory.limit_in_bytes) limit; 0 when none or unreadable.
 uint64_t cgroup_limit() {
-  for (const char* path : {"/sys/fs/cgroup/memory.max",
-                           "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+  for (const char* path :
+       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
     std::ifstream in(path);
     std::string text;
     if (!(in >> text) || text == "max") continue;
@@ -49,7 +49,9 @@ uint64_t memory_budget() {
   return b ? b : default_memory_budget();
 }
 
-void set_memory_budget(uint64_t bytes) { g_budget.store(bytes); }
+void set_memory_budget(uint64_t bytes) {
+  g_budget.store(bytes);
+}
 
 std::string format_bytes(uint64_t bytes) {
   static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
@@ -80,12 +82,18 @@ std::optional<uint64_t> parse_byte_size(const std::string& text) {
   if (unit.size() > 1 && unit.back() == 'b') unit.pop_back();
   if (unit.size() > 1 && unit.back() == 'i') unit.pop_back();
   double scale = 1;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "k") scale = 1024.0;
-  else if (unit == "m") scale = 1024.0 * 1024;
-  else if (unit == "g") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
-  else return std::nullopt;
+  if (unit.empty() || unit == "b")
+    scale = 1;
+  else if (unit == "k")
+    scale = 1024.0;
+  else if (unit == "m")
+    scale = 1024.0 * 1024;
+  else if (unit == "g")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "t")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else
+    return std::nullopt;
   const double bytes = std::floor(value * scale);
   if (!(bytes >= 1) || bytes >= 1.8e19) return std::nullopt;
   return uint64_t(bytes);

@@ -68,12 +68,12 @@ void split_ids(uint64_t images, double fraction, uint64_t seed, std::vector<uint
 // width/height/length = image width/height/channels, dimensions 3 when there are several
 // channels, else 2.
 ExampleSet image_dataset(const ImageCorpus& corpus, const std::vector<uint64_t>& ids,
-                      const std::string& name);
+                         const std::string& name);
 
 // The matching labels: a sparse Boolean (indicator) dataset, one entry per example at its class,
 // width = corpus.classes (generateNetCDF's conventions: attributes Sparse|Boolean, type UInt).
 ExampleSet label_dataset(const ImageCorpus& corpus, const std::vector<uint64_t>& ids,
-                      const std::string& name);
+                         const std::string& name);
 
 // Built-in class names, in label order.
 const std::vector<std::string>& cifar10_class_names();

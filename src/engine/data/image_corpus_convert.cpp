@@ -28,7 +28,7 @@ void split_ids(uint64_t images, double fraction, uint64_t seed, std::vector<uint
 }
 
 ExampleSet image_dataset(const ImageCorpus& corpus, const std::vector<uint64_t>& ids,
-                      const std::string& name) {
+                         const std::string& name) {
   ExampleSet ds;
   ds.name = name;
   ds.type = DataType::UChar;
@@ -51,7 +51,7 @@ ExampleSet image_dataset(const ImageCorpus& corpus, const std::vector<uint64_t>&
 }
 
 ExampleSet label_dataset(const ImageCorpus& corpus, const std::vector<uint64_t>& ids,
-                      const std::string& name) {
+                         const std::string& name) {
   ExampleSet ds;
   ds.name = name;
   ds.type = DataType::UInt;

@@ -232,8 +232,8 @@ class Parser {
     if (options_.mode == ExampleMode::Analog) {
       if (n < 3 || field[2].empty())
         fail(path, line_no, "analog rows need a value: sample,feature,value");
-      const float v = parse_value(field[2], line.substr(0, std::min<size_t>(line.size(), 80)),
-                                  path, line_no);
+      const float v =
+          parse_value(field[2], line.substr(0, std::min<size_t>(line.size(), 80)), path, line_no);
       add_entry(field[1], v, path, line_no);
     } else {
       add_entry(field[1], 0.0f, path, line_no);
@@ -341,11 +341,11 @@ class Parser {
   FeatureIndex& samples_;
   const TextExamplesOptions& options_;
   TextExamplesStats& stats_;
-  std::string key_;                // reused lookup key: no allocation per token
-  LabelCache cache_;               // feature label -> id (or -1), in front of features_
-  std::vector<uint32_t> feature_;  // arena of feature ids for all lines
-  std::vector<float> value_;       // arena of values (analog mode only)
-  std::vector<Range> ranges_;      // by sample index
+  std::string key_;                   // reused lookup key: no allocation per token
+  LabelCache cache_;                  // feature label -> id (or -1), in front of features_
+  std::vector<uint32_t> feature_;     // arena of feature ids for all lines
+  std::vector<float> value_;          // arena of values (analog mode only)
+  std::vector<Range> ranges_;         // by sample index
   std::vector<uint64_t> row_sample_;  // rows layout: the sample of each entry in feature_
 };
 
@@ -422,8 +422,8 @@ ExampleSet Parser::build(const std::string& name) const {
 }  // namespace
 
 ExampleSet read_text_examples(const std::vector<std::string>& paths, const std::string& name,
-                           FeatureIndex& features, FeatureIndex& samples,
-                           const TextExamplesOptions& options, TextExamplesStats* stats) {
+                              FeatureIndex& features, FeatureIndex& samples,
+                              const TextExamplesOptions& options, TextExamplesStats* stats) {
   TextExamplesStats local;
   TextExamplesStats& st = stats ? *stats : local;
   st = TextExamplesStats{};

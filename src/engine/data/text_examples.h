@@ -76,7 +76,8 @@ struct TextExamplesStats {
 // input) into one sparse dataset named `name`. Examples are ordered by ascending sample index.
 // Malformed values throw DataError("<file>:<line>: ...").
 ExampleSet read_text_examples(const std::vector<std::string>& paths, const std::string& name,
-                           FeatureIndex& features, FeatureIndex& samples,
-                           const TextExamplesOptions& options, TextExamplesStats* stats = nullptr);
+                              FeatureIndex& features, FeatureIndex& samples,
+                              const TextExamplesOptions& options,
+                              TextExamplesStats* stats = nullptr);
 
 }  // namespace nn

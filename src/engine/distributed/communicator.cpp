@@ -10,22 +10,32 @@ namespace nn {
 
 size_t comm_type_size(CommType t) {
   switch (t) {
-    case CommType::Float32: return 4;
-    case CommType::Float64: return 8;
-    case CommType::Int32: return 4;
-    case CommType::Int64: return 8;
-    case CommType::Byte: return 1;
+    case CommType::Float32:
+      return 4;
+    case CommType::Float64:
+      return 8;
+    case CommType::Int32:
+      return 4;
+    case CommType::Int64:
+      return 8;
+    case CommType::Byte:
+      return 1;
   }
   return 1;
 }
 
 const char* comm_type_name(CommType t) {
   switch (t) {
-    case CommType::Float32: return "float32";
-    case CommType::Float64: return "float64";
-    case CommType::Int32: return "int32";
-    case CommType::Int64: return "int64";
-    case CommType::Byte: return "byte";
+    case CommType::Float32:
+      return "float32";
+    case CommType::Float64:
+      return "float64";
+    case CommType::Int32:
+      return "int32";
+    case CommType::Int64:
+      return "int64";
+    case CommType::Byte:
+      return "byte";
   }
   return "?";
 }

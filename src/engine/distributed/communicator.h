@@ -1,6 +1,7 @@
 // The multi-process seam. Training and prediction code talks to a Communicator, never to MPI or
-// NCCL directly. LocalCommunicator is the single-process implementation; distributed/mpi/ implements it
-// over MPI on host buffers; a NCCL implementation (device buffers, a stream) slots in later.
+// NCCL directly. LocalCommunicator is the single-process implementation; distributed/mpi/
+// implements it over MPI on host buffers; a NCCL implementation (device buffers, a stream) slots in
+// later.
 //
 // WHOSE MEMORY A BUFFER LIVES IN. Every pointer handed to a Communicator must live in the memory
 // space that memory_space() reports:
@@ -100,14 +101,14 @@ class Communicator {
   virtual void all_reduce_raw(void* data, size_t n, CommType type, ReduceOp op) = 0;
   // recv (sum of counts) receives every rank's send buffer, rank order; rank r sends counts[r].
   virtual void all_gather_v_raw(const void* send, void* recv, const size_t* counts,
-                            CommType type) = 0;
+                                CommType type) = 0;
   // send holds sum(counts) elements on every rank; rank r receives in recv the element-wise sum
   // over ranks of the block [offset_r, offset_r + counts[r]).
-  virtual void reduce_scatter_v_raw(const void* send, void* recv, const size_t* counts, CommType type,
-                                ReduceOp op) = 0;
+  virtual void reduce_scatter_v_raw(const void* send, void* recv, const size_t* counts,
+                                    CommType type, ReduceOp op) = 0;
   // As all_gather_v, but only `root` receives (recv may be null elsewhere).
   virtual void gather_v_raw(const void* send, void* recv, const size_t* counts, CommType type,
-                        int root) = 0;
+                            int root) = 0;
   virtual void broadcast_raw(void* data, size_t n, CommType type, int root) = 0;
   virtual void barrier() = 0;
   // Members with the same colour form a new communicator, ranked by (key, old rank). Collective
@@ -118,7 +119,7 @@ class Communicator {
   // Starts an in-place all-reduce that may run while the caller computes (see ORDER above). The
   // default runs it at once and returns a finished op.
   virtual std::unique_ptr<PendingOp> start_all_reduce_raw(void* data, size_t n, CommType type,
-                                                      ReduceOp op);
+                                                          ReduceOp op);
   // Waits for operations enqueued on a device stream; host implementations return at once.
   virtual void synchronize() {}
 
@@ -206,8 +207,7 @@ class LocalCommunicator : public Communicator {
   MemorySpace memory_space() const override { return MemorySpace::Host; }
   std::string name() const override { return "local"; }
   void all_reduce_raw(void*, size_t, CommType, ReduceOp) override {}
-  void all_gather_v_raw(const void* send, void* recv, const size_t* counts,
-                        CommType type) override;
+  void all_gather_v_raw(const void* send, void* recv, const size_t* counts, CommType type) override;
   void reduce_scatter_v_raw(const void* send, void* recv, const size_t* counts, CommType type,
                             ReduceOp op) override;
   void gather_v_raw(const void* send, void* recv, const size_t* counts, CommType type,

@@ -1,8 +1,8 @@
 // The NCCL calls behind the Communicator's all-gather, reduce-scatter and gather, as data: NCCL has
 // no variable-count form of them, so each becomes a group of broadcasts, reduces or sends and
-// receives with offsets worked out here. distributed/nccl/ executes these plans call by call; host tests
-// run them through a simulator of NCCL's semantics over several ranks (tests/unit/dist), so the
-// offsets, the skipped empty blocks and the agreement between ranks are checked without a GPU.
+// receives with offsets worked out here. distributed/nccl/ executes these plans call by call; host
+// tests run them through a simulator of NCCL's semantics over several ranks (tests/unit/dist), so
+// the offsets, the skipped empty blocks and the agreement between ranks are checked without a GPU.
 #pragma once
 
 #include <cstddef>

@@ -2,8 +2,8 @@
 // distributed/mpi/mpi_runtime.cpp (compiled only with NN_HAVE_MPI).
 #include "distributed/process.h"
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
@@ -93,7 +93,8 @@ int world_size() {
 
 int ranks_on_this_host() {
   if (world_size() <= 1) return 1;
-  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE"})
+  for (const char* name :
+       {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_LOCAL_SIZE"})
     if (const char* v = env(name)) {
       const int n = std::atoi(v);
       if (n > 0) return n;
@@ -115,7 +116,8 @@ int default_thread_count() {
       const uint64_t m = uint64_t(1) << bit;
       if (!(mine[w] & m)) continue;
       int sharers = 0;
-      for (int r = 0; r < host->size(); ++r) sharers += (all[size_t(r) * mine.size() + w] & m) ? 1 : 0;
+      for (int r = 0; r < host->size(); ++r)
+        sharers += (all[size_t(r) * mine.size() + w] & m) ? 1 : 0;
       share += 1.0 / double(sharers);
     }
   return std::max(1, int(share + 1e-6));

@@ -199,7 +199,8 @@ std::vector<float> NcAttributeReader::float_variable(const std::string& name) co
   std::vector<float> values;
   try {
     std::optional<uint64_t> count = 1;
-    for (const auto& dim : var.getDims()) count = count ? checked_mul(*count, dim.getSize()) : count;
+    for (const auto& dim : var.getDims())
+      count = count ? checked_mul(*count, dim.getSize()) : count;
     if (!count) fail_variable(name, "has more entries than 64 bits can count");
     if (storage_) {
       storage_->check(name, *count, var.getType().getSize());

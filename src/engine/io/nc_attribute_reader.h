@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <map>
 #include <netcdf>
-
-#include "io/netcdf_storage.h"
 #include <string>
 #include <vector>
+
+#include "io/netcdf_storage.h"
 
 namespace nn {
 

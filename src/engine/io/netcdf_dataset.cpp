@@ -208,8 +208,8 @@ class Reader {
     }
     if (!count) fail(name, "has more entries than 64 bits can count; the file is damaged");
     if (*count != expected)
-      fail(name, "has " + std::to_string(*count) + " entries; expected " + std::to_string(expected) +
-                     " (" + expected_why + ")");
+      fail(name, "has " + std::to_string(*count) + " entries; expected " +
+                     std::to_string(expected) + " (" + expected_why + ")");
     // Before anything is allocated for it: can the file hold that many, does it fit in memory?
     size_t type_size = 1;
     check(nc_inq_type(nc_, *type, nullptr, &type_size), name);
@@ -274,7 +274,7 @@ void check_dataset_memory(const Reader& r, const ExampleSet& ds, const std::stri
   };
   if (ds.is_sparse()) {
     add(ds.unique_examples, 2 * 2 * sizeof(uint64_t));  // start/end, read as 64-bit then copied
-    add(entries, sizeof(uint32_t));                      // sparseIndex
+    add(entries, sizeof(uint32_t));                     // sparseIndex
     if (!ds.is_boolean()) add(entries, sizeof(float) + 1);
   } else {
     add(entries, sizeof(float) + 1);
@@ -521,7 +521,8 @@ std::vector<ExampleSet> read_datasets(const std::string& path) {
   const Reader r(path);
   const uint64_t count = r.uint_att("datasets");
   if (count == 0) r.fail("datasets", "is 0; expected at least one dataset");
-  std::vector<ExampleSet> sets;  // not reserved: `count` is a claim; each dataset read proves itself
+  std::vector<ExampleSet>
+      sets;  // not reserved: `count` is a claim; each dataset read proves itself
   for (uint64_t n = 0; n < count; ++n) sets.push_back(read_one(r, path, n));
   return sets;
 }

@@ -10,8 +10,8 @@
 #include <limits>
 
 #include "core/error.h"
-#include "io/hdf5_heap_check.h"
 #include "core/memory_budget.h"
+#include "io/hdf5_heap_check.h"
 
 namespace nn {
 namespace {
@@ -54,7 +54,8 @@ NetcdfStorage::NetcdfStorage(const std::string& path) : path_(path) {
   if (!f) return;
   const size_t got = std::fread(head, 1, sizeof head, f);
   std::fclose(f);
-  if (got >= 4 && std::memcmp(head, "CDF", 3) == 0 && (head[3] == 1 || head[3] == 2 || head[3] == 5)) {
+  if (got >= 4 && std::memcmp(head, "CDF", 3) == 0 &&
+      (head[3] == 1 || head[3] == 2 || head[3] == 5)) {
     classic_ = true;
     return;
   }
@@ -84,12 +85,11 @@ uint64_t NetcdfStorage::max_bytes(const std::string& name) const {
   return it == hdf5_max_.end() ? kUnknown : it->second;
 }
 
-void NetcdfStorage::check(const std::string& name, uint64_t elements,
-                          uint64_t element_size) const {
+void NetcdfStorage::check(const std::string& name, uint64_t elements, uint64_t element_size) const {
   const auto bytes = checked_mul(elements, element_size);
-  const std::string claim =
-      path_ + ": " + name + ": claims " + std::to_string(elements) + " values (" +
-      (bytes ? format_bytes(*bytes) : std::string("more than 16 EiB")) + ")";
+  const std::string claim = path_ + ": " + name + ": claims " + std::to_string(elements) +
+                            " values (" +
+                            (bytes ? format_bytes(*bytes) : std::string("more than 16 EiB")) + ")";
   const uint64_t bound = max_bytes(name);
   if (elements > 0 && (!bytes || *bytes > bound))
     throw DataError(claim + ", more than the " + format_bytes(file_size_) + " file can hold (" +

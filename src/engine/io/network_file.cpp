@@ -1,6 +1,7 @@
 // Entry points for network .nc files: atomic writing (built in memory, then core/atomic_file's
-// temporary file beside the target, fsync, rename) and reading with errors mapped to IoError (cannot open) and DataError (not NetCDF,
-// missing or invalid content). The layout itself is in network_file_{write,read,validate}.cpp.
+// temporary file beside the target, fsync, rename) and reading with errors mapped to IoError
+// (cannot open) and DataError (not NetCDF, missing or invalid content). The layout itself is in
+// network_file_{write,read,validate}.cpp.
 #include "io/network_file.h"
 
 #include <cerrno>
@@ -10,10 +11,10 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "io/nc_attribute_reader.h"
 #include "io/netcdf_header_check.h"
 #include "io/netcdf_output.h"
 #include "io/netcdf_storage.h"
-#include "io/nc_attribute_reader.h"
 #include "io/network_file_layout.h"
 
 namespace nn {

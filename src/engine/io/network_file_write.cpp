@@ -8,8 +8,8 @@ namespace nn {
 namespace {
 
 using netCDF::NcDim;
-using netCDF::NcGroup;
 using netCDF::ncFloat;
+using netCDF::NcGroup;
 using netCDF::ncInt;
 using netCDF::ncUint;
 using netCDF::ncUint64;

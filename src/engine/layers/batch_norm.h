@@ -19,8 +19,8 @@
 #include "backend/backend.h"
 #include "backend/device_array.h"
 #include "distributed/communicator.h"
-#include "layers/parameter.h"
 #include "io/network_file.h"
+#include "layers/parameter.h"
 
 namespace nn {
 

@@ -3,8 +3,8 @@
 // a = f(z), dropout in training (hidden layers), as DSSTNE's ForwardPropagateConvolutional.
 // One filter bank and one bias per source, like fully connected layers.
 //
-// Shapes (config/layer_shapes.h, layers/conv_geometry.h): the layer's N is [x, y, (z,) channels] after
-// config/layer_shapes.h; each source is read as planes of its first kernel_dimensions axes
+// Shapes (config/layer_shapes.h, layers/conv_geometry.h): the layer's N is [x, y, (z,) channels]
+// after config/layer_shapes.h; each source is read as planes of its first kernel_dimensions axes
 // times channels. Sources must be dense (a sparse input would be densified; use a fully
 // connected layer first).
 //

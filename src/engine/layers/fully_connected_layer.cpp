@@ -3,7 +3,6 @@
 #include "layers/fully_connected_layer.h"
 
 #include "core/allocation_context.h"
-
 #include "core/error.h"
 
 namespace nn {
@@ -18,9 +17,8 @@ void FullyConnectedLayer::build(Backend& backend) {
     c->source = src;
     // A sharded layer holds its columns of the matrix (and their biases) only.
     const size_t n_in = src->units(), n_out = sharded() ? shard_.count : pre_units();
-    const AllocationContext context("layer '" + name() + "' weights from '" + src->name() +
-                                    "' (" + std::to_string(n_in) + " x " +
-                                    std::to_string(n_out) + ")");
+    const AllocationContext context("layer '" + name() + "' weights from '" + src->name() + "' (" +
+                                    std::to_string(n_in) + " x " + std::to_string(n_out) + ")");
     Connection& added =
         add_connection(std::move(c), n_in * n_out, n_out, static_cast<uint32_t>(n_in), false);
     added.weights.sharded = added.bias.sharded = sharded();

@@ -2,7 +2,6 @@
 #include "layers/layer.h"
 
 #include "core/allocation_context.h"
-
 #include "core/error.h"
 
 namespace nn {
@@ -35,8 +34,8 @@ bool Layer::can_shard(std::string* why_not) const {
 void Layer::allocate(Backend& backend, uint32_t max_rows) {
   const size_t n = size_t(max_rows) * units();
   const AllocationContext context("layer '" + name() + "' activations (" +
-                                  std::to_string(max_rows) + " rows x " +
-                                  std::to_string(units()) + " units)");
+                                  std::to_string(max_rows) + " rows x " + std::to_string(units()) +
+                                  " units)");
   a_.resize(backend, n);
   if (needs_delta()) delta_.resize(backend, n);
   if (spec_.p_dropout > 0.0f && spec_.kind == LayerKind::Hidden) pre_dropout_.resize(backend, n);

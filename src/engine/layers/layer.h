@@ -13,18 +13,18 @@
 #include "config/network_spec.h"
 #include "core/random.h"
 #include "distributed/communicator.h"
-#include "layers/parameter.h"
 #include "io/network_file.h"
+#include "layers/parameter.h"
 
 namespace nn {
 
 // What a layer needs to know about the current step.
 struct LayerContext {
   Backend& backend;
-  uint32_t rows;      // examples in this minibatch (the last one may be short)
-  bool training;      // dropout and denoising only in training
-  uint64_t seed;      // run seed
-  uint64_t step;      // update counter; varies the dropout masks from batch to batch
+  uint32_t rows;  // examples in this minibatch (the last one may be short)
+  bool training;  // dropout and denoising only in training
+  uint64_t seed;  // run seed
+  uint64_t step;  // update counter; varies the dropout masks from batch to batch
   // Data parallelism: position of this process's first row in the global minibatch. Dropout
   // masks are drawn for global positions, so N processes draw what one process would.
   uint64_t row_offset = 0;

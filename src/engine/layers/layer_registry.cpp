@@ -22,11 +22,17 @@ struct Entry {
 
 const Entry kLayers[] = {
     {LayerKind::Input, LayerType::FullyConnected,
-     [](const LayerSpec& s, uint32_t i, bool sp) { return std::make_unique<InputLayer>(s, i, sp); }},
+     [](const LayerSpec& s, uint32_t i, bool sp) {
+       return std::make_unique<InputLayer>(s, i, sp);
+     }},
     {LayerKind::Hidden, LayerType::FullyConnected,
-     [](const LayerSpec& s, uint32_t i, bool) { return std::make_unique<FullyConnectedLayer>(s, i); }},
+     [](const LayerSpec& s, uint32_t i, bool) {
+       return std::make_unique<FullyConnectedLayer>(s, i);
+     }},
     {LayerKind::Hidden, LayerType::Convolutional,
-     [](const LayerSpec& s, uint32_t i, bool) { return std::make_unique<ConvolutionalLayer>(s, i); }},
+     [](const LayerSpec& s, uint32_t i, bool) {
+       return std::make_unique<ConvolutionalLayer>(s, i);
+     }},
     {LayerKind::Hidden, LayerType::Pooling,
      [](const LayerSpec& s, uint32_t i, bool) { return std::make_unique<PoolingLayer>(s, i); }},
 };
@@ -35,8 +41,7 @@ const Entry kLayers[] = {
 
 std::unique_ptr<Layer> create_layer(const LayerSpec& spec, uint32_t index, bool sparse_input,
                                     const std::string& where) {
-  if (spec.kind == LayerKind::Target)
-    throw ConfigError(where + ": Kind Target is not supported");
+  if (spec.kind == LayerKind::Target) throw ConfigError(where + ": Kind Target is not supported");
   // Input layers hold data whatever their Type says (DSSTNE ignores it too).
   const LayerType type = spec.kind == LayerKind::Input ? LayerType::FullyConnected : spec.type;
   const LayerKind kind = spec.kind == LayerKind::Output ? LayerKind::Hidden : spec.kind;

@@ -6,8 +6,7 @@
 
 namespace nn {
 
-BatchLoader::BatchLoader(const BoundData& data, std::vector<DenoiseSetting> denoise,
-                         uint64_t seed)
+BatchLoader::BatchLoader(const BoundData& data, std::vector<DenoiseSetting> denoise, uint64_t seed)
     : data_(data), denoise_(std::move(denoise)), seed_(seed) {
   denoise_.resize(data_.inputs.size());
 }

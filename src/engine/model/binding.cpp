@@ -56,24 +56,22 @@ BoundData bind_datasets(const NetworkSpec& spec, const std::vector<ExampleSet>& 
                         bool need_outputs, const std::string& files) {
   BoundData bound;
   auto bind = [&](const LayerSpec& l, std::vector<LayerData>& into) {
-    if (l.dataset.empty())
-      throw ConfigError(layer_where(spec, l) + ": has no DataSet to bind");
+    if (l.dataset.empty()) throw ConfigError(layer_where(spec, l) + ": has no DataSet to bind");
     const ExampleSet* ds = find_set(sets, l.dataset);
     if (!ds)
       throw ConfigError(layer_where(spec, l) + ": dataset '" + l.dataset + "' not found in " +
                         files + "; available: " + available(sets) + suggest_set(sets, l.dataset));
     const uint64_t units = l.units();
     if (ds->features() > units || (!ds->is_sparse() && ds->features() != units))
-      throw ConfigError(layer_where(spec, l) + ": dataset '" + ds->name + "' (" + files +
-                        ") has " + std::to_string(ds->features()) +
-                        " features per example but the layer has " +
-                        std::to_string(units) + " units");
+      throw ConfigError(layer_where(spec, l) + ": dataset '" + ds->name + "' (" + files + ") has " +
+                        std::to_string(ds->features()) +
+                        " features per example but the layer has " + std::to_string(units) +
+                        " units");
     if (bound.examples == 0) {
       bound.examples = ds->examples;
     } else if (ds->examples != bound.examples) {
-      throw ConfigError(layer_where(spec, l) + ": dataset '" + ds->name + "' (" + files +
-                        ") has " + std::to_string(ds->examples) +
-                        " examples; other bound datasets have " +
+      throw ConfigError(layer_where(spec, l) + ": dataset '" + ds->name + "' (" + files + ") has " +
+                        std::to_string(ds->examples) + " examples; other bound datasets have " +
                         std::to_string(bound.examples));
     }
     into.push_back({l.name, ds});

@@ -7,13 +7,13 @@
 #include <set>
 #include <tuple>
 
+#include "config/layer_shapes.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/random.h"
 #include "layers/convolutional_layer.h"
 #include "layers/layer_registry.h"
 #include "layers/pooling_layer.h"
-#include "config/layer_shapes.h"
 
 namespace nn {
 namespace {
@@ -60,12 +60,11 @@ Network::Network(Backend& backend, NetworkSpec spec,
     if (l.units() == 0) throw ConfigError(where(spec_, l) + ": N must be positive");
     // Units are counted in 32 bits (Layer::units); a larger product must not wrap around.
     if (l.units() > UINT32_MAX)
-      throw ConfigError(where(spec_, l) + ": N = " + std::to_string(l.n[0]) + " x " +
-                        std::to_string(l.n[1]) + " x " + std::to_string(l.n[2]) + " x " +
-                        std::to_string(l.n[3]) + " = " +
-                        (l.units() == UINT64_MAX ? std::string("more than 2^64")
-                                                 : std::to_string(l.units())) +
-                        " units; a layer has at most 4294967295 units");
+      throw ConfigError(
+          where(spec_, l) + ": N = " + std::to_string(l.n[0]) + " x " + std::to_string(l.n[1]) +
+          " x " + std::to_string(l.n[2]) + " x " + std::to_string(l.n[3]) + " = " +
+          (l.units() == UINT64_MAX ? std::string("more than 2^64") : std::to_string(l.units())) +
+          " units; a layer has at most 4294967295 units");
     auto it = sparse_inputs.find(l.name);
     std::unique_ptr<Layer> layer =
         create_layer(l, i, it != sparse_inputs.end() && it->second, where(spec_, l));

@@ -11,10 +11,10 @@
 
 #include "backend/backend.h"
 #include "config/network_spec.h"
+#include "io/network_file.h"
 #include "layers/fully_connected_layer.h"
 #include "layers/input_layer.h"
 #include "model/parallel_plan.h"
-#include "io/network_file.h"
 
 namespace nn {
 
@@ -71,13 +71,12 @@ class Network {
   // Zeroes hidden deltas, then runs backward in reverse order. Output layers' deltas must
   // already hold dE/dz. `after_layer` (optional) is called as each layer's backward finishes,
   // so gradient communication can start while earlier layers still compute.
-  void backward(const LayerContext& ctx,
-                const std::function<void(Layer&)>& after_layer = nullptr);
+  void backward(const LayerContext& ctx, const std::function<void(Layer&)>& after_layer = nullptr);
 
   const NetworkSpec& spec() const { return spec_; }
   Backend& backend() { return backend_; }
   Layer* find(const std::string& name);
-  Layer& layer(const std::string& name);  // throws ConfigError when absent
+  Layer& layer(const std::string& name);                       // throws ConfigError when absent
   const std::vector<Layer*>& order() const { return order_; }  // topological
   std::vector<InputLayer*> inputs();
   std::vector<Layer*> outputs();

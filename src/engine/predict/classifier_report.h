@@ -21,7 +21,8 @@ bool is_single_label(const ExampleSet& truth);
 // The true class of every example (-1 when the example has none): the single item, or with
 // several items the one with the largest value (the first stored on ties). `where` names the
 // file for messages; throws DataError for a class id outside [0, classes).
-std::vector<int64_t> true_classes(const ExampleSet& truth, uint32_t classes, const std::string& where);
+std::vector<int64_t> true_classes(const ExampleSet& truth, uint32_t classes,
+                                  const std::string& where);
 
 class ClassifierReport {
  public:

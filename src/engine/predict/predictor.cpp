@@ -60,10 +60,9 @@ RowSlice Predictor::forward_batch(uint64_t first, uint32_t rows) {
   return RowSlice{0, rows};
 }
 
-void Predictor::run(
-    const std::string& layer_name,
-    const std::function<void(uint64_t, uint32_t, const float*)>& consume, uint64_t begin,
-    uint64_t end) {
+void Predictor::run(const std::string& layer_name,
+                    const std::function<void(uint64_t, uint32_t, const float*)>& consume,
+                    uint64_t begin, uint64_t end) {
   Backend& be = net_.backend();
   Layer& layer = net_.layer(layer_name);
   if (layer.has_sparse_output())

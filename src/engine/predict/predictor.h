@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "backend/device_array.h"
-#include "model/batch_loader.h"
 #include "distributed/row_split.h"
+#include "model/batch_loader.h"
 #include "model/network.h"
 
 namespace nn {
@@ -98,8 +98,8 @@ void merge_top_k(Communicator& comm, const TopK& mine, uint32_t rows, uint32_t k
 // `threads` OpenMP threads (0: OpenMP's default). exclude(row) returns a sorted list of columns
 // to skip.
 void top_k_rows(const float* scores, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
-                const std::function<const std::vector<uint32_t>*(uint32_t row)>& exclude,
-                TopK& out, int threads = 0);
+                const std::function<const std::vector<uint32_t>*(uint32_t row)>& exclude, TopK& out,
+                int threads = 0);
 
 // The distinct columns stored for example `e` of a sparse dataset, ascending (the held-out
 // items of a ranking metric, or the items to leave out of a ranking).

@@ -6,7 +6,8 @@
 
 namespace nn {
 
-LossParams loss_params(const NetworkSpec& spec, const LayerSpec& output, const ExampleSet* targets) {
+LossParams loss_params(const NetworkSpec& spec, const LayerSpec& output,
+                       const ExampleSet* targets) {
   LossParams p;
   p.function = spec.error_function;
   p.activation = activation_params(output);

@@ -13,13 +13,13 @@ namespace nn {
 
 struct OptimizerSettings {
   OptimizerKind kind = OptimizerKind::SGD;
-  float alpha = 0.1f;            // learning rate
-  float lambda = 0.0f;           // L2 weight decay
-  float lambda1 = 0.0f;          // L1 weight decay
-  float mu = 0.9f;               // momentum / decay / Adam beta1
-  float mu1 = 0.999f;            // Adam beta2
-  float decay = 0.0f;            // per-update decay: alpha / (1 + decay * step)
-  int alpha_interval = 0;        // epochs between alpha *= alpha_multiplier (0 = never)
+  float alpha = 0.1f;      // learning rate
+  float lambda = 0.0f;     // L2 weight decay
+  float lambda1 = 0.0f;    // L1 weight decay
+  float mu = 0.9f;         // momentum / decay / Adam beta1
+  float mu1 = 0.999f;      // Adam beta2
+  float decay = 0.0f;      // per-update decay: alpha / (1 + decay * step)
+  int alpha_interval = 0;  // epochs between alpha *= alpha_multiplier (0 = never)
   float alpha_multiplier = 1.0f;
 };
 

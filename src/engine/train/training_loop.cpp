@@ -84,7 +84,7 @@ DivergenceError diverged(double err, uint64_t epoch, uint64_t batch, uint64_t ba
 }  // namespace
 
 TrainingLoop::TrainingLoop(Network& net, const BoundData& data, TrainOptions options, LogSink log,
-                 Communicator* comm)
+                           Communicator* comm)
     : net_(net),
       data_(data),
       options_(options),
@@ -126,8 +126,8 @@ void TrainingLoop::set_validation(const BoundData& data) {
         "a validation set is not supported yet when layers are split over "
         "processes (model parallel); train without it, or set \"Parallel\": "
         "\"Data\" on the split layers");
-  validator_ = std::make_unique<Validator>(net_, data, options_.validation_k,
-                                           *data_.outputs[0].dataset);
+  validator_ =
+      std::make_unique<Validator>(net_, data, options_.validation_k, *data_.outputs[0].dataset);
 }
 
 void TrainingLoop::restore(const TrainingState& state) {
@@ -185,12 +185,12 @@ std::vector<EpochReport> TrainingLoop::run() {
        " parameters, " + describe(options_.optimizer) + ", backend " + net_.backend().name());
   for (const std::string& line : placement_) log_(line);
   if (reducer_ && reducer_->buckets() > 0)
-    log_(format("data parallel: %d ranks (%s), each takes its slice of every minibatch of %u; "
-                "gradients %.1f MB per step in %zu buckets, %s the backward pass",
-                comm_->size(), (backend_comm_ ? backend_comm_.get() : comm_)->name().c_str(),
-                options_.minibatch,
-                double(reducer_->bytes_per_step()) / 1e6, reducer_->buckets(),
-                reducer_->overlapping() ? "reduced during" : "reduced after"));
+    log_(
+        format("data parallel: %d ranks (%s), each takes its slice of every minibatch of %u; "
+               "gradients %.1f MB per step in %zu buckets, %s the backward pass",
+               comm_->size(), (backend_comm_ ? backend_comm_.get() : comm_)->name().c_str(),
+               options_.minibatch, double(reducer_->bytes_per_step()) / 1e6, reducer_->buckets(),
+               reducer_->overlapping() ? "reduced during" : "reduced after"));
   if (model_parallel_)
     log_(
         format("model parallel: %d ranks; every rank reads every example of each minibatch and "
@@ -209,10 +209,11 @@ std::vector<EpochReport> TrainingLoop::run() {
   while (epoch_ < options_.epochs) {
     reports.push_back(run_epoch());
     if (reducer_ && reducer_->buckets() > 0)
-      log_(format("data parallel: %.2f s of epoch %.0f waiting for gradient all-reduce after "
-                  "backward (%s)",
-                  reducer_->wait_seconds() - reduce_wait_reported_, double(epoch_),
-                  reducer_->overlapping() ? "overlapped" : "not overlapped"));
+      log_(
+          format("data parallel: %.2f s of epoch %.0f waiting for gradient all-reduce after "
+                 "backward (%s)",
+                 reducer_->wait_seconds() - reduce_wait_reported_, double(epoch_),
+                 reducer_->overlapping() ? "overlapped" : "not overlapped"));
     if (reducer_) reduce_wait_reported_ = reducer_->wait_seconds();
     const bool go_on = validate(reports.back());
     if (on_epoch && comm_->rank() == 0) on_epoch(reports.back());
@@ -335,11 +336,12 @@ EpochReport TrainingLoop::run_epoch() {
       const double done = double(std::min<uint64_t>(n, (b + 1) * batch));
       const double elapsed = seconds_since(start);
       const double rate = done / std::max(elapsed, 1e-9);
-      log_(format("epoch %.0f: batch %.0f/%.0f (%.0f%%), loss so far %.6f, %.0f examples/s, %.1f s, "
-                  "epoch ETA ",
-                  double(epoch_ + 1), double(b + 1), double(batches),
-                  100.0 * double(b + 1) / double(batches), total / done, rate, elapsed) +
-           format_duration((double(n) - done) / std::max(rate, 1e-9)));
+      log_(
+          format("epoch %.0f: batch %.0f/%.0f (%.0f%%), loss so far %.6f, %.0f examples/s, %.1f s, "
+                 "epoch ETA ",
+                 double(epoch_ + 1), double(b + 1), double(batches),
+                 100.0 * double(b + 1) / double(batches), total / done, rate, elapsed) +
+          format_duration((double(n) - done) / std::max(rate, 1e-9)));
     }
   }
   if (!per_batch) total = read_loss_sums(batches)[math::kLossTotal];
@@ -356,15 +358,16 @@ EpochReport TrainingLoop::run_epoch() {
   ++epochs_timed_;
   const double remaining =
       epoch_seconds_sum_ / double(epochs_timed_) * double(options_.epochs - epoch_);
-  log_(format("epoch %.0f/%.0f: loss %.6f (data %.6f + regularisation %.6f), %.0f examples/s, %.2f s",
-              double(r.epoch), double(options_.epochs), r.loss, r.data_loss, r.reg_loss,
-              r.examples_per_second, r.seconds) +
+  log_(format(
+           "epoch %.0f/%.0f: loss %.6f (data %.6f + regularisation %.6f), %.0f examples/s, %.2f s",
+           double(r.epoch), double(options_.epochs), r.loss, r.data_loss, r.reg_loss,
+           r.examples_per_second, r.seconds) +
        (epoch_ < options_.epochs ? ", ETA " + format_duration(remaining) : std::string()));
   return r;
 }
 
 double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, float alpha,
-                            RowSlice slice, uint32_t global_rows) {
+                                 RowSlice slice, uint32_t global_rows) {
   Backend& be = net_.backend();
   ++step_;
   if (on_step) on_step(step_);

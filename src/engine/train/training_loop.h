@@ -17,22 +17,22 @@
 #include "core/random.h"
 #include "distributed/communicator.h"
 #include "model/batch_loader.h"
-#include "train/data_parallel.h"
 #include "model/network.h"
+#include "train/data_parallel.h"
+#include "train/optimizer.h"
 #include "train/step.h"
 #include "train/validation.h"
-#include "train/optimizer.h"
 
 namespace nn {
 
 struct TrainOptions {
-  uint32_t epochs = 1;           // total epochs (a resumed run continues up to this)
+  uint32_t epochs = 1;  // total epochs (a resumed run continues up to this)
   uint32_t minibatch = 1024;
   OptimizerSettings optimizer;
   bool shuffle = true;
   uint64_t seed = 1;
-  std::string checkpoint_name;   // "" => no checkpoints
-  int checkpoint_interval = 0;   // epochs between checkpoints
+  std::string checkpoint_name;  // "" => no checkpoints
+  int checkpoint_interval = 0;  // epochs between checkpoints
   // Newest checkpoints kept on disk: writing one deletes the one `checkpoints_kept` intervals
   // older (a 40 MB network every epoch adds up). 0 keeps all.
   int checkpoints_kept = 0;
@@ -50,21 +50,21 @@ struct TrainOptions {
 };
 
 struct EpochReport {
-  uint64_t epoch = 0;     // 1-based
-  double loss = 0;        // mean per example: data term + regularisation
+  uint64_t epoch = 0;  // 1-based
+  double loss = 0;     // mean per example: data term + regularisation
   double data_loss = 0;
   double reg_loss = 0;
   double seconds = 0;
   double examples_per_second = 0;
-  double alpha = 0;       // learning rate at the start of the epoch
-  bool validated = false; // a validation result follows
+  double alpha = 0;        // learning rate at the start of the epoch
+  bool validated = false;  // a validation result follows
   ValidationResult validation;
 };
 
 class TrainingLoop {
  public:
   TrainingLoop(Network& net, const BoundData& data, TrainOptions options, LogSink log,
-          Communicator* comm = nullptr);
+               Communicator* comm = nullptr);
 
   // Evaluates `data` (bound to the same layers as the training data) during training; call before
   // run(). The datasets must outlive the trainer.

@@ -12,7 +12,8 @@
 
 namespace nn {
 
-Validator::Validator(Network& net, const BoundData& data, uint32_t k, const ExampleSet& training_truth)
+Validator::Validator(Network& net, const BoundData& data, uint32_t k,
+                     const ExampleSet& training_truth)
     : net_(net),
       data_(data),
       k_(std::max<uint32_t>(k, 1)),

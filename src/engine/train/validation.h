@@ -52,7 +52,7 @@ class Validator {
   OutputLosses losses_;
   Mode mode_ = Mode::Loss;
   std::string metric_;
-  std::vector<int64_t> classes_;      // Classify: true class per example
+  std::vector<int64_t> classes_;         // Classify: true class per example
   const ExampleSet* exclude_ = nullptr;  // Rank: input dataset whose items are not ranked
 };
 

@@ -37,7 +37,8 @@ inline bool parse_or_exit(CLI::App& app, std::vector<std::string> args, int& sta
     app.set_version_flag("--version", std::string(kToolName) + " " + NN_VERSION,
                          "print the version and exit");
   try {
-    std::vector<std::string> rev(args.rbegin(), args.rend() - 1);  // CLI11 wants reversed, no argv[0]
+    std::vector<std::string> rev(args.rbegin(),
+                                 args.rend() - 1);  // CLI11 wants reversed, no argv[0]
     app.parse(rev);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) {
@@ -55,7 +56,8 @@ inline bool parse_or_exit(CLI::App& app, std::vector<std::string> args, int& sta
 inline CLI::Option* add_memory_limit_option(CLI::App& app, std::string& value) {
   return app.add_option("--memory-limit", value,
                         "memory budget for sizes read from files, e.g. 8G or 512M (default: "
-                        "this machine's memory, " + api::format_bytes(api::default_memory_budget()) + ")");
+                        "this machine's memory, " +
+                            api::format_bytes(api::default_memory_budget()) + ")");
 }
 
 // Sets the budget from the flag (wins) or the CDL's MemoryLimit; UsageError when malformed.
@@ -63,8 +65,9 @@ inline void apply_memory_limit(const std::string& flag, std::optional<uint64_t> 
   if (!flag.empty()) {
     const auto bytes = api::parse_byte_size(flag);
     if (!bytes)
-      throw UsageError("--memory-limit: expected a size such as 8G, 512M or 1000000 (bytes), got '" +
-                       flag + "'");
+      throw UsageError(
+          "--memory-limit: expected a size such as 8G, 512M or 1000000 (bytes), got '" + flag +
+          "'");
     api::set_memory_budget(*bytes);
   } else if (from_cdl) {
     api::set_memory_budget(*from_cdl);

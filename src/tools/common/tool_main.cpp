@@ -2,13 +2,14 @@
 // and maps exceptions to messages and exit codes. Under mpirun every rank's error is printed with
 // its rank, and a failing rank ends the whole job (MPI_Abort) instead of leaving the others
 // waiting for it.
+#include "common/tool_main.h"
+
 #include <cstdio>
 #include <exception>
 #include <memory>
 #include <new>
 #include <string>
 
-#include "common/tool_main.h"
 #include "nn/error.h"
 #include "nn/process.h"
 

@@ -17,13 +17,13 @@
 #include <string>
 #include <vector>
 
+#include "backend/conv_test_geometry.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/math/batch_norm_math.h"
 #include "backend/math/conv_math.h"
 #include "backend/math/lrn_math.h"
 #include "backend/math/pool_math.h"
 #include "backend_test_util.h"
-#include "backend/conv_test_geometry.h"
 #include "core/random.h"
 
 namespace nn {
@@ -33,28 +33,37 @@ using test::bitwise_equal;
 
 std::vector<ConvGeometry> conv_shapes() {
   return {
-      test::dsstne_geometry(2, {7, 5, 1}, {2, 2, 1}, {1, 1, 1}, 3, 4),   // even kernel, stride 1: crop
-      test::dsstne_geometry(2, {9, 6, 1}, {4, 2, 1}, {1, 1, 1}, 2, 3),   // even kernels, stride 1
-      test::dsstne_geometry(2, {8, 7, 1}, {3, 3, 1}, {1, 1, 1}, 2, 5),   // odd kernel: cuDNN's geometry
-      test::dsstne_geometry(2, {9, 9, 1}, {3, 3, 1}, {2, 2, 1}, 3, 2),   // stride 2, no pad
-      test::dsstne_geometry(2, {10, 7, 1}, {2, 4, 1}, {2, 1, 1}, 1, 3),  // mixed: stride 2 on x only
+      test::dsstne_geometry(2, {7, 5, 1}, {2, 2, 1}, {1, 1, 1}, 3,
+                            4),  // even kernel, stride 1: crop
+      test::dsstne_geometry(2, {9, 6, 1}, {4, 2, 1}, {1, 1, 1}, 2, 3),  // even kernels, stride 1
+      test::dsstne_geometry(2, {8, 7, 1}, {3, 3, 1}, {1, 1, 1}, 2,
+                            5),  // odd kernel: cuDNN's geometry
+      test::dsstne_geometry(2, {9, 9, 1}, {3, 3, 1}, {2, 2, 1}, 3, 2),  // stride 2, no pad
+      test::dsstne_geometry(2, {10, 7, 1}, {2, 4, 1}, {2, 1, 1}, 1,
+                            3),  // mixed: stride 2 on x only
       test::dsstne_geometry(1, {31, 1, 1}, {4, 1, 1}, {1, 1, 1}, 2, 2),  // 1-D even kernel
       test::dsstne_geometry(3, {5, 4, 3}, {2, 3, 2}, {1, 1, 1}, 2, 2),   // 3-D
-      test::dsstne_geometry(2, {3, 2, 1}, {5, 4, 1}, {1, 1, 1}, 2, 3),   // kernel larger than the input
-      test::dsstne_geometry(2, {3, 3, 1}, {5, 5, 1}, {2, 2, 1}, 1, 1),   // ... at stride 2
-      test::dsstne_geometry(2, {6, 6, 1}, {1, 1, 1}, {1, 1, 1}, 4, 3),   // 1x1
-      test::dsstne_geometry(2, {6, 5, 3}, {2, 3, 1}, {1, 1, 1}, 2, 2),   // 2-D over 3 z slices
+      test::dsstne_geometry(2, {3, 2, 1}, {5, 4, 1}, {1, 1, 1}, 2,
+                            3),  // kernel larger than the input
+      test::dsstne_geometry(2, {3, 3, 1}, {5, 5, 1}, {2, 2, 1}, 1, 1),  // ... at stride 2
+      test::dsstne_geometry(2, {6, 6, 1}, {1, 1, 1}, {1, 1, 1}, 4, 3),  // 1x1
+      test::dsstne_geometry(2, {6, 5, 3}, {2, 3, 1}, {1, 1, 1}, 2, 2),  // 2-D over 3 z slices
   };
 }
 
 TEST(HostKernelMath, CudnnGeometryMatchesExactlyWhereDsstnesRuleAgrees) {
   // Odd kernels at stride 1 and unpadded strided kernels: cuDNN's own padding does it.
-  EXPECT_TRUE(math::cudnn_geometry_matches(test::dsstne_geometry(2, {8, 7, 1}, {3, 3, 1}, {1, 1, 1}, 1, 1)));
-  EXPECT_TRUE(math::cudnn_geometry_matches(test::dsstne_geometry(2, {9, 9, 1}, {3, 3, 1}, {2, 2, 1}, 1, 1)));
-  EXPECT_TRUE(math::cudnn_geometry_matches(test::dsstne_geometry(2, {6, 6, 1}, {1, 1, 1}, {1, 1, 1}, 1, 1)));
+  EXPECT_TRUE(math::cudnn_geometry_matches(
+      test::dsstne_geometry(2, {8, 7, 1}, {3, 3, 1}, {1, 1, 1}, 1, 1)));
+  EXPECT_TRUE(math::cudnn_geometry_matches(
+      test::dsstne_geometry(2, {9, 9, 1}, {3, 3, 1}, {2, 2, 1}, 1, 1)));
+  EXPECT_TRUE(math::cudnn_geometry_matches(
+      test::dsstne_geometry(2, {6, 6, 1}, {1, 1, 1}, {1, 1, 1}, 1, 1)));
   // Even kernels at stride 1: cuDNN's symmetric padding gives in + 1 outputs, DSSTNE in.
-  EXPECT_FALSE(math::cudnn_geometry_matches(test::dsstne_geometry(2, {7, 5, 1}, {2, 2, 1}, {1, 1, 1}, 1, 1)));
-  EXPECT_FALSE(math::cudnn_geometry_matches(test::dsstne_geometry(1, {31, 1, 1}, {4, 1, 1}, {1, 1, 1}, 1, 1)));
+  EXPECT_FALSE(math::cudnn_geometry_matches(
+      test::dsstne_geometry(2, {7, 5, 1}, {2, 2, 1}, {1, 1, 1}, 1, 1)));
+  EXPECT_FALSE(math::cudnn_geometry_matches(
+      test::dsstne_geometry(1, {31, 1, 1}, {4, 1, 1}, {1, 1, 1}, 1, 1)));
   const ConvGeometry g = test::dsstne_geometry(2, {7, 5, 1}, {2, 2, 1}, {1, 1, 1}, 1, 1);
   const math::PadShape s = math::pad_shape_of(g);
   EXPECT_EQ(s.padded[0], 8u);  // one position of padding before the input, none after

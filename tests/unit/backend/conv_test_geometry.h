@@ -32,8 +32,8 @@ inline ConvGeometry conv_geometry(uint32_t dims, std::array<uint32_t, 3> in,
 // DSSTNE's rule: out = 1 when in <= kernel, in at stride 1, else (in - kernel) / stride + 1;
 // pad = (kernel - in + 1) / 2 when in < kernel, kernel / 2 at stride 1, else 0.
 inline ConvGeometry dsstne_geometry(uint32_t dims, std::array<uint32_t, 3> in,
-                                    std::array<uint32_t, 3> kernel,
-                                    std::array<uint32_t, 3> stride, uint32_t cin, uint32_t cout) {
+                                    std::array<uint32_t, 3> kernel, std::array<uint32_t, 3> stride,
+                                    uint32_t cin, uint32_t cout) {
   ConvGeometry g = conv_geometry(dims, in, kernel, stride, {0, 0, 0}, cin, cout, {1, 1, 1});
   for (int d = 0; d < 3; ++d) {
     const uint32_t i = in[d], k = kernel[d], s = stride[d];

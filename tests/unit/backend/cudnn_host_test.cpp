@@ -9,8 +9,8 @@
 #include <array>
 #include <string>
 
-#include "backend/cuda/device_probe.h"
 #include "backend/conv_test_geometry.h"
+#include "backend/cuda/device_probe.h"
 
 #ifdef NN_HAVE_CUDA
 #include "backend/cuda/cudnn_support.h"
@@ -52,15 +52,18 @@ TEST(CudnnHost, ConvolutionDescriptorsGiveTheLayersOutputShape) {
       {test::dsstne_geometry(1, {77, 1, 1}, {4, 1, 1}, {1, 1, 1}, 2, 3), true},
       {test::dsstne_geometry(1, {77, 1, 1}, {5, 1, 1}, {2, 1, 1}, 3, 2), false},
       {test::dsstne_geometry(3, {9, 7, 5}, {3, 2, 3}, {1, 1, 1}, 2, 3), true},
-      {test::dsstne_geometry(2, {3, 4, 1}, {5, 5, 1}, {1, 1, 1}, 2, 2), true},  // y: 4 + 2 - 5 + 1 = 2 != 1
+      {test::dsstne_geometry(2, {3, 4, 1}, {5, 5, 1}, {1, 1, 1}, 2, 2),
+       true},  // y: 4 + 2 - 5 + 1 = 2 != 1
       {test::dsstne_geometry(2, {12, 10, 1}, {1, 1, 1}, {1, 1, 1}, 16, 9), false},
-      {test::dsstne_geometry(2, {12, 10, 3}, {2, 3, 1}, {1, 1, 1}, 2, 4), true},  // z extent 3, kernel 1 on z
-      {test::dsstne_geometry(1, {20, 4, 1}, {3, 1, 1}, {2, 1, 1}, 2, 2), false},  // 1-D over 4 rows of y
+      {test::dsstne_geometry(2, {12, 10, 3}, {2, 3, 1}, {1, 1, 1}, 2, 4),
+       true},  // z extent 3, kernel 1 on z
+      {test::dsstne_geometry(1, {20, 4, 1}, {3, 1, 1}, {2, 1, 1}, 2, 2),
+       false},  // 1-D over 4 rows of y
   };
   try {  // descriptors that needed a device would fail here rather than wrongly succeed
     cuda::ConvPlan probe;
-    cuda::describe_convolution(api, test::dsstne_geometry(2, {4, 4, 1}, {1, 1, 1}, {1, 1, 1}, 1, 1), 1, false,
-                               probe);
+    cuda::describe_convolution(api, test::dsstne_geometry(2, {4, 4, 1}, {1, 1, 1}, {1, 1, 1}, 1, 1),
+                               1, false, probe);
   } catch (const std::exception& e) {
     GTEST_SKIP() << "cuDNN descriptors unavailable here: " << e.what();
   }

@@ -26,8 +26,7 @@ TEST(ConfigLimits, DeeplyNestedNetworkJsonIsRejectedNotACrash) {
 
 TEST(ConfigLimits, DeeplyNestedCdlIsRejected) {
   const std::string text = R"({"TrainingParameters": )" + nested_arrays(300) + "}";
-  EXPECT_CONTAINS(error_of([&] { parse_cdl(text, "train.cdl"); }),
-                  "train.cdl: TrainingParameters");
+  EXPECT_CONTAINS(error_of([&] { parse_cdl(text, "train.cdl"); }), "train.cdl: TrainingParameters");
   EXPECT_CONTAINS(error_of([&] { parse_cdl(text, "train.cdl"); }), "deeper than 256 levels");
 }
 
@@ -40,14 +39,17 @@ TEST(ConfigLimits, NestingUpToTheLimitParses) {
 
 TEST(ConfigLimits, FilesLargerThan16MiBAreRefused) {
   ScratchDir dir;
-  const std::string path = dir.write("big.json", "{\"Layers\": []," + std::string(17 << 20, ' ') + "}");
+  const std::string path =
+      dir.write("big.json", "{\"Layers\": []," + std::string(17 << 20, ' ') + "}");
   const std::string m = error_of([&] { load_network_json(path); });
   EXPECT_CONTAINS(m, path + ": network JSON file is larger than 16 MiB");
 }
 
 TEST(ConfigLimits, LayerSizeProductBeyond32BitsIsRejected) {
   EXPECT_CONTAINS(
-      error_of([&] { parse_network_json(R"({"Layers": [{"N": 2}, {"N": [2147483648, 2]}]})", "n.json"); }),
+      error_of([&] {
+        parse_network_json(R"({"Layers": [{"N": 2}, {"N": [2147483648, 2]}]})", "n.json");
+      }),
       "n.json: Layers[1].N: 2147483648 x 2 = 4294967296 units; a layer has at most 4294967295 "
       "units");
   EXPECT_CONTAINS(
@@ -81,7 +83,9 @@ TEST(ConfigLimits, CdlMemoryLimit) {
   EXPECT_EQ(parse_cdl(base + "\"8G\"}", "a.cdl").memory_limit.value(), uint64_t(8) << 30);
   EXPECT_EQ(parse_cdl(base + "1000000}", "a.cdl").memory_limit.value(), 1000000u);
   EXPECT_FALSE(parse_cdl(R"({"Network": "n.json", "Command": "Train", "Data": "d.nc",
-      "TrainingParameters": {"Epochs": 1}})", "a.cdl").memory_limit);
+      "TrainingParameters": {"Epochs": 1}})",
+                         "a.cdl")
+                   .memory_limit);
   EXPECT_CONTAINS(error_of([&] { parse_cdl(base + "\"lots\"}", "a.cdl"); }),
                   "a.cdl: MemoryLimit: expected a size such as");
 }

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "config/parse.h"
-#include "core/test_util.h"
 #include "core/nearest_name.h"
+#include "core/test_util.h"
 
 namespace nn {
 namespace {

@@ -16,8 +16,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/test_util.h"
 #include "core/error.h"
+#include "core/test_util.h"
 
 namespace nn {
 namespace {

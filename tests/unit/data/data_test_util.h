@@ -46,8 +46,8 @@ inline std::string read_file(const std::string& path) {
 
 // Sparse dataset from per-example index lists (values empty => Boolean).
 inline ExampleSet make_sparse(const std::string& name, uint32_t width,
-                           const std::vector<std::vector<uint32_t>>& rows,
-                           const std::vector<std::vector<float>>& values = {}) {
+                              const std::vector<std::vector<uint32_t>>& rows,
+                              const std::vector<std::vector<float>>& values = {}) {
   ExampleSet ds;
   ds.name = name;
   ds.width = width;
@@ -64,8 +64,8 @@ inline ExampleSet make_sparse(const std::string& name, uint32_t width,
   return ds;
 }
 
-inline ExampleSet make_dense(const std::string& name, DataType type, uint32_t width, uint64_t examples,
-                          std::vector<float> data) {
+inline ExampleSet make_dense(const std::string& name, DataType type, uint32_t width,
+                             uint64_t examples, std::vector<float> data) {
   ExampleSet ds;
   ds.name = name;
   ds.type = type;

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "data/data_test_util.h"
-#include "io/netcdf_dataset.h"
 #include "data/text_examples.h"
+#include "io/netcdf_dataset.h"
 
 namespace nn {
 namespace {

@@ -128,12 +128,13 @@ TEST(TextExamples, RowsLayoutGroupsRowsPerSample) {
   opt.rows = true;
   opt.skip_header = true;
   // MovieLens ratings.csv: header, user,item,rating,timestamp; a user's rows need not be adjacent.
-  const Parsed p = parse("userId,movieId,rating,timestamp\r\n1,10,4.0,964982703\r\n"
-                         "2,20,3.5,964982224\r\n1,30,5.0,964982931\r\n\n",
-                         opt);
+  const Parsed p = parse(
+      "userId,movieId,rating,timestamp\r\n1,10,4.0,964982703\r\n"
+      "2,20,3.5,964982224\r\n1,30,5.0,964982931\r\n\n",
+      opt);
   ASSERT_EQ(p.ds.examples, 2u);
   EXPECT_EQ(p.samples.find("1"), 0);
-  EXPECT_EQ(p.samples.find("userId"), -1);  // the header is not a sample
+  EXPECT_EQ(p.samples.find("userId"), -1);                 // the header is not a sample
   EXPECT_EQ(row(p.ds, 0), (std::vector<uint32_t>{0, 2}));  // 10 and 30, in file order
   EXPECT_EQ(row(p.ds, 1), (std::vector<uint32_t>{1}));
   EXPECT_EQ(p.ds.attributes, attr::Sparse | attr::Boolean);

@@ -17,7 +17,9 @@
 namespace nn {
 namespace {
 
-std::shared_ptr<Communicator> world() { return world_communicator(); }
+std::shared_ptr<Communicator> world() {
+  return world_communicator();
+}
 
 TEST(Collectives, WorldMatchesLauncher) {
   auto c = world();
@@ -46,10 +48,18 @@ void check_all_reduce() {
   }
 }
 
-TEST(Collectives, AllReduceFloat) { check_all_reduce<float>(); }
-TEST(Collectives, AllReduceDouble) { check_all_reduce<double>(); }
-TEST(Collectives, AllReduceInt32) { check_all_reduce<int32_t>(); }
-TEST(Collectives, AllReduceInt64) { check_all_reduce<int64_t>(); }
+TEST(Collectives, AllReduceFloat) {
+  check_all_reduce<float>();
+}
+TEST(Collectives, AllReduceDouble) {
+  check_all_reduce<double>();
+}
+TEST(Collectives, AllReduceInt32) {
+  check_all_reduce<int32_t>();
+}
+TEST(Collectives, AllReduceInt64) {
+  check_all_reduce<int64_t>();
+}
 
 TEST(Collectives, ScalarHelpers) {
   auto c = world();

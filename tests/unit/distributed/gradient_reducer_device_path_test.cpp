@@ -13,8 +13,8 @@
 #include "config/parse.h"
 #include "distributed/communicator.h"
 #include "distributed/process.h"
-#include "train/data_parallel.h"
 #include "model/network.h"
+#include "train/data_parallel.h"
 
 namespace nn {
 namespace {

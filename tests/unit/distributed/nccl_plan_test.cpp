@@ -1,6 +1,6 @@
-// The NCCL call plans of the variable-count collectives (distributed/nccl_plan.h) run through a host
-// simulator of NCCL's semantics over 1 to 5 ranks: the collective calls of every rank must match
-// (same kind, root and count, in the same order), every receive must meet a send, and the
+// The NCCL call plans of the variable-count collectives (distributed/nccl_plan.h) run through a
+// host simulator of NCCL's semantics over 1 to 5 ranks: the collective calls of every rank must
+// match (same kind, root and count, in the same order), every receive must meet a send, and the
 // buffers must end up as all-gather, reduce-scatter and gather define, with nothing written
 // outside the receiving blocks. This is what the NCCL communicator executes, checked without GPU.
 #include "distributed/nccl_plan.h"

@@ -10,15 +10,17 @@
 
 #include "core/error.h"
 #include "core/memory_budget.h"
-#include "io/netcdf_dataset.h"
 #include "data/data_test_util.h"
+#include "io/netcdf_dataset.h"
 
 namespace nn {
 namespace {
 
 using test::TempDir;
 
-void ok(int rc) { ASSERT_EQ(rc, NC_NOERR) << nc_strerror(rc); }
+void ok(int rc) {
+  ASSERT_EQ(rc, NC_NOERR) << nc_strerror(rc);
+}
 
 // A sparse Boolean dataset file claiming `examples` rows and `entries` non-zeros; the
 // variables are written only when `write_data` (else a netCDF-4 file stores nothing for them).
@@ -69,8 +71,9 @@ std::string data_error(Fn fn) {
   return "";
 }
 
-#define EXPECT_HAS(text, part) \
-  EXPECT_NE(std::string(text).find(part), std::string::npos) << "missing: " << (part) << "\nin: " << (text)
+#define EXPECT_HAS(text, part)                               \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) \
+      << "missing: " << (part) << "\nin: " << (text)
 
 class BudgetScope {
  public:
@@ -85,7 +88,9 @@ TEST(DatasetLimits, BillionsClaimedByATinyFileAreRejectedAgainstTheBudget) {
   EXPECT_LT(std::filesystem::file_size(path), 20000u);
   BudgetScope budget(uint64_t(8) << 30);
   const std::string m = data_error([&] { read_datasets(path); });
-  EXPECT_HAS(m, path + ": examplesDim0, sparseDataDim0: dataset 0 claims 3000000000 examples and 3000000000 entries");
+  EXPECT_HAS(m, path +
+                    ": examplesDim0, sparseDataDim0: dataset 0 claims 3000000000 examples and "
+                    "3000000000 entries");
   EXPECT_HAS(m, "more than the memory budget of 8.0 GiB");
 }
 
@@ -103,7 +108,7 @@ TEST(DatasetLimits, TruncatedClassicFileIsRejectedBeforeReading) {
   TempDir dir;
   const std::string path = dir.file("classic.nc");
   write_claim(path, NC_64BIT_DATA, 100000, 100000, true);  // CDF-5: a classic layout
-  std::filesystem::resize_file(path, 4096);  // header intact, data gone
+  std::filesystem::resize_file(path, 4096);                // header intact, data gone
   const std::string m = data_error([&] { read_datasets(path); });
   // The classic-header check (data/netcdf_header_check) sees the cut first: a variable whose
   // data would start past the end of the file.

@@ -35,7 +35,8 @@ std::string golden(const std::string& name) {
 }
 
 // Header fields of an expected dataset; the tests fill in shapes and arrays from the CDL.
-ExampleSet expected(const std::string& name, DataType type, uint32_t attributes, uint64_t examples) {
+ExampleSet expected(const std::string& name, DataType type, uint32_t attributes,
+                    uint64_t examples) {
   ExampleSet ds;
   ds.name = name;
   ds.type = type;
@@ -417,7 +418,8 @@ TEST(GoldenNetcdfFiles, CifarConverterImageAndLabels) {
 // ---- Weighted, Indexed, SparseIgnoreZero ----
 
 TEST(GoldenNetcdfFiles, SparseIndicatorWeighted) {
-  ExampleSet ds = expected("clicks", DataType::UInt, attr::Sparse | attr::Boolean | attr::Weighted, 3);
+  ExampleSet ds =
+      expected("clicks", DataType::UInt, attr::Sparse | attr::Boolean | attr::Weighted, 3);
   ds.width = 6;
   ds.sparse_start = {0, 2, 3};
   ds.sparse_end = {2, 3, 5};

@@ -9,8 +9,8 @@
 #include <fstream>
 #include <string>
 
-#include "core/test_util.h"
 #include "core/error.h"
+#include "core/test_util.h"
 
 namespace nn {
 namespace {

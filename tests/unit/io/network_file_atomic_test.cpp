@@ -7,8 +7,8 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "io/network_file.h"
 #include "io/model_io_test_support.h"
+#include "io/network_file.h"
 
 namespace nn::test {
 namespace {

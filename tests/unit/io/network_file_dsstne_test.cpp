@@ -3,9 +3,9 @@
 // and the per-layer sparseness penalty is read from the layer (DSSTNE's own loader does not).
 #include <gtest/gtest.h>
 
-#include "io/network_file.h"
 #include "io/dsstne_network_writer.h"
 #include "io/model_io_test_support.h"
+#include "io/network_file.h"
 
 namespace nn::test {
 namespace {

@@ -7,9 +7,9 @@
 #include <netcdf>
 
 #include "core/error.h"
-#include "io/network_file.h"
 #include "io/dsstne_network_writer.h"
 #include "io/model_io_test_support.h"
+#include "io/network_file.h"
 
 namespace nn::test {
 namespace {

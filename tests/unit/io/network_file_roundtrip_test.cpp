@@ -6,8 +6,8 @@
 #include <netcdf>
 
 #include "config/layer_shapes.h"
-#include "io/network_file.h"
 #include "io/model_io_test_support.h"
+#include "io/network_file.h"
 
 namespace nn::test {
 namespace {

@@ -16,7 +16,7 @@ namespace {
 constexpr uint32_t kRows = 8;
 
 std::vector<ExampleSet> data(bool sparse_input, bool sparse_target, uint32_t in_w = 7,
-                          uint32_t out_w = 6, uint64_t seed = 41) {
+                             uint32_t out_w = 6, uint64_t seed = 41) {
   auto in_rows = random_rows(seed, kRows, in_w, 3);
   std::vector<std::vector<float>> vals(kRows, std::vector<float>{0.5f, -1.0f, 2.0f});
   ExampleSet x = sparse_set("in", in_w, in_rows, vals);
@@ -33,7 +33,8 @@ std::string net(const std::string& layers, const std::string& top = "",
          layers + R"(]})";
 }
 
-void check(const std::string& json, std::vector<ExampleSet> sets, int min_checked, uint64_t seed = 5) {
+void check(const std::string& json, std::vector<ExampleSet> sets, int min_checked,
+           uint64_t seed = 5) {
   Fixture f(json, std::move(sets), seed);
   EXPECT_GE(check_all_gradients(f, kRows), min_checked);
 }
@@ -41,7 +42,7 @@ void check(const std::string& json, std::vector<ExampleSet> sets, int min_checke
 // The input of data(false, ...) as a dense [kRows][7] matrix.
 std::vector<float> dense_input() {
   const ExampleSet s = sparse_set("in", 7, random_rows(41, kRows, 7, 3),
-                               std::vector<std::vector<float>>(kRows, {0.5f, -1.0f, 2.0f}));
+                                  std::vector<std::vector<float>>(kRows, {0.5f, -1.0f, 2.0f}));
   std::vector<float> out(size_t(kRows) * s.width, 0.0f);
   for (uint32_t r = 0; r < kRows; ++r)
     for (uint64_t e = s.sparse_start[r]; e < s.sparse_end[r]; ++e)

@@ -23,8 +23,9 @@ constexpr uint32_t kExamples = 6;
 
 // Images 6x5 with 2 channels ("in"), optionally 4x4 with 2 channels ("in2"), 4 dense targets.
 std::vector<ExampleSet> sets(bool second_input = false) {
-  std::vector<ExampleSet> v = {image_set("in", 6, 5, 2, 3, random_values(kExamples * 60, 31, -1, 1)),
-                            dense_set("out", 4, random_targets(kExamples, 4, 32))};
+  std::vector<ExampleSet> v = {
+      image_set("in", 6, 5, 2, 3, random_values(kExamples * 60, 31, -1, 1)),
+      dense_set("out", 4, random_targets(kExamples, 4, 32))};
   if (second_input)
     v.push_back(image_set("in2", 4, 4, 2, 3, random_values(kExamples * 32, 33, -1, 1)));
   return v;

@@ -6,12 +6,12 @@
 
 #include <filesystem>
 
+#include "config/layer_shapes.h"
 #include "conv_test_util.h"
 #include "core/error.h"
+#include "io/network_file.h"
 #include "layers/convolutional_layer.h"
 #include "layers/pooling_layer.h"
-#include "io/network_file.h"
-#include "config/layer_shapes.h"
 #include "train/training_loop.h"
 
 namespace nn::test {

@@ -10,14 +10,14 @@
 #include <vector>
 
 #include "model/batch_loader.h"
-#include "train/step.h"
 #include "model/model_test_util.h"
+#include "train/step.h"
 
 namespace nn::test {
 
 // Dense float "images": width x height x length per example (x fastest), `dims` dimensions.
-inline ExampleSet image_set(const std::string& name, uint32_t width, uint32_t height, uint32_t length,
-                         int dims, const std::vector<float>& v) {
+inline ExampleSet image_set(const std::string& name, uint32_t width, uint32_t height,
+                            uint32_t length, int dims, const std::vector<float>& v) {
   ExampleSet ds;
   ds.name = name;
   ds.type = DataType::Float;

@@ -14,8 +14,8 @@ constexpr uint32_t kRows = 8;
 
 // Analog input (sparse or densified) and indicator targets (sparse or densified).
 std::vector<ExampleSet> data(bool sparse_input, bool sparse_target, uint32_t in_w = 7,
-                          uint32_t out_w = 6, const std::string& in = "in",
-                          const std::string& out = "out", uint64_t seed = 11) {
+                             uint32_t out_w = 6, const std::string& in = "in",
+                             const std::string& out = "out", uint64_t seed = 11) {
   auto in_rows = random_rows(seed, kRows, in_w, 3);
   std::vector<std::vector<float>> vals(kRows, std::vector<float>{0.5f, -1.0f, 2.0f});
   ExampleSet x = sparse_set(in, in_w, in_rows, vals);

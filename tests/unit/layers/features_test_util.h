@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "model/batch_loader.h"
 #include "io/network_file.h"
+#include "model/batch_loader.h"
+#include "model/model_test_util.h"
 #include "train/step.h"
 #include "train/training_loop.h"
-#include "model/model_test_util.h"
 
 namespace nn::test {
 

@@ -10,12 +10,12 @@
 #include <filesystem>
 #include <functional>
 
+#include "config/layer_shapes.h"
 #include "conv_test_util.h"
 #include "core/error.h"
 #include "features_test_util.h"
-#include "layers/pooling_layer.h"
 #include "io/network_file.h"
-#include "config/layer_shapes.h"
+#include "layers/pooling_layer.h"
 
 namespace nn::test {
 namespace {

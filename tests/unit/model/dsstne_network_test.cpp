@@ -10,10 +10,10 @@
 #include <functional>
 
 #include "core/error.h"
-#include "io/network_file.h"
-#include "predict/predictor.h"
 #include "io/dsstne_network_writer.h"
+#include "io/network_file.h"
 #include "model_test_util.h"
+#include "predict/predictor.h"
 
 namespace nn::test {
 namespace {

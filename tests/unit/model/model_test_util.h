@@ -16,8 +16,8 @@ namespace nn::test {
 
 // Sparse indicator (values empty) or analog dataset from per-example index/value lists.
 inline ExampleSet sparse_set(const std::string& name, uint32_t width,
-                          const std::vector<std::vector<uint32_t>>& rows,
-                          const std::vector<std::vector<float>>& values = {}) {
+                             const std::vector<std::vector<uint32_t>>& rows,
+                             const std::vector<std::vector<float>>& values = {}) {
   ExampleSet ds;
   ds.name = name;
   ds.attributes = attr::Sparse | (values.empty() ? attr::Boolean : 0u);

@@ -9,16 +9,16 @@
 #include "backend/backend.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
-#include "model/network.h"
 #include "io/dsstne_network_writer.h"
 #include "io/network_file.h"
+#include "model/network.h"
 
 namespace nn {
 namespace {
 
+using test::dsstne_fc_layer;
 using test::DsstneNetwork;
 using test::DsstneWeight;
-using test::dsstne_fc_layer;
 
 std::string error_of(const std::function<void()>& fn) {
   try {
@@ -31,8 +31,9 @@ std::string error_of(const std::function<void()>& fn) {
 }
 
 TEST(NetworkLimits, FileClaimingBillionsOfUnitsIsRejectedBeforeAllocation) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("nn_limits_" + std::to_string(::getpid()) + ".nc")).string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("nn_limits_" + std::to_string(::getpid()) + ".nc"))
+          .string();
   DsstneNetwork net;
   net.layers = {dsstne_fc_layer("Input", 0, 2000000000u, {}, 0, "in"),
                 dsstne_fc_layer("Output", 2, 2, {"Input"}, 0, "out")};
@@ -51,7 +52,8 @@ TEST(NetworkLimits, FileClaimingBillionsOfUnitsIsRejectedBeforeAllocation) {
   const std::string m = error_of([&] { Network n(*backend, file.spec, {}); });
   set_memory_budget(0);
   EXPECT_NE(m.find("layer 'Output': weights from 'Input' (2000000000 x 2 parameters"),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("more than the memory budget of 8.0 GiB"), std::string::npos) << m;
 }
 
@@ -71,7 +73,8 @@ TEST(NetworkLimits, UnitsBeyond32BitsAreRejected) {
   const std::string m = error_of([&] { Network n(*backend, spec, {}); });
   EXPECT_NE(m.find("layer 'Input': N = 65536 x 65536 x 1 x 1 = 4294967296 units; a layer has at "
                    "most 4294967295 units"),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
 }
 
 TEST(NetworkLimits, MinibatchActivationsAreCheckedAgainstTheBudget) {
@@ -94,7 +97,8 @@ TEST(NetworkLimits, MinibatchActivationsAreCheckedAgainstTheBudget) {
   set_memory_budget(0);
   EXPECT_NE(m.find("net.json: a minibatch of 1000 rows over 1010 units in all layers needs 11.6 "
                    "MiB, more than the memory budget of 1.0 MiB"),
-            std::string::npos) << m;
+            std::string::npos)
+      << m;
 }
 
 }  // namespace

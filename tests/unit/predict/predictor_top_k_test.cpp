@@ -6,8 +6,8 @@
 
 #include <map>
 
-#include "predict/predictor.h"
 #include "model/model_test_util.h"
+#include "predict/predictor.h"
 
 namespace nn::test {
 namespace {
@@ -21,7 +21,7 @@ Fixture make_fixture() {
       {"Name": "Out", "Kind": "Output", "N": "auto", "Source": "H", "DataSet": "out",
        "Activation": "Sigmoid"}]})";
   std::vector<ExampleSet> sets{sparse_set("in", 30, random_rows(3, kExamples, 30, 4)),
-                            sparse_set("out", kOut, random_rows(4, kExamples, kOut, 3))};
+                               sparse_set("out", kOut, random_rows(4, kExamples, kOut, 3))};
   return Fixture(json, std::move(sets));
 }
 

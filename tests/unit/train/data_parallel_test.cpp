@@ -1,6 +1,8 @@
 // Data-parallel building blocks that make N processes train exactly like one: the row split of a
 // minibatch, and random masks (dropout, denoising) that depend on an example's global position
 // or id, never on which process holds it or where in its slice it sits.
+#include "train/data_parallel.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -9,7 +11,6 @@
 #include "core/random.h"
 #include "layers/layer.h"
 #include "model/batch_loader.h"
-#include "train/data_parallel.h"
 #include "model/model_test_util.h"
 
 namespace nn::test {
@@ -34,7 +35,8 @@ TEST(DataParallel, ShiftedStreamDrawsTheOffsetCounters) {
   for (uint64_t stream : {0ull, 7ull, 4096ull * 31 + 2})
     for (uint64_t offset : {1ull, 64ull, 123456789ull})
       for (uint64_t i = 0; i < 50; ++i)
-        ASSERT_EQ(uniform_at(99, shift_stream(stream, offset), i), uniform_at(99, stream, i + offset));
+        ASSERT_EQ(uniform_at(99, shift_stream(stream, offset), i),
+                  uniform_at(99, stream, i + offset));
 }
 
 TEST(DataParallel, DropoutOfASliceEqualsThatSliceOfTheWholeBatch) {

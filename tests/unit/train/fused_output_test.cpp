@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "../backend/counting_backend.h"
-#include "train/training_loop.h"
 #include "model/model_test_util.h"
+#include "train/training_loop.h"
 
 namespace nn::test {
 namespace {

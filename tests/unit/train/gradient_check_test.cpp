@@ -12,8 +12,8 @@
 
 #include "core/error.h"
 #include "model/batch_loader.h"
-#include "train/step.h"
 #include "model/model_test_util.h"
+#include "train/step.h"
 
 namespace nn::test {
 namespace {
@@ -109,7 +109,7 @@ TEST(GradientCheck, TwoSourcesAndSkip) {
 
 Fixture l2_fixture(uint32_t in_w, uint32_t hidden, uint32_t n) {
   ExampleSet in = densify(sparse_set("in", in_w, random_rows(21, n, in_w, 2),
-                                  std::vector<std::vector<float>>(n, {1.5f, -0.5f})));
+                                     std::vector<std::vector<float>>(n, {1.5f, -0.5f})));
   ExampleSet out = densify(sparse_set("out", 3, random_rows(22, n, 3, 1)));
   return Fixture(R"({"Name": "l2", "ErrorFunction": "L2", "Layers": [
       {"Name": "In", "Kind": "Input", "N": "auto", "DataSet": "in"},

@@ -1,20 +1,21 @@
 // TrainingLoop behaviour: it learns, checkpoints resume exactly, sparse and dense inputs agree,
 // divergence is reported, and binding errors name what is wrong.
+#include "train/training_loop.h"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
-#include <unistd.h>
 #include <numeric>
 
 #include "backend/counting_backend.h"
 #include "core/error.h"
 #include "io/network_file.h"
-#include "train/step.h"
-#include "train/training_loop.h"
 #include "model/model_test_util.h"
+#include "train/step.h"
 
 namespace nn::test {
 namespace {
@@ -270,7 +271,7 @@ TEST(Binding, WidthLargerThanLayerIsRejected) {
 
 TEST(Binding, ExampleCountMismatchIsRejected) {
   std::vector<ExampleSet> sets{sparse_set("input", 32, taste_rows(8, 7)),
-                            sparse_set("output", 32, taste_rows(9, 7))};
+                               sparse_set("output", 32, taste_rows(9, 7))};
   NetworkSpec spec = parse_network_json(kAutoencoder, "ae.json");
   resolve_auto_sizes(spec, sets);
   const std::string msg = error_of([&] { bind_datasets(spec, sets, true, "d.nc"); });

@@ -11,8 +11,8 @@
 #include "core/memory_budget.h"
 #include "core/random.h"
 #include "model/model_summary.h"
-#include "train/training_loop.h"
 #include "model/model_test_util.h"
+#include "train/training_loop.h"
 
 namespace nn::test {
 namespace {

@@ -16,8 +16,8 @@
 // with stride 1, or a stride that does not divide); oneDNN wants in + pad_l + pad_r - kernel to
 // be a multiple of the stride, so such inputs are cropped away through a strided view of the
 // batch (their gradient is zero). A shape oneDNN rejects falls back to im2col + sgemm.
-#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/conv.h"
+#include "backend/cpu/cpu_backend.h"
 #include "core/error.h"
 
 #ifdef NN_HAVE_DNNL

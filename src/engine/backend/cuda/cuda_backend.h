@@ -100,9 +100,8 @@ class CudaBackend final : public Backend {
 
   void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
              float* values, uint32_t* indices) override;
-  void top_k_filtered(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols,
-                      uint32_t k, const TopKFilter& filter, float* values,
-                      uint32_t* indices) override;
+  void top_k_filtered(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
+                      const TopKFilter& filter, float* values, uint32_t* indices) override;
 
   // Norms and the sparseness penalty (cuda/norm.cu), batch normalisation (cuda/batch_norm.cu),
   // transposed sparse weights (cuda/sparse_transposed.cu).

@@ -12,9 +12,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/kernel_params.h"
 #include "backend/math/activation_math.h"
 #include "backend/math/fast_math.h"
-#include "backend/kernel_params.h"
 #include "core/error.h"
 
 namespace nn::math {

@@ -16,21 +16,30 @@ constexpr size_t kChunk = size_t(1) << 30;
 
 MPI_Datatype mpi_type(CommType t) {
   switch (t) {
-    case CommType::Float32: return MPI_FLOAT;
-    case CommType::Float64: return MPI_DOUBLE;
-    case CommType::Int32: return MPI_INT32_T;
-    case CommType::Int64: return MPI_INT64_T;
-    case CommType::Byte: return MPI_BYTE;
+    case CommType::Float32:
+      return MPI_FLOAT;
+    case CommType::Float64:
+      return MPI_DOUBLE;
+    case CommType::Int32:
+      return MPI_INT32_T;
+    case CommType::Int64:
+      return MPI_INT64_T;
+    case CommType::Byte:
+      return MPI_BYTE;
   }
   return MPI_BYTE;
 }
 
 MPI_Op mpi_op(ReduceOp op, CommType t) {
-  if (t == CommType::Byte) throw InternalError("communicator: reductions over bytes are not defined");
+  if (t == CommType::Byte)
+    throw InternalError("communicator: reductions over bytes are not defined");
   switch (op) {
-    case ReduceOp::Sum: return MPI_SUM;
-    case ReduceOp::Max: return MPI_MAX;
-    case ReduceOp::Min: return MPI_MIN;
+    case ReduceOp::Sum:
+      return MPI_SUM;
+    case ReduceOp::Max:
+      return MPI_MAX;
+    case ReduceOp::Min:
+      return MPI_MIN;
   }
   return MPI_SUM;
 }
@@ -54,7 +63,8 @@ int to_int(size_t n, const char* what) {
 struct Layout {
   std::vector<int> counts, displs;
   size_t total = 0;
-  Layout(const size_t* c, int ranks, const char* what) : counts(size_t(ranks)), displs(size_t(ranks)) {
+  Layout(const size_t* c, int ranks, const char* what)
+      : counts(size_t(ranks)), displs(size_t(ranks)) {
     for (int r = 0; r < ranks; ++r) {
       counts[size_t(r)] = to_int(c[r], what);
       displs[size_t(r)] = to_int(total, what);
@@ -187,7 +197,8 @@ void MpiCommunicator::gather_v_raw(const void* send, void* recv, const size_t* c
   Layout l(counts, size_, "gather");
   std::vector<char> copy;
   if (rank_ == root && overlaps(send, counts[rank_] * es, recv, l.total * es)) {
-    copy.assign(static_cast<const char*>(send), static_cast<const char*>(send) + counts[rank_] * es);
+    copy.assign(static_cast<const char*>(send),
+                static_cast<const char*>(send) + counts[rank_] * es);
     send = copy.data();
   }
   check(MPI_Gatherv(send, l.counts[size_t(rank_)], mpi_type(type), recv, l.counts.data(),

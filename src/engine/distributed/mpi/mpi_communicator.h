@@ -29,8 +29,7 @@ class MpiCommunicator : public Communicator {
   std::string name() const override { return "mpi"; }
 
   void all_reduce_raw(void* data, size_t n, CommType type, ReduceOp op) override;
-  void all_gather_v_raw(const void* send, void* recv, const size_t* counts,
-                        CommType type) override;
+  void all_gather_v_raw(const void* send, void* recv, const size_t* counts, CommType type) override;
   void reduce_scatter_v_raw(const void* send, void* recv, const size_t* counts, CommType type,
                             ReduceOp op) override;
   void gather_v_raw(const void* send, void* recv, const size_t* counts, CommType type,

@@ -145,7 +145,11 @@ void abort_world(int status) {
   std::_Exit(status);  // MPI_Abort does not return; keep [[noreturn]] honest if it does
 }
 
-CollectiveWatch::CollectiveWatch(const char* what) { id_ = watchdog().enter(what); }
-CollectiveWatch::~CollectiveWatch() { watchdog().leave(id_); }
+CollectiveWatch::CollectiveWatch(const char* what) {
+  id_ = watchdog().enter(what);
+}
+CollectiveWatch::~CollectiveWatch() {
+  watchdog().leave(id_);
+}
 
 }  // namespace nn::mpi

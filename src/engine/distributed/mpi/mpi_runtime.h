@@ -1,5 +1,5 @@
-// MPI start-up, shutdown, abort and the collective watchdog (used by distributed/process.cpp). No MPI
-// types appear here, so callers need not include <mpi.h>.
+// MPI start-up, shutdown, abort and the collective watchdog (used by distributed/process.cpp). No
+// MPI types appear here, so callers need not include <mpi.h>.
 #pragma once
 
 #include <memory>

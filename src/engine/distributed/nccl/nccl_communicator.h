@@ -9,9 +9,9 @@
 // Where NCCL has no direct collective: all_gather with unequal counts is a group of broadcasts
 // (one per rank), reduce_scatter with unequal counts a group of reduces, gather a group of
 // ncclSend/ncclRecv; equal counts use ncclAllGather / ncclReduceScatter. These call sequences
-// are plans (distributed/nccl_plan.h) tested on the host; run_plan() only maps them onto NCCL calls. split
-// and split_by_host split the host communicator and bootstrap a new NCCL communicator over it;
-// barrier waits for the stream and then uses the host communicator.
+// are plans (distributed/nccl_plan.h) tested on the host; run_plan() only maps them onto NCCL
+// calls. split and split_by_host split the host communicator and bootstrap a new NCCL communicator
+// over it; barrier waits for the stream and then uses the host communicator.
 //
 // Waits poll the stream's event and ncclCommGetAsyncError: an asynchronous NCCL error, or a wait
 // longer than NN_MPI_TIMEOUT (collective_timeout_seconds(); a peer died or hung), aborts the

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "backend/backend.h"
-#include "backend/device_array.h"
 #include "backend/backend_test_util.h"
+#include "backend/device_array.h"
 #include "core/random.h"
 #include "cuda_test_util.h"
 

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/backend_test_util.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/device_probe.h"
 #include "backend/device_array.h"
-#include "backend/backend_test_util.h"
-#include "cuda_test_util.h"
 #include "core/random.h"
+#include "cuda_test_util.h"
 
 namespace nn {
 namespace {

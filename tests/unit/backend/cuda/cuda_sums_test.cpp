@@ -15,14 +15,14 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/backend_test_util.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/device_probe.h"
 #include "backend/device_array.h"
 #include "backend/math/loss_sums.h"
-#include "backend/backend_test_util.h"
-#include "cuda_test_util.h"
 #include "core/error.h"
 #include "core/random.h"
+#include "cuda_test_util.h"
 
 namespace nn {
 namespace {

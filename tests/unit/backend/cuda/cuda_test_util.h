@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/backend_test_util.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/device_probe.h"
 #include "backend/device_array.h"
-#include "backend/backend_test_util.h"
 #include "core/random.h"
 
 namespace nn::test {

@@ -24,8 +24,8 @@
 #include "distributed/device_placement.h"
 #include "distributed/nccl/nccl_communicator.h"
 #include "distributed/process.h"
-#include "train/data_parallel.h"
 #include "model/network.h"
+#include "train/data_parallel.h"
 
 namespace nn {
 namespace {
