@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace nn {
 
@@ -55,6 +56,22 @@ class InternalError : public Error {
 class ArgumentError : public Error {
  public:
   using Error::Error;
+};
+
+// A job stopped because a stop was requested (nn/stop.h: the tools request one on SIGTERM and
+// SIGINT): "stopped by SIGTERM in epoch 4 after minibatch 17 of 40; saved ck3_17.nc". Nothing
+// partial was written. `checkpoint` names the training state saved on the way out ("" when
+// none was); the tools exit with 128 + signal().
+class Interrupted : public Error {
+ public:
+  Interrupted(const std::string& what, int signal, std::string checkpoint = "")
+      : Error(what), signal_(signal), checkpoint_(std::move(checkpoint)) {}
+  int signal() const { return signal_; }
+  const std::string& checkpoint() const { return checkpoint_; }
+
+ private:
+  int signal_;
+  std::string checkpoint_;
 };
 
 }  // namespace nn

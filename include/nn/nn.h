@@ -15,5 +15,6 @@
 #include "nn/model.h"
 #include "nn/predict_job.h"
 #include "nn/process.h"
+#include "nn/stop.h"
 #include "nn/train_job.h"
 #include "nn/trainer.h"

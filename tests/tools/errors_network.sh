@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Bad network files stop nn-predict (and nn-train --resume) with exit status 1 and ONE line on
-# stderr naming the file and the problem, leaving no output behind: truncated files, files that
-# are not NetCDF, a dataset given as a network, NaN weights, a missing file.
+# Bad network files stop nn-predict with exit status 1 and ONE line on stderr naming the file and
+# the problem, leaving no output behind: truncated files, files that are not NetCDF, a dataset
+# given as a network, NaN weights, a missing file. nn-train --resume skips damaged checkpoints
+# for the newest one that reads back, and stops with one error listing them when none does.
 # Usage: errors_network.sh <tool-dir> <source-dir>
 set -euo pipefail
 here=$(dirname "$(realpath "$0")")
@@ -23,7 +24,9 @@ predict=("$tools/nn-predict" -r ratings.txt -i features.idx -o features.idx -s r
 rm recs.txt
 
 # ---- truncated network files ----
-size=$(stat -c %s good.nc)
+# (Cut inside the HDF5 data: a file cut only inside its checksum trailer reads as one without a
+# checksum, whole.)
+size=$(hdf5_bytes good.nc)
 for keep in 64 $((size / 2)) $((size - 16)); do
   head -c "$keep" good.nc >net.nc
   expect_error 1 '^nn-predict: error: net\.nc: not a NetCDF file \(.*\), or truncated$' \
@@ -63,13 +66,31 @@ set -e
 [[ $rc == 2 ]] && grep -q '^nn-predict: error: .*missing\.nc' err.txt || fail "missing network: rc=$rc $(cat err.txt)"
 no_outputs recs.txt
 
-# ---- a damaged checkpoint when resuming: nothing is overwritten ----
-cp good.nc keep.nc
+# ---- damaged checkpoints when resuming ----
+# The newest does not read back: --resume says so and continues from the one before.
+cp ck1.nc ck1_good.nc
 head -c $((size / 2)) ck2.nc >ck2.tmp.nc && mv ck2.tmp.nc ck2.nc
+"$tools/nn-train" -c config.json -i input.nc -o output.nc -n resumed.nc -b 8 -e 3 \
+  --checkpoint-name ck --checkpoint-interval 1 --resume 2>err.txt || fail "resume: $(cat err.txt)"
+grep -q '^--resume: skipped the newer checkpoint ck2\.nc: not a NetCDF file (.*), or truncated$' \
+  err.txt || fail "no line about the skipped checkpoint: $(cat err.txt)"
+grep -q '^resuming from ck1\.nc$' err.txt || fail "did not resume from ck1.nc: $(cat err.txt)"
+[[ -s resumed.nc && -s ck3.nc ]] || fail "the resumed run wrote no network"
+rm -f resumed.nc ck3.nc
+# None reads back: one error listing them all, and nothing is overwritten.
+cp good.nc keep.nc
+head -c $((size / 2)) ck1_good.nc >ck1.nc
+head -c 100 ck1_good.nc >ck2.nc
 cp ck2.nc ck2_damaged.nc
-expect_error 1 '^nn-train: error: ck2\.nc: not a NetCDF file \(.*\), or truncated$' \
-  "$tools/nn-train" -c config.json -i input.nc -o output.nc -n good.nc -b 8 -e 3 \
-  --checkpoint-name ck --checkpoint-interval 1 --resume
+set +e
+"$tools/nn-train" -c config.json -i input.nc -o output.nc -n good.nc -b 8 -e 3 \
+  --checkpoint-name ck --checkpoint-interval 1 --resume 2>err.txt
+rc=$?
+set -e
+[[ $rc == 1 ]] || fail "resume without a readable checkpoint exited $rc: $(cat err.txt)"
+grep -q "^nn-train: error: --resume: none of the 2 checkpoint(s) of 'ck' reads back whole:$" err.txt &&
+  grep -q '^  ck2\.nc: not a NetCDF file' err.txt && grep -q '^  ck1\.nc: not a NetCDF file' err.txt ||
+  fail "the error does not list both checkpoints: $(cat err.txt)"
 cmp -s good.nc keep.nc || fail "the previous network file was changed by a failed resume"
 cmp -s ck2.nc ck2_damaged.nc || fail "the damaged checkpoint was changed"
 no_outputs ck3.nc

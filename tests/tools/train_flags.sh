@@ -21,16 +21,17 @@ tiny_datasets "$tools"
 tiny_config
 
 # ---- DSSTNE's defaults: -b 1024, -e 40, -alpha 0.025, -lambda 0.0001, SGD, seed 12134,
-#      checkpoints every 10 epochs named <-n><epoch>.nc ----
+#      checkpoints every 10 epochs named <-n without .nc><epoch>.nc ----
 "$tools/nn-train" -c config.json -i input.nc -o output.nc -n net.nc 2>defaults.log
 grep -q '^training: 40 examples, minibatch 1024, .* SGD alpha=0.025 lambda=0.0001, ' defaults.log ||
   fail "defaults: $(grep training: defaults.log)"
 grep -q '^epoch 40/40:' defaults.log || fail "40 epochs by default"
-for e in 20 30 40; do [[ -s net.nc$e.nc ]] || fail "checkpoint net.nc$e.nc (DSSTNE naming)"; done
-[[ ! -e net.nc5.nc ]] || fail "unexpected checkpoint"
+# (-n net.nc names them net20.nc; DSSTNE's train named them net.nc20.nc.)
+for e in 20 30 40; do [[ -s net$e.nc ]] || fail "checkpoint net$e.nc"; done
+[[ ! -e net5.nc && ! -e net.nc20.nc ]] || fail "unexpected checkpoint"
 # Only the newest 3 checkpoints stay (--checkpoints-kept, CDL CheckpointsKept; DSSTNE kept all).
-[[ ! -e net.nc10.nc ]] || fail "checkpoint net.nc10.nc should have been removed (3 kept)"
-grep -q '^checkpoint: removed net.nc10.nc (keeping the newest 3)' defaults.log ||
+[[ ! -e net10.nc ]] || fail "checkpoint net10.nc should have been removed (3 kept)"
+grep -q '^checkpoint: removed net10.nc (keeping the newest 3)' defaults.log ||
   fail "removal not logged: $(grep checkpoint: defaults.log)"
 [[ $(att net.nc nn_training_seed) == 12134 ]] || fail "default seed: $(att net.nc nn_training_seed)"
 [[ $(att net.nc nn_training_epoch) == 40 ]] || fail "epoch count stored"

@@ -13,6 +13,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/stop_request.h"
 #include "data/image_corpus.h"
 #include "data/text_examples.h"
 #include "io/netcdf_dataset.h"
@@ -75,6 +76,9 @@ void write_part(const EncodeJob& job, const ImageCorpus& c, const std::vector<ui
 
 void encode_images(const EncodeJob& job, const LogSink& log) {
   const auto t0 = std::chrono::steady_clock::now();
+  // What a killed run of the same targets left (named temporary files; most have no name).
+  for (const std::string* t : {&job.output, &job.output2, &job.class_index})
+    if (!t->empty() && *t != kStandardOutput) remove_stale_temp_files(*t);
   const ImageCorpus corpus = read_corpus(job);
   if (corpus.images() == 0) throw DataError(job.inputs.at(0) + ": no images found");
 
@@ -109,6 +113,8 @@ void encode_images(const EncodeJob& job, const LogSink& log) {
   outputs.back()->write(format_index(index_path, index));
   std::vector<AtomicFile*> unit;
   for (auto& f : outputs) unit.push_back(f.get());
+  // A stop request (a signal to nn-encode) leaves every target as it was.
+  throw_if_stop_requested("before writing " + job.output + "; nothing was written");
   commit_all(unit);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   char buf[64];

@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/stop_request.h"
 #include "data/text_examples.h"
 #include "io/netcdf_dataset.h"
 
@@ -42,6 +43,9 @@ DatasetGenerator::~DatasetGenerator() = default;
 
 GenerateReport DatasetGenerator::generate() {
   const GenerateJob& j = impl_->job;
+  // What a killed run of the same targets left (named temporary files; most have no name).
+  for (const std::string* t : {&j.output, &j.features, &j.samples})
+    if (!t->empty() && *t != kStandardOutput) remove_stale_temp_files(*t);
   FeatureIndex& features = impl_->features;
   FeatureIndex& samples = impl_->samples;
   const uint64_t old_features = features.size();
@@ -79,6 +83,8 @@ GenerateReport DatasetGenerator::generate() {
   }
   std::vector<AtomicFile*> unit;
   for (auto& f : outputs) unit.push_back(f.get());
+  // A stop request (a signal to nn-generate) leaves every target as it was.
+  throw_if_stop_requested("before writing " + j.output + "; nothing was written");
   commit_all(unit);
 
   GenerateReport r;

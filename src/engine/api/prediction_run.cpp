@@ -10,8 +10,10 @@
 
 #include "api/model_impl.h"
 #include "backend/backend_choice.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "core/stop_request.h"
 #include "distributed/device_placement.h"
 #include "distributed/process.h"
 #include "nn/predict_job.h"
@@ -33,6 +35,9 @@ class PredictionRun {
       : job_(job), log_(log), start_(std::chrono::steady_clock::now()) {}
 
   PredictResult run() {
+    // What a killed run of the same targets left (named temporary files; most have no name).
+    for (const std::string* t : {&job_.output, &job_.top_classes, &job_.dump})
+      if (!is_stdout_path(*t)) remove_stale_temp_files(*t);
     read();
     build_model();
     cap_sizes();
@@ -43,6 +48,9 @@ class PredictionRun {
     if (!plan_ranks()) return result();  // a rank with nothing to do
     open_outputs();
     score();
+    // A stop request (a signal) ends the run before any output is written; under mpirun the
+    // tool then ends the whole job.
+    throw_if_stop_requested("before writing the results; nothing was written");
     merge_and_commit();
     report();
     return result();
@@ -171,6 +179,7 @@ class PredictionRun {
     Predictor predictor(*net_, inputs_.bound, job_.minibatch, comm_.get());
     // One batch's top k (global unit numbers): recommendation lines and metrics.
     auto emit = [&](uint64_t first, uint32_t rows, const TopK& top) {
+      throw_if_stop_requested("while scoring; nothing was written");
       if (model_parallel_ && !writer_) return;  // rank 0 writes the lines and the metrics
       for (uint32_t r = 0; r < rows; ++r) {
         const uint32_t* ranked = &top.index[size_t(r) * job_.k];

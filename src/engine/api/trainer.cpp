@@ -9,6 +9,7 @@
 #include "api/model_impl.h"
 #include "api/train_setup.h"
 #include "core/error.h"
+#include "core/stop_request.h"
 #include "distributed/process.h"
 #include "model/binding.h"
 #include "nn/command_file.h"
@@ -75,6 +76,13 @@ std::vector<EpochStats> run_trainer(nn::TrainingLoop& trainer, const EpochCallba
   } catch (const StopRequested&) {
   }
   trainer.on_epoch = nullptr;
+  // A stop request (nn/stop.h) ended it mid-way; run() again continues from there.
+  if (const int signal = trainer.stopped())
+    throw Interrupted("stopped by " + signal_name(signal) + " " + trainer.stop_position() +
+                          (trainer.stop_checkpoint().empty()
+                               ? std::string()
+                               : "; the training state is in " + trainer.stop_checkpoint()),
+                      signal, trainer.stop_checkpoint());
   return out;
 }
 

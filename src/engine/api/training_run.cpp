@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 
 #include "api/model_impl.h"
@@ -14,6 +15,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "core/stop_request.h"
 #include "distributed/device_placement.h"
 #include "distributed/process.h"
 #include "io/netcdf_dataset.h"
@@ -111,26 +113,80 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
   return m;
 }
 
-// --resume: the newest checkpoint's arrays loaded into `net` ("" when there is none, or the job
-// does not resume). Temporary files of checkpoints a killed run was writing are incomplete:
-// never resumed from, removed here once their process is gone.
+// Where checkpoints go, and where a stopped run saves its state: the checkpoint prefix, or, for
+// a run without checkpoints, one named after the results ("net.nc" -> "net").
+std::string state_prefix(const TrainOptions& options) {
+  return options.checkpoint_name.empty() ? options.stop_checkpoint_name : options.checkpoint_name;
+}
+
+// Temporary files of outputs that a killed run of the same targets was writing (named ones:
+// most have no name, see core/atomic_file.h), removed once their process is gone.
+void remove_stale_outputs(const TrainJob& job, const TrainOptions& options, const LogSink& log) {
+  std::vector<std::string> removed;
+  const auto add = [&](const std::vector<std::string>& paths) {
+    removed.insert(removed.end(), paths.begin(), paths.end());
+  };
+  if (job.results != kStandardOutput) add(remove_stale_temp_files(job.results));
+  add(remove_stale_temp_files(beside_results(job.results, ".epochs.jsonl")));
+  add(remove_stale_temp_files(beside_results(job.results, ".curve.png")));
+  if (!state_prefix(options).empty()) add(remove_stale_temp_files(state_prefix(options), true));
+  for (const std::string& stale : removed) log("removed stale temporary file " + stale);
+}
+
+// --resume: the arrays of the newest checkpoint that reads back whole (checksums, structure,
+// training state) loaded into `net`; each newer one that does not is logged with the reason.
+// "" when the job does not resume or there is no checkpoint; DataError listing them all when
+// none reads back. Under mpirun every rank reads the same files and must pick the same one.
 std::string resume_from_checkpoint(const TrainJob& job, const TrainOptions& options, Network& net,
                                    NetworkFile& checkpoint, const LogSink& log) {
-  if (!options.checkpoint_name.empty())
-    for (const std::string& stale : remove_stale_temp_files(options.checkpoint_name, true))
-      log("removed stale temporary file " + stale);
-  if (!job.resume || options.checkpoint_name.empty()) return "";
-  const std::string path = newest_checkpoint(options.checkpoint_name);
-  if (path.empty()) {
-    log("no checkpoint matching '" + options.checkpoint_name + "<epoch>.nc'; starting afresh");
+  const std::string prefix = state_prefix(options);
+  if (!job.resume || prefix.empty()) return "";
+  const std::vector<CheckpointFile> files = list_checkpoints(prefix);
+  if (files.empty()) {
+    log("no checkpoint matching '" + prefix + "<epoch>.nc'; starting afresh");
     return "";
   }
-  checkpoint = read_network_file(path);
-  if (!checkpoint.training.present)
-    throw DataError(path + ": has no training state (not written by nn-train); cannot resume");
+  std::vector<std::string> problems;
+  int64_t chosen = -1;
+  for (size_t i = 0; i < files.size() && chosen < 0; ++i) {
+    try {
+      checkpoint = read_network_file(files[i].path);
+      if (!checkpoint.training.present)
+        throw DataError(files[i].path + ": has no training state (not written by nn-train)");
+      chosen = int64_t(i);
+    } catch (const DataError& e) {
+      problems.push_back(e.what());
+    } catch (const IoError& e) {
+      problems.push_back(e.what());
+    }
+  }
+  std::shared_ptr<Communicator> comm = world_communicator();
+  if (comm->size() > 1) {
+    int64_t low = chosen, high = chosen;
+    comm->all_reduce_min(&low, 1);
+    comm->all_reduce_max(&high, 1);
+    if (low != high)
+      throw DataError("--resume: the processes read different checkpoints of '" + prefix +
+                      "' (do they all see the same files?)");
+  }
+  if (chosen < 0) {
+    std::string list;
+    for (const std::string& p : problems) list += "\n  " + p;
+    throw DataError("--resume: none of the " + std::to_string(files.size()) +
+                    " checkpoint(s) of '" + prefix + "' reads back whole:" + list);
+  }
+  for (const std::string& p : problems) log("--resume: skipped the newer checkpoint " + p);
   net.load_arrays(checkpoint);
-  log("resuming from " + path);
-  return path;
+  log("resuming from " + files[size_t(chosen)].path);
+  return files[size_t(chosen)].path;
+}
+
+// The checkpoints of stopped runs that the finished run's result supersedes (rank 0).
+void remove_stop_checkpoints(const TrainOptions& options, uint64_t epoch, const LogSink& log) {
+  std::error_code ec;
+  for (const CheckpointFile& f : list_checkpoints(state_prefix(options)))
+    if (f.batch > 0 && f.epoch < epoch && std::filesystem::remove(f.path, ec))
+      log("removed " + f.path + " (a stopped run's checkpoint; the run has finished)");
 }
 
 std::string seconds_since(std::chrono::steady_clock::time_point start) {
@@ -152,6 +208,11 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
   apply_network_settings(model->spec, job.shuffle, options);
   // For measurements: NN_GRADIENT_OVERLAP=0 reduces gradients only after the backward pass.
   if (const char* v = std::getenv("NN_GRADIENT_OVERLAP")) options.reduction.overlap = *v != '0';
+  // A run without checkpoints that is stopped saves its state beside the results.
+  if (options.checkpoint_name.empty())
+    options.stop_checkpoint_name = beside_results(job.results, "");
+  std::shared_ptr<Communicator> comm = world_communicator();
+  if (comm->rank() == 0) remove_stale_outputs(job, options, log);
   NetworkFile checkpoint;
   const std::string resumed_from = resume_from_checkpoint(job, options, net, checkpoint, log);
   const bool resumed = !resumed_from.empty();
@@ -159,10 +220,9 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
 
   // Under mpirun every rank trains on its slice of each minibatch (train/data_parallel.h);
   // only rank 0 writes the result and checkpoints.
-  std::shared_ptr<Communicator> comm = world_communicator();
   TrainingLoop trainer(net, model->bound, options, log, comm.get());
   trainer.on_step = on_step;
-  if (resumed) trainer.restore(checkpoint.training);
+  if (resumed) trainer.restore(checkpoint.training, resumed_from);
   if (model->validation.examples > 0) trainer.set_validation(model->validation);
   log("model '" + (model->spec.name.empty() ? job.network_json : model->spec.name) + "':");
   for (const auto& line : format_summary(summarize(net), net.max_batch())) log(line);
@@ -185,10 +245,19 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
   } catch (const DivergenceError& e) {
     throw DivergenceError(with_checkpoint_note(e.what(), last_checkpoint));
   }
+  if (const int signal = trainer.stopped()) {
+    // No result: the state is in the checkpoint, which --resume continues from.
+    const std::string& saved = trainer.stop_checkpoint();
+    throw Interrupted("stopped by " + signal_name(signal) + " " + trainer.stop_position() +
+                          (saved.empty() ? std::string("; nothing was saved")
+                                         : "; the training state is in " + saved),
+                      signal, saved);
+  }
   {
     const NetworkFile result = trainer.snapshot();  // collective with model-parallel layers
     if (comm->rank() == 0) write_network_file(job.results, result);
   }
+  if (comm->rank() == 0) remove_stop_checkpoints(options, trainer.epoch(), log);
   log("wrote " +
       (job.results == "-" ? std::string("the network to standard output") : job.results) +
       " (total " + seconds_since(start) + " s)" +

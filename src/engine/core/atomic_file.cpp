@@ -1,5 +1,6 @@
-// Atomic output files (see atomic_file.h): POSIX open/write/fsync/rename, so every failure has an
-// errno to report, and a temporary file that is removed on every path except a successful rename.
+// Atomic output files (see atomic_file.h): POSIX open(O_TMPFILE)/write/fsync/linkat/rename, so
+// every failure has an errno to report, and a temporary file that has no name until the moment
+// it is renamed into place, or, where it must have one, is removed on every other path.
 #include "core/atomic_file.h"
 
 #include <dirent.h>
@@ -56,28 +57,46 @@ std::string temp_name(const std::string& target, bool stream) {
          std::to_string(counter++);
 }
 
-// Copies the finished temporary file into the stream target (file descriptor 1 for "-").
-void copy_into(const std::string& temp, const std::string& target) {
+// An unnamed file in `dir` (O_TMPFILE), or -1 where the kernel or file system has none, or
+// where /proc is missing (commit() names the file through /proc/self/fd when it lacks the
+// capability for linkat's AT_EMPTY_PATH).
+int open_unnamed(const std::string& dir) {
+#ifdef O_TMPFILE
+  static const bool have_proc = ::access("/proc/self/fd", X_OK) == 0;
+  if (!have_proc) return -1;
+  return ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
+#else
+  (void)dir;
+  return -1;
+#endif
+}
+
+// Gives the unnamed file `fd` the name `path` (which must not exist). Returns 0 or an errno.
+int link_unnamed(int fd, const std::string& path) {
+  if (::linkat(fd, "", AT_FDCWD, path.c_str(), AT_EMPTY_PATH) == 0) return 0;
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0) return 0;
+  return errno;
+}
+
+// Copies the finished temporary file (open as `in`, read from its start) into the stream target
+// (file descriptor 1 for "-").
+void copy_into(int in, const std::string& target) {
+  if (::lseek(in, 0, SEEK_SET) != 0)
+    throw IoError(shown(target) + ": cannot reread the spooled output: " + std::strerror(errno));
   const int out = target == kStandardOutput ? 1 : ::open(target.c_str(), O_WRONLY | O_CLOEXEC);
   if (out < 0) throw IoError(target + ": cannot open for writing: " + std::strerror(errno));
   const auto done_with = [&] {
     if (out != 1) ::close(out);
   };
-  const int in = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC);
-  if (in < 0) {
-    const int err = errno;
-    done_with();
-    throw IoError(shown(target) + ": cannot reopen '" + temp + "': " + std::strerror(err));
-  }
   std::vector<char> buf(kBufferSize);
   for (;;) {
     const ssize_t n = ::read(in, buf.data(), buf.size());
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       const int err = errno;
-      ::close(in);
       done_with();
-      throw IoError(shown(target) + ": reading '" + temp + "' failed: " + std::strerror(err));
+      throw IoError(shown(target) + ": reading the spooled output failed: " + std::strerror(err));
     }
     if (n == 0) break;
     for (ssize_t done = 0; done < n;) {
@@ -85,16 +104,25 @@ void copy_into(const std::string& temp, const std::string& target) {
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) {
         const int err = w < 0 ? errno : EIO;
-        ::close(in);
         done_with();
         throw IoError(shown(target) + ": write failed: " + std::strerror(err));
       }
       done += w;
     }
   }
-  ::close(in);
   done_with();
 }
+
+// Named temporary files of this process, for remove_live_temp_files() in a signal handler: fixed
+// slots (no allocation), each path copied in, a slot's state published atomically (0 free,
+// 1 being filled, 2 live).
+constexpr int kTempSlots = 64;
+constexpr size_t kTempPathMax = 4096;
+struct TempSlot {
+  std::atomic<int> state{0};
+  char path[kTempPathMax];
+};
+TempSlot g_temp_slots[kTempSlots];
 
 // Best effort: some file systems refuse fsync on a directory, and the rename already happened.
 void sync_directory(const std::string& dir) {
@@ -145,12 +173,24 @@ AtomicFile::AtomicFile(std::string target)
     : target_(std::move(target)), stream_(is_stream_target(target_)) {
   if (target_.empty()) throw IoError("cannot write a file with an empty name");
   // Temporary files of an earlier run that was killed while writing.
-  if (!stream_) remove_stale_temp_files(target_);
-  temp_ = temp_name(target_, stream_);
-  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  // (A stream target's spool is named after "nn-stdout" or the special file, in $TMPDIR.)
+  remove_stale_temp_files(
+      stream_ ? temporary_directory() + "/" +
+                    (target_ == kStandardOutput ? std::string("nn-stdout") : name_of(target_))
+              : target_);
+  const std::string dir = stream_ ? temporary_directory() : directory_of(target_);
+  fd_ = open_unnamed(dir);
+  unnamed_ = fd_ >= 0;
+  int err = 0;
+  if (!unnamed_) {
+    const std::string name = temp_name(target_, stream_);
+    fd_ = ::open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ >= 0)
+      set_temp_name(name);
+    else
+      err = errno;
+  }
   if (fd_ < 0) {
-    const int err = errno;
-    temp_.clear();  // nothing was created
     if (stream_)
       throw IoError(shown(target_) + ": cannot create a temporary file in '" +
                     temporary_directory() + "' (set TMPDIR): " + std::strerror(err));
@@ -167,11 +207,20 @@ AtomicFile::~AtomicFile() {
   discard();
 }
 
+void AtomicFile::set_temp_name(const std::string& name) {
+  temp_ = name;
+  registry_slot_ = register_temp_file(name);
+}
+
 void AtomicFile::discard() noexcept {
+  // An unnamed file vanishes with its last descriptor.
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   if (!committed_ && !temp_.empty()) ::unlink(temp_.c_str());
+  unregister_temp_file(registry_slot_);
+  registry_slot_ = -1;
   temp_.clear();
+  unnamed_ = false;
   finished_ = true;
 }
 
@@ -179,7 +228,8 @@ void AtomicFile::fail(const std::string& action, int err) {
   const std::string temp = temp_;
   discard();
   throw IoError(target_ + ": " + action + " failed: " + std::strerror(err) +
-                (temp.empty() ? std::string() : " (temporary file '" + temp + "' removed)"));
+                (temp.empty() ? std::string(" (temporary file removed)")
+                              : " (temporary file '" + temp + "' removed)"));
 }
 
 void AtomicFile::flush_buffer() {
@@ -226,9 +276,13 @@ void AtomicFile::finish() {
   }
   flush_buffer();
   if (::fsync(fd_) != 0 && errno != EINVAL && errno != EROFS) fail("flush to disk", errno);
-  const int rc = ::close(fd_);
-  fd_ = -1;
-  if (rc != 0 && errno != EINTR) fail("close", errno);
+  // The descriptor stays open when commit() still needs it: an unnamed file would vanish, and a
+  // stream target's spool is copied from it.
+  if (!unnamed_ && !stream_) {
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0 && errno != EINTR) fail("close", errno);
+  }
   finished_ = true;
 }
 
@@ -237,21 +291,33 @@ void AtomicFile::commit() {
   if (committed_) return;
   if (stream_) {
     try {
-      copy_into(temp_, target_);
+      copy_into(fd_, target_);
     } catch (...) {
       discard();
       throw;
     }
-    ::unlink(temp_.c_str());
+    if (!temp_.empty()) ::unlink(temp_.c_str());  // the spool, when it has a name
     committed_ = true;
-    temp_.clear();
+    discard();
     return;
+  }
+  if (unnamed_) {
+    // The unnamed file gets its temporary name only now, and keeps it only until the rename.
+    const std::string name = temp_name(target_, false);
+    if (const int err = link_unnamed(fd_, name))
+      fail("naming the temporary file '" + name + "'", err);
+    set_temp_name(name);
+    unnamed_ = false;
+    ::close(fd_);
+    fd_ = -1;
   }
   if (::rename(temp_.c_str(), target_.c_str()) != 0) {
     const int err = errno;
     fail("moving temporary file '" + temp_ + "' into place", err);
   }
   committed_ = true;
+  unregister_temp_file(registry_slot_);
+  registry_slot_ = -1;
   temp_.clear();
   sync_directory(directory_of(target_));
 }
@@ -300,6 +366,27 @@ std::vector<std::string> remove_stale_temp_files(const std::string& target, bool
   }
   ::closedir(d);
   return removed;
+}
+
+int register_temp_file(const std::string& path) noexcept {
+  if (path.empty() || path.size() >= kTempPathMax) return -1;
+  for (int i = 0; i < kTempSlots; ++i) {
+    int free_slot = 0;
+    if (!g_temp_slots[i].state.compare_exchange_strong(free_slot, 1)) continue;
+    std::memcpy(g_temp_slots[i].path, path.c_str(), path.size() + 1);
+    g_temp_slots[i].state.store(2);
+    return i;
+  }
+  return -1;
+}
+
+void unregister_temp_file(int slot) noexcept {
+  if (slot >= 0 && slot < kTempSlots) g_temp_slots[slot].state.store(0);
+}
+
+void remove_live_temp_files() noexcept {
+  for (TempSlot& slot : g_temp_slots)
+    if (slot.state.load() == 2) ::unlink(slot.path);
 }
 
 }  // namespace nn

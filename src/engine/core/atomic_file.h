@@ -5,9 +5,14 @@
 // "Read-only file system"), closes what was opened and removes the temporary file, so the
 // previous target (if any) stays as it was and no partial file is left.
 //
-// Temporary names are ".<target name>.tmp.<pid>.<n>" in the target's directory (rename is only
-// atomic within one file system). A process killed mid-write leaves such a file behind;
-// remove_stale_temp_files() deletes those whose process is gone.
+// The temporary file has no name while it is written (Linux O_TMPFILE, in the target's
+// directory: rename is only atomic within one file system), so a process that dies, even by
+// SIGKILL, leaves nothing behind: the kernel frees an unnamed file when its last descriptor
+// closes. commit() gives it the name ".<target name>.tmp.<pid>.<n>" and renames that over the
+// target at once. Where O_TMPFILE is not available (some network file systems) the file carries
+// that name from the start. A process killed between the two steps, or on such a file system,
+// leaves a named file; remove_stale_temp_files() deletes those whose process is gone, and
+// remove_live_temp_files() those of this process (for a program ending at once on a signal).
 //
 // The target "-" means standard output. It, and an existing target that is not a regular file
 // (/dev/null, a FIFO, a terminal: a rename would replace the device node or pipe with a plain
@@ -54,16 +59,22 @@ class AtomicFile {
   void discard() noexcept;
 
   const std::string& target() const { return target_; }
+  // The temporary file's name; "" while it has none (O_TMPFILE).
   const std::string& temp_path() const { return temp_; }
+  // True while the temporary file has no name (it vanishes if the process dies).
+  bool unnamed() const { return unnamed_; }
   uint64_t bytes_written() const { return written_ + buffer_.size(); }
 
  private:
   void flush_buffer();
+  void set_temp_name(const std::string& name);  // registers it for remove_live_temp_files()
   [[noreturn]] void fail(const std::string& action, int err);
 
   std::string target_, temp_;
   int fd_ = -1;
-  bool stream_ = false;  // "-" or a special file: spooled, then copied in by commit()
+  int registry_slot_ = -1;  // of temp_ in the registry of named temporary files
+  bool stream_ = false;     // "-" or a special file: spooled, then copied in by commit()
+  bool unnamed_ = false;    // O_TMPFILE: no name until commit() links it
   bool finished_ = false, committed_ = false;
   std::string buffer_;
   uint64_t written_ = 0;
@@ -85,5 +96,15 @@ std::string temp_file_prefix(const std::string& target);
 // ".ck12.nc.tmp.<pid>.<n>"). Returns the paths removed. Never throws.
 std::vector<std::string> remove_stale_temp_files(const std::string& target,
                                                  bool any_target = false);
+
+// Unlinks the named temporary files this process is writing right now (AtomicFile's, and those
+// registered with register_temp_file). Async-signal-safe: for a signal handler that ends the
+// process at once.
+void remove_live_temp_files() noexcept;
+
+// Registers a named temporary file of other code for remove_live_temp_files(); returns a slot
+// for unregister_temp_file (-1 when the registry is full or the name too long: not registered).
+int register_temp_file(const std::string& path) noexcept;
+void unregister_temp_file(int slot) noexcept;
 
 }  // namespace nn

@@ -183,6 +183,18 @@ float NcAttributeReader::any_float(const std::string& name) const {
   return v;
 }
 
+double NcAttributeReader::finite_double(const std::string& name) const {
+  const NcGroupAtt& att = numeric(name);
+  double v = 0;
+  try {
+    att.getValues(&v);
+  } catch (const NcException& e) {
+    fail(name, "cannot be read as a number (" + nc_error_text(e) + ")");
+  }
+  if (!std::isfinite(v)) fail(name, "is " + std::to_string(v) + ", expected a finite number");
+  return v;
+}
+
 float NcAttributeReader::finite_float(const std::string& name) const {
   const float v = any_float(name);
   if (!std::isfinite(v)) fail(name, "is " + std::to_string(v) + ", expected a finite number");

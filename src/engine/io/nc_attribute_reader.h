@@ -32,6 +32,7 @@ class NcAttributeReader {
   int64_t signed_value(const std::string& name, int64_t min, int64_t max) const;
   float finite_float(const std::string& name) const;  // NaN/inf rejected
   float any_float(const std::string& name) const;     // NaN/inf allowed
+  double finite_double(const std::string& name) const;
   bool flag(const std::string& name) const { return unsigned_value(name, UINT64_MAX) != 0; }
   uint32_t uint32(const std::string& name) const {
     return static_cast<uint32_t>(unsigned_value(name, UINT32_MAX));

@@ -19,6 +19,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "io/file_checksum.h"
 #include "io/netcdf_header_check.h"
 #include "io/netcdf_output.h"
 #include "io/netcdf_storage.h"
@@ -109,11 +110,7 @@ std::string num(double v) {
 
 class Reader {
  public:
-  explicit Reader(const std::string& path) : path_(path), storage_(path) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) throw DataError(path + ": file not found");
-    if (std::filesystem::is_directory(path, ec))
-      throw DataError(path + ": is a directory; expected a NetCDF dataset file");
+  explicit Reader(const std::string& path) : path_(path), storage_(checked(path)) {
     check_netcdf_classic_header(path);  // libnetcdf's own parser crashes on some bad headers
     const int rc = nc_open(path.c_str(), NC_NOWRITE, &nc_);
     if (rc != NC_NOERR) {
@@ -130,6 +127,17 @@ class Reader {
 
   [[noreturn]] void fail(const std::string& what, const std::string& problem) const {
     throw DataError(path_ + ": " + what + ": " + problem);
+  }
+
+  // `path` once it is known to be a file whose checksums (if it has them) match: nothing reads
+  // it before that, libhdf5 (through NetcdfStorage) included.
+  static const std::string& checked(const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) throw DataError(path + ": file not found");
+    if (std::filesystem::is_directory(path, ec))
+      throw DataError(path + ": is a directory; expected a NetCDF dataset file");
+    verify_file_checksum(path);
+    return path;
   }
 
   bool has_att(const std::string& name) const {

@@ -4,7 +4,8 @@
 // tracking, which netCDF then opens read-only and lists in name order; so the empty file is made
 // here with HDF5's core driver and the same creation properties netCDF uses on disk, and netCDF
 // opens that image for writing (nc_open_memio). The final image is cut to the end-of-file address
-// its superblock records (the core driver's buffer grows in 64 KiB steps).
+// its superblock records (the core driver's buffer grows in 64 KiB steps) and followed by its
+// checksum trailer (io/file_checksum.h).
 #include "io/netcdf_output.h"
 
 #include <hdf5.h>
@@ -19,6 +20,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "io/file_checksum.h"
 
 namespace nn {
 namespace {
@@ -119,7 +121,10 @@ void write_netcdf(AtomicFile& out, size_t size_hint, const std::function<void(in
     throw IoError(out.target() + ": cannot finish NetCDF file: " + nc_strerror(rc));
   }
   const auto* bytes = static_cast<const unsigned char*>(image.get());
-  out.write(bytes, hdf5_end_of_file(bytes, mem.size));
+  const size_t size = hdf5_end_of_file(bytes, mem.size);
+  out.write(bytes, size);
+  // Checked by every reader before the NetCDF/HDF5 libraries see the file (io/file_checksum.h).
+  out.write(checksum_trailer(bytes, size, out.target()));
 }
 
 }  // namespace nn

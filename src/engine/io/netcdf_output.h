@@ -12,10 +12,11 @@
 namespace nn {
 
 // Creates an in-memory NETCDF4 file, lets `fill` define and write everything through the netCDF C
-// API (`ncid`), closes it and appends its bytes to `out` (not committed: the caller commits, alone
-// or together with other outputs). `size_hint` is the expected file size in bytes (0: unknown).
-// Exceptions from `fill` pass through after the in-memory file is released; netCDF failures when
-// creating or closing it become IoError naming out.target().
+// API (`ncid`), closes it and appends its bytes, then their checksum trailer (io/file_checksum.h),
+// to `out` (not committed: the caller commits, alone or together with other outputs). `size_hint`
+// is the expected file size in bytes (0: unknown). Exceptions from `fill` pass through after the
+// in-memory file is released; netCDF failures when creating or closing it become IoError naming
+// out.target().
 void write_netcdf(AtomicFile& out, size_t size_hint, const std::function<void(int ncid)>& fill);
 
 }  // namespace nn

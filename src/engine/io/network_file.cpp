@@ -11,6 +11,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "io/file_checksum.h"
 #include "io/nc_attribute_reader.h"
 #include "io/netcdf_header_check.h"
 #include "io/netcdf_output.h"
@@ -64,6 +65,9 @@ NetworkFile read_network_file(const std::string& path) {
   if (!std::ifstream(path, std::ios::binary))
     throw IoError(path + ": cannot open network file: " + std::strerror(errno));
 
+  // Every byte of a file we wrote is checked before any library parses it (libhdf5 crashes on
+  // some damaged metadata); older and DSSTNE's files have no checksum to check.
+  verify_file_checksum(path);
   check_netcdf_classic_header(path);  // libnetcdf's own parser crashes on some bad headers
   const NetcdfStorage storage(path);  // looked at before netCDF opens the file
   NcFile nc;

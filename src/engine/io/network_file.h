@@ -40,7 +40,11 @@ struct TrainingState {
   uint64_t epoch = 0;      // epochs completed
   uint64_t step = 0;       // optimizer updates done (Adam's t)
   uint64_t rng_state = 0;  // host RNG (shuffles) after the last completed epoch
-  uint64_t seed = 0;       // run seed (dropout/denoising streams derive from it)
+  // A run stopped mid-epoch (a signal): the minibatches of epoch `epoch` + 1 already done, and
+  // the sum of their errors (the epoch's loss so far). Both 0 at an epoch boundary.
+  uint64_t batch = 0;
+  double epoch_loss = 0.0;
+  uint64_t seed = 0;  // run seed (dropout/denoising streams derive from it)
   OptimizerKind optimizer = OptimizerKind::SGD;
   float alpha = 0.0f;  // current learning rate (after schedule)
   float lambda = 0.0f, lambda1 = 0.0f, mu = 0.0f, mu1 = 0.0f;

@@ -13,6 +13,7 @@
 //     layer<i>_nn_sharedWeight<j>_sourceInputLayer / _sourceOutputLayer / _inputLayer  text
 //     layer<i>_nn_sharedWeight<j>_transposed                                           uint
 //   nn_training_epoch/_step/_rng_state/_seed  uint64   (only when TrainingState::present)
+//   nn_training_batch uint64, nn_training_epoch_loss double  (only when stopped mid-epoch)
 //   nn_training_optimizer/_minibatch          uint
 //   nn_training_alpha/_lambda/_lambda1/_mu/_mu1/_smoothed_error  float
 //   weight<i>_nn_states, weight<i>_nn_bias_states                uint counts

@@ -84,6 +84,10 @@ class LayoutReader {
     t.epoch = in_.unsigned_value("nn_training_epoch", UINT64_MAX);
     t.step = in_.unsigned_value("nn_training_step", UINT64_MAX);
     t.rng_state = in_.unsigned_value("nn_training_rng_state", UINT64_MAX);
+    if (in_.has("nn_training_batch")) {
+      t.batch = in_.unsigned_value("nn_training_batch", UINT64_MAX);
+      t.epoch_loss = in_.finite_double("nn_training_epoch_loss");
+    }
     t.seed = in_.unsigned_value("nn_training_seed", UINT64_MAX);
     t.optimizer = in_.enum_value("nn_training_optimizer", OptimizerKind::Adam);
     t.alpha = in_.finite_float("nn_training_alpha");

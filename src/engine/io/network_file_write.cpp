@@ -108,6 +108,11 @@ class LayoutWriter {
     uint64_("nn_training_epoch", t.epoch);
     uint64_("nn_training_step", t.step);
     uint64_("nn_training_rng_state", t.rng_state);
+    // Only a run stopped mid-epoch has these (an epoch's file stays as it always was).
+    if (t.batch > 0) {
+      uint64_("nn_training_batch", t.batch);
+      nc_.putAtt("nn_training_epoch_loss", netCDF::ncDouble, t.epoch_loss);
+    }
     uint64_("nn_training_seed", t.seed);
     uint32_("nn_training_optimizer", static_cast<uint32_t>(t.optimizer));
     float_("nn_training_alpha", t.alpha);

@@ -1,18 +1,51 @@
 // Loss-curve picture from the epoch log (see loss_curve.h): a gnuplot or matplotlib script is
-// written to a private temporary directory and run with its output discarded.
+// written to a private temporary directory and run with its output discarded; the picture it
+// draws there is then written to its place atomically (core/atomic_file.h). The directory is
+// named after the process ("nn-train-plot-<pid>-XXXXXX"), so one that a killed run left is
+// removed by the next plot once its process is gone.
 #include "train/loss_curve.h"
 
+#include <dirent.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <vector>
 
+#include "core/atomic_file.h"
+
 namespace nn {
 namespace {
+
+constexpr const char* kPlotDirPrefix = "nn-train-plot-";
+
+// Removes plot directories in `tmp` whose process no longer exists.
+void remove_stale_plot_dirs(const std::string& tmp) {
+  DIR* d = ::opendir(tmp.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  const std::string prefix = kPlotDirPrefix;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0) continue;
+    const size_t dash = name.find('-', prefix.size());
+    const std::string pid = name.substr(prefix.size(), dash - prefix.size());
+    if (dash == std::string::npos || pid.empty() || pid.size() > 9 ||
+        pid.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    if (::kill(pid_t(std::stol(pid)), 0) != 0 && errno == ESRCH) stale.push_back(tmp + "/" + name);
+  }
+  ::closedir(d);
+  std::error_code ec;
+  for (const std::string& dir : stale) std::filesystem::remove_all(dir, ec);
+}
 
 // True when `program` is an executable file in one of PATH's directories.
 bool on_path(const std::string& program) {
@@ -126,14 +159,31 @@ bool plot_epoch_log(const std::string& log_path, const std::string& png, const L
     }
     const Curve c = read_curve(log_path);
     if (c.epoch.empty()) return false;
-    char tmpl[] = "/tmp/nn-train-plot-XXXXXX";
-    if (!::mkdtemp(tmpl)) {
-      log("loss curve not drawn: cannot create a temporary directory");
+    const std::string tmp = temporary_directory();
+    remove_stale_plot_dirs(tmp);
+    std::string tmpl = tmp + "/" + kPlotDirPrefix + std::to_string(::getpid()) + "-XXXXXX";
+    if (!::mkdtemp(tmpl.data())) {
+      log("loss curve not drawn: cannot create a temporary directory in " + tmp);
       return false;
     }
     const std::string dir = tmpl;
-    const bool ok = gnuplot ? plot_gnuplot(c, png, dir) : plot_matplotlib(c, png, dir);
-    run_quietly("rm -rf " + shell_quote(dir));
+    struct RemoveDir {  // also when writing the picture fails
+      const std::string& dir;
+      ~RemoveDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+      }
+    } remove_dir{dir};
+    const std::string drawn = dir + "/curve.png";
+    bool ok = gnuplot ? plot_gnuplot(c, drawn, dir) : plot_matplotlib(c, drawn, dir);
+    if (ok) {
+      std::ifstream in(drawn, std::ios::binary);
+      const std::string bytes((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+      ok = in.good() || in.eof();
+      if (ok && !bytes.empty()) write_file_atomically(png, bytes);
+      ok = ok && !bytes.empty();
+    }
     if (!ok) {
       log(std::string("loss curve not drawn: ") + (gnuplot ? "gnuplot" : "matplotlib") +
           " failed (the numbers are in " + log_path + ")");

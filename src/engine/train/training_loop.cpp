@@ -10,8 +10,10 @@
 
 #include "backend/math/loss_sums.h"
 #include "core/error.h"
+#include "core/stop_request.h"
 #include "distributed/device_placement.h"
 #include "io/network_file.h"
+#include "train/checkpoint_files.h"
 
 namespace nn {
 namespace {
@@ -130,28 +132,83 @@ void TrainingLoop::set_validation(const BoundData& data) {
       std::make_unique<Validator>(net_, data, options_.validation_k, *data_.outputs[0].dataset);
 }
 
-void TrainingLoop::restore(const TrainingState& state) {
+void TrainingLoop::restore(const TrainingState& state, const std::string& path) {
   if (!state.present) return;
+  // The position in an epoch counts minibatches: it means the same examples only with the same
+  // minibatch size.
+  if (state.batch > 0 && state.minibatch != options_.minibatch)
+    throw ConfigError((path.empty() ? std::string("the checkpoint") : path) +
+                      " was saved in the middle of epoch " + std::to_string(state.epoch + 1) +
+                      " (after minibatch " + std::to_string(state.batch) +
+                      ") with minibatches of " + std::to_string(state.minibatch) +
+                      " examples; resume it with the same " + "minibatch size (-b " +
+                      std::to_string(state.minibatch) + ", CDL MiniBatch), not " +
+                      std::to_string(options_.minibatch));
   epoch_ = state.epoch;
   step_ = state.step;
   shuffle_rng_.set_state(state.rng_state);
+  epoch_rng_state_ = state.rng_state;
+  batch_ = state.batch;
+  epoch_loss_ = state.epoch_loss;
+  state_file_ = path;
 }
 
 std::string TrainingLoop::checkpoint_path(uint64_t epoch) const {
-  return options_.checkpoint_name + std::to_string(epoch) + ".nc";
+  return checkpoint_file_name(options_.checkpoint_name, epoch);
 }
 
 // Deletes the checkpoint that has just fallen out of the newest `checkpoints_kept` (written
-// `checkpoints_kept` intervals before this epoch's). A missing file is not an error.
+// `checkpoints_kept` intervals before this epoch's; also under its old name), and the
+// checkpoints of stopped runs that this epoch's supersedes. A missing file is not an error.
 void TrainingLoop::remove_old_checkpoint() {
+  std::error_code ec;
+  for (const CheckpointFile& f : list_checkpoints(options_.checkpoint_name))
+    if (f.batch > 0 && f.epoch < epoch_ && std::filesystem::remove(f.path, ec))
+      log_("checkpoint: removed " + f.path + " (a stopped run's, superseded)");
   if (options_.checkpoints_kept <= 0) return;
   const uint64_t span =
       uint64_t(options_.checkpoints_kept) * uint64_t(options_.checkpoint_interval);
   if (epoch_ <= span) return;
-  std::error_code ec;
-  if (std::filesystem::remove(checkpoint_path(epoch_ - span), ec))
-    log_("checkpoint: removed " + checkpoint_path(epoch_ - span) + " (keeping the newest " +
+  const std::string old = checkpoint_path(epoch_ - span);
+  if (std::filesystem::remove(old, ec))
+    log_("checkpoint: removed " + old + " (keeping the newest " +
          std::to_string(options_.checkpoints_kept) + ")");
+  std::filesystem::remove(options_.checkpoint_name + ".nc" + std::to_string(epoch_ - span) + ".nc",
+                          ec);
+}
+
+int TrainingLoop::agreed_stop_signal() {
+  int signal = stop_signal();
+  if (comm_->size() > 1) comm_->all_reduce_max(&signal, 1);
+  return signal;
+}
+
+void TrainingLoop::stop(int signal) {
+  stopped_signal_ = signal;
+  const uint64_t batches = (data_.examples + options_.minibatch - 1) / options_.minibatch;
+  const std::string update = " (update " + std::to_string(step_) + ")";
+  stop_position_ = batch_ > 0
+                       ? "in epoch " + std::to_string(epoch_ + 1) + " after minibatch " +
+                             std::to_string(batch_) + " of " + std::to_string(batches) + update
+                   : step_ > 0 ? "after epoch " + std::to_string(epoch_) + update
+                               : std::string("before training started");
+  if (!state_file_.empty()) {  // nothing happened since that file was written or read
+    stop_checkpoint_ = state_file_;
+    return;
+  }
+  const std::string& name =
+      options_.checkpoint_name.empty() ? options_.stop_checkpoint_name : options_.checkpoint_name;
+  if (name.empty() || step_ == 0) return;
+  const NetworkFile file = snapshot();  // collective with model-parallel layers
+  const std::string path = checkpoint_file_name(name, epoch_, batch_);
+  if (comm_->rank() == 0) {
+    write_network_file(path, file);
+    log_("checkpoint: " + path);
+    if (on_checkpoint) on_checkpoint(path);
+  }
+  // mpirun ends the whole job when the first rank exits: nobody leaves before the file is whole.
+  if (comm_->size() > 1) comm_->barrier();
+  stop_checkpoint_ = path;
 }
 
 NetworkFile TrainingLoop::snapshot() const {
@@ -160,7 +217,11 @@ NetworkFile TrainingLoop::snapshot() const {
   t.present = true;
   t.epoch = epoch_;
   t.step = step_;
-  t.rng_state = shuffle_rng_.state();
+  // Mid-epoch (stopped), the generator as it was before this epoch's shuffle: a resumed run
+  // draws the same order and skips the minibatches done.
+  t.rng_state = batch_ > 0 ? epoch_rng_state_ : shuffle_rng_.state();
+  t.batch = batch_;
+  t.epoch_loss = batch_ > 0 ? epoch_loss_ : 0.0;
   t.seed = options_.seed;
   t.optimizer = options_.optimizer.kind;
   t.alpha = optimizer_.learning_rate(epoch_, step_);
@@ -176,6 +237,9 @@ NetworkFile TrainingLoop::snapshot() const {
 
 std::vector<EpochReport> TrainingLoop::run() {
   std::vector<EpochReport> reports;
+  stopped_signal_ = 0;
+  stop_checkpoint_.clear();
+  stop_position_.clear();
   // Split layers' parameters are counted over every rank (each holds its slice).
   uint64_t parameters = 0, split_parameters = 0;
   for (Parameter* p : net_.parameters()) (p->sharded ? split_parameters : parameters) += p->size();
@@ -196,7 +260,10 @@ std::vector<EpochReport> TrainingLoop::run() {
         format("model parallel: %d ranks; every rank reads every example of each minibatch and "
                "computes its slice of the split layers for all of them",
                comm_->size()));
-  if (epoch_ > 0)
+  if (batch_ > 0)
+    log_("resuming in epoch " + std::to_string(epoch_ + 1) + " after minibatch " +
+         std::to_string(batch_) + " (" + std::to_string(step_) + " updates done)");
+  else if (epoch_ > 0)
     log_("resuming after epoch " + std::to_string(epoch_) + " (" + std::to_string(step_) +
          " updates done)");
   if (validator_)
@@ -207,7 +274,13 @@ std::vector<EpochReport> TrainingLoop::run() {
                             : std::string()) +
          (options_.keep_best ? ", the best network is kept" : ""));
   while (epoch_ < options_.epochs) {
-    reports.push_back(run_epoch());
+    if (const int signal = agreed_stop_signal()) {
+      stop(signal);
+      return reports;
+    }
+    EpochReport report;
+    if (!run_epoch(report)) return reports;  // stopped mid-epoch
+    reports.push_back(report);
     if (reducer_ && reducer_->buckets() > 0)
       log_(
           format("data parallel: %.2f s of epoch %.0f waiting for gradient all-reduce after "
@@ -228,6 +301,7 @@ std::vector<EpochReport> TrainingLoop::run() {
         if (on_checkpoint) on_checkpoint(path);
         remove_old_checkpoint();
       }
+      state_file_ = checkpoint_path(epoch_);
     }
     if (!go_on) break;
   }
@@ -273,9 +347,10 @@ bool TrainingLoop::validate(EpochReport& report) {
   return true;
 }
 
-EpochReport TrainingLoop::run_epoch() {
+bool TrainingLoop::run_epoch(EpochReport& r) {
   const auto start = Clock::now();
   const uint64_t n = data_.examples;
+  epoch_rng_state_ = shuffle_rng_.state();
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
   if (options_.shuffle)
@@ -283,7 +358,13 @@ EpochReport TrainingLoop::run_epoch() {
 
   const uint32_t batch = options_.minibatch;
   const uint64_t batches = (n + batch - 1) / batch;
-  const float alpha_epoch = optimizer_.learning_rate(epoch_, step_);
+  // Resumed from a run stopped mid-epoch: the minibatches it had done.
+  const uint64_t first = batch_;
+  if (first >= batches)
+    throw ConfigError("the checkpoint was saved after minibatch " + std::to_string(first) +
+                      " of epoch " + std::to_string(epoch_ + 1) + ", which now has only " +
+                      std::to_string(batches) + " minibatches; was the training data changed?");
+  const float alpha_epoch = optimizer_.learning_rate(epoch_, step_ - first);
   // Alone, the batches' errors are summed in the backend's memory (loss_sums_) and read back
   // only to report and to check for divergence: after every batch when that costs nothing (host
   // memory), else every kDivergenceCheckBatches batches, at progress lines and at the end of the
@@ -291,8 +372,8 @@ EpochReport TrainingLoop::run_epoch() {
   // With several ranks each batch's error is all-reduced on the host, so it is read every batch.
   const bool per_batch = comm_->size() > 1;
   const bool check_every_batch = net_.backend().host_memory();
-  clear_loss_sums();
-  double total = 0.0;  // several ranks: the all-reduced errors so far
+  clear_loss_sums(epoch_loss_);
+  double total = epoch_loss_;  // several ranks: the all-reduced errors so far
   auto last_progress = start;
 
   // Every rank holds the same order; each assembles only its slice of global batch b (with
@@ -313,8 +394,8 @@ EpochReport TrainingLoop::run_epoch() {
     return hb;
   };
   // Double buffering: batch b+1 is assembled while batch b trains.
-  std::future<Batches> next = std::async(std::launch::async, assemble, 0, step_ + 1);
-  for (uint64_t b = 0; b < batches; ++b) {
+  std::future<Batches> next = std::async(std::launch::async, assemble, first, step_ + 1);
+  for (uint64_t b = first; b < batches; ++b) {
     Batches current = next.get();
     if (b + 1 < batches) next = std::async(std::launch::async, assemble, b + 1, step_ + 2);
     const float alpha = optimizer_.learning_rate(epoch_, step_);
@@ -343,16 +424,29 @@ EpochReport TrainingLoop::run_epoch() {
                  100.0 * double(b + 1) / double(batches), total / done, rate, elapsed) +
           format_duration((double(n) - done) / std::max(rate, 1e-9)));
     }
+    // A stop request ends the epoch here; after its last minibatch, the epoch ends as usual
+    // and run() stops before the next one.
+    if (b + 1 < batches) {
+      if (const int signal = agreed_stop_signal()) {
+        batch_ = b + 1;
+        epoch_loss_ = per_batch ? total : read_loss_sums(batches)[math::kLossTotal];
+        stop(signal);
+        return false;
+      }
+    }
   }
   if (!per_batch) total = read_loss_sums(batches)[math::kLossTotal];
   ++epoch_;
-  EpochReport r;
+  batch_ = 0;
+  epoch_loss_ = 0.0;
   r.epoch = epoch_;
   r.data_loss = total / double(n);
   r.reg_loss = regularization_loss();
   r.loss = r.data_loss + r.reg_loss;
   r.seconds = seconds_since(start);
-  r.examples_per_second = double(n) / std::max(r.seconds, 1e-9);
+  // (A resumed epoch ran only the minibatches after `first`.)
+  r.examples_per_second =
+      double(n - std::min<uint64_t>(n, first * batch)) / std::max(r.seconds, 1e-9);
   r.alpha = alpha_epoch;
   epoch_seconds_sum_ += r.seconds;
   ++epochs_timed_;
@@ -363,13 +457,14 @@ EpochReport TrainingLoop::run_epoch() {
            double(r.epoch), double(options_.epochs), r.loss, r.data_loss, r.reg_loss,
            r.examples_per_second, r.seconds) +
        (epoch_ < options_.epochs ? ", ETA " + format_duration(remaining) : std::string()));
-  return r;
+  return true;
 }
 
 double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, float alpha,
                                  RowSlice slice, uint32_t global_rows) {
   Backend& be = net_.backend();
   ++step_;
+  state_file_.clear();
   if (on_step) on_step(step_);
   LayerContext ctx{be, hb.rows, true, options_.seed, step_, slice.first, comm_, global_rows};
   // Nothing reads the output layers' activations between the forward pass and the loss here,
@@ -436,8 +531,10 @@ double TrainingLoop::regularization_loss() {
   return r + sharded;
 }
 
-void TrainingLoop::clear_loss_sums() {
-  loss_sums_.assign(net_.backend(), std::vector<double>(math::kLossSumCount, 0.0));
+void TrainingLoop::clear_loss_sums(double total) {
+  std::vector<double> sums(math::kLossSumCount, 0.0);
+  sums[math::kLossTotal] = total;
+  loss_sums_.assign(net_.backend(), sums);
 }
 
 std::vector<double> TrainingLoop::read_loss_sums(uint64_t batches) {

@@ -4,6 +4,10 @@
 // With a communicator of several ranks the loop is data parallel: every rank draws the same
 // shuffle, takes its slice of each global minibatch (rank_rows), and the gradients and losses
 // are summed across ranks weighted by rows; only rank 0 writes checkpoints.
+// A stop request (core/stop_request.h, a signal) is looked at after every minibatch (the ranks
+// agree on it through a reduction): the loop ends there and saves a checkpoint of that exact
+// state, mid-epoch included (the position in the epoch's shuffle is part of it), so a run resumed
+// from it computes what the uninterrupted run would have.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +37,8 @@ struct TrainOptions {
   uint64_t seed = 1;
   std::string checkpoint_name;  // "" => no checkpoints
   int checkpoint_interval = 0;  // epochs between checkpoints
+  // Where a stopped run saves its state when checkpoint_name is "" ("" too: it saves nothing).
+  std::string stop_checkpoint_name;
   // Newest checkpoints kept on disk: writing one deletes the one `checkpoints_kept` intervals
   // older (a 40 MB network every epoch adds up). 0 keeps all.
   int checkpoints_kept = 0;
@@ -69,10 +75,13 @@ class TrainingLoop {
   // Evaluates `data` (bound to the same layers as the training data) during training; call before
   // run(). The datasets must outlive the trainer.
   void set_validation(const BoundData& data);
-  // Continues from a checkpoint's training state (weights are loaded into the network already).
-  void restore(const TrainingState& state);
-  // Runs the remaining epochs; returns one report per epoch run. Throws DivergenceError on a
-  // NaN/infinite loss (the last checkpoint on disk stays intact).
+  // Continues from a checkpoint's training state (weights are loaded into the network already);
+  // `path` names the file it came from (a stop right away saves nothing new). ConfigError when
+  // the state is mid-epoch and the minibatch size differs from the one it was saved with.
+  void restore(const TrainingState& state, const std::string& path = "");
+  // Runs the remaining epochs; returns one report per epoch completed. Throws DivergenceError on
+  // a NaN/infinite loss (the last checkpoint on disk stays intact). After a stop request it
+  // returns early (stopped() says so) with the state saved in stop_checkpoint().
   std::vector<EpochReport> run();
 
   // Network + training state, ready to write. Collective with model-parallel layers (every
@@ -83,6 +92,12 @@ class TrainingLoop {
   void remove_old_checkpoint();
   uint64_t epoch() const { return epoch_; }
   uint64_t step() const { return step_; }
+  // After run(): the signal that stopped it (0: it ran to its end), the file holding the state
+  // it stopped in ("" when nothing was saved: no checkpoint name, or no training done yet), and
+  // a description of where it stopped ("in epoch 4 after minibatch 17 of 40").
+  int stopped() const { return stopped_signal_; }
+  const std::string& stop_checkpoint() const { return stop_checkpoint_; }
+  const std::string& stop_position() const { return stop_position_; }
   // Called after each checkpoint is written (path); for tools that track files.
   std::function<void(const std::string&)> on_checkpoint;
   // Called at the start of every update with its 1-based step number (fault-injection tests).
@@ -100,7 +115,15 @@ class TrainingLoop {
   const std::string& stop_reason() const { return stop_reason_; }
 
  private:
-  EpochReport run_epoch();
+  // One epoch (or, resumed mid-epoch, the rest of it). Returns false when a stop request ended
+  // it before its last minibatch (batch_ says how far it got).
+  bool run_epoch(EpochReport& report);
+  // The stop request all ranks agree on (the largest signal number of any rank; 0: none).
+  // Collective when there are several ranks.
+  int agreed_stop_signal();
+  // Saves the state for a stop by `signal` (collective: every rank calls it; rank 0 writes, and
+  // nobody returns before the file is complete).
+  void stop(int signal);
   // Validation after an epoch: logs, tracks the best; returns false to stop early.
   bool validate(EpochReport& report);
   // `slice`: where the batch's rows sit in the global minibatch of `global_rows`; `whole`: that
@@ -112,8 +135,8 @@ class TrainingLoop {
   double train_batch(const HostBatch& batch, const HostBatch* whole, float alpha, RowSlice slice,
                      uint32_t global_rows);
   double regularization_loss();
-  // Zeroes the loss sums (start of an epoch).
-  void clear_loss_sums();
+  // Resets the loss sums at the start of an epoch, to `total` (resumed mid-epoch) or 0.
+  void clear_loss_sums(double total = 0.0);
   // Reads the loss sums back (one transfer) and throws DivergenceError naming the first batch of
   // the epoch (of `batches`) whose error was NaN or infinite, if there was one.
   std::vector<double> read_loss_sums(uint64_t batches);
@@ -129,6 +152,14 @@ class TrainingLoop {
   OutputLosses losses_;
   uint64_t epoch_ = 0, step_ = 0;
   Rng shuffle_rng_;
+  // Mid-epoch position: minibatches of epoch epoch_ + 1 done, the shuffle generator's state
+  // before that epoch's shuffle, and the errors summed so far (a stopped run's checkpoint).
+  uint64_t batch_ = 0;
+  uint64_t epoch_rng_state_ = 0;
+  double epoch_loss_ = 0.0;
+  std::string state_file_;  // a file holding exactly the current state ("" after any update)
+  int stopped_signal_ = 0;
+  std::string stop_checkpoint_, stop_position_;
   // Data parallel only: the communicator for the backend's gradient buffers (NCCL with the CUDA
   // backend; null: comm_ itself, through host staging) and the reducer using it.
   std::unique_ptr<Communicator> backend_comm_;

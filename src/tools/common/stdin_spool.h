@@ -1,6 +1,9 @@
 // A NetCDF input named "-": standard input copied to a private temporary file, because the
 // NetCDF library needs a file it can seek in. The file lives as long as the spool and is
-// removed by its destructor (also when the tool fails).
+// removed by its destructor (also when the tool fails) or, on a second stop signal, by the
+// signal handler (nn/stop.h). It cannot be an unnamed O_TMPFILE file like the outputs': HDF5
+// resolves the /proc/self/fd link to a path and fails on "(deleted)". Its name follows the
+// library's ".<name>.tmp.<pid>.<n>" pattern, so the next spool removes one a killed run left.
 #pragma once
 
 #include <fcntl.h>
@@ -13,6 +16,7 @@
 
 #include "nn/error.h"
 #include "nn/process.h"
+#include "nn/stop.h"
 
 namespace nn::tool {
 
@@ -22,20 +26,29 @@ class StdinSpool {
   // `what` names the input in messages ("network"). Any other path is left alone.
   StdinSpool(std::string& path, const std::string& what) {
     if (path != "-") return;
-    std::string name = api::temporary_directory() + "/nn-" + what + "-from-stdin." +
-                       std::to_string(::getpid()) + ".XXXXXX";
-    std::vector<char> buf(name.begin(), name.end());
-    buf.push_back('\0');
-    const int fd = ::mkstemp(buf.data());
-    if (fd < 0)
+    const std::string base = api::temporary_directory() + "/nn-" + what + "-from-stdin";
+    api::remove_stale_temporary_files(base);
+    const std::string prefix = api::temporary_directory() + "/.nn-" + what + "-from-stdin.tmp." +
+                               std::to_string(::getpid());
+    int fd = -1;
+    for (int n = 0; fd < 0 && n < 1000; ++n) {
+      temp_ = prefix + "." + std::to_string(n);
+      fd = ::open(temp_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd < 0 && errno != EEXIST) break;
+    }
+    if (fd < 0) {
+      const int err = errno;
+      temp_.clear();
       throw IoError("standard input (" + what + "): cannot create a temporary file in '" +
-                    api::temporary_directory() + "' (set TMPDIR): " + std::strerror(errno));
-    temp_ = buf.data();
+                    api::temporary_directory() + "' (set TMPDIR): " + std::strerror(err));
+    }
+    handle_ = api::register_temporary_file(temp_);
     copy(fd, what);
     path = temp_;
   }
   ~StdinSpool() {
     if (!temp_.empty()) ::unlink(temp_.c_str());
+    api::unregister_temporary_file(handle_);
   }
   StdinSpool(const StdinSpool&) = delete;
   StdinSpool& operator=(const StdinSpool&) = delete;
@@ -63,6 +76,7 @@ class StdinSpool {
     if (total == 0) {
       ::unlink(temp_.c_str());
       temp_.clear();
+      api::unregister_temporary_file(handle_);
       throw DataError("standard input (" + what + "): empty; expected a NetCDF file");
     }
   }
@@ -70,10 +84,12 @@ class StdinSpool {
     ::close(fd);
     ::unlink(temp_.c_str());
     temp_.clear();
+    api::unregister_temporary_file(handle_);
     throw IoError(message);
   }
 
   std::string temp_;
+  int handle_ = -1;  // in the library's list of temporary files to remove on a second signal
 };
 
 }  // namespace nn::tool

@@ -10,6 +10,7 @@
 #include <new>
 #include <string>
 
+#include "common/signals.h"
 #include "nn/error.h"
 #include "nn/process.h"
 
@@ -24,8 +25,11 @@ int fail(int status, const std::string& message, bool usage) {
 }
 
 int run_tool(int argc, char** argv) {
+  nn::tool::install_stop_handlers();  // SIGTERM/SIGINT/SIGHUP: stop cleanly (common/signals.h)
   try {
     return nn::tool::run(argc, argv);
+  } catch (const nn::Interrupted& e) {
+    return nn::tool::report_interrupted(e);
   } catch (const nn::ArgumentError& e) {  // the tool's UsageError, or a job's settings
     return fail(2, e.what(), true);
   } catch (const nn::Error& e) {

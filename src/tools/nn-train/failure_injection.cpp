@@ -2,6 +2,7 @@
 #include "nn-train/failure_injection.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -20,6 +21,9 @@ std::function<void(uint64_t)> failure_injection_from_environment(int rank) {
   return [at, mode](uint64_t step) {
     if (step != at) return;
     if (mode == "exit") std::_Exit(3);  // dies without a word, as a crashed rank would
+    // A stop signal to this process at exactly this update (the stop tests' deterministic kill).
+    if (mode == "sigterm") return void(std::raise(SIGTERM));
+    if (mode == "sigint") return void(std::raise(SIGINT));
     if (mode == "hang")
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     throw Error("injected failure at step " + std::to_string(step) + " (NN_TEST_FAIL_RANK)");

@@ -65,9 +65,10 @@ void define_flags(CLI::App& app, Flags& f) {
       "--seed", f.seed,
       "random seed (default with flags 12134; with a CDL its RandomSeed, or a random seed "
       "that is printed when RandomSeed is absent or -1)");
-  f.checkpoint_name_opt =
-      app.add_option("--checkpoint-name", f.checkpoint_name,
-                     "checkpoint prefix: files are <prefix><epoch>.nc (default: the -n value)");
+  f.checkpoint_name_opt = app.add_option(
+      "--checkpoint-name", f.checkpoint_name,
+      "checkpoint prefix: files are <prefix><epoch>.nc (default: the -n value without "
+      ".nc: -n net.nc gives net10.nc, net20.nc)");
   f.checkpoint_interval_opt =
       app.add_option("--checkpoint-interval", f.checkpoint_interval,
                      "epochs between checkpoints, 0 = none (default 10 with flags)");
@@ -230,6 +231,13 @@ api::TrainJob job_from_cdl(Flags& f, int device, std::vector<std::string>& overr
   return job;
 }
 
+// "net.nc" -> "net"; other names as they are.
+std::string without_nc_suffix(const std::string& path) {
+  const bool nc = path.size() > 3 && path.compare(path.size() - 3, 3, ".nc") == 0 &&
+                  path[path.size() - 4] != '/';
+  return nc ? path.substr(0, path.size() - 3) : path;
+}
+
 // The job of DSSTNE train's flags.
 api::TrainJob job_from_flags(const Flags& f, int device) {
   if (f.config.empty() || f.input.empty() || f.output.empty() || (f.network.empty() && !f.validate))
@@ -254,11 +262,12 @@ api::TrainJob job_from_flags(const Flags& f, int device) {
   job.lambda1 = f.lambda1;
   job.mu = f.mu;
   job.mu1 = f.mu1 > 0.0f ? f.mu1 : 0.999f;
-  // Checkpoints are named after the network file; a network written to standard output has
-  // no name, so its checkpoints are checkpoint<epoch>.nc.
+  // Checkpoints are named after the network file without its ".nc" (-n net.nc: net2.nc,
+  // net4.nc; DSSTNE's train named them net.nc2.nc, which --resume still finds); a network
+  // written to standard output has no name, so its checkpoints are checkpoint<epoch>.nc.
   job.checkpoint_name = !f.checkpoint_name.empty() ? f.checkpoint_name
                         : f.network == "-"         ? "checkpoint"
-                                                   : f.network;
+                                                   : without_nc_suffix(f.network);
   job.checkpoint_interval = f.checkpoint_interval >= 0 ? f.checkpoint_interval : 10;
   job.checkpoints_kept = f.checkpoints_kept >= 0 ? f.checkpoints_kept : 3;
   return job;

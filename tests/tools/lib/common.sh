@@ -55,3 +55,10 @@ tiny_config() {
     { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid" } ] }
 JSON
 }
+
+# hdf5_bytes FILE: the size of the HDF5 image at the start of a file the tools wrote, before its
+# checksum trailer (docs/reliability.md); the whole size for a file without one.
+hdf5_bytes() {
+  python3 -c 'import sys; d = open(sys.argv[1], "rb").read()
+print(int.from_bytes(d[-32:-24], "little") if d[-40:-32] == b"NN-CSUM1" else len(d))' "$1"
+}

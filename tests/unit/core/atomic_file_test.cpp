@@ -210,5 +210,59 @@ TEST(AtomicFile, StaleCheckpointTemporariesAreFoundByPrefix) {
             (std::vector<std::string>{".other.nc.tmp." + pid + ".0", "ck7.nc"}));
 }
 
+// While it is written, the temporary file has no name (O_TMPFILE): a process killed then, even by
+// SIGKILL, leaves nothing in the directory. A child writes and then dies without cleaning up.
+TEST(AtomicFile, AKilledWriterLeavesNothingBehind) {
+  ScratchDir dir;
+  const std::string target = dir.path() + "/out.nc";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    AtomicFile f(target);
+    f.write(std::string(100000, 'x'));
+    f.finish();
+    ::_exit(f.unnamed() ? 0 : 1);  // no destructor, no commit: as after SIGKILL
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (WEXITSTATUS(status) == 1) GTEST_SKIP() << "no O_TMPFILE on " << dir.path();
+  EXPECT_TRUE(entries(dir.path()).empty());
+}
+
+// Named temporary files (file systems without O_TMPFILE, or another program's spool) are
+// registered, and remove_live_temp_files() unlinks them (what the tools' second-signal handler
+// calls).
+TEST(AtomicFile, LiveTemporaryFilesAreRemovedOnRequest) {
+  ScratchDir dir;
+  const std::string spool = dir.write(".spool.tmp.1.0", "partial");
+  const int slot = register_temp_file(spool);
+  ASSERT_GE(slot, 0);
+  remove_live_temp_files();
+  EXPECT_TRUE(entries(dir.path()).empty());
+  unregister_temp_file(slot);
+  dir.write("kept", "x");
+  remove_live_temp_files();  // unregistered: nothing else is touched
+  EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"kept"});
+}
+
+// A stream target's spool in TMPDIR is as invisible as an output's temporary file.
+TEST(AtomicFile, StandardOutputSpoolLeavesNoFileInTmpdir) {
+  ScratchDir dir;
+  const char* old = std::getenv("TMPDIR");
+  const std::string saved = old ? old : "";
+  ::setenv("TMPDIR", dir.path().c_str(), 1);
+  {
+    AtomicFile f(kStandardOutput);
+    f.write("");
+    if (f.unnamed()) EXPECT_TRUE(entries(dir.path()).empty());
+    f.discard();
+  }
+  EXPECT_TRUE(entries(dir.path()).empty());
+  if (old)
+    ::setenv("TMPDIR", saved.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
+}
+
 }  // namespace
 }  // namespace nn
