@@ -27,8 +27,12 @@ without a variable name), data (a variable's values) and trailer (the checksum t
 Classes take turns; within a class positions are drawn at random without repetition, so small
 classes are swept completely.
 
+With --without-checksums the files are first cut to their HDF5 image (the trailer removed), as
+files written before checksums existed, or by DSSTNE: they have only the structural checks, and
+the sweep measures what those catch (the trailer class is then empty).
+
 Usage: flip_sweep.py --tools BUILD/src/tools [--seconds S] [--positions N] [--kinds K,...]
-                     [--seed N] [--json FILE]
+                     [--seed N] [--json FILE] [--without-checksums]
 Stops a kind after S seconds or N positions, whichever comes first. Exit status 1 when any run
 failed (silent, signal, hang, partial, other).
 """
@@ -49,7 +53,7 @@ OUTCOMES = ["detected", "unaltered", "silent", "signal", "hang", "partial", "oth
 FAILURES = {"silent", "signal", "hang", "partial", "other"}
 
 
-def run(cmd, cwd, timeout=60):
+def run(cmd, cwd, timeout=180):
     # No gnuplot or python3 on PATH: nn-train skips its loss curve (faster, nothing else changes).
     env = dict(os.environ, PATH="/nonexistent", OMP_NUM_THREADS="1")
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
@@ -81,41 +85,45 @@ def regions(path):
 class Kind:
     """One kind of file: how to make a run read a damaged copy, and its intact result."""
 
-    def __init__(self, name, work, tools, intact):
+    def __init__(self, name, work, tools, intact, strip=False):
         self.name, self.work, self.tools, self.intact = name, work, tools, intact
         self.bytes = open(intact, "rb").read()
         self.ranges, self.size = regions(intact)
+        if strip:  # the HDF5 image alone: a file without checksums
+            covered = self.ranges[-1][0]
+            self.bytes = self.bytes[:covered]
+            self.ranges = self.ranges[:-1]
+            self.size = covered
         self.expected = None
 
-    def command(self, damaged, out_dir):
+    def command(self):
+        """The run, in a fresh directory holding the damaged file (relative names: the result's
+        checkpoint_name attribute must not depend on the directory)."""
         w, t = self.work, self.tools
         train = [f"{t}/nn-train", "-c", f"{w}/config.json", "-o", f"{w}/output.nc", "-b", "8",
                  "--seed", "7", "--threads", "1", "-q"]
         if self.name == "network":
-            return [f"{t}/nn-predict", "-n", damaged, "-r", f"{w}/ratings.txt", "-i",
+            return [f"{t}/nn-predict", "-n", "input.nc", "-r", f"{w}/ratings.txt", "-i",
                     f"{w}/features.idx", "-o", f"{w}/features.idx", "-k", "5", "--threads", "1",
-                    "-q", "-s", f"{out_dir}/result"], f"{out_dir}/result"
+                    "-q", "-s", "result"]
         if self.name == "checkpoint":
-            return train + ["-i", f"{w}/input.nc", "-n", f"{out_dir}/result", "-e", "2",
-                            "--checkpoint-name", f"{out_dir}/ck", "--checkpoint-interval", "1",
-                            "--resume"], f"{out_dir}/result"
-        return train + ["-i", damaged, "-n", f"{out_dir}/result", "-e", "1",
-                        "--checkpoint-interval", "0"], f"{out_dir}/result"
+            return train + ["-i", f"{w}/input.nc", "-n", "result", "-e", "2",
+                            "--checkpoint-name", "ck", "--checkpoint-interval", "1", "--resume"]
+        return train + ["-i", "input.nc", "-n", "result", "-e", "1", "--checkpoint-interval", "0"]
 
     def place(self, content, out_dir):
-        """Writes the (damaged) file where the run reads it; returns its path."""
+        """Writes the (damaged) file where the run reads it."""
         path = f"{out_dir}/ck1.nc" if self.name == "checkpoint" else f"{out_dir}/input.nc"
         with open(path, "wb") as f:
             f.write(content)
-        return path
 
     def attempt(self, content):
         out_dir = tempfile.mkdtemp(dir=self.work, prefix=f"{self.name}-")
         try:
-            damaged = self.place(content, out_dir)
-            cmd, result = self.command(damaged, out_dir)
+            self.place(content, out_dir)
+            result = f"{out_dir}/result"
             try:
-                p = run(cmd, self.work)
+                p = run(self.command(), out_dir)
             except subprocess.TimeoutExpired:
                 return "hang", None, ""
             produced = open(result, "rb").read() if os.path.exists(result) else None
@@ -205,6 +213,7 @@ def main():
     ap.add_argument("--kinds", default="network,checkpoint,dataset")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", default="")
+    ap.add_argument("--without-checksums", action="store_true")
     args = ap.parse_args()
     tools = os.path.abspath(args.tools)
     work = tempfile.mkdtemp(prefix="nn-flip-sweep-")
@@ -214,7 +223,7 @@ def main():
         setup(work, tools)
         files = {"network": "net.nc", "checkpoint": "ck1.nc", "dataset": "input.nc"}
         for name in args.kinds.split(","):
-            kind = Kind(name, work, tools, f"{work}/{files[name]}")
+            kind = Kind(name, work, tools, f"{work}/{files[name]}", args.without_checksums)
             start = time.monotonic()
             counts, tried, failures = sweep(kind, args.seconds, args.positions, rng,
                                             lambda line: print("  " + line, flush=True))

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# kill -9 during training, at random moments and mid-checkpoint (while a checkpoint's temporary
-# file exists): the newest checkpoint always loads, --resume completes, the final network is
-# byte-identical to an uninterrupted run's, and no temporary file is left. A few seconds.
+# kill -9 during training, at random moments and mid-checkpoint (while a checkpoint is being
+# written: its temporary file has no name, so it shows only as an open "(deleted)" file of the
+# directory): the newest checkpoint always loads, --resume completes, the final network is
+# byte-identical to an uninterrupted run's, and no temporary file is left, not even right after
+# the kill. A few seconds.
 # Usage: reliability_kill.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$1
@@ -18,18 +20,22 @@ mkdir ref killed
 (cd ref && "${train[@]}") || fail "uninterrupted run failed"
 
 temps() { compgen -G '.*.tmp.*' || true; }
+# True while process $1 has an unnamed (O_TMPFILE) file of this directory open: an output being
+# written.
+writing() { ls -l "/proc/$1/fd" 2>/dev/null | grep -q "$PWD/#.*(deleted)"; }
 newest_checkpoint() { compgen -G 'ck*.nc' | sed 's/^ck\([0-9]*\)\.nc$/\1 &/' | sort -n | tail -1 | cut -d' ' -f2 || true; }
 
 cd killed
-mid_checkpoint=0
+mid_checkpoint=0 clean=0
 for round in 1 2 3 4 5 6; do
   [[ -e net.nc ]] && break
   "${train[@]}" --resume &
   pid=$!
   deadline=$((SECONDS + 60))
   if ((round % 2)); then
-    # Mid-checkpoint: wait until a checkpoint's temporary file exists, then kill at once.
-    while [[ -z $(temps) ]] && kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do :; done
+    # Mid-checkpoint: wait until a checkpoint is being written, then kill at once.
+    while ! writing "$pid" && [[ -z $(temps) ]] && kill -0 "$pid" 2>/dev/null &&
+      ((SECONDS < deadline)); do :; done
   else
     # At a random moment once training is under way (a checkpoint exists).
     while [[ -z $(newest_checkpoint) ]] && kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
@@ -37,9 +43,11 @@ for round in 1 2 3 4 5 6; do
     done
     sleep "0.$((RANDOM % 20))"
   fi
-  [[ -n $(temps) ]] && mid_checkpoint=$((mid_checkpoint + 1))
+  { writing "$pid" || [[ -n $(temps) ]]; } && mid_checkpoint=$((mid_checkpoint + 1))
   kill -9 "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
+  # Nothing named was being written (a name exists only for the instant of the rename).
+  [[ -z $(temps) ]] && clean=$((clean + 1))
   ck=$(newest_checkpoint)
   if [[ -n $ck ]]; then
     # The newest checkpoint is whole: it loads and predicts.
@@ -52,4 +60,4 @@ done
 [[ -z $(temps) ]] || fail "temporary files left after --resume: $(temps)"
 [[ -e net.nc ]] || fail "no final network"
 cmp -s net.nc ../ref/net.nc || fail "resumed network differs from the uninterrupted run"
-echo "reliability_kill: ok ($mid_checkpoint of 6 kills hit a checkpoint being written)"
+echo "reliability_kill: ok ($mid_checkpoint of 6 kills hit a checkpoint being written; $clean left no temporary file at all)"

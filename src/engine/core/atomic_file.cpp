@@ -302,19 +302,33 @@ void AtomicFile::commit() {
     return;
   }
   if (unnamed_) {
-    // The unnamed file gets its temporary name only now, and keeps it only until the rename.
-    const std::string name = temp_name(target_, false);
-    if (const int err = link_unnamed(fd_, name))
-      fail("naming the temporary file '" + name + "'", err);
-    set_temp_name(name);
+    // A new target takes the unnamed file's name directly: no temporary name ever exists.
+    int err = link_unnamed(fd_, target_);
+    if (err == 0) {
+      committed_ = true;
+      discard();
+      sync_directory(directory_of(target_));
+      return;
+    }
+    if (err != EEXIST) fail("naming the file", err);
+    // An existing target is replaced by a rename, which needs a name to move: the temporary one
+    // exists only between these two calls.
+    set_temp_name(temp_name(target_, false));
+    err = link_unnamed(fd_, temp_);
+    if (err != 0) {
+      unregister_temp_file(registry_slot_);
+      registry_slot_ = -1;
+      temp_.clear();
+      fail("naming the temporary file", err);
+    }
     unnamed_ = false;
-    ::close(fd_);
-    fd_ = -1;
   }
   if (::rename(temp_.c_str(), target_.c_str()) != 0) {
     const int err = errno;
     fail("moving temporary file '" + temp_ + "' into place", err);
   }
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
   committed_ = true;
   unregister_temp_file(registry_slot_);
   registry_slot_ = -1;

@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "io/file_checksum.h"
+#include "io/isolated_read.h"
 #include "io/netcdf_header_check.h"
 #include "io/netcdf_output.h"
 #include "io/netcdf_storage.h"
@@ -523,9 +524,7 @@ size_t payload_bytes(const std::vector<ExampleSet>& sets) {
   return bytes;
 }
 
-}  // namespace
-
-std::vector<ExampleSet> read_datasets(const std::string& path) {
+std::vector<ExampleSet> read_datasets_here(const std::string& path) {
   const Reader r(path);
   const uint64_t count = r.uint_att("datasets");
   if (count == 0) r.fail("datasets", "is 0; expected at least one dataset");
@@ -533,6 +532,14 @@ std::vector<ExampleSet> read_datasets(const std::string& path) {
       sets;  // not reserved: `count` is a claim; each dataset read proves itself
   for (uint64_t n = 0; n < count; ++n) sets.push_back(read_one(r, path, n));
   return sets;
+}
+
+}  // namespace
+
+std::vector<ExampleSet> read_datasets(const std::string& path) {
+  // A file without a checksum is read in a child process first: libhdf5 can crash on it.
+  read_isolated_first(path, [&] { read_datasets_here(path); });
+  return read_datasets_here(path);
 }
 
 void write_datasets(AtomicFile& out, const std::vector<ExampleSet>& sets) {

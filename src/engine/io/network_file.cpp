@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "io/file_checksum.h"
+#include "io/isolated_read.h"
 #include "io/nc_attribute_reader.h"
 #include "io/netcdf_header_check.h"
 #include "io/netcdf_output.h"
@@ -55,7 +56,9 @@ void write_network_file(const std::string& path, const NetworkFile& net) {
   out.commit();
 }
 
-NetworkFile read_network_file(const std::string& path) {
+namespace {
+
+NetworkFile read_network_file_here(const std::string& path) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (!fs::exists(status))
@@ -84,6 +87,14 @@ NetworkFile read_network_file(const std::string& path) {
   }
   validate_network_file(net, path);
   return net;
+}
+
+}  // namespace
+
+NetworkFile read_network_file(const std::string& path) {
+  // A file without a checksum is read in a child process first: libhdf5 can crash on it.
+  read_isolated_first(path, [&] { read_network_file_here(path); });
+  return read_network_file_here(path);
 }
 
 }  // namespace nn
