@@ -17,7 +17,7 @@ Each run is classified by comparing with the run on the intact file:
              without checksums, whose HDF5 bytes are intact)
   silent     exit status 0 and a different result: damaged data used without a word  (failure)
   signal     ended by a signal (a crash)                                               (failure)
-  hang       still running after the time limit                                        (failure)
+  hang       still running after 180 s                                                 (failure)
   partial    any other failure that left a result file behind                          (failure)
   other      any other exit status                                                     (failure)
 
@@ -218,6 +218,7 @@ def main():
     tools = os.path.abspath(args.tools)
     work = tempfile.mkdtemp(prefix="nn-flip-sweep-")
     rng = random.Random(args.seed)
+    print(f"flip_sweep: seed {args.seed} (--seed repeats the positions)", flush=True)
     summary, all_failures = {}, []
     try:
         setup(work, tools)
