@@ -25,6 +25,13 @@ limit=$((48 * 1024 * 1024))
 say() { echo "gpu-bundle: $*" >&2; }
 die() { echo "gpu-bundle: error: $*" >&2; exit 1; }
 
+if ! command -v patchelf > /dev/null || ! command -v xz > /dev/null; then
+  say "installing patchelf and xz-utils"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+    --no-install-recommends patchelf xz-utils > /dev/null
+fi
 for tool in cmake patchelf xz strip ldd; do
   command -v "$tool" > /dev/null || die "$tool is not installed (apt-get install patchelf xz-utils binutils cmake)"
 done
@@ -33,16 +40,17 @@ done
 launcher=()
 command -v ccache > /dev/null 2>&1 &&
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+mkdir -p "$build"
 say "configuring $build"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DNN_ENABLE_CUDA=ON -DNN_NATIVE=OFF \
   -DNN_CUDA_STATIC_RUNTIME=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" -DNN_BUILD_PYTHON=OFF \
-  "${launcher[@]}" > "$build.configure.log" 2>&1 || { tail -30 "$build.configure.log" >&2; die "configure failed"; }
-grep -q "nn: CUDA backend ON" "$build.configure.log" || die "no CUDA backend (nvcc not found?)"
+  "${launcher[@]}" > "$build/configure.log" 2>&1 || { tail -30 "$build/configure.log" >&2; die "configure failed"; }
+grep -q "nn: CUDA backend ON" "$build/configure.log" || die "no CUDA backend (nvcc not found?)"
 targets=(nn_cuda_tests nn_backend_tests nn-train nn-generate nn-predict nn-bench-autoencoder)
-grep -q "nn: NCCL communicator ON" "$build.configure.log" && targets+=(nn_nccl_tests)
+grep -q "nn: NCCL communicator ON" "$build/configure.log" && targets+=(nn_nccl_tests)
 say "building ${targets[*]}"
-cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$build.build.log" 2>&1 ||
-  { tail -40 "$build.build.log" >&2; die "build failed"; }
+cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$build/build.log" 2>&1 ||
+  { tail -40 "$build/build.log" >&2; die "build failed"; }
 
 binaries=("$build/tests/nn_cuda_tests" "$build/tests/nn_backend_tests"
           "$build/src/tools/nn-train" "$build/src/tools/nn-generate" "$build/src/tools/nn-predict"

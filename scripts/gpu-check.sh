@@ -71,10 +71,13 @@ gtest_status() {
   local log=$1 rc=$2
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then echo "FAIL"; return; fi
   if grep -q "^\[  FAILED  \]" "$log" || [ "$rc" != 0 ]; then echo FAIL; return; fi
-  local ran skipped
+  local ran skipped passed
   ran=$(grep -o '^\[==========\] [0-9]* tests\? from' "$log" | tail -1 | grep -o '[0-9]*' | head -1)
   skipped=$(grep -o '^\[  SKIPPED \] [0-9]* test' "$log" | grep -o '[0-9]*' | head -1)
-  if grep -q "no CUDA device\|no usable CUDA device" "$log" && [ "${skipped:-0}" -gt 0 ]; then
+  passed=$(grep -o '^\[  PASSED  \] [0-9]* test' "$log" | grep -o '[0-9]*' | head -1)
+  # NO-DEVICE: nothing passed, and the skips say there was no device.
+  if [ "${passed:-0}" = 0 ] && [ "${skipped:-0}" -gt 0 ] &&
+     grep -q "no CUDA device\|no usable CUDA device" "$log"; then
     echo NO-DEVICE
   elif [ -z "$ran" ]; then
     echo FAIL  # it never reached the end of its run
