@@ -14,6 +14,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cudnn_support.h"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/conv_math.h"
 #include "core/error.h"
 
@@ -65,6 +66,7 @@ const float* conv_input(CudaBackend& b, const cuda::ConvPlan& plan, uint32_t row
 
 void CudaBackend::conv_forward(const ConvGeometry& g, uint32_t rows, const float* x, const float* w,
                                const float* bias, bool accumulate, float* y) {
+  const cuda::DeviceGuard guard(device_);
   check_geometry(g, "conv_forward");
   if (rows == 0) return;
   cuda::Cudnn& dnn = cudnn();
@@ -82,6 +84,7 @@ void CudaBackend::conv_forward(const ConvGeometry& g, uint32_t rows, const float
 
 void CudaBackend::conv_backward_data(const ConvGeometry& g, uint32_t rows, const float* dy,
                                      const float* w, float* dx) {
+  const cuda::DeviceGuard guard(device_);
   check_geometry(g, "conv_backward_data");
   if (rows == 0) return;
   cuda::Cudnn& dnn = cudnn();
@@ -106,6 +109,7 @@ void CudaBackend::conv_backward_data(const ConvGeometry& g, uint32_t rows, const
 
 void CudaBackend::conv_backward_filter(const ConvGeometry& g, uint32_t rows, const float* x,
                                        const float* dy, float alpha, float* dw, float* dbias) {
+  const cuda::DeviceGuard guard(device_);
   check_geometry(g, "conv_backward_filter");
   if (rows == 0) {  // no examples: zero gradients, as on the CPU
     fill(dw, g.weight_size(), 0.0f);

@@ -174,7 +174,8 @@ class CudaBackend final : public Backend {
   // segment starts, device) from keys into sorted (cuda/top_k.cu).
   void sort_row_keys(const unsigned long long* keys, unsigned long long* sorted, size_t items,
                      uint32_t rows, const int* offsets);
-  // Sums `count` doubles on the device in a fixed order into *out (device).
+  // Sums `count` doubles on the device in a fixed order into *out (device): in parallel over
+  // math::sum_blocks(count) blocks, then one block over their totals (backend/math/reduce_math.h).
   void sum_doubles(const double* values, size_t count, double* out);
   // The same sum s, added: *out += scale * s (math::add_scaled), for the *_accumulate forms.
   void add_sum_doubles(const double* values, size_t count, double scale, double* out);
@@ -208,6 +209,10 @@ class CudaBackend final : public Backend {
   // A slot ready to take `bytes` (<= kStagingChunk): the next in the ring, waited for and grown.
   Staging& staging_slot(size_t bytes);
   unsigned long long* error_flag_ = nullptr;  // device; ~0ull when no error
+  // sum_doubles' first pass: math::kSumMaxBlocks block totals (device), and the pass itself (the
+  // values unchanged when one block suffices, else the block totals, *count updated).
+  double* sum_partial_ = nullptr;
+  const double* sum_partials(const double* values, size_t* count);
   std::string error_prefix_, error_suffix_;
   struct Buffer {
     void* ptr = nullptr;

@@ -8,6 +8,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_guard.h"
 #include "backend/cuda/device_probe.h"
 #include "core/error.h"
 
@@ -275,6 +276,7 @@ bool cudnn_loadable(std::string* why) noexcept {
 }
 
 cuda::Cudnn& CudaBackend::cudnn() {
+  const cuda::DeviceGuard guard(device_);
   if (!cudnn_) cudnn_ = std::make_unique<cuda::Cudnn>(stream_, tf32_);
   return *cudnn_;
 }

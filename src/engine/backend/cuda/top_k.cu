@@ -11,6 +11,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/elementwise_math.h"
 #include "backend/math/top_k_math.h"
 #include "core/error.h"
@@ -100,6 +101,7 @@ __global__ void filtered_gather_kernel(const float* x, uint32_t rows, uint32_t c
 // segmented radix sort over all 64 bits.
 void CudaBackend::sort_row_keys(const unsigned long long* keys, unsigned long long* sorted,
                                 size_t items, uint32_t rows, const int* offsets) {
+  const cuda::DeviceGuard guard(device_);
   size_t temp_bytes = 0;
   NN_CUDA_CALL(cub::DeviceSegmentedRadixSort::SortKeysDescending(nullptr, temp_bytes, keys, sorted,
                                                                  int(items), int(rows), offsets,
@@ -111,6 +113,7 @@ void CudaBackend::sort_row_keys(const unsigned long long* keys, unsigned long lo
 
 void CudaBackend::top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols,
                         uint32_t k, float* values, uint32_t* indices) {
+  const cuda::DeviceGuard guard(device_);
   if (k == 0 || rows == 0) return;
   const uint32_t valid = cols < valid_cols ? cols : valid_cols;
   const uint32_t keep = k < valid ? k : valid;
@@ -137,6 +140,7 @@ void CudaBackend::top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t v
 void CudaBackend::top_k_filtered(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols,
                                  uint32_t k, const TopKFilter& filter, float* values,
                                  uint32_t* indices) {
+  const cuda::DeviceGuard guard(device_);
   if (k == 0 || rows == 0) return;
   const uint32_t valid = cols < valid_cols ? cols : valid_cols;
   const uint32_t keep = k < valid ? k : valid;
