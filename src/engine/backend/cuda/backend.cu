@@ -58,7 +58,8 @@ __global__ void fold_loss_sums_kernel(double* sums, uint64_t batch) {
 
 }  // namespace
 
-CudaBackend::CudaBackend(int device, bool tf32) : device_(device), tf32_(tf32) {
+CudaBackend::CudaBackend(int device, bool tf32, const cuda::CudnnSettings& cudnn)
+    : device_(device), tf32_(tf32), cudnn_settings_(cudnn) {
   // The guard makes device_ current while the stream, handles and buffers are created on it,
   // and gives the caller its device back.
   const cuda::DeviceGuard guard(device_);
@@ -271,7 +272,8 @@ void CudaBackend::check_data_errors() {
 std::unique_ptr<Backend> make_cuda_backend(int device) {
   const char* tf32 = std::getenv("NN_CUDA_TF32");
   const bool use_tf32 = tf32 && std::strcmp(tf32, "1") == 0;
-  return std::make_unique<CudaBackend>(device, use_tf32);
+  // The cuDNN settings are read (and refused when malformed) here, before any work.
+  return std::make_unique<CudaBackend>(device, use_tf32, cuda::cudnn_settings_from_env());
 }
 
 }  // namespace nn

@@ -70,7 +70,7 @@ void CudaBackend::conv_forward(const ConvGeometry& g, uint32_t rows, const float
   check_geometry(g, "conv_forward");
   if (rows == 0) return;
   cuda::Cudnn& dnn = cudnn();
-  const cuda::ConvPlan& plan = dnn.conv_plan(g, rows);
+  const cuda::ConvPlan& plan = dnn.conv_plan(g, rows, scratch_capacity(kSlotB));
   const float* input = conv_input(*this, plan, rows, g.in_channels, x);
   void* work = plan.forward_bytes ? scratch(kSlotB, plan.forward_bytes) : nullptr;
   const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
@@ -88,7 +88,7 @@ void CudaBackend::conv_backward_data(const ConvGeometry& g, uint32_t rows, const
   check_geometry(g, "conv_backward_data");
   if (rows == 0) return;
   cuda::Cudnn& dnn = cudnn();
-  const cuda::ConvPlan& plan = dnn.conv_plan(g, rows);
+  const cuda::ConvPlan& plan = dnn.conv_plan(g, rows, scratch_capacity(kSlotB));
   void* work = plan.backward_data_bytes ? scratch(kSlotB, plan.backward_data_bytes) : nullptr;
   const float one = 1.0f, zero = 0.0f;
   if (!plan.explicit_pad) {
@@ -117,7 +117,7 @@ void CudaBackend::conv_backward_filter(const ConvGeometry& g, uint32_t rows, con
     return;
   }
   cuda::Cudnn& dnn = cudnn();
-  const cuda::ConvPlan& plan = dnn.conv_plan(g, rows);
+  const cuda::ConvPlan& plan = dnn.conv_plan(g, rows, scratch_capacity(kSlotB));
   const float* input = conv_input(*this, plan, rows, g.in_channels, x);
   void* work = plan.backward_filter_bytes ? scratch(kSlotB, plan.backward_filter_bytes) : nullptr;
   const float zero = 0.0f;
