@@ -11,6 +11,7 @@
 #include "api/model_impl.h"
 #include "backend/backend_choice.h"
 #include "core/error.h"
+#include "core/file_identity.h"
 #include "core/memory_budget.h"
 #include "distributed/device_placement.h"
 #include "distributed/process.h"
@@ -279,6 +280,21 @@ class PredictionRun {
 }  // namespace
 
 PredictResult run_prediction(const PredictJob& job, const LogSink& log) {
+  // Before anything is read or written: each output needs a file of its own, and none may be
+  // one of the inputs.
+  std::vector<NamedFile> inputs = {{"network", job.network},
+                                   {"text_input", job.text_input},
+                                   {"input_index", job.input_index},
+                                   {"output_index", job.output_index},
+                                   {"sample_index", job.sample_index},
+                                   {"filter", job.filter},
+                                   {"target", job.target}};
+  for (const std::string& f : job.data_files) inputs.push_back({"data_files", f});
+  const std::string recs = is_stdout_path(job.output) ? std::string("-") : job.output;
+  check_distinct_files({{"output", job.write_recs ? recs : std::string()},
+                        {"top_classes", job.top_classes},
+                        {"dump", job.dump}},
+                       inputs);
   return PredictionRun(job, log).run();
 }
 

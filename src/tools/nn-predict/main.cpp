@@ -8,6 +8,7 @@
 #include "common/cli_support.h"
 #include "common/stdin_spool.h"
 #include "nn/command_file.h"
+#include "nn/file_names.h"
 #include "nn/predict_job.h"
 
 const char* const nn::tool::kToolName = "nn-predict";
@@ -140,6 +141,28 @@ void check_flags_job(Flags& f) {
     throw UsageError("need examples to score: -r examples.txt or --data file.nc");
 }
 
+// Each output a file of its own, none of them an input, however the names are spelled. Files
+// are named by their flag, or by their CDL key when the command file gave them.
+void check_files(const CLI::App& app, const Flags& f) {
+  const api::PredictJob& job = f.job;
+  const auto name = [&](const char* flag, const char* key) {
+    return std::string(f.cdl.empty() || app.get_option(flag)->count() ? flag : key);
+  };
+  std::vector<api::NamedFile> inputs = {{name("-n", "Network"), job.network},
+                                        {"-r", job.text_input},
+                                        {name("-i", "InputIndex"), job.input_index},
+                                        {name("-o", "OutputIndex"), job.output_index},
+                                        {name("--sample-index", "SampleIndex"), job.sample_index},
+                                        {name("-f", "Filter"), job.filter},
+                                        {name("--target", "Target"), job.target}};
+  for (const std::string& d : job.data_files) inputs.push_back({name("--data", "Data"), d});
+  const std::string recs = api::is_stdout_path(job.output) ? std::string("-") : job.output;
+  api::check_distinct_files({{name("-s", "Output"), job.write_recs ? recs : std::string()},
+                             {"--top-classes", job.top_classes},
+                             {"--dump", job.dump}},
+                            inputs);
+}
+
 // The checks every job passes; returns whether results go to standard output (log lines are
 // then prefixed with the tool's name, so they stand out from the results in a terminal).
 bool check_job(Flags& f) {
@@ -186,6 +209,7 @@ int run(int argc, char** argv) {
   else
     check_flags_job(f);
   const bool to_stdout = check_job(f);
+  check_files(app, f);
   api::PredictJob& job = f.job;
   if (job.threads <= 0) job.threads = api::default_thread_count();
   const LogSink log = f.quiet ? null_log() : stream_log(stderr, to_stdout ? "nn-predict: " : "");

@@ -11,6 +11,7 @@
 #include "common/cli_support.h"
 #include "nn-train/failure_injection.h"
 #include "nn/command_file.h"
+#include "nn/file_names.h"
 #include "nn/train_job.h"
 
 const char* const nn::tool::kToolName = "nn-train";
@@ -277,6 +278,19 @@ void apply_validation_flags(const Flags& f, api::TrainJob& job) {
         "ValidationData)");
 }
 
+// The network file must not replace a file the run reads, however the names are spelled (the
+// per-epoch log and loss curve beside it are checked by the library). Files are named by their
+// flag, or by their CDL key when the command file gave them.
+void check_files(const Flags& f, const api::TrainJob& job) {
+  const bool cdl = !f.cdl.empty();
+  std::vector<api::NamedFile> inputs = {{cdl ? "Network" : "-c", job.network_json}};
+  for (size_t i = 0; i < job.data_files.size(); ++i)
+    inputs.push_back({cdl ? "Data" : i == 0 ? "-i" : "-o", job.data_files[i]});
+  for (const std::string& v : job.validation_files)
+    inputs.push_back({f.validation.empty() ? "ValidationData" : "--validation", v});
+  api::check_distinct_files({{cdl ? "Results" : "-n", job.results}}, inputs);
+}
+
 // The gradient check; exit status 1 (reported by rank 0) when an array fails it.
 int check_gradients(const Flags& f, const api::TrainJob& job, const LogSink& log) {
   if (!(f.check.epsilon > 0) || f.check.abs_tolerance < 0 || f.check.rel_tolerance < 0)
@@ -330,6 +344,7 @@ int run(int argc, char** argv) {
     log("random seed " + std::to_string(job.seed) +
         " (RandomSeed is absent or -1; set RandomSeed or --seed to this value to repeat the run)");
   if (f.validate) return check_gradients(f, job, log);
+  check_files(f, job);
   api::run_training(job, log, nullptr, failure_injection_from_environment(api::world_rank()));
   return 0;
 }
