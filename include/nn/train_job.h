@@ -54,8 +54,11 @@ struct TrainJob {
 
   uint32_t validation_interval = 1;  // epochs between evaluations of the validation set
   uint32_t validation_k = 10;        // cut-off of recall@K / NDCG@K
-  uint32_t patience = 0;             // evaluations without improvement before stopping (0: never)
-  bool keep_best = true;             // write the best evaluated network, not the last one
+  // Rank each example's input items too (default: left out of its ranking when the input and
+  // the output share their items, as nn-predict --target does).
+  bool validation_rank_input_items = false;
+  uint32_t patience = 0;  // evaluations without improvement before stopping (0: never)
+  bool keep_best = true;  // write the best evaluated network, not the last one
 
   // Per-epoch JSON-lines log "<results stem>.epochs.jsonl" and loss curve "<stem>.curve.png"
   // (drawn when gnuplot or matplotlib is installed), written beside the results.

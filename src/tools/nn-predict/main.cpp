@@ -45,7 +45,9 @@ void define_flags(CLI::App& app, Flags& f) {
       ->check(CLI::ExistingFile);
   app.add_option("--sample-index", f.job.sample_index, "sample index: names for --data examples")
       ->check(CLI::ExistingFile);
-  app.add_option("-f,--filter", f.job.filter, "items to exclude per sample (text format)")
+  app.add_option("-f,--filter", f.job.filter,
+                 "items to exclude per sample: text (sample<TAB>item:...; needs the sample and "
+                 "output indices) or a dataset FILE.nc (row e filters example e)")
       ->check(CLI::ExistingPath);
   app.add_flag("--filter-multiply", f.job.filter_multiply,
                "multiply scores by the filter values instead of excluding (DSSTNE behaviour)");
@@ -62,6 +64,9 @@ void define_flags(CLI::App& app, Flags& f) {
                  "or, when every example has one item (or with --classify), accuracy and a "
                  "confusion matrix")
       ->check(CLI::ExistingFile);
+  app.add_flag("--rank-input-items", f.job.rank_input_items,
+               "with --target: rank each example's input items too (default: left out of its "
+               "ranking, as nn-train's validation does)");
   app.add_flag("--classify", f.job.classify,
                "evaluate as a classifier: the target item with the largest value is the class");
   app.add_option("--top-classes", f.job.top_classes,
@@ -111,8 +116,9 @@ void job_from_cdl(CLI::App& app, Flags& f, std::vector<std::string>& overrides) 
       value = from_cdl;
       return;
     }
-    overrides.push_back(opt->get_name() + " " + opt->as<std::string>() + " overrides " + f.cdl +
-                        "'s " + key + " " + (cdl_text.empty() ? "(unset)" : cdl_text));
+    const std::string given = opt->get_expected_min() == 0 ? "" : " " + opt->as<std::string>();
+    overrides.push_back(opt->get_name() + given + " overrides " + f.cdl + "'s " + key + " " +
+                        (cdl_text.empty() ? "(unset)" : cdl_text));
   };
   auto join = [](const std::vector<std::string>& v) {
     std::string out;
@@ -128,6 +134,8 @@ void job_from_cdl(CLI::App& app, Flags& f, std::vector<std::string>& overrides) 
   take("-i", "InputIndex", job.input_index, p.input_index, p.input_index);
   take("-l", "Layer", job.layer, p.layer, p.layer);
   take("--target", "Target", job.target, p.target, p.target);
+  take("--rank-input-items", "RankInputItems", job.rank_input_items, p.rank_input_items,
+       p.rank_input_items ? "true" : "false");
   take("-p", "ScoreFormat", job.score_format, p.score_format, p.score_format);
   take("-b", "MiniBatch", job.minibatch, p.minibatch, std::to_string(p.minibatch));
 }

@@ -30,13 +30,14 @@ struct Flags {
   int threads = 0, device = 0, checkpoint_interval = -1, checkpoints_kept = -1;
   std::string checkpoint_name, memory_limit;
   bool resume = false, quiet = false, validate = false, no_keep_best = false;
+  bool rank_input_items = false;
   std::vector<std::string> validation;
   uint32_t validation_interval = 0, validation_k = 0, patience = 0;
   api::GradientCheckSettings check;
   CLI::Option *batch_opt, *epochs_opt, *alpha_opt, *lambda_opt, *lambda1_opt, *mu_opt, *mu1_opt,
       *optimizer_opt, *seed_opt, *checkpoint_name_opt, *checkpoint_interval_opt,
       *checkpoints_kept_opt, *validation_opt, *validation_interval_opt, *validation_k_opt,
-      *patience_opt, *no_keep_best_opt, *backend_opt, *device_opt;
+      *patience_opt, *no_keep_best_opt, *rank_input_items_opt, *backend_opt, *device_opt;
 };
 
 void define_flags(CLI::App& app, Flags& f) {
@@ -89,6 +90,10 @@ void define_flags(CLI::App& app, Flags& f) {
   f.patience_opt =
       app.add_option("--patience", f.patience,
                      "stop after this many evaluations without improvement (default 0 = never)");
+  f.rank_input_items_opt = app.add_flag(
+      "--validation-rank-input-items", f.rank_input_items,
+      "rank each validation example's input items too (default: left out of its ranking, as "
+      "nn-predict --target does)");
   f.no_keep_best_opt =
       app.add_flag("--no-keep-best", f.no_keep_best,
                    "write the last epoch's network instead of the best evaluated one");
@@ -190,7 +195,9 @@ std::vector<std::string> cdl_overrides(const Flags& f, const api::CommandFile& c
        {f.validation_interval_opt, "ValidationInterval", std::to_string(t.validation_interval)},
        {f.validation_k_opt, "ValidationK", std::to_string(t.validation_k)},
        {f.patience_opt, "Patience", std::to_string(t.patience)},
-       {f.no_keep_best_opt, "KeepBest", t.keep_best ? "true" : "false"}});
+       {f.no_keep_best_opt, "KeepBest", t.keep_best ? "true" : "false"},
+       {f.rank_input_items_opt, "ValidationRankInputItems",
+        t.validation_rank_input_items ? "true" : "false"}});
 }
 
 // The job of a CDL file with the flags given beside it applied (each override is described in
@@ -272,6 +279,7 @@ void apply_validation_flags(const Flags& f, api::TrainJob& job) {
   if (f.validation_k) job.validation_k = f.validation_k;
   if (f.patience) job.patience = f.patience;
   if (f.no_keep_best) job.keep_best = false;
+  if (f.rank_input_items) job.validation_rank_input_items = true;
   if (job.validation_files.empty() && job.patience > 0)
     throw UsageError(
         "--patience (CDL Patience) needs a validation set (--validation or CDL "
