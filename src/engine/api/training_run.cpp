@@ -222,6 +222,7 @@ GradientCheckResult run_gradient_check(const TrainJob& job, const GradientCheckS
   check.central = settings.central;
   check.abs_tolerance = settings.abs_tolerance;
   check.rel_tolerance = settings.rel_tolerance;
+  check.noise_factor = settings.noise_factor;
   check.max_entries = settings.max_entries;
   check.seed = job.seed;
   const HostBatch batch = first_batch(model->bound, job.minibatch);

@@ -105,12 +105,17 @@ void define_flags(CLI::App& app, Flags& f) {
                  "Validate: entries checked per weight/bias array, 0 = all (default 1000; larger "
                  "arrays are sampled)");
   app.add_option("--check-epsilon", f.check.epsilon,
-                 "Validate: perturbation of each entry (default 0.001)");
+                 "Validate: step of entry w, epsilon * max(1, |w|), raised where the loss's "
+                 "rounding noise needs it (default 0.001)");
   app.add_option("--check-abs-tolerance", f.check.abs_tolerance,
                  "Validate: an entry passes when |backward - finite difference| <= abs + rel * "
-                 "|finite difference| (default abs 0.002)");
+                 "|finite difference| + noise * (the loss's rounding noise) / step (default abs "
+                 "0.002)");
   app.add_option("--check-rel-tolerance", f.check.rel_tolerance,
                  "Validate: see --check-abs-tolerance (default rel 0.02)");
+  app.add_option("--check-noise-factor", f.check.noise_factor,
+                 "Validate: see --check-abs-tolerance (default noise 8; 0 leaves the loss's "
+                 "rounding out of the tolerance)");
   f.backend_opt = app.add_option(
       "--backend", f.backend,
       "cpu, cuda or auto (default auto: cuda when this build has it and the device is usable; "
@@ -301,8 +306,10 @@ void check_files(const Flags& f, const api::TrainJob& job) {
 
 // The gradient check; exit status 1 (reported by rank 0) when an array fails it.
 int check_gradients(const Flags& f, const api::TrainJob& job, const LogSink& log) {
-  if (!(f.check.epsilon > 0) || f.check.abs_tolerance < 0 || f.check.rel_tolerance < 0)
-    throw UsageError("--check-epsilon must be positive and the tolerances non-negative");
+  if (!(f.check.epsilon > 0) || f.check.abs_tolerance < 0 || f.check.rel_tolerance < 0 ||
+      f.check.noise_factor < 0)
+    throw UsageError(
+        "--check-epsilon must be positive and the tolerances and the noise factor non-negative");
   const api::GradientCheckResult result = api::run_gradient_check(job, f.check, log);
   if (result.passed()) return 0;
   if (api::world_rank() != 0) return 1;  // rank 0 reports; every rank computed the same check
