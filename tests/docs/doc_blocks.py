@@ -67,7 +67,9 @@ def markdown_blocks(text):
             pending, i = [], j + 1
             continue
         if line.strip():
-            if pending:
+            # Hidden commands (run) may stand between paragraphs: they run before the next
+            # block. Any other marker belongs to the block right below it.
+            if any(k != "run" for k, _ in pending):
                 raise ValueError(f"line {i}: docs-test markers not followed by a block: {pending}")
         i += 1
     if pending:  # hidden commands after the last block: an empty block carries them

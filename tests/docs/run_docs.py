@@ -6,7 +6,8 @@ the real data instead and writes the real outputs into the document (scripts/doc
 The markers that steer it are described in tests/docs/README.md.
 
 usage: run_docs.py DOC --source DIR --build DIR [--python EXE] [--regenerate] [--keep]
-Exit status: 0 when every block ran and every quoted output matches, 1 otherwise.
+Exit status: 0 when every block ran and every quoted output matches, 1 otherwise, 77 (CTest:
+skipped) when all that ran passed but a block needs a program this machine lacks.
 """
 import argparse
 import os
@@ -51,14 +52,22 @@ class Plan:
         self.outputs = []  # (block, file with the real output)
         self.snippets = []  # C++ blocks to compile
         self.skipped = []  # (block, reason)
+        self.unrunnable = False  # a block needs a program this machine lacks
         self.ran = 0
 
-    def command(self, i, text, name):
+    def command(self, i, text, name, status=None):
         for old, new in self.replacements:
             text = text.replace(old, new)
         path = os.path.join(self.out, name)
         self.lines.append(f"DOCS_BLOCK={i}")
-        self.lines.append("{\n" + text.rstrip("\n") + "\n} >" + shlex.quote(path) + " 2>&1")
+        if status is None:
+            self.lines.append("{\n" + text.rstrip("\n") + "\n} >" + shlex.quote(path) + " 2>&1")
+        else:  # a block that shows a failure: its exit status is part of what it shows
+            self.lines.append("set +e\n(\nset -e\n" + text.rstrip("\n") + "\n) >" +
+                              shlex.quote(path) + " 2>&1\nDOCS_STATUS=$?\nset -e")
+            self.lines.append(f"[ $DOCS_STATUS = {int(status)} ] || {{ echo \"exit status "
+                              f"$DOCS_STATUS, expected {int(status)}\" >>{shlex.quote(path)}; "
+                              "false; }")
         return path
 
     def build(self):
@@ -76,6 +85,11 @@ class Plan:
                     self.replacements.append((old.strip(), new.strip()))
                 elif key == "run":
                     self.command(i, value, f"run.{i}.{len(self.lines)}")
+            needs = [n for n in b.all("needs") if not shutil.which(n)]
+            if needs:
+                self.skipped.append((b, "needs " + ", ".join(needs)))
+                self.unrunnable = True
+                continue
             skip = b.marker("skip")
             if skip is not None:
                 if not skip:
@@ -103,7 +117,7 @@ class Plan:
                     f"block.{i}")
                 self.ran += 1
             elif b.is_command:
-                last_output = self.command(i, b.text, f"block.{i}")
+                last_output = self.command(i, b.text, f"block.{i}", b.marker("status"))
                 self.ran += 1
         self.lines.append("DOCS_BLOCK=end")
         return "\n".join(self.lines) + "\n"
@@ -180,8 +194,9 @@ def main():
             failed = open(os.path.join(out, "failed")).read().strip() \
                 if os.path.exists(os.path.join(out, "failed")) else "?"
             where = f"the block at line {blocks[int(failed)].line}" if failed.isdigit() else failed
-            tail = ""
-            for f in sorted(os.listdir(out), key=lambda n: os.path.getmtime(os.path.join(out, n))):
+            tail = ""  # the output of the last command that ran: the one that failed
+            written = [f for f in os.listdir(out) if f != "failed"]
+            for f in sorted(written, key=lambda n: os.path.getmtime(os.path.join(out, n))):
                 tail = open(os.path.join(out, f), errors="replace").read()[-3000:]
             problems.append(f"{name}: {where} failed (exit {r.returncode}):\n{tail}{r.stderr[-2000:]}")
         else:
@@ -196,10 +211,20 @@ def main():
                     if not any(re.search(want, l) for l in real):
                         problems.append(f"{name}: the output at line {b.line} no longer shows "
                                         f"/{want}/, which the text relies on")
+                quoted = b.text.rstrip("\n").split("\n")
                 if args.regenerate:
                     regenerated.append((b, real))
+                elif b.marker("shape") is not None:  # data, not messages: compare the shape
+                    shape = re.compile(b.marker("shape"))
+                    for line in [q for q in quoted if q.strip()] + real:
+                        if not shape.search(line):
+                            problems.append(f"{name}: the output at line {b.line}: "
+                                            f"/{shape.pattern}/ does not match: {line}")
+                    if len(real) != len([q for q in quoted if q.strip()]):
+                        problems.append(f"{name}: the output at line {b.line}: {len(real)} "
+                                        f"lines, the quote has {len(quoted)}")
                 else:
-                    for p in output_forms.compare(b.text.rstrip("\n").split("\n"), real):
+                    for p in output_forms.compare(quoted, real):
                         problems.append(f"{name}: the output quoted at line {b.line}: {p}")
             if args.regenerate and not problems:
                 rewrite_outputs(doc, text, regenerated)
@@ -219,7 +244,9 @@ def main():
     print(f"{name}: {plan.ran} command blocks run, {len(plan.outputs)} quoted outputs "
           f"{'regenerated' if args.regenerate else 'checked'}, {len(plan.snippets)} C++ "
           f"snippets compiled" + (f"; {skipped}" if skipped else ""))
-    return 1 if problems else 0
+    if problems:
+        return 1
+    return 77 if plan.unrunnable else 0  # 77: CTest's SKIP_RETURN_CODE
 
 
 if __name__ == "__main__":
