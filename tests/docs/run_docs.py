@@ -45,8 +45,9 @@ def heredoc(text, tag):
 class Plan:
     """The bash script that runs the blocks in order, and what to check afterwards."""
 
-    def __init__(self, blocks, out_dir, python):
+    def __init__(self, blocks, out_dir, python, available):
         self.blocks, self.out, self.python = blocks, out_dir, python
+        self.available = available  # needs: PROGRAM -> whether this machine and build have it
         self.lines = ["set -eE", "trap 'echo $DOCS_BLOCK > \"$DOCS_OUT/failed\"' ERR"]
         self.replacements = []
         self.outputs = []  # (block, file with the real output)
@@ -71,7 +72,7 @@ class Plan:
         return path
 
     def build(self):
-        last_output = None
+        last_output, last_skipped = None, None
         for i, b in enumerate(self.blocks):
             for key, value in b.markers:
                 if key == "setup":
@@ -85,16 +86,20 @@ class Plan:
                     self.replacements.append((old.strip(), new.strip()))
                 elif key == "run":
                     self.command(i, value, f"run.{i}.{len(self.lines)}")
-            needs = [n for n in b.all("needs") if not shutil.which(n)]
-            if needs:
-                self.skipped.append((b, "needs " + ", ".join(needs)))
-                self.unrunnable = True
-                continue
+            wanted = b.all("needs") + (["nnsuite"] if b.marker("python") is not None else [])
+            needs = [n for n in wanted if not self.available(n)]
             skip = b.marker("skip")
+            if skip == "":
+                raise ValueError(f"line {b.line}: skip needs a reason (skip: needs a GPU)")
+            if needs:
+                skip = "needs " + ", ".join(needs)
+                self.unrunnable = True
+            elif skip is None and b.marker("output") == "" and last_skipped:
+                skip = last_skipped  # the quoted output of a block that did not run
             if skip is not None:
-                if not skip:
-                    raise ValueError(f"line {b.line}: skip needs a reason (skip: needs a GPU)")
                 self.skipped.append((b, skip))
+                if b.is_command or b.marker("python") is not None:
+                    last_skipped = skip
                 continue
             if b.marker("file") is not None:
                 path = b.marker("file")
@@ -112,11 +117,13 @@ class Plan:
                 self.snippets.append(b)
             elif b.marker("python") is not None:
                 code = b.marker("python") + "\n" + b.text
+                last_skipped = None
                 last_output = self.command(
                     i, f"{shlex.quote(self.python)} - " + heredoc(code, "DOCS_PY_END"),
                     f"block.{i}")
                 self.ran += 1
             elif b.is_command:
+                last_skipped = None
                 last_output = self.command(i, b.text, f"block.{i}", b.marker("status"))
                 self.ran += 1
         self.lines.append("DOCS_BLOCK=end")
@@ -166,6 +173,9 @@ def main():
     ap.add_argument("--python", default="/usr/bin/python3")
     ap.add_argument("--regenerate", action="store_true")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--without", action="append", default=[],
+                    help="a program the build cannot use although it may be installed (mpirun "
+                         "for a build without MPI)")
     args = ap.parse_args()
     source, build = os.path.realpath(args.source), os.path.realpath(args.build)
     doc = os.path.realpath(args.doc)
@@ -178,7 +188,14 @@ def main():
     os.mkdir(root)
     os.mkdir(out)
     scratch_tree(source, build, root)
-    plan = Plan(blocks, out, args.python)
+    def available(program):
+        if program in args.without:
+            return False
+        if program == "nnsuite":  # the Python module, built into the build tree
+            return os.path.exists(os.path.join(build, "python", "nnsuite", "__init__.py"))
+        return shutil.which(program) is not None
+
+    plan = Plan(blocks, out, args.python, available)
     script = plan.build()
     with open(os.path.join(work, "blocks.sh"), "w") as f:
         f.write(script)
