@@ -41,6 +41,12 @@ class ThreadGroup {
   std::vector<const void*> slots_;
 };
 
+// memcpy that allows null pointers for 0 bytes (memcpy itself does not: UBSan reports it, and
+// empty vectors and ranks without rows hand over null data).
+inline void copy_bytes(void* dst, const void* src, size_t n) {
+  if (n > 0) std::memcpy(dst, src, n);
+}
+
 class ThreadCommunicator : public Communicator {
  public:
   ThreadCommunicator(std::shared_ptr<ThreadGroup> group, int rank)
@@ -54,10 +60,10 @@ class ThreadCommunicator : public Communicator {
     const size_t bytes = n * comm_type_size(type);
     std::vector<char> result(bytes);
     exchange(data, [&] {
-      std::memcpy(result.data(), group_->slot(0), bytes);
+      copy_bytes(result.data(), group_->slot(0), bytes);
       for (int r = 1; r < size(); ++r) combine(result.data(), group_->slot(r), n, type, op);
     });
-    std::memcpy(data, result.data(), bytes);  // every rank has read `data` by now
+    copy_bytes(data, result.data(), bytes);  // every rank has read `data` by now
   }
   void all_gather_v_raw(const void* send, void* recv, const size_t* counts,
                         CommType type) override {
@@ -65,7 +71,7 @@ class ThreadCommunicator : public Communicator {
     exchange(send, [&] {
       char* out = static_cast<char*>(recv);
       for (int r = 0; r < size(); ++r) {
-        std::memcpy(out, group_->slot(r), counts[r] * unit);
+        copy_bytes(out, group_->slot(r), counts[r] * unit);
         out += counts[r] * unit;
       }
     });
@@ -76,8 +82,8 @@ class ThreadCommunicator : public Communicator {
     size_t offset = 0;
     for (int r = 0; r < rank_; ++r) offset += counts[r];
     exchange(send, [&] {
-      std::memcpy(recv, static_cast<const char*>(group_->slot(0)) + offset * unit,
-                  counts[rank_] * unit);
+      copy_bytes(recv, static_cast<const char*>(group_->slot(0)) + offset * unit,
+                 counts[rank_] * unit);
       for (int r = 1; r < size(); ++r)
         combine(recv, static_cast<const char*>(group_->slot(r)) + offset * unit, counts[rank_],
                 type, op);
@@ -90,12 +96,12 @@ class ThreadCommunicator : public Communicator {
     for (int r = 0; r < size(); ++r) total += counts[r];
     all.resize(total * comm_type_size(type));
     all_gather_v_raw(send, all.data(), counts, type);
-    if (rank_ == root) std::memcpy(recv, all.data(), all.size());
+    if (rank_ == root) copy_bytes(recv, all.data(), all.size());
   }
   void broadcast_raw(void* data, size_t n, CommType type, int root) override {
     std::vector<char> copy(n * comm_type_size(type));
-    exchange(data, [&] { std::memcpy(copy.data(), group_->slot(root), copy.size()); });
-    std::memcpy(data, copy.data(), copy.size());
+    exchange(data, [&] { copy_bytes(copy.data(), group_->slot(root), copy.size()); });
+    copy_bytes(data, copy.data(), copy.size());
   }
   void barrier() override { group_->barrier(); }
   // Every rank shares one host; a split with one colour for all is the same group.
