@@ -108,6 +108,11 @@ def run_config(hidden, optimizer_name, input_mode, args):
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
     model = SparseAutoEncoder(ITEMS, hidden, input_mode).to(device)
+    forward = model
+    if args.compile:
+        # torch.compile of the whole forward pass; the sparse product may fall back to eager
+        # (a graph break), which still counts as compiled for the rest.
+        forward = torch.compile(model)
     if optimizer_name == "rmsprop":
         optimizer = torch.optim.RMSprop(model.parameters(), lr=1e-3, alpha=0.9, eps=1e-8,
                                         weight_decay=args.weight_decay, foreach=True)
@@ -122,7 +127,7 @@ def run_config(hidden, optimizer_name, input_mode, args):
         indices = pool[step % len(pool)].to(device)
         start = time.perf_counter()
         target = torch.zeros(BATCH, ITEMS, device=device).scatter_(1, indices, 1.0)
-        logits = model(indices, target if input_mode == "dense" else None)
+        logits = forward(indices, target if input_mode == "dense" else None)
         loss = (torch.nn.functional.softplus(logits) - logits * target).sum() / BATCH
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -143,6 +148,8 @@ def run_config(hidden, optimizer_name, input_mode, args):
         "nnz_per_example": args.nnz,
         "threads": torch.get_num_threads(),
         "device": str(device),
+        "math": "tf32" if args.tf32 else "fp32",
+        "compiled": bool(args.compile),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
         "warmup": args.warmup,
         "batches": args.batches,
@@ -181,7 +188,18 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=12134)
     parser.add_argument("--device", default="cpu",
                         help="torch device: cpu (default) or cuda[:N] (scripts/gpu-check.sh)")
+    parser.add_argument("--tf32", action="store_true",
+                        help="allow TF32 tensor-core matrix products on CUDA (default: FP32)")
+    parser.add_argument("--compile", action="store_true",
+                        help="run the model through torch.compile (default: eager)")
     args = parser.parse_args(argv)
+    if args.compile and not hasattr(torch, "compile"):
+        parser.error(f"--compile: torch {torch.__version__} has no torch.compile (needs 2.0+)")
+    if args.tf32:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = False
 
     try:
         hidden_list = [parse_hidden(h) for h in args.hidden.split(",") if h]

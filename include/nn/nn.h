@@ -10,6 +10,7 @@
 #include "nn/encode.h"
 #include "nn/error.h"
 #include "nn/evaluator.h"
+#include "nn/file_names.h"
 #include "nn/generate.h"
 #include "nn/log.h"
 #include "nn/model.h"

@@ -22,6 +22,7 @@
 #include "backend/math/loss_row_math.h"
 #include "backend/math/norm_math.h"
 #include "backend/math/optimizer_math.h"
+#include "backend/top_k_emulation.h"
 #include "backend_test_util.h"
 #include "core/random.h"
 
@@ -194,31 +195,9 @@ TEST(HostKernelMath, OptimizerStepsMatchTheCpuBackendBitForBit) {
   }
 }
 
-// The top-K kernel: per row, the 64-bit keys (top_k_key << 32 | ~column) sorted descending, the
-// first K gathered; -inf / UINT32_MAX past the row's valid columns.
-void emulate_top_k(const std::vector<float>& x, uint32_t rows, uint32_t cols, uint32_t valid_cols,
-                   uint32_t k, std::vector<float>& values, std::vector<uint32_t>& indices) {
-  const uint32_t valid = std::min(cols, valid_cols), keep = std::min(k, valid);
-  values.assign(size_t(rows) * k, 0.0f);
-  indices.assign(size_t(rows) * k, 0);
-  for (uint32_t r = 0; r < rows; ++r) {
-    std::vector<uint64_t> keys(valid);
-    for (uint32_t c = 0; c < valid; ++c)
-      keys[c] = math::top_k_entry_key(x[size_t(r) * cols + c], c);
-    std::sort(keys.begin(), keys.end(), std::greater<uint64_t>());
-    for (uint32_t q = 0; q < k; ++q) {
-      const size_t o = size_t(r) * k + q;
-      if (q < keep) {
-        const uint32_t c = 0xffffffffu - uint32_t(keys[q] & 0xffffffffu);
-        values[o] = x[size_t(r) * cols + c];
-        indices[o] = c;
-      } else {
-        values[o] = -INFINITY;
-        indices[o] = UINT32_MAX;
-      }
-    }
-  }
-}
+// The top-K kernels (cuda/top_k.cu: the radix select, then the selected keys sorted and
+// gathered) are emulated by test::emulate_top_k (top_k_emulation.h).
+using test::emulate_top_k;
 
 TEST(HostKernelMath, TopKKeysGiveTheCpuBackendsOrder) {
   CpuBackend cpu(1);

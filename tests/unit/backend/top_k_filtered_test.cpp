@@ -1,20 +1,21 @@
 // Backend::top_k_filtered on every backend (fixture BackendTest: /cpu, and /cuda in CUDA builds)
 // against a plain reference (filter, then a stable sort by descending score): exclusions
 // (duplicated, past the valid columns), multipliers (a column listed twice, a product that is
-// NaN), K larger than the row, NaN scores, rows left empty, ties and -0; and the CUDA kernel's
-// per-element keys (backend/math/top_k_math.h) emulated on the host over the same index space
-// (HostKernelMath.*), which must give the CPU backend's result bit for bit.
+// NaN), K larger than the row, NaN scores, rows left empty, ties and -0; and the CUDA kernels
+// (per-element keys of backend/math/top_k_math.h, the radix select of top_k_select_math.h)
+// emulated on the host over the same index space (HostKernelMath.*), which must give the CPU
+// backend's result bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/device_array.h"
 #include "backend/math/top_k_math.h"
+#include "backend/top_k_emulation.h"
 #include "backend_test_util.h"
 #include "core/random.h"
 
@@ -117,36 +118,12 @@ Result run_on(Backend& be, const std::vector<float>& x, uint32_t rows, uint32_t 
   return Result{dv.to_host(), di.to_host()};
 }
 
-// The CUDA kernels of cuda/top_k.cu on the host: one key per (row, valid column), a descending
-// sort per row, the first K gathered with the score computed again.
+// The CUDA kernels of cuda/top_k.cu on the host (the radix select over the kernels' index
+// space, then the selected keys sorted and gathered: top_k_emulation.h).
 Result emulate_cuda(const std::vector<float>& x, uint32_t rows, uint32_t cols, uint32_t valid_cols,
                     uint32_t k, Filters& f) {
-  const TopKFilter tf = f.view();
-  const uint32_t valid = std::min(cols, valid_cols), keep = std::min(k, valid);
-  Result out{std::vector<float>(size_t(rows) * k), std::vector<uint32_t>(size_t(rows) * k)};
-  std::vector<unsigned long long> keys(valid);
-  for (uint32_t r = 0; r < rows; ++r) {
-    const math::RowFilterRange range = math::row_filter_range(tf.exclude_ptr, tf.scale_ptr, r);
-    for (uint32_t c = 0; c < valid; ++c) {
-      float v = 0.0f;
-      const bool candidate = math::filtered_score(
-          x[size_t(r) * cols + c], c, range, tf.exclude_index, tf.scale_index, tf.scale_value, &v);
-      keys[c] = math::filtered_key(candidate, v, c);
-    }
-    std::sort(keys.begin(), keys.end(), std::greater<unsigned long long>());
-    for (uint32_t q = 0; q < k; ++q) {
-      const unsigned long long key = q < keep ? keys[q] : 0ull;
-      float v = -INFINITY;
-      uint32_t c = kNone;
-      if (math::is_candidate_key(key)) {
-        c = 0xffffffffu - uint32_t(key & 0xffffffffull);
-        math::filtered_score(x[size_t(r) * cols + c], c, range, tf.exclude_index, tf.scale_index,
-                             tf.scale_value, &v);
-      }
-      out.value[size_t(r) * k + q] = v;
-      out.index[size_t(r) * k + q] = c;
-    }
-  }
+  Result out;
+  test::emulate_top_k_filtered(x, rows, cols, valid_cols, k, f.view(), out.value, out.index);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_reduce.cuh"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/elementwise_math.h"
 #include "backend/math/fused_loss_math.h"
 #include "backend/math/loss_row_math.h"
@@ -96,6 +97,7 @@ __global__ void maxout_backward_kernel(const float* da, const uint32_t* arg, siz
 }  // namespace
 
 void CudaBackend::activate(const ActivationParams& p, float* x, uint32_t rows, uint32_t cols) {
+  const cuda::DeviceGuard guard(device_);
   const size_t n = size_t(rows) * cols;
   if (n == 0 || p.kind == Activation::Linear) return;
   if (p.kind == Activation::MaxOut)
@@ -111,6 +113,7 @@ void CudaBackend::activate(const ActivationParams& p, float* x, uint32_t rows, u
 
 void CudaBackend::activation_backward(const ActivationParams& p, const float* a, float* delta,
                                       uint32_t rows, uint32_t cols) {
+  const cuda::DeviceGuard guard(device_);
   const size_t n = size_t(rows) * cols;
   const math::DerivKind d = math::deriv_kind(p.kind);
   if (n == 0 || d == math::DerivKind::One) return;
@@ -125,6 +128,7 @@ void CudaBackend::activation_backward(const ActivationParams& p, const float* a,
 
 void CudaBackend::maxout_forward(const float* z, size_t groups, uint32_t k, uint32_t inner,
                                  float* a, uint32_t* arg) {
+  const cuda::DeviceGuard guard(device_);
   const size_t total = groups * inner;
   if (total == 0 || k == 0) return;
   maxout_forward_kernel<<<grid_for(total), kThreads, 0, stream_>>>(z, groups, k, inner, a, arg);
@@ -133,6 +137,7 @@ void CudaBackend::maxout_forward(const float* z, size_t groups, uint32_t k, uint
 
 void CudaBackend::maxout_backward(const float* da, const uint32_t* arg, size_t groups, uint32_t k,
                                   uint32_t inner, float* dz) {
+  const cuda::DeviceGuard guard(device_);
   const size_t total = groups * k * inner;
   if (total == 0) return;
   maxout_backward_kernel<<<grid_for(total), kThreads, 0, stream_>>>(da, arg, groups, k, inner, dz);

@@ -12,7 +12,9 @@
 #include "backend/cuda/cuda_factory.h"
 #include "backend/cuda/cuda_reduce.cuh"
 #include "backend/cuda/cudnn_support.h"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/loss_sums.h"
+#include "backend/math/reduce_math.h"
 #include "core/allocation_context.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
@@ -22,13 +24,24 @@ namespace {
 
 constexpr unsigned long long kNoError = ~0ull;
 
-// One block sums `count` doubles in a fixed order; kAdd adds scale times the sum into *out
-// instead of storing the sum (one thread, so no atomics: the same bits every run).
+// sum_doubles in the order of backend/math/reduce_math.h. Pass 1 (only when sum_blocks(count) > 1):
+// each block's total of its threads' strided sums, by the block's fixed tree.
+__global__ void sum_doubles_partial_kernel(const double* values, size_t count, double* partial) {
+  __shared__ double shared[32];
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  double acc =
+      math::strided_sum(values, count, blockIdx.x * size_t(blockDim.x) + threadIdx.x, stride);
+  acc = cuda::block_sum(acc, shared);
+  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+}
+
+// The last pass: one block sums `count` doubles (the values, or pass 1's block totals); kAdd
+// adds scale times the sum into *out instead of storing it (one thread, so no atomics: the same
+// bits every run).
 template <bool kAdd>
 __global__ void sum_doubles_kernel(const double* values, size_t count, double scale, double* out) {
   __shared__ double shared[32];
-  double acc = 0.0;
-  for (size_t i = threadIdx.x; i < count; i += blockDim.x) acc += values[i];
+  double acc = math::strided_sum(values, count, threadIdx.x, blockDim.x);
   acc = cuda::block_sum(acc, shared);
   if (threadIdx.x != 0) return;
   if constexpr (kAdd)
@@ -37,14 +50,19 @@ __global__ void sum_doubles_kernel(const double* values, size_t count, double sc
     *out = acc;
 }
 
+static_assert(math::kSumThreads == kThreads, "sum_doubles runs blocks of kThreads");
+
 __global__ void fold_loss_sums_kernel(double* sums, uint64_t batch) {
   math::fold_loss_sums(sums, batch);
 }
 
 }  // namespace
 
-CudaBackend::CudaBackend(int device, bool tf32) : device_(device), tf32_(tf32) {
-  NN_CUDA_CALL(cudaSetDevice(device_));
+CudaBackend::CudaBackend(int device, bool tf32, const cuda::CudnnSettings& cudnn)
+    : device_(device), tf32_(tf32), cudnn_settings_(cudnn) {
+  // The guard makes device_ current while the stream, handles and buffers are created on it,
+  // and gives the caller its device back.
+  const cuda::DeviceGuard guard(device_);
   NN_CUDA_CALL(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   NN_CUBLAS_CALL(cublasCreate(&blas_));
   NN_CUBLAS_CALL(cublasSetStream(blas_, stream_));
@@ -52,12 +70,15 @@ CudaBackend::CudaBackend(int device, bool tf32) : device_(device), tf32_(tf32) {
       cublasSetMathMode(blas_, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   NN_CUDA_CALL(cudaMallocHost(reinterpret_cast<void**>(&pinned_), kPinnedDoubles * sizeof(double)));
   NN_CUDA_CALL(cudaMalloc(reinterpret_cast<void**>(&error_flag_), sizeof(unsigned long long)));
+  NN_CUDA_CALL(
+      cudaMalloc(reinterpret_cast<void**>(&sum_partial_), math::kSumMaxBlocks * sizeof(double)));
   NN_CUDA_CALL(cudaMemsetAsync(error_flag_, 0xff, sizeof(unsigned long long), stream_));
   for (Staging& st : staging_)
     NN_CUDA_CALL(cudaEventCreateWithFlags(&st.done, cudaEventDisableTiming));
 }
 
 CudaBackend::~CudaBackend() {
+  const cuda::DeviceGuard guard(device_, std::nothrow);
   // Destructors must not throw: statuses are ignored here (the process may be exiting after a
   // device fault, when every call fails).
   cudaStreamSynchronize(stream_);
@@ -65,6 +86,7 @@ CudaBackend::~CudaBackend() {
   for (Buffer& b : scratch_)
     if (b.ptr) cudaFree(b.ptr);
   if (error_flag_) cudaFree(error_flag_);
+  if (sum_partial_) cudaFree(sum_partial_);
   for (Staging& st : staging_) {
     if (st.host) cudaFreeHost(st.host);
     if (st.done) cudaEventDestroy(st.done);
@@ -76,6 +98,7 @@ CudaBackend::~CudaBackend() {
 }
 
 void* CudaBackend::allocate(size_t bytes) {
+  const cuda::DeviceGuard guard(device_);
   void* p = nullptr;
   const cudaError_t status = cudaMalloc(&p, bytes ? bytes : 1);
   if (status == cudaErrorMemoryAllocation) {
@@ -94,6 +117,7 @@ void* CudaBackend::allocate(size_t bytes) {
 }
 
 void CudaBackend::release(void* ptr) noexcept {
+  const cuda::DeviceGuard guard(device_, std::nothrow);
   if (!ptr) return;
   // cudaFree waits for the device, so work still using ptr finishes first.
   cudaFree(ptr);
@@ -101,6 +125,7 @@ void CudaBackend::release(void* ptr) noexcept {
 }
 
 CudaBackend::Staging& CudaBackend::staging_slot(size_t bytes) {
+  const cuda::DeviceGuard guard(device_);
   Staging& st = staging_[next_staging_];
   next_staging_ = (next_staging_ + 1) % kStagingSlots;
   // The copy that last read this slot must be done before the slot is rewritten or freed. With
@@ -122,6 +147,7 @@ CudaBackend::Staging& CudaBackend::staging_slot(size_t bytes) {
 }
 
 void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
+  const cuda::DeviceGuard guard(device_);
   // Through the pinned staging ring: the caller's memory is copied before this returns (so it
   // may be reused at once) and the device copy is queued on the stream without waiting for it.
   const auto* from = static_cast<const unsigned char*>(host_src);
@@ -140,6 +166,7 @@ void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
 }
 
 void CudaBackend::download(void* host_dst, const void* src, size_t bytes) {
+  const cuda::DeviceGuard guard(device_);
   if (!bytes) return;
   NN_CUDA_CALL(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
   NN_CUDA_CALL(cudaStreamSynchronize(stream_));
@@ -147,16 +174,19 @@ void CudaBackend::download(void* host_dst, const void* src, size_t bytes) {
 }
 
 void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
+  const cuda::DeviceGuard guard(device_);
   if (!bytes || dst == src) return;
   NN_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
 }
 
 void CudaBackend::synchronize() {
+  const cuda::DeviceGuard guard(device_);
   NN_CUDA_CALL(cudaStreamSynchronize(stream_));
   check_data_errors();
 }
 
 void* CudaBackend::scratch(Slot slot, size_t bytes) {
+  const cuda::DeviceGuard guard(device_);
   Buffer& b = scratch_[slot];
   if (bytes > b.bytes) {
     if (b.ptr) {
@@ -173,6 +203,7 @@ void* CudaBackend::scratch(Slot slot, size_t bytes) {
 }
 
 uint64_t CudaBackend::nnz_of(const SparseView& x) {
+  const cuda::DeviceGuard guard(device_);
   if (x.nnz || x.rows == 0) return x.nnz;
   uint32_t last = 0;
   NN_CUDA_CALL(
@@ -182,6 +213,7 @@ uint64_t CudaBackend::nnz_of(const SparseView& x) {
 }
 
 const double* CudaBackend::read_back(const double* device_values, size_t count) {
+  const cuda::DeviceGuard guard(device_);
   NN_CHECK(count <= kPinnedDoubles, "read_back: too many values");
   NN_CUDA_CALL(cudaMemcpyAsync(pinned_, device_values, count * sizeof(double),
                                cudaMemcpyDeviceToHost, stream_));
@@ -190,27 +222,44 @@ const double* CudaBackend::read_back(const double* device_values, size_t count) 
   return pinned_;
 }
 
+const double* CudaBackend::sum_partials(const double* values, size_t* count) {
+  const cuda::DeviceGuard guard(device_);
+  const uint32_t blocks = math::sum_blocks(*count);
+  if (blocks == 1) return values;
+  sum_doubles_partial_kernel<<<blocks, kThreads, 0, stream_>>>(values, *count, sum_partial_);
+  NN_CUDA_LAUNCHED("sum_doubles_partial_kernel");
+  *count = blocks;
+  return sum_partial_;
+}
+
 void CudaBackend::sum_doubles(const double* values, size_t count, double* out) {
+  const cuda::DeviceGuard guard(device_);
+  values = sum_partials(values, &count);
   sum_doubles_kernel<false><<<1, kThreads, 0, stream_>>>(values, count, 1.0, out);
   NN_CUDA_LAUNCHED("sum_doubles_kernel");
 }
 
 void CudaBackend::add_sum_doubles(const double* values, size_t count, double scale, double* out) {
+  const cuda::DeviceGuard guard(device_);
+  values = sum_partials(values, &count);
   sum_doubles_kernel<true><<<1, kThreads, 0, stream_>>>(values, count, scale, out);
   NN_CUDA_LAUNCHED("sum_doubles_kernel");
 }
 
 void CudaBackend::fold_loss_sums(double* sums, uint64_t batch) {
+  const cuda::DeviceGuard guard(device_);
   fold_loss_sums_kernel<<<1, 1, 0, stream_>>>(sums, batch);
   NN_CUDA_LAUNCHED("fold_loss_sums_kernel");
 }
 
 void CudaBackend::arm_data_error(std::string prefix, std::string suffix) {
+  const cuda::DeviceGuard guard(device_);
   error_prefix_ = std::move(prefix);
   error_suffix_ = std::move(suffix);
 }
 
 void CudaBackend::check_data_errors() {
+  const cuda::DeviceGuard guard(device_);
   unsigned long long flag = kNoError;
   NN_CUDA_CALL(cudaMemcpyAsync(&flag, error_flag_, sizeof flag, cudaMemcpyDeviceToHost, stream_));
   NN_CUDA_CALL(cudaStreamSynchronize(stream_));
@@ -223,7 +272,8 @@ void CudaBackend::check_data_errors() {
 std::unique_ptr<Backend> make_cuda_backend(int device) {
   const char* tf32 = std::getenv("NN_CUDA_TF32");
   const bool use_tf32 = tf32 && std::strcmp(tf32, "1") == 0;
-  return std::make_unique<CudaBackend>(device, use_tf32);
+  // The cuDNN settings are read (and refused when malformed) here, before any work.
+  return std::make_unique<CudaBackend>(device, use_tf32, cuda::cudnn_settings_from_env());
 }
 
 }  // namespace nn

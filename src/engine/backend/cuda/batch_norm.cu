@@ -18,6 +18,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_reduce.cuh"
 #include "backend/cuda/cudnn_support.h"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/batch_norm_math.h"
 #include "core/error.h"
 
@@ -101,6 +102,7 @@ void CudaBackend::batch_norm_forward_training(const BatchNormParams& p, const fl
                                               const float* scale, const float* bias,
                                               float* running_mean, float* running_var,
                                               float* save_mean, float* save_inv_std) {
+  const cuda::DeviceGuard guard(device_);
   if (p.rows == 0 || p.channels == 0 || p.spatial == 0) return;
   if (uint64_t(p.rows) * p.spatial == 1) {
     bn_single_forward_kernel<<<grid_for(p.channels), kThreads, 0, stream_>>>(
@@ -124,6 +126,7 @@ void CudaBackend::batch_norm_forward_inference(const BatchNormParams& p, const f
                                                const float* scale, const float* bias,
                                                const float* running_mean,
                                                const float* running_var) {
+  const cuda::DeviceGuard guard(device_);
   if (p.rows == 0 || p.channels == 0 || p.spatial == 0) return;
   cuda::Cudnn& dnn = cudnn();
   const BnCall call(p);
@@ -140,6 +143,7 @@ void CudaBackend::batch_norm_backward(const BatchNormParams& p, const float* x, 
                                       const float* scale, const float* save_mean,
                                       const float* save_inv_std, float alpha, float* dx,
                                       float* dscale, float* dbias) {
+  const cuda::DeviceGuard guard(device_);
   if (p.channels == 0) return;
   if (p.rows == 0 || p.spatial == 0) {
     fill(dscale, p.channels, 0.0f);
@@ -169,6 +173,7 @@ void CudaBackend::batch_norm_backward_inference(const BatchNormParams& p, const 
                                                 const float* running_mean, const float* running_var,
                                                 float alpha, float* dx, float* dscale,
                                                 float* dbias) {
+  const cuda::DeviceGuard guard(device_);
   if (p.channels == 0) return;
   bn_backward_inference_kernel<<<p.channels, kThreads, 0, stream_>>>(
       p, x, dy, scale, running_mean, running_var, alpha, dx, dscale, dbias);

@@ -14,6 +14,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cudnn_support.h"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/conv_math.h"
 #include "core/error.h"
 
@@ -65,10 +66,11 @@ const float* conv_input(CudaBackend& b, const cuda::ConvPlan& plan, uint32_t row
 
 void CudaBackend::conv_forward(const ConvGeometry& g, uint32_t rows, const float* x, const float* w,
                                const float* bias, bool accumulate, float* y) {
+  const cuda::DeviceGuard guard(device_);
   check_geometry(g, "conv_forward");
   if (rows == 0) return;
   cuda::Cudnn& dnn = cudnn();
-  const cuda::ConvPlan& plan = dnn.conv_plan(g, rows);
+  const cuda::ConvPlan& plan = dnn.conv_plan(g, rows, scratch_capacity(kSlotB));
   const float* input = conv_input(*this, plan, rows, g.in_channels, x);
   void* work = plan.forward_bytes ? scratch(kSlotB, plan.forward_bytes) : nullptr;
   const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
@@ -82,10 +84,11 @@ void CudaBackend::conv_forward(const ConvGeometry& g, uint32_t rows, const float
 
 void CudaBackend::conv_backward_data(const ConvGeometry& g, uint32_t rows, const float* dy,
                                      const float* w, float* dx) {
+  const cuda::DeviceGuard guard(device_);
   check_geometry(g, "conv_backward_data");
   if (rows == 0) return;
   cuda::Cudnn& dnn = cudnn();
-  const cuda::ConvPlan& plan = dnn.conv_plan(g, rows);
+  const cuda::ConvPlan& plan = dnn.conv_plan(g, rows, scratch_capacity(kSlotB));
   void* work = plan.backward_data_bytes ? scratch(kSlotB, plan.backward_data_bytes) : nullptr;
   const float one = 1.0f, zero = 0.0f;
   if (!plan.explicit_pad) {
@@ -106,6 +109,7 @@ void CudaBackend::conv_backward_data(const ConvGeometry& g, uint32_t rows, const
 
 void CudaBackend::conv_backward_filter(const ConvGeometry& g, uint32_t rows, const float* x,
                                        const float* dy, float alpha, float* dw, float* dbias) {
+  const cuda::DeviceGuard guard(device_);
   check_geometry(g, "conv_backward_filter");
   if (rows == 0) {  // no examples: zero gradients, as on the CPU
     fill(dw, g.weight_size(), 0.0f);
@@ -113,7 +117,7 @@ void CudaBackend::conv_backward_filter(const ConvGeometry& g, uint32_t rows, con
     return;
   }
   cuda::Cudnn& dnn = cudnn();
-  const cuda::ConvPlan& plan = dnn.conv_plan(g, rows);
+  const cuda::ConvPlan& plan = dnn.conv_plan(g, rows, scratch_capacity(kSlotB));
   const float* input = conv_input(*this, plan, rows, g.in_channels, x);
   void* work = plan.backward_filter_bytes ? scratch(kSlotB, plan.backward_filter_bytes) : nullptr;
   const float zero = 0.0f;

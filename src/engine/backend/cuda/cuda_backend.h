@@ -22,6 +22,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/cuda/cudnn_choice.h"
 
 namespace nn {
 namespace cuda {
@@ -31,8 +32,9 @@ class Cudnn;
 class CudaBackend final : public Backend {
  public:
   // Sets up device `device`: a non-blocking stream, a cuBLAS handle on it (TF32 tensor-core
-  // math when tf32, FP32 otherwise) and a small pinned buffer for results read back.
-  CudaBackend(int device, bool tf32);
+  // math when tf32, FP32 otherwise) and a small pinned buffer for results read back. `cudnn`:
+  // how convolution algorithms are chosen (cudnn_choice.h).
+  CudaBackend(int device, bool tf32, const cuda::CudnnSettings& cudnn = {});
   ~CudaBackend() override;
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;
@@ -158,6 +160,8 @@ class CudaBackend final : public Backend {
   // Contents are undefined; a slot is valid until the next scratch() call for the same slot.
   enum Slot { kSlotA, kSlotB, kSlotC, kSlotD, kSlotE, kSlotF, kSlotTemp, kSlotCount };
   void* scratch(Slot slot, size_t bytes);
+  // The bytes scratch slot `slot` holds now (0 before its first use).
+  size_t scratch_capacity(Slot slot) const { return scratch_[slot].bytes; }
   // Number of stored entries of a CSR view: x.nnz when the caller set it, else row_ptr[rows]
   // read back from the device.
   uint64_t nnz_of(const SparseView& x);
@@ -170,11 +174,8 @@ class CudaBackend final : public Backend {
   unsigned long long* error_flag() const { return error_flag_; }
   void arm_data_error(std::string prefix, std::string suffix);
   void check_data_errors();
-  // Sorts each row's 64-bit keys descending (CUB's segmented radix sort; offsets: rows + 1
-  // segment starts, device) from keys into sorted (cuda/top_k.cu).
-  void sort_row_keys(const unsigned long long* keys, unsigned long long* sorted, size_t items,
-                     uint32_t rows, const int* offsets);
-  // Sums `count` doubles on the device in a fixed order into *out (device).
+  // Sums `count` doubles on the device in a fixed order into *out (device): in parallel over
+  // math::sum_blocks(count) blocks, then one block over their totals (backend/math/reduce_math.h).
   void sum_doubles(const double* values, size_t count, double* out);
   // The same sum s, added: *out += scale * s (math::add_scaled), for the *_accumulate forms.
   void add_sum_doubles(const double* values, size_t count, double scale, double* out);
@@ -185,6 +186,7 @@ class CudaBackend final : public Backend {
  private:
   int device_ = 0;
   bool tf32_ = false;
+  cuda::CudnnSettings cudnn_settings_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   double* pinned_ = nullptr;  // kPinnedDoubles doubles of page-locked host memory
@@ -208,6 +210,10 @@ class CudaBackend final : public Backend {
   // A slot ready to take `bytes` (<= kStagingChunk): the next in the ring, waited for and grown.
   Staging& staging_slot(size_t bytes);
   unsigned long long* error_flag_ = nullptr;  // device; ~0ull when no error
+  // sum_doubles' first pass: math::kSumMaxBlocks block totals (device), and the pass itself (the
+  // values unchanged when one block suffices, else the block totals, *count updated).
+  double* sum_partial_ = nullptr;
+  const double* sum_partials(const double* values, size_t* count);
   std::string error_prefix_, error_suffix_;
   struct Buffer {
     void* ptr = nullptr;

@@ -1,13 +1,24 @@
-// Deterministic block-wide sums (and the maximum) for the CUDA kernels: a fixed tree (warp
-// shuffles, then one warp over the warp totals), so the same inputs in the same threads give the
-// same bits every run.
+// Deterministic reductions for the CUDA kernels: block-wide sums (and the maximum) by a fixed
+// tree (warp shuffles, then one warp over the warp totals), so the same inputs in the same
+// threads give the same bits every run; and pass 1 of the column reductions (the order of
+// backend/math/reduce_math.h), shared by cuda/dense.cu and cuda/norm.cu.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstdint>
+
+#include "backend/cuda/cuda_backend.h"
+#include "backend/math/reduce_math.h"
 
 namespace nn::cuda {
+
+// Pass 1 of a column reduction of x ([rows][cols]) tiled as t: partial[tile * cols + c] = the sum
+// over the tile's rows, in row order, of x (squares false) or x^2 (true), in double; into
+// scratch `slot` (t.tiles * cols doubles), which is returned. Defined in cuda/dense.cu.
+double* column_partials(CudaBackend& b, const float* x, uint32_t rows, uint32_t cols,
+                        math::ColumnTiles t, bool squares, CudaBackend::Slot slot);
 
 template <typename T>
 __device__ __forceinline__ T warp_sum(T v) {

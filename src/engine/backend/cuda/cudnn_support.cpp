@@ -8,8 +8,10 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_guard.h"
 #include "backend/cuda/device_probe.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 
 namespace nn::cuda {
 namespace {
@@ -128,27 +130,6 @@ std::vector<int> tensor_dims(uint32_t n, uint32_t c, const uint32_t* extent, uin
 
 namespace {
 
-// The heuristics' choice: deterministic with allowed math first, then allowed math, then the
-// first that runs at all (cuDNN lists them fastest first). Without TF32, algorithms ranked for
-// tensor-op math are not allowed (the descriptor's FMA math is what runs, so DEFAULT-math
-// entries are fine).
-template <typename Perf>
-const Perf* choose(const Perf* perf, int count, bool tf32) {
-  const Perf* allowed = nullptr;
-  const Perf* any = nullptr;
-  for (int i = 0; i < count; ++i) {
-    const Perf& p = perf[i];
-    if (p.status != CUDNN_STATUS_SUCCESS) continue;
-    if (!any) any = &p;
-    const bool math_ok = tf32 || (p.mathType != CUDNN_TENSOR_OP_MATH &&
-                                  p.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION);
-    if (!math_ok) continue;
-    if (p.determinism == CUDNN_DETERMINISTIC) return &p;
-    if (!allowed) allowed = &p;
-  }
-  return allowed ? allowed : any;
-}
-
 std::string describe(const ConvGeometry& g, uint32_t rows) {
   auto axes = [](const std::array<uint32_t, 3>& v) {
     return std::to_string(v[0]) + "x" + std::to_string(v[1]) + "x" + std::to_string(v[2]);
@@ -160,6 +141,15 @@ std::string describe(const ConvGeometry& g, uint32_t rows) {
 
 }  // namespace
 
+void check_int32_tensor(const char* which, uint64_t elements, const ConvGeometry& g,
+                        uint32_t rows) {
+  if (elements <= uint64_t(INT32_MAX)) return;
+  throw BackendError("cuDNN convolution: the " + std::string(which) + " tensor of " +
+                     describe(g, rows) + " has " + std::to_string(elements) +
+                     " elements; cuDNN's descriptors take sizes and strides below 2^31 "
+                     "(2,147,483,648): use smaller batches");
+}
+
 void describe_convolution(const CudnnApi& api, const ConvGeometry& g, uint32_t rows, bool tf32,
                           ConvPlan& p) {
   p.explicit_pad = !math::cudnn_geometry_matches(g);
@@ -169,6 +159,12 @@ void describe_convolution(const CudnnApi& api, const ConvGeometry& g, uint32_t r
   // 4-D tensors unless a z axis is in use (an unused axis may still have extent > 1 with a
   // kernel of 1: it is then a batch-like axis cuDNN must see).
   const uint32_t dims = g.dims == 3 || g.in[2] > 1 || g.out[2] > 1 ? 3 : 2;
+  // cuDNN's descriptors hold sizes and strides as int: every one must stay below 2^31.
+  const auto plane = [](const uint32_t* e) { return uint64_t(e[0]) * e[1] * e[2]; };
+  check_int32_tensor("input", uint64_t(rows) * g.in_channels * plane(x_extent), g, rows);
+  check_int32_tensor("output", uint64_t(rows) * g.out_channels * plane(g.out.data()), g, rows);
+  check_int32_tensor("filter", uint64_t(g.out_channels) * g.in_channels * plane(g.kernel.data()), g,
+                     rows);
   p.x.set(tensor_dims(rows, g.in_channels, x_extent, dims));
   p.y.set(tensor_dims(rows, g.out_channels, g.out.data(), dims));
   p.bias.set(tensor_dims(1, g.out_channels, ones, dims));
@@ -198,7 +194,8 @@ void describe_convolution(const CudnnApi& api, const ConvGeometry& g, uint32_t r
                        describe(g, rows));
 }
 
-Cudnn::Cudnn(cudaStream_t stream, bool tf32) : api_(cudnn_api()), tf32_(tf32) {
+Cudnn::Cudnn(cudaStream_t stream, bool tf32, const CudnnSettings& settings)
+    : api_(cudnn_api()), tf32_(tf32), settings_(settings) {
   NN_CUDNN_CALL(api_.cudnnCreate(&handle_));
   NN_CUDNN_CALL(api_.cudnnSetStream(handle_, stream));
 }
@@ -208,7 +205,7 @@ Cudnn::~Cudnn() {
   if (handle_) api_.cudnnDestroy(handle_);
 }
 
-const ConvPlan& Cudnn::conv_plan(const ConvGeometry& g, uint32_t rows) {
+const ConvPlan& Cudnn::conv_plan(const ConvGeometry& g, uint32_t rows, size_t held_workspace) {
   std::vector<uint32_t> key = {rows, g.dims, g.in_channels, g.out_channels};
   for (const auto* a : {&g.in, &g.out, &g.kernel, &g.stride, &g.pad})
     key.insert(key.end(), a->begin(), a->end());
@@ -219,43 +216,58 @@ const ConvPlan& Cudnn::conv_plan(const ConvGeometry& g, uint32_t rows) {
   ConvPlan& p = *plan;
   describe_convolution(api_, g, rows, tf32_, p);
 
+  // The budget for this shape's algorithms: the setting, within what can be allocated now.
+  size_t free_bytes = 0, total_bytes = 0;
+  NN_CUDA_CALL(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const size_t budget = workspace_budget(settings_.workspace_limit, free_bytes, held_workspace);
+  // The chosen candidate's algorithm and workspace, or BackendError saying why there is none.
+  const auto pick = [&](const std::vector<AlgoCandidate>& ranked, const char* pass, int* algo,
+                        size_t* bytes) {
+    const AlgoChoice c = choose_algorithm(ranked, settings_.fastest, tf32_, budget);
+    if (c.index < 0)
+      throw BackendError(
+          no_algorithm_message(pass, settings_, budget, free_bytes, describe(g, rows), c));
+    *algo = ranked[size_t(c.index)].algo;
+    *bytes = ranked[size_t(c.index)].workspace;
+  };
+
   constexpr int kMax = 16;
-  int count = 0;
+  int count = 0, algo = 0;
   {
     cudnnConvolutionFwdAlgoPerf_t perf[kMax];
     NN_CUDNN_CALL(api_.cudnnGetConvolutionForwardAlgorithm_v7(
         handle_, p.x.get(), p.w.get(), p.conv.get(), p.y.get(), kMax, &count, perf));
-    const auto* best = choose(perf, count, tf32_);
-    if (!best)
-      throw BackendError("cuDNN: no forward convolution algorithm for " + describe(g, rows));
-    p.forward = best->algo;
-    NN_CUDNN_CALL(api_.cudnnGetConvolutionForwardWorkspaceSize(
-        handle_, p.x.get(), p.w.get(), p.conv.get(), p.y.get(), p.forward, &p.forward_bytes));
+    pick(algo_candidates(perf, count,
+                         [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
+                           return api_.cudnnGetConvolutionForwardWorkspaceSize(
+                               handle_, p.x.get(), p.w.get(), p.conv.get(), p.y.get(), a, bytes);
+                         }),
+         "forward", &algo, &p.forward_bytes);
+    p.forward = cudnnConvolutionFwdAlgo_t(algo);
   }
   {
     cudnnConvolutionBwdDataAlgoPerf_t perf[kMax];
     NN_CUDNN_CALL(api_.cudnnGetConvolutionBackwardDataAlgorithm_v7(
         handle_, p.w.get(), p.y.get(), p.conv.get(), p.x.get(), kMax, &count, perf));
-    const auto* best = choose(perf, count, tf32_);
-    if (!best)
-      throw BackendError("cuDNN: no backward data convolution algorithm for " + describe(g, rows));
-    p.backward_data = best->algo;
-    NN_CUDNN_CALL(api_.cudnnGetConvolutionBackwardDataWorkspaceSize(
-        handle_, p.w.get(), p.y.get(), p.conv.get(), p.x.get(), p.backward_data,
-        &p.backward_data_bytes));
+    pick(algo_candidates(perf, count,
+                         [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+                           return api_.cudnnGetConvolutionBackwardDataWorkspaceSize(
+                               handle_, p.w.get(), p.y.get(), p.conv.get(), p.x.get(), a, bytes);
+                         }),
+         "backward data", &algo, &p.backward_data_bytes);
+    p.backward_data = cudnnConvolutionBwdDataAlgo_t(algo);
   }
   {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[kMax];
     NN_CUDNN_CALL(api_.cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         handle_, p.x.get(), p.y.get(), p.conv.get(), p.w.get(), kMax, &count, perf));
-    const auto* best = choose(perf, count, tf32_);
-    if (!best)
-      throw BackendError("cuDNN: no backward filter convolution algorithm for " +
-                         describe(g, rows));
-    p.backward_filter = best->algo;
-    NN_CUDNN_CALL(api_.cudnnGetConvolutionBackwardFilterWorkspaceSize(
-        handle_, p.x.get(), p.y.get(), p.conv.get(), p.w.get(), p.backward_filter,
-        &p.backward_filter_bytes));
+    pick(algo_candidates(perf, count,
+                         [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+                           return api_.cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                               handle_, p.x.get(), p.y.get(), p.conv.get(), p.w.get(), a, bytes);
+                         }),
+         "backward filter", &algo, &p.backward_filter_bytes);
+    p.backward_filter = cudnnConvolutionBwdFilterAlgo_t(algo);
   }
   return *plans_.emplace(std::move(key), std::move(plan)).first->second;
 }
@@ -275,7 +287,8 @@ bool cudnn_loadable(std::string* why) noexcept {
 }
 
 cuda::Cudnn& CudaBackend::cudnn() {
-  if (!cudnn_) cudnn_ = std::make_unique<cuda::Cudnn>(stream_, tf32_);
+  const cuda::DeviceGuard guard(device_);
+  if (!cudnn_) cudnn_ = std::make_unique<cuda::Cudnn>(stream_, tf32_, cudnn_settings_);
   return *cudnn_;
 }
 

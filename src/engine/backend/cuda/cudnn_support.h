@@ -16,9 +16,11 @@
 // warnings are off unless CUDNN_WARN_DEPRECATED is defined); it is complete for what the
 // Backend needs and keeps these wrappers thin.
 //
-// Algorithms: cuDNN's heuristics (cudnnGet*Algorithm_v7), preferring deterministic ones (the
-// backward data and filter passes otherwise may sum with atomics in a varying order) whose math
-// is FP32 FMA, or any math when the backend was created with TF32.
+// Algorithms: cuDNN's heuristics (cudnnGet*Algorithm_v7) rank the candidates; choose_algorithm
+// (cudnn_choice.h) takes the first that fits the workspace budget, whose math is FP32 FMA (any
+// math when the backend was created with TF32) and which is deterministic (the backward data and
+// filter passes otherwise may sum with atomics in a varying order) unless NN_CUDNN_ALGO=fastest.
+// No candidate qualifying is a BackendError naming the shape and the budget.
 #pragma once
 
 #include <cudnn.h>
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "backend/conv_params.h"
+#include "backend/cuda/cudnn_choice.h"
 #include "backend/math/conv_math.h"
 
 namespace nn::cuda {
@@ -157,9 +160,42 @@ struct ConvPlan {
 void describe_convolution(const CudnnApi& api, const ConvGeometry& g, uint32_t rows, bool tf32,
                           ConvPlan& p);
 
+// BackendError when a tensor of `elements` elements (the input, output or filter of g for `rows`
+// examples) cannot be described to cuDNN, whose descriptors hold sizes and strides as int (every
+// stride is below the element count). describe_convolution checks all three first.
+void check_int32_tensor(const char* which, uint64_t elements, const ConvGeometry& g, uint32_t rows);
+
+// cuDNN's ranked perf results (fastest first) as candidates for choose_algorithm, each with the
+// workspace cuDNN's size query gives for it (the query is authoritative; the larger of the two
+// is kept). workspace_of(algo, &bytes) returns the query's status. In the header for the
+// host tests (fake perf results).
+template <typename Perf, typename WorkspaceOf>
+std::vector<AlgoCandidate> algo_candidates(const Perf* perf, int count, WorkspaceOf workspace_of) {
+  std::vector<AlgoCandidate> out;
+  for (int i = 0; i < count; ++i) {
+    const Perf& p = perf[i];
+    AlgoCandidate c;
+    c.algo = int(p.algo);
+    c.supported = p.status == CUDNN_STATUS_SUCCESS;
+    c.workspace = p.memory;
+    c.deterministic = p.determinism == CUDNN_DETERMINISTIC;
+    c.tensor_ops =
+        p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    if (c.supported) {
+      size_t bytes = 0;
+      if (workspace_of(p.algo, &bytes) == CUDNN_STATUS_SUCCESS)
+        c.workspace = bytes > c.workspace ? bytes : c.workspace;
+      else
+        c.supported = false;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
 class Cudnn {
  public:
-  Cudnn(cudaStream_t stream, bool tf32);
+  Cudnn(cudaStream_t stream, bool tf32, const CudnnSettings& settings);
   ~Cudnn();
   Cudnn(const Cudnn&) = delete;
   Cudnn& operator=(const Cudnn&) = delete;
@@ -167,12 +203,15 @@ class Cudnn {
   cudnnHandle_t handle() const { return handle_; }
   const CudnnApi& api() const { return api_; }
   // The plan for convolving `rows` examples of geometry g (built on first use, then cached).
-  const ConvPlan& conv_plan(const ConvGeometry& g, uint32_t rows);
+  // held_workspace: the bytes the workspace buffer holds now (counted as available for the
+  // budget besides the free device memory).
+  const ConvPlan& conv_plan(const ConvGeometry& g, uint32_t rows, size_t held_workspace);
 
  private:
   const CudnnApi& api_;
   cudnnHandle_t handle_ = nullptr;
   bool tf32_ = false;
+  CudnnSettings settings_;
   std::map<std::vector<uint32_t>, std::unique_ptr<ConvPlan>> plans_;
 };
 

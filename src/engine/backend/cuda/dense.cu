@@ -1,12 +1,17 @@
 // CudaBackend dense kernels: gemm through cuBLAS (FP32 by default, TF32 tensor cores when the
 // backend was created with tf32), bias broadcast and column sums (per-element rules in
-// backend/math/dense_math.h, shared with the CPU backend).
+// backend/math/dense_math.h, shared with the CPU backend). Column sums are a two-pass parallel
+// reduction over (row tile, column) in double, in the fixed order of backend/math/reduce_math.h
+// (column_partials, also used by cuda/norm.cu).
 //
 // Row-major to cuBLAS: a row-major matrix is the column-major transpose, so C = op(A) op(B) is
 // computed as C^T = op(B)^T op(A)^T with the operands swapped and the same transpose flags.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_reduce.cuh"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/dense_math.h"
+#include "backend/math/reduce_math.h"
 
 namespace nn {
 namespace {
@@ -32,21 +37,30 @@ __global__ void broadcast_bias_kernel(float* z, const float* bias, uint32_t rows
   }
 }
 
-// One thread per column sums the rows in order, in double (the CPU backend's order and
-// precision), so the result is deterministic; reads are coalesced across the columns.
-__global__ void column_sums_kernel(const float* x, uint32_t rows, uint32_t cols, float alpha,
-                                   float beta, float* out) {
-  for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x) {
-    double acc = 0.0;
-    for (uint32_t r = 0; r < rows; ++r) acc += x[size_t(r) * cols + c];
-    out[c] = math::column_sum_value(alpha, acc, beta, out[c]);
-  }
+// Pass 1 of a column reduction (math/reduce_math.h): one thread per (tile, column); consecutive
+// threads take consecutive columns, so the reads of a row are coalesced.
+template <typename Term>
+__global__ void column_partials_kernel(const float* x, uint32_t rows, uint32_t cols,
+                                       math::ColumnTiles t, Term term, double* partial) {
+  const size_t total = size_t(t.tiles) * cols;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < total;
+       i += size_t(gridDim.x) * blockDim.x)
+    partial[i] =
+        math::column_tile_sum(x, rows, cols, uint32_t(i % cols), uint32_t(i / cols), t, term);
+}
+
+// Pass 2: each column's tiles in order, then out = beta * out + alpha * sum.
+__global__ void column_sums_kernel(const double* partial, uint32_t cols, math::ColumnTiles t,
+                                   float alpha, float beta, float* out) {
+  for (uint32_t c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x)
+    out[c] = math::column_sum_value(alpha, math::column_total(partial, cols, c, t), beta, out[c]);
 }
 
 }  // namespace
 
 void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                        int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  const cuda::DeviceGuard guard(device_);
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     scale_matrix_kernel<<<grid_for(size_t(m) * n), kThreads, 0, stream_>>>(c, m, n, ldc, beta);
@@ -60,6 +74,7 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float al
 
 void CudaBackend::broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
                                  bool accumulate) {
+  const cuda::DeviceGuard guard(device_);
   const size_t total = size_t(rows) * cols;
   if (total == 0) return;
   broadcast_bias_kernel<<<grid_for(total), kThreads, 0, stream_>>>(z, bias, rows, cols, accumulate);
@@ -68,9 +83,29 @@ void CudaBackend::broadcast_bias(float* z, const float* bias, uint32_t rows, uin
 
 void CudaBackend::column_sums(const float* x, uint32_t rows, uint32_t cols, float alpha, float beta,
                               float* out) {
+  const cuda::DeviceGuard guard(device_);
   if (cols == 0) return;
-  column_sums_kernel<<<grid_for(cols), kThreads, 0, stream_>>>(x, rows, cols, alpha, beta, out);
+  const math::ColumnTiles t = math::column_tiles(rows, cols);
+  const double* partial = cuda::column_partials(*this, x, rows, cols, t, false, kSlotA);
+  column_sums_kernel<<<grid_for(cols), kThreads, 0, stream_>>>(partial, cols, t, alpha, beta, out);
   NN_CUDA_LAUNCHED("column_sums_kernel");
 }
 
+namespace cuda {
+
+double* column_partials(CudaBackend& b, const float* x, uint32_t rows, uint32_t cols,
+                        math::ColumnTiles t, bool squares, CudaBackend::Slot slot) {
+  const size_t total = size_t(t.tiles) * cols;
+  auto* partial = static_cast<double*>(b.scratch(slot, total * sizeof(double)));
+  if (squares)
+    column_partials_kernel<<<grid_for(total), kThreads, 0, b.stream()>>>(
+        x, rows, cols, t, math::SquareTerm{}, partial);
+  else
+    column_partials_kernel<<<grid_for(total), kThreads, 0, b.stream()>>>(
+        x, rows, cols, t, math::PlainTerm{}, partial);
+  NN_CUDA_LAUNCHED("column_partials_kernel");
+  return partial;
+}
+
+}  // namespace cuda
 }  // namespace nn

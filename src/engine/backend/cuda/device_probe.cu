@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/device_guard.h"
 #include "backend/cuda/device_probe.h"
 
 namespace nn {
@@ -61,7 +62,10 @@ bool cuda_smoke_test() noexcept {
   if (cuda_device_count() == 0) return false;
   constexpr unsigned kN = 1u << 16;
   float* dev = nullptr;
-  if (cudaSetDevice(0) != cudaSuccess || cudaMalloc(&dev, kN * sizeof(float)) != cudaSuccess) {
+  // On device 0, giving the caller its current device back (a probe must not move later CUDA
+  // work of this thread to another GPU).
+  const cuda::DeviceGuard guard(0, std::nothrow);
+  if (cudaMalloc(&dev, kN * sizeof(float)) != cudaSuccess) {
     cudaGetLastError();
     return false;
   }

@@ -3,6 +3,7 @@
 // match the CPU's bit for bit.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/elementwise_math.h"
 
 namespace nn {
@@ -24,11 +25,13 @@ void apply(CudaBackend& b, float* x, size_t n, float p, uint64_t seed, uint64_t 
 }  // namespace
 
 void CudaBackend::dropout(float* x, size_t n, float p, uint64_t seed, uint64_t stream) {
+  const cuda::DeviceGuard guard(device_);
   apply(*this, x, n, p, seed, stream);
 }
 
 void CudaBackend::dropout_backward(float* delta, size_t n, float p, uint64_t seed,
                                    uint64_t stream) {
+  const cuda::DeviceGuard guard(device_);
   apply(*this, delta, n, p, seed, stream);
 }
 

@@ -6,6 +6,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_reduce.cuh"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/elementwise_math.h"
 
 namespace nn {
@@ -72,36 +73,43 @@ void reduce_into(CudaBackend& b, const float* x, size_t n, double scale, double*
 }  // namespace
 
 void CudaBackend::fill(float* x, size_t n, float value) {
+  const cuda::DeviceGuard guard(device_);
   if (n == 0) return;
   fill_kernel<<<grid_for(n), kThreads, 0, stream_>>>(x, n, value);
   NN_CUDA_LAUNCHED("fill_kernel");
 }
 
 void CudaBackend::axpy(size_t n, float a, const float* x, float* y) {
+  const cuda::DeviceGuard guard(device_);
   if (n == 0) return;
   axpy_kernel<<<grid_for(n), kThreads, 0, stream_>>>(n, a, x, y);
   NN_CUDA_LAUNCHED("axpy_kernel");
 }
 
 void CudaBackend::scale(float* x, size_t n, float a) {
+  const cuda::DeviceGuard guard(device_);
   if (n == 0) return;
   scale_kernel<<<grid_for(n), kThreads, 0, stream_>>>(x, n, a);
   NN_CUDA_LAUNCHED("scale_kernel");
 }
 
 double CudaBackend::sum_squares(const float* x, size_t n) {
+  const cuda::DeviceGuard guard(device_);
   return reduce<true>(*this, x, n);
 }
 
 double CudaBackend::sum_abs(const float* x, size_t n) {
+  const cuda::DeviceGuard guard(device_);
   return reduce<false>(*this, x, n);
 }
 
 void CudaBackend::sum_squares_accumulate(const float* x, size_t n, double scale, double* sum) {
+  const cuda::DeviceGuard guard(device_);
   reduce_into<true>(*this, x, n, scale, sum);
 }
 
 void CudaBackend::sum_abs_accumulate(const float* x, size_t n, double scale, double* sum) {
+  const cuda::DeviceGuard guard(device_);
   reduce_into<false>(*this, x, n, scale, sum);
 }
 

@@ -22,6 +22,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_reduce.cuh"
 #include "backend/cuda/cuda_sort.cuh"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/fused_loss_math.h"
 #include "backend/math/loss_kernel_choice.h"
 #include "backend/math/loss_row_math.h"
@@ -313,11 +314,13 @@ static void launch_loss(CudaBackend& b, const LossParams& p, const float* a, con
 
 double CudaBackend::loss(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
                          uint32_t cols) {
+  const cuda::DeviceGuard guard(device_);
   return loss_and_delta(p, a, t, rows, cols, nullptr);
 }
 
 void CudaBackend::output_delta(const LossParams& p, const float* a, const TargetView& t,
                                uint32_t rows, uint32_t cols, float* delta) {
+  const cuda::DeviceGuard guard(device_);
   if (rows == 0 || cols == 0) return;
   launch_loss(*this, p, a, t, rows, cols, delta);
   // A bad sparse target index is a data error the caller must see now, as on the CPU.
@@ -326,6 +329,7 @@ void CudaBackend::output_delta(const LossParams& p, const float* a, const Target
 
 double CudaBackend::loss_and_delta(const LossParams& p, const float* a, const TargetView& t,
                                    uint32_t rows, uint32_t cols, float* delta) {
+  const cuda::DeviceGuard guard(device_);
   if (rows == 0 || cols == 0) return 0.0;
   launch_loss(*this, p, a, t, rows, cols, delta);
   auto* rows_error = static_cast<double*>(scratch(kSlotF, (size_t(rows) + 1) * sizeof(double)));
@@ -335,6 +339,7 @@ double CudaBackend::loss_and_delta(const LossParams& p, const float* a, const Ta
 
 void CudaBackend::loss_accumulate(const LossParams& p, const float* a, const TargetView& t,
                                   uint32_t rows, uint32_t cols, float* delta, double* sum) {
+  const cuda::DeviceGuard guard(device_);
   if (rows == 0 || cols == 0) return;
   launch_loss(*this, p, a, t, rows, cols, delta);
   // No wait here: a bad sparse target index is thrown as DataError by the next read of the sums
@@ -346,6 +351,7 @@ void CudaBackend::loss_accumulate(const LossParams& p, const float* a, const Tar
 void CudaBackend::activate_loss_accumulate(const ActivationParams& act, const LossParams& p,
                                            float* z_to_a, const TargetView& t, uint32_t rows,
                                            uint32_t cols, float* delta, double* sum) {
+  const cuda::DeviceGuard guard(device_);
   // Linear has nothing to fuse (activate() does nothing); MaxOut is refused by activate(); an
   // activation that is not the loss's own kind gets the composition, which is what it means.
   if (act.kind == Activation::Linear || act.kind == Activation::MaxOut ||

@@ -17,6 +17,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cudnn_support.h"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/lrn_math.h"
 #include "core/error.h"
 
@@ -67,6 +68,7 @@ __global__ void lrn_dx_kernel(math::LrnShape s, uint64_t total, const float* x, 
 
 void CudaBackend::lrn_forward(const LrnParams& p, uint32_t rows, const float* x, bool accumulate,
                               float* y) {
+  const cuda::DeviceGuard guard(device_);
   NN_CHECK(p.channels >= 1 && p.plane >= 1 && p.n >= 1, "lrn_forward");
   if (rows == 0) return;
   if (!cudnn_can(p)) {
@@ -86,6 +88,7 @@ void CudaBackend::lrn_forward(const LrnParams& p, uint32_t rows, const float* x,
 
 void CudaBackend::lrn_backward(const LrnParams& p, uint32_t rows, const float* x, const float* dy,
                                float* dx) {
+  const cuda::DeviceGuard guard(device_);
   NN_CHECK(p.channels >= 1 && p.plane >= 1 && p.n >= 1, "lrn_backward");
   if (rows == 0) return;
   const uint64_t n = uint64_t(rows) * p.channels * p.plane;

@@ -3,6 +3,7 @@
 // (cpu/optimizer.cpp) calls too.
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/optimizer_math.h"
 #include "core/error.h"
 
@@ -39,6 +40,7 @@ void launch(cudaStream_t s, const math::OptConsts& c, float* w, const float* g, 
 
 void CudaBackend::optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
                                  float* state1, size_t n) {
+  const cuda::DeviceGuard guard(device_);
   if (n == 0) return;
   const int states = optimizer_state_count(p.kind);
   NN_CHECK(states < 1 || state0 != nullptr, "optimizer_step: state0 is required");

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/pool_math.h"
 #include "core/error.h"
 
@@ -36,6 +37,7 @@ __global__ void pool_backward_kernel(math::PoolShape s, uint64_t in_plane, uint6
 
 void CudaBackend::pool_forward(const PoolParams& p, uint32_t rows, const float* x, bool accumulate,
                                float* y) {
+  const cuda::DeviceGuard guard(device_);
   check_pool_params(p, "pool_forward");
   const ConvGeometry& g = p.geometry;
   const uint64_t total = uint64_t(rows) * g.in_channels * g.out_plane();
@@ -47,6 +49,7 @@ void CudaBackend::pool_forward(const PoolParams& p, uint32_t rows, const float* 
 
 void CudaBackend::pool_backward(const PoolParams& p, uint32_t rows, const float* x, const float* dy,
                                 float* dx) {
+  const cuda::DeviceGuard guard(device_);
   check_pool_params(p, "pool_backward");
   const ConvGeometry& g = p.geometry;
   const uint64_t total = uint64_t(rows) * g.in_channels * g.in_plane();

@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_reduce.cuh"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/similarity_math.h"
 #include "core/error.h"
 
@@ -79,6 +80,7 @@ void check_function(PoolingFunction f, const char* kernel) {
 
 void CudaBackend::similarity_forward(PoolingFunction f, uint32_t rows, uint32_t cols,
                                      const float* a, const float* b, float* y, uint32_t y_stride) {
+  const cuda::DeviceGuard guard(device_);
   check_function(f, "similarity_forward");
   if (rows == 0) return;
   similarity_forward_kernel<<<rows, kThreads, 0, stream_>>>(f == PoolingFunction::Cosine, cols, a,
@@ -89,6 +91,7 @@ void CudaBackend::similarity_forward(PoolingFunction f, uint32_t rows, uint32_t 
 void CudaBackend::similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols,
                                       const float* a, const float* b, const float* dy,
                                       uint32_t dy_stride, float* da, float* db) {
+  const cuda::DeviceGuard guard(device_);
   check_function(f, "similarity_backward");
   if (rows == 0 || cols == 0 || (!da && !db)) return;
   similarity_backward_kernel<<<rows, kThreads, 0, stream_>>>(

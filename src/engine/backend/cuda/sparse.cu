@@ -13,6 +13,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_sort.cuh"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/loss_row_math.h"
 #include "backend/math/sparse_math.h"
 
@@ -88,6 +89,7 @@ std::string outside(uint32_t cols) {
 }  // namespace
 
 void CudaBackend::sparse_matmul(const SparseView& x, const float* w, uint32_t n_out, float* z) {
+  const cuda::DeviceGuard guard(device_);
   if (x.rows == 0 || n_out == 0) return;
   arm_data_error("sparse_matmul: sparse batch row ", outside(x.cols));
   const dim3 grid(x.rows, (n_out + kThreads - 1) / kThreads);
@@ -97,6 +99,7 @@ void CudaBackend::sparse_matmul(const SparseView& x, const float* w, uint32_t n_
 
 void CudaBackend::sparse_weight_gradient(const SparseView& x, const float* delta, uint32_t n_out,
                                          float alpha, float* g) {
+  const cuda::DeviceGuard guard(device_);
   if (x.rows == 0 || n_out == 0) return;
   const uint64_t nnz = nnz_of(x);
   if (nnz == 0) return;

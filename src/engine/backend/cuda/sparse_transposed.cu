@@ -11,6 +11,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_sort.cuh"
+#include "backend/cuda/device_guard.h"
 #include "backend/math/loss_row_math.h"
 #include "backend/math/sparse_math.h"
 
@@ -75,6 +76,7 @@ std::string outside(uint32_t cols) {
 
 void CudaBackend::sparse_matmul_transposed(const SparseView& x, const float* w, uint32_t n_out,
                                            float* z) {
+  const cuda::DeviceGuard guard(device_);
   if (x.rows == 0 || n_out == 0) return;
   arm_data_error("sparse_matmul_transposed: sparse batch row ", outside(x.cols));
   const dim3 grid(x.rows, (n_out + kThreads - 1) / kThreads);
@@ -84,6 +86,7 @@ void CudaBackend::sparse_matmul_transposed(const SparseView& x, const float* w, 
 
 void CudaBackend::sparse_weight_gradient_transposed(const SparseView& x, const float* delta,
                                                     uint32_t n_out, float alpha, float* g) {
+  const cuda::DeviceGuard guard(device_);
   if (x.rows == 0 || n_out == 0) return;
   const uint64_t nnz = nnz_of(x);
   if (nnz == 0) return;

@@ -6,6 +6,7 @@
 // (elementwise_math.h) for the scaling and the order. Host tests run the kernel's index space.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "backend/math/elementwise_math.h"
@@ -76,6 +77,22 @@ NN_FORCE_INLINE bool filtered_score(float x, uint32_t c, const RowFilterRange& f
 // scores are no candidates), so such columns sort last and read back as padding.
 NN_FORCE_INLINE unsigned long long filtered_key(bool candidate, float score, uint32_t c) {
   return candidate ? top_k_entry_key(score, c) : 0ull;
+}
+
+// Column c of row r's key for top_k_filtered, from the scores x ([rows][cols]) and the filter
+// lists (TopKFilter's arrays; a null ptr array means that part is absent): what the CUDA
+// kernels compute for every element of every pass.
+NN_FORCE_INLINE unsigned long long filtered_row_key(const float* x, uint32_t cols, uint32_t r,
+                                                    uint32_t c, const uint32_t* exclude_ptr,
+                                                    const uint32_t* exclude_index,
+                                                    const uint32_t* scale_ptr,
+                                                    const uint32_t* scale_index,
+                                                    const float* scale_value) {
+  const RowFilterRange range = row_filter_range(exclude_ptr, scale_ptr, r);
+  float v = 0.0f;
+  const bool candidate = filtered_score(x[size_t(r) * cols + c], c, range, exclude_index,
+                                        scale_index, scale_value, &v);
+  return filtered_key(candidate, v, c);
 }
 
 // True when a sorted key is a candidate's (not padding).

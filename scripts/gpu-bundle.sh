@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Builds exactly what the GPU check runs and packs it into one self-contained archive for a GPU
+# machine that has the NVIDIA driver and the CUDA libraries (cuBLAS, cuRAND, NCCL, cuDNN, as
+# system libraries or inside Python wheels) but none of this project's Debian packages.
+#
+#   Release, CUDA for sm_90 (H100/H200), NN_NATIVE=OFF (no -march=native: the GPU machine's CPU
+#   may lack this one's instructions), the CUDA runtime linked statically, no Python module.
+#   Packed: the binaries (stripped), every shared library they need except glibc, the driver and
+#   the CUDA libraries (their RUNPATH set to $ORIGIN-relative paths, so nothing refers to a path of
+#   this machine), the check script (scripts/gpu-check.sh --in-bundle) and the PyTorch peer of the
+#   benchmark. xz-compressed; the archive must stay under 48 MiB.
+#
+# Usage: scripts/gpu-bundle.sh                (prints the archive's path as its last line)
+#   NN_BUNDLE_BUILD  build directory (default build-bundle; kept apart from build/)
+#   NN_BUNDLE_OUT    folder of the archive (default out/gpu-bundle; git ignores /out/)
+#   NN_CUDA_ARCH     CUDA architectures (default 90)
+# The GPU machine runs it with: scripts/gpu-check.sh --bundle out/gpu-bundle/nn-gpu-bundle.tar.xz
+# scripts/gpu-rehearsal.sh tries that archive in a minimal Debian root without a GPU first.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(realpath -m "${NN_BUNDLE_BUILD:-$root/build-bundle}")
+out=$(realpath -m "${NN_BUNDLE_OUT:-$root/out/gpu-bundle}")
+arch=${NN_CUDA_ARCH:-90}
+limit=$((48 * 1024 * 1024))
+say() { echo "gpu-bundle: $*" >&2; }
+die() { echo "gpu-bundle: error: $*" >&2; exit 1; }
+
+if ! command -v patchelf > /dev/null || ! command -v xz > /dev/null; then
+  say "installing patchelf and xz-utils"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+    --no-install-recommends patchelf xz-utils > /dev/null
+fi
+for tool in cmake patchelf xz strip ldd; do
+  command -v "$tool" > /dev/null || die "$tool is not installed (apt-get install patchelf xz-utils binutils cmake)"
+done
+
+# ---- build ---------------------------------------------------------------------------------------
+launcher=()
+command -v ccache > /dev/null 2>&1 &&
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+mkdir -p "$build"
+say "configuring $build"
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DNN_ENABLE_CUDA=ON -DNN_NATIVE=OFF \
+  -DNN_CUDA_STATIC_RUNTIME=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" -DNN_BUILD_PYTHON=OFF \
+  "${launcher[@]}" > "$build/configure.log" 2>&1 || { tail -30 "$build/configure.log" >&2; die "configure failed"; }
+grep -q "nn: CUDA backend ON" "$build/configure.log" || die "no CUDA backend (nvcc not found?)"
+targets=(nn_cuda_tests nn_backend_tests nn-train nn-generate nn-predict nn-bench-autoencoder)
+grep -q "nn: NCCL communicator ON" "$build/configure.log" && targets+=(nn_nccl_tests)
+say "building ${targets[*]}"
+cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$build/build.log" 2>&1 ||
+  { tail -40 "$build/build.log" >&2; die "build failed"; }
+
+binaries=("$build/tests/nn_cuda_tests" "$build/tests/nn_backend_tests"
+          "$build/src/tools/nn-train" "$build/src/tools/nn-generate" "$build/src/tools/nn-predict"
+          "$build/bench/nn-bench-autoencoder")
+[ -x "$build/tests/nn_nccl_tests" ] && binaries+=("$build/tests/nn_nccl_tests")
+
+# ---- stage ---------------------------------------------------------------------------------------
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+top=$stage/nn-gpu-bundle
+mkdir -p "$top/bin" "$top/lib" "$top/scripts"
+
+# Left to the GPU machine: glibc (its own is at least as new as Debian 12's), the driver, and the
+# CUDA libraries it ships in a matching version (CUDA 13: libcublas.so.13, libcurand.so.10,
+# libnccl.so.2; cuDNN is loaded at run time). Everything else the binaries need travels.
+provided_re='^(libc|libm|libdl|libpthread|librt|libresolv|libutil|ld-linux-x86-64|linux-vdso|libcuda|libcudart|libcublas|libcublasLt|libcurand|libnccl|libcudnn[a-z_]*|libnvidia-[a-z-]*)\.so'
+declare -A libs=()
+for bin in "${binaries[@]}"; do
+  missing=$(ldd "$bin" | awk '/not found/ { print $1 }')
+  [ -z "$missing" ] || die "$bin: libraries not found here: $missing"
+  while read -r name path; do
+    [[ $name =~ $provided_re ]] && continue
+    [ -n "$path" ] && [ -f "$path" ] && libs[$name]=$path
+  done < <(ldd "$bin" | awk '$2 == "=>" { print $1, $3 }')
+  cp "$bin" "$top/bin/"
+done
+for name in "${!libs[@]}"; do cp -L "${libs[$name]}" "$top/lib/$name"; done
+chmod u+w "$top"/bin/* "$top"/lib/*
+strip --strip-unneeded "$top"/bin/* "$top"/lib/* 2> /dev/null || true
+for f in "$top"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f"; done
+for f in "$top"/lib/*; do patchelf --set-rpath '$ORIGIN' "$f"; done
+
+cp "$root/scripts/gpu-check.sh" "$root/scripts/bench_peer_torch.py" "$top/scripts/"
+commit=$(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo unknown)
+dirty=$(git -C "$root" status --porcelain 2> /dev/null | grep -qv '^??' && echo "+changes" || true)
+{
+  echo "commit=$commit$dirty"
+  echo "built=$(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -m), $(nvcc --version | tail -1)"
+  echo "cuda_arch=$arch"
+  echo "binaries=$(cd "$top/bin" && echo *)"
+  echo "libraries=${#libs[@]}"
+} > "$top/BUNDLE"
+
+# Nothing may point at this machine: no absolute RUNPATH and no build-tree path in the scripts.
+for f in "$top"/bin/* "$top"/lib/*; do
+  rp=$(patchelf --print-rpath "$f")
+  case "$rp" in '$ORIGIN' | '$ORIGIN/../lib') ;; *) die "$f: RUNPATH '$rp'" ;; esac
+done
+
+# ---- pack ----------------------------------------------------------------------------------------
+mkdir -p "$out"
+archive=$out/nn-gpu-bundle.tar.xz
+tar -C "$stage" -cf - nn-gpu-bundle | xz -9 -T0 > "$archive.tmp"
+mv "$archive.tmp" "$archive"
+size=$(stat -c %s "$archive")
+say "$(du -sh "$top" | cut -f1) unpacked ($(ls "$top/bin" | wc -l) binaries, ${#libs[@]} libraries), $((size / 1024 / 1024)) MiB packed, commit $commit$dirty"
+[ "$size" -le "$limit" ] || die "$archive is $size bytes, over the 48 MiB limit"
+echo "$archive"
