@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -97,8 +98,10 @@ TEST(FileChecksum, EveryDamagedByteOfADatasetIsAnErrorNamingTheFile) {
   TempDir dir;
   const std::string good = read_file(dataset_file(dir));
   const std::string bad = dir.file("bad.nc");
+  const size_t covered = covered_bytes(good);
   size_t variables = 0, metadata = 0, record = 0, tried = 0;
-  for (size_t at = 0; at < good.size(); at += at < covered_bytes(good) ? 4 : 1) {
+  // Every 4th byte of the image, then every byte of the trailer from its first.
+  for (size_t at = 0; at < good.size(); at = at < covered ? std::min(at + 4, covered) : at + 1) {
     ++tried;
     write_file(bad, flipped(good, at, uint8_t(1 + at % 255)));
     const std::string message = error_of([&] { read_datasets(bad); });
@@ -110,7 +113,7 @@ TEST(FileChecksum, EveryDamagedByteOfADatasetIsAnErrorNamingTheFile) {
   }
   EXPECT_GT(variables, 0u);
   EXPECT_GT(metadata, 0u);
-  EXPECT_EQ(record, good.size() - covered_bytes(good));  // the trailer's own bytes
+  EXPECT_EQ(record, good.size() - covered);  // the trailer's own bytes
   EXPECT_EQ(variables + metadata + record, tried);
 }
 
