@@ -81,6 +81,16 @@ set -e
 [[ $rc == 2 ]] && grep -q 'both read standard input' err.txt || fail "-n - -r -: rc=$rc $(cat err.txt)"
 [[ $rc2 != 0 ]] && grep -q 'standard input (network): empty; expected a NetCDF file' err2.txt ||
   fail "empty stdin: rc=$rc2 $(cat err2.txt)"
+# A damaged network on stdin: the checksum error names standard input, not the spool's path.
+python3 -c "import sys; b = bytearray(open('file.nc', 'rb').read()); b[len(b) // 2] ^= 0x5a; sys.stdout.buffer.write(b)" >damaged.nc
+set +e
+"$tools/nn-predict" -n - -r ratings.txt -i features.idx -o features.idx -k 3 <damaged.nc \
+  >recs_damaged.txt 2>err3.txt
+rc3=$?
+set -e
+[[ $rc3 == 1 && ! -s recs_damaged.txt ]] &&
+  grep -q '^nn-predict: error: standard input (network): .*the file is damaged' err3.txt &&
+  ! grep -q 'from-stdin' err3.txt || fail "damaged network on stdin: rc=$rc3 $(cat err3.txt)"
 no_spool_left "failed runs"
 # nn-encode -o -: the same bytes as the file output (an IDX pair generated here).
 python3 - <<'PY'

@@ -4,6 +4,8 @@
 // signal handler (nn/stop.h). It cannot be an unnamed O_TMPFILE file like the outputs': HDF5
 // resolves the /proc/self/fd link to a path and fails on "(deleted)". Its name follows the
 // library's ".<name>.tmp.<pid>.<n>" pattern, so the next spool removes one a killed run left.
+// Messages name the input as the user did: with_stdin_names() turns the temporary file's path in
+// an error into "standard input (network)" (tool_main.cpp applies it to every error it prints).
 #pragma once
 
 #include <fcntl.h>
@@ -12,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nn/error.h"
@@ -19,6 +22,22 @@
 #include "nn/stop.h"
 
 namespace nn::tool {
+
+// The spools' paths and the names they stand for (a path stays here after its spool is gone:
+// the error that ended the tool is printed after the spool's destructor ran).
+inline std::vector<std::pair<std::string, std::string>>& stdin_spool_names() {
+  static std::vector<std::pair<std::string, std::string>> names;
+  return names;
+}
+
+// `message` with every spool path replaced by the input it holds.
+inline std::string with_stdin_names(std::string message) {
+  for (const auto& [path, name] : stdin_spool_names())
+    for (size_t at = message.find(path); at != std::string::npos;
+         at = message.find(path, at + name.size()))
+      message.replace(at, path.size(), name);
+  return message;
+}
 
 class StdinSpool {
  public:
@@ -43,6 +62,7 @@ class StdinSpool {
                     api::temporary_directory() + "' (set TMPDIR): " + std::strerror(err));
     }
     handle_ = api::register_temporary_file(temp_);
+    stdin_spool_names().emplace_back(temp_, "standard input (" + what + ")");
     copy(fd, what);
     path = temp_;
   }

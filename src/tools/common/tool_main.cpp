@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/signals.h"
+#include "common/stdin_spool.h"
 #include "nn/error.h"
 #include "nn/process.h"
 
@@ -19,7 +20,8 @@ namespace {
 
 int fail(int status, const std::string& message, bool usage) {
   const std::string rank = nn::api::rank_prefix();
-  std::fprintf(stderr, "%s: %serror: %s\n", nn::tool::kToolName, rank.c_str(), message.c_str());
+  std::fprintf(stderr, "%s: %serror: %s\n", nn::tool::kToolName, rank.c_str(),
+               nn::tool::with_stdin_names(message).c_str());
   if (usage) std::fprintf(stderr, "(run '%s --help' for usage)\n", nn::tool::kToolName);
   if (nn::api::world_size() > 1) nn::api::abort_job(status);
   return status;
