@@ -102,12 +102,23 @@ cd ..
 
 # nn-generate and nn-predict: the signal while they read standard input, then the rest of it.
 # (A FIFO holds them in read(); the read goes on after the signal, the run stops before writing.)
+# wait_for_handler PID: until the tool catches SIGTERM (bit 15 of SigCgt in /proc/PID/status):
+# a signal before that, while the process still starts (MPI, libraries), would kill it instead.
+wait_for_handler() {
+  local mask
+  for _ in $(seq 600); do
+    mask=$(awk '/^SigCgt:/ { print $2 }' "/proc/$1/status" 2>/dev/null || true)
+    [[ -n $mask ]] && (((16#$mask >> 14) & 1)) && return 0
+    sleep 0.05
+  done
+  fail "process $1 did not install its SIGTERM handler within 30 s"
+}
 mkfifo feed
 "$tools/nn-generate" -d input -i - -o gen.nc -f gen.idx -s gen_samples.idx -c <feed 2>gen.txt &
 pid=$!
 exec 3>feed
 head -n 10 ratings.txt >&3
-sleep 0.2
+wait_for_handler $pid
 kill -TERM $pid
 tail -n +11 ratings.txt >&3
 exec 3>&-
@@ -123,7 +134,7 @@ wait $pid || got=$?
 pid=$!
 exec 3>feed
 head -n 10 ratings.txt >&3
-sleep 0.2
+wait_for_handler $pid
 kill -TERM $pid
 tail -n +11 ratings.txt >&3
 exec 3>&-
