@@ -99,8 +99,8 @@ std::shared_ptr<Model> Model::Impl::from_file(const NetworkFile& file, const Mod
                                               std::map<std::string, bool> sparse_inputs,
                                               const NetworkParallel& parallel) {
   if (sparse_inputs.empty()) sparse_inputs = sparse_flags(file.spec);
-  return create(options_backend(file.spec, options), file.spec, std::move(sparse_inputs), &file,
-                0, parallel);
+  return create(options_backend(file.spec, options), file.spec, std::move(sparse_inputs), &file, 0,
+                parallel);
 }
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
