@@ -128,7 +128,12 @@ void serve_http(api::Service& service, const FrontOptions& o, const LogSink& log
   }
   std::thread listener([&server] { server.listen_after_bind(); });
   const api::ServeStats at_start = service.stats();
-  log("listening on http://" + o.host + ":" + std::to_string(port) + " (model '" +
+  // With -q and --port 0 the port is still announced: nobody could reach the server otherwise.
+  const LogSink announce =
+      o.quiet && o.port == 0
+          ? LogSink([](const std::string& line) { std::fprintf(stderr, "nn-serve: %s\n", line.c_str()); })
+          : log;
+  announce("listening on http://" + o.host + ":" + std::to_string(port) + " (model '" +
       service.model_name() + "' version " + std::to_string(at_start.version) + ")");
 
   // This thread waits for signals, and between them watches the network file.

@@ -66,7 +66,9 @@ void define_flags(CLI::App& app, Flags& f) {
       ->check(CLI::Range(0, 3600000));
   app.add_option("--backend", f.serve.backend, "cpu (default), cuda or auto");
   app.add_option("--device", f.serve.device, "CUDA device index")->check(CLI::NonNegativeNumber);
-  app.add_flag("-q,--quiet", f.quiet, "no access log and no status lines; errors only");
+  app.add_flag("-q,--quiet", f.quiet,
+               "no access log and no status lines, errors only (with --port 0 the line saying "
+               "the port stays)");
   add_memory_limit_option(app, f.memory_limit);
 }
 
@@ -129,6 +131,7 @@ int run(int argc, char** argv) {
   f.front.port = f.serve.port;
   f.front.max_body = f.serve.max_body;
   f.front.access_log = !f.quiet;
+  f.front.quiet = f.quiet;
   const LogSink log = f.quiet ? null_log() : stream_log(stderr, "nn-serve: ");
   // Before any thread exists: the signals are then taken by serve_http's sigtimedwait alone.
   block_serve_signals();
