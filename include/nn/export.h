@@ -31,8 +31,7 @@ struct ExportReport {
 
 // Reads the network file, builds the graph, checks it with ONNX's checker, writes it. Throws
 // ConfigError for a layer that cannot be exported, ArgumentError for a top_k over the output
-// layer's units, the engine's errors for unreadable files, BackendError when this build has no
-// ONNX library.
+// layer's units, the engine's errors for unreadable files.
 ExportReport export_onnx(const ExportJob& job, const LogSink& log = null_log());
 
 }  // namespace nn::api

@@ -34,6 +34,8 @@ struct PredictJob {
   bool write_recs = true;               // false: no recommendation lines (dumps, reports only)
   std::string target;                   // NetCDF dataset of held-out items: metrics
   bool classify = false;                // evaluate the target as one class per example
+  bool rank_input_items = false;        // with a target: rank each example's input items too
+                                        // (default: left out, as nn-train's validation does)
   std::string top_classes;              // also write the lines here (recommendation format)
   std::string layer;                    // layer to score ("" = the output layer)
   std::string dump;                     // dump activations: FILE.nc (a dataset) or text lines

@@ -54,8 +54,11 @@ struct TrainJob {
 
   uint32_t validation_interval = 1;  // epochs between evaluations of the validation set
   uint32_t validation_k = 10;        // cut-off of recall@K / NDCG@K
-  uint32_t patience = 0;             // evaluations without improvement before stopping (0: never)
-  bool keep_best = true;             // write the best evaluated network, not the last one
+  // Rank each example's input items too (default: left out of its ranking when the input and
+  // the output share their items, as nn-predict --target does).
+  bool validation_rank_input_items = false;
+  uint32_t patience = 0;  // evaluations without improvement before stopping (0: never)
+  bool keep_best = true;  // write the best evaluated network, not the last one
 
   // Per-epoch JSON-lines log "<results stem>.epochs.jsonl" and loss curve "<stem>.curve.png"
   // (drawn when gnuplot or matplotlib is installed), written beside the results.
@@ -90,11 +93,16 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
 
 // The gradient check: the job's network built and initialised as for training (with job.seed),
 // backward()'s gradients compared with finite differences on the first minibatch.
+// The loss is float32 arithmetic summed in double; its rounding noise (measured per array)
+// sets each entry's step and widens its tolerance, so a large loss (a recommender's, summed over
+// thousands of outputs) does not fail correct gradients. An entry next to a kink (ReLU, max
+// pooling) passes when its gradient is the slope on one side.
 struct GradientCheckSettings {
-  double epsilon = 1e-3;        // perturbation of one entry at a time
+  double epsilon = 1e-3;        // step of entry w: epsilon * max(1, |w|), larger for a noisy loss
   bool central = true;          // central differences; false: one-sided, as DSSTNE
   double abs_tolerance = 2e-3;  // an entry passes when |backward - finite difference| <=
-  double rel_tolerance = 2e-2;  //   abs_tolerance + rel_tolerance * |finite difference|
+  double rel_tolerance = 2e-2;  //   abs_tolerance + rel_tolerance * |finite difference| +
+  double noise_factor = 8.0;    //   noise_factor * (the loss's rounding noise) / step
   size_t max_entries = 1000;    // entries checked per array (larger ones sampled); 0 = all
 };
 

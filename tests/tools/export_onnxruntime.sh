@@ -20,7 +20,8 @@ if [[ -z $python ]]; then
     rm -rf "$venv"
     log=$(mktemp)
     if ! { /usr/bin/python3 -m venv --system-site-packages "$venv" &&
-           timeout 600 "$venv/bin/pip" install -q onnxruntime; } >"$log" 2>&1; then
+           timeout 600 "$venv/bin/pip" install -q --timeout 15 --retries 1 onnxruntime; } \
+         >"$log" 2>&1; then
       echo "SKIP: onnxruntime could not be installed from PyPI into $venv: $(tail -3 "$log")"
       rm -rf "$venv" "$log"
       exit 77

@@ -6,6 +6,6 @@
 set -euo pipefail
 if [[ $(id -u) != 0 ]] || ! unshare --mount --propagation private true 2>/dev/null; then
   echo "SKIP: needs root and mount namespaces (unshare --mount)"
-  exit 0
+  exit 77  # CTest: Skipped (SKIP_RETURN_CODE)
 fi
 bash "$2/scripts/fresh-machine-check.sh" --self-test-cleanup

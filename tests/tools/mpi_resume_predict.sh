@@ -25,12 +25,13 @@ weights net.nc >b.txt
 close a.txt b.txt 1e-3 || fail "resumed under 3 ranks: weights differ from one process"
 
 # Prediction under mpirun writes what one process writes; ranking metrics against a target
-# (seen items not filtered, so they are not trivially 0) are the single process's.
+# (here the input itself, so its items are ranked: --rank-input-items; left out, every metric
+# would be 0) are the single process's.
 mv net.nc one.nc
 predict 1 one.nc one.recs
 metrics() {
   run_np "$1" "$tools/nn-predict" -n one.nc -r ratings.txt -i features.idx -o features.idx -k 10 \
-    --target output.nc 2>&1 >/dev/null | grep -E '[0-9]+,[0-9.]+,[0-9.]+,[0-9.]+$'
+    --target output.nc --rank-input-items 2>&1 >/dev/null | grep -E '[0-9]+,[0-9.]+,[0-9.]+,[0-9.]+$'
 }
 metrics 1 >one.metrics
 grep -qv ',0.0000,0.0000,0.0000' one.metrics || fail "metrics are all zero: $(cat one.metrics)"

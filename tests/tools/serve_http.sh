@@ -8,8 +8,7 @@ set -euo pipefail
 tools=$(realpath "$1")
 here=$(dirname "$(realpath "$0")")
 source "$here/lib/common.sh"
-[[ -x "$tools/nn-serve" ]] ||
-  { echo "SKIP: nn-serve was not built (no libcpp-httplib-dev; scripts/setup.sh installs it)"; exit 77; }
+[[ -x "$tools/nn-serve" ]] || fail "nn-serve was not built"
 enter_work_dir
 tiny_ratings
 tiny_datasets "$tools"

@@ -65,9 +65,10 @@ grep -q 'on the first 16 examples' wide.log || fail "-b 16: $(cat wide.log)"
 grep -q '^PASS Output<-Hidden:weights: 10/32 entries checked' wide.log || fail "--check-entries: $(cat wide.log)"
 grep -q '^PASS Hidden<-Input:bias: 10/16 entries checked' wide.log || fail "--check-entries: $(cat wide.log)"
 
-# Impossible tolerances: every array fails; exit 1, one error line naming them, FAIL lines.
+# Impossible tolerances (none, not even for the loss's rounding noise): every array fails; exit
+# status 1, one error line naming them, FAIL lines.
 set +e
-"$tools/nn-train" smce.cdl --check-abs-tolerance 0 --check-rel-tolerance 0 2>fail.log
+"$tools/nn-train" smce.cdl --check-abs-tolerance 0 --check-rel-tolerance 0 --check-noise-factor 0 2>fail.log
 rc=$?
 set -e
 grep '^nn-train: error:' fail.log >err.txt || true
@@ -79,7 +80,7 @@ grep -Eq '^FAIL [A-Za-z<-]+:(weights|bias): .* outside the tolerance, worst \[[0
   fail "FAIL lines: $(cat fail.log)"
 # -q keeps the report quiet but not the verdict.
 set +e
-"$tools/nn-train" -q smce.cdl --check-abs-tolerance 0 --check-rel-tolerance 0 >quiet.log 2>err.txt
+"$tools/nn-train" -q smce.cdl --check-abs-tolerance 0 --check-rel-tolerance 0 --check-noise-factor 0 >quiet.log 2>err.txt
 rc=$?
 set -e
 [[ $rc == 1 && ! -s quiet.log && $(wc -l <err.txt) == 1 ]] || fail "-q: rc=$rc $(cat quiet.log err.txt)"

@@ -13,6 +13,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/file_identity.h"
 #include "data/image_corpus.h"
 #include "data/text_examples.h"
 #include "io/netcdf_dataset.h"
@@ -71,18 +72,29 @@ void write_part(const EncodeJob& job, const ImageCorpus& c, const std::vector<ui
       "\" (dense UChar image) and \"" + job.output_name + "\" (sparse one-hot labels)");
 }
 
+// The outputs need files of their own, and none may be an input (checked before reading).
+void check_files(const EncodeJob& job, const std::string& index_path) {
+  std::vector<NamedFile> inputs;
+  for (const std::string& in : job.inputs) inputs.push_back({"inputs", in});
+  inputs.push_back({"labels", job.labels});
+  inputs.push_back({"class_names", job.class_names});  // a preset name is no file: never equal
+  check_distinct_files(
+      {{"output", job.output}, {"output2", job.output2}, {"class_index", index_path}}, inputs);
+}
+
 }  // namespace
 
 void encode_images(const EncodeJob& job, const LogSink& log) {
   const auto t0 = std::chrono::steady_clock::now();
+  const std::string index_path =
+      job.class_index.empty() ? default_class_index(job.output) : job.class_index;
+  check_files(job, index_path);
   const ImageCorpus corpus = read_corpus(job);
   if (corpus.images() == 0) throw DataError(job.inputs.at(0) + ": no images found");
 
   // Names first: a bad --class-names must not leave data files behind.
   const std::vector<std::string> names = class_names(job, corpus.classes);
   FeatureIndex index;
-  const std::string index_path =
-      job.class_index.empty() ? default_class_index(job.output) : job.class_index;
   const std::string names_from = job.class_names.empty() ? job.format : job.class_names;
   for (uint32_t i = 0; i < names.size(); ++i) index.insert(names[i], i, names_from);
 

@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/file_identity.h"
 #include "data/text_examples.h"
 #include "io/netcdf_dataset.h"
 
@@ -29,6 +30,11 @@ struct DatasetGenerator::Impl {
 DatasetGenerator::DatasetGenerator(GenerateJob job) : impl_(std::make_unique<Impl>()) {
   impl_->job = std::move(job);
   const GenerateJob& j = impl_->job;
+  // Before anything is read or written: the three outputs need three files, and none may be
+  // the input. (The feature index is an output even when it is only read: another output
+  // written over it would destroy it.)
+  check_distinct_files({{"output", j.output}, {"features", j.features}, {"samples", j.samples}},
+                       {{"input", j.input}});
   // Feature index: new (create), extended (merge) or fixed (unknown features are dropped).
   if (!j.create_features) {
     if (!file_exists(j.features))

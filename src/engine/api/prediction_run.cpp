@@ -11,10 +11,12 @@
 #include "api/model_impl.h"
 #include "backend/backend_choice.h"
 #include "core/error.h"
+#include "core/file_identity.h"
 #include "core/memory_budget.h"
 #include "distributed/device_placement.h"
 #include "distributed/process.h"
 #include "nn/predict_job.h"
+#include "predict/input_items.h"
 #include "predict/layer_dump.h"
 #include "predict/output_file.h"
 #include "predict/prediction_inputs.h"
@@ -39,6 +41,7 @@ class PredictionRun {
     load_items_and_filters();
     target_ = std::make_unique<PredictionTarget>(
         job_.target, job_.classify, scored().spec().dataset, examples(), units_, job_.k);
+    apply_ranking_rule();
     choose_dump();
     if (!plan_ranks()) return result();  // a rank with nothing to do
     open_outputs();
@@ -121,13 +124,38 @@ class PredictionRun {
     valid_cols_ =
         have_items_ ? static_cast<uint32_t>(std::min<uint64_t>(items_.size(), units_)) : units_;
     if (job_.filter.empty() || !scoring_output) return;
+    if (is_netcdf_path(job_.filter)) {  // a dataset: row e filters example e
+      const std::string like =
+          inputs_.bound.inputs.empty() ? std::string() : inputs_.bound.inputs.front().dataset->name;
+      filters_ = load_dataset_filter(job_.filter, like, examples(), units_);
+      log_("filter " + job_.filter + ": " + std::to_string(filters_.size()) +
+           " examples, matched row by row");
+      return;
+    }
     if (!inputs_.have_samples || !have_items_)
-      throw ConfigError("filter " + job_.filter + " needs the sample index and the output index");
+      throw ConfigError(
+          "filter " + job_.filter + " names samples and items, so it needs " +
+          (inputs_.have_samples ? std::string() : "the sample index (--sample-index) and ") +
+          "the output index (-o); a filter given as a dataset file (-f FILE.nc, as nn-generate "
+          "writes them) is matched to the examples row by row and needs neither");
     uint64_t skipped = 0;
     filters_ = load_sample_filter(job_.filter, inputs_.samples, items_, &skipped);
     log_("filter " + job_.filter + ": " + std::to_string(filters_.size()) + " samples" +
          (skipped ? ", " + std::to_string(skipped) + " unknown samples/items skipped"
                   : std::string()));
+  }
+
+  // nn-train's validation rule (predict/input_items.h), so recall@K means one thing in both
+  // tools: against a target, each example's input items are left out of its ranking when input
+  // and output share their items, unless the job asks to rank them.
+  void apply_ranking_rule() {
+    if (!target_->present() || target_->classify()) return;
+    const bool rank_inputs = job_.rank_input_items || scored().kind() != LayerKind::Output;
+    ranking_rule_ = ranking_rule(inputs_.bound, target_->truth(), rank_inputs);
+    if (const ExampleSet* in = input_items_left_out(inputs_.bound, target_->truth(), rank_inputs)) {
+      leave_out_input_items(filters_, *in, 0, examples(), job_.filter_multiply);
+      ranking_rule_ += " (--rank-input-items ranks them)";
+    }
   }
 
   void choose_dump() {
@@ -226,6 +254,7 @@ class PredictionRun {
     else
       log_("ran " + std::to_string(examples()) + " examples through the network, " + buf);
     if (dump_) log_("wrote the activations of layer '" + dump_layer_ + "' to " + job_.dump);
+    if (!ranking_rule_.empty()) log_("ranking for the metrics: " + ranking_rule_);
     for (const std::string& line : target_->report(have_items_ ? &items_ : nullptr)) log_(line);
   }
 
@@ -266,6 +295,7 @@ class PredictionRun {
   bool have_items_ = false;
   SampleFilters filters_;
   std::unique_ptr<PredictionTarget> target_;
+  std::string ranking_rule_;  // which items the metrics' rankings leave out, for the report
   std::string dump_layer_;
   Layer* dump_source_ = nullptr;
   bool split_ = false, writer_ = false, want_lines_ = false;
@@ -279,6 +309,21 @@ class PredictionRun {
 }  // namespace
 
 PredictResult run_prediction(const PredictJob& job, const LogSink& log) {
+  // Before anything is read or written: each output needs a file of its own, and none may be
+  // one of the inputs.
+  std::vector<NamedFile> inputs = {{"network", job.network},
+                                   {"text_input", job.text_input},
+                                   {"input_index", job.input_index},
+                                   {"output_index", job.output_index},
+                                   {"sample_index", job.sample_index},
+                                   {"filter", job.filter},
+                                   {"target", job.target}};
+  for (const std::string& f : job.data_files) inputs.push_back({"data_files", f});
+  const std::string recs = is_stdout_path(job.output) ? std::string("-") : job.output;
+  check_distinct_files({{"output", job.write_recs ? recs : std::string()},
+                        {"top_classes", job.top_classes},
+                        {"dump", job.dump}},
+                       inputs);
   return PredictionRun(job, log).run();
 }
 

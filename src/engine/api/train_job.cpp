@@ -33,6 +33,7 @@ TrainJob train_job(const CommandFile& cdl, uint64_t default_seed) {
   job.checkpoints_kept = t.checkpoints_kept;
   job.validation_interval = t.validation_interval;
   job.validation_k = t.validation_k;
+  job.validation_rank_input_items = t.validation_rank_input_items;
   job.patience = t.patience;
   job.keep_best = t.keep_best;
   if (!spec.backend.empty()) job.backend = spec.backend;
@@ -83,6 +84,7 @@ TrainOptions train_options(const TrainJob& job) {
   o.checkpoints_kept = job.checkpoints_kept;
   o.validation_interval = job.validation_interval;
   o.validation_k = job.validation_k;
+  o.validation_rank_input_items = job.validation_rank_input_items;
   o.patience = job.patience;
   o.keep_best = job.keep_best;
   return o;

@@ -13,6 +13,7 @@
 #include "config/parse.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/file_identity.h"
 #include "core/memory_budget.h"
 #include "distributed/device_placement.h"
 #include "distributed/process.h"
@@ -141,11 +142,25 @@ std::string seconds_since(std::chrono::steady_clock::time_point start) {
   return buf;
 }
 
+// The files training writes must not replace the ones it reads (checked before either).
+void check_training_files(const TrainJob& job) {
+  std::vector<NamedFile> inputs = {{"network_json", job.network_json}};
+  for (const std::string& f : job.data_files) inputs.push_back({"data_files", f});
+  for (const std::string& f : job.validation_files) inputs.push_back({"validation_files", f});
+  std::vector<NamedFile> outputs = {{"results", job.results}};
+  if (job.epoch_log) {
+    outputs.push_back({"the per-epoch log", beside_results(job.results, ".epochs.jsonl")});
+    outputs.push_back({"the loss curve", beside_results(job.results, ".curve.png")});
+  }
+  check_distinct_files(outputs, inputs);
+}
+
 }  // namespace
 
 std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
                                     const EpochCallback& on_epoch, const StepCallback& on_step) {
   const auto start = std::chrono::steady_clock::now();
+  check_training_files(job);
   auto model = load_model(job, log, /*split_layers=*/true);
   Network& net = *model->net;
   TrainOptions options = train_options(job);
@@ -207,6 +222,7 @@ GradientCheckResult run_gradient_check(const TrainJob& job, const GradientCheckS
   check.central = settings.central;
   check.abs_tolerance = settings.abs_tolerance;
   check.rel_tolerance = settings.rel_tolerance;
+  check.noise_factor = settings.noise_factor;
   check.max_entries = settings.max_entries;
   check.seed = job.seed;
   const HostBatch batch = first_batch(model->bound, job.minibatch);

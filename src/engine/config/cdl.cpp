@@ -188,6 +188,8 @@ class CdlParser {
         t.validation_interval = positive_u32(m);
       } else if (k == "validationk") {
         t.validation_k = positive_u32(m);
+      } else if (k == "validationrankinputitems") {
+        t.validation_rank_input_items = r_.get_bool(m);
       } else if (k == "patience") {
         t.patience = uint32_t(r_.get_int(*m.value, m.path, 0, kMaxU32));
       } else if (k == "keepbest") {
@@ -211,6 +213,7 @@ class CdlParser {
                            "ValidationData",
                            "ValidationInterval",
                            "ValidationK",
+                           "ValidationRankInputItems",
                            "Patience",
                            "KeepBest"});
       }
@@ -248,9 +251,12 @@ class CdlParser {
         }
       } else if (k == "target") {
         p.target = r_.get_string(m);
+      } else if (k == "rankinputitems") {
+        p.rank_input_items = r_.get_bool(m);
       } else {
-        r_.unknown_key(m, {"MiniBatch", "K", "TopK", "Output", "Filter", "InputIndex",
-                           "OutputIndex", "SampleIndex", "Layer", "ScoreFormat", "Target"});
+        r_.unknown_key(m,
+                       {"MiniBatch", "K", "TopK", "Output", "Filter", "InputIndex", "OutputIndex",
+                        "SampleIndex", "Layer", "ScoreFormat", "Target", "RankInputItems"});
       }
     }
   }

@@ -36,6 +36,7 @@ struct TrainingParameters {
   std::vector<std::string> validation_data;
   uint32_t validation_interval = 1;
   uint32_t validation_k = 10;
+  bool validation_rank_input_items = false;  // rank each example's input items too
   uint32_t patience = 0;
   bool keep_best = true;
 };
@@ -50,7 +51,8 @@ struct PredictionParameters {
   std::string sample_index;  // sample index (example names); optional
   std::string layer;         // output layer to score; "" => the (single) output layer
   std::string score_format = "%.3f";
-  std::string target;  // dataset file with held-out targets for metrics; optional
+  std::string target;             // dataset file with held-out targets for metrics; optional
+  bool rank_input_items = false;  // metrics: rank each example's input items too
 };
 
 // ServeParameters (ours): how nn-serve serves the Network (docs/serving.md). Zero or empty fields

@@ -13,10 +13,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <vector>
 
 #include "core/error.h"
+#include "core/file_identity.h"
 
 namespace nn {
 namespace {
@@ -118,16 +118,6 @@ bool process_alive(long pid) {
   if (pid <= 0) return false;
   if (::kill(static_cast<pid_t>(pid), 0) == 0) return true;
   return errno == EPERM;  // exists, owned by someone else
-}
-
-// True when both paths name one file (existing or not): same directory, same name.
-bool same_path(const std::string& a, const std::string& b) {
-  if (a == b) return true;
-  if (a == kStandardOutput || b == kStandardOutput) return false;
-  std::error_code ea, eb;
-  const auto ca = std::filesystem::weakly_canonical(a, ea);
-  const auto cb = std::filesystem::weakly_canonical(b, eb);
-  return !ea && !eb && ca == cb;
 }
 
 }  // namespace
@@ -257,18 +247,17 @@ void AtomicFile::commit() {
 }
 
 void commit_all(const std::vector<AtomicFile*>& files) {
-  // Two outputs of one unit naming the same file (e.g. nn-generate -f x -s x) would leave only
-  // the one renamed last, silently.
-  for (size_t i = 0; i < files.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (files[i]->target() == kStandardOutput && files[j]->target() == kStandardOutput) {
-        for (AtomicFile* f : files) f->discard();
-        throw IoError("two outputs name standard output ('-'); only one can go there");
-      } else if (same_path(files[i]->target(), files[j]->target())) {
-        for (AtomicFile* f : files) f->discard();
-        throw IoError(files[j]->target() + " and " + files[i]->target() +
-                      " are the same file; each output needs a file of its own");
-      }
+  // Two outputs of one unit naming the same file (e.g. nn-generate -f x -s ./x) would leave only
+  // the one renamed last, silently. The jobs check their outputs before writing anything; this
+  // is the last guard, for callers of commit_all that did not.
+  std::vector<NamedFile> named;
+  for (AtomicFile* f : files) named.push_back({"output", f->target()});
+  try {
+    check_distinct_files(named);
+  } catch (const ArgumentError& e) {
+    for (AtomicFile* f : files) f->discard();
+    throw IoError(e.what());
+  }
   for (AtomicFile* f : files) f->finish();
   for (AtomicFile* f : files) f->commit();
 }

@@ -29,6 +29,8 @@ class PredictionTarget {
   PredictionTarget& operator=(const PredictionTarget&) = delete;
 
   bool present() const { return truth_ != nullptr; }
+  // The held-out dataset (present() only).
+  const ExampleSet& truth() const { return *truth_; }
   bool classify() const { return classify_; }
   // Example e's k ranked units (UINT32_MAX past its candidates) against its truth.
   void add(uint64_t e, const uint32_t* ranked);

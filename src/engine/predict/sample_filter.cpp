@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "core/error.h"
+#include "io/netcdf_dataset.h"
 
 namespace nn {
 
@@ -103,6 +104,50 @@ std::unordered_map<uint64_t, FilterRow> load_sample_filter(const std::string& pa
   return rows;
 }
 
+SampleFilters load_dataset_filter(const std::string& path, const std::string& dataset,
+                                  uint64_t examples, uint32_t units) {
+  const std::vector<ExampleSet> sets = read_datasets(path);
+  const ExampleSet* chosen = nullptr;
+  size_t sparse = 0;
+  for (const auto& s : sets) {
+    if (!s.is_sparse()) continue;
+    ++sparse;
+    if (!chosen || s.name == dataset) chosen = &s;
+  }
+  if (!chosen)
+    throw DataError(path + ": a filter dataset must be sparse (one item list per example)");
+  if (sparse > 1 && chosen->name != dataset)
+    throw DataError(path + ": holds several sparse datasets and none is named '" + dataset +
+                    "'; give a file with one");
+  if (chosen->examples != examples)
+    throw DataError(path + ": filter dataset '" + chosen->name + "' has " +
+                    std::to_string(chosen->examples) + " examples, but " +
+                    std::to_string(examples) + " are scored (row e filters example e)");
+  if (chosen->features() > units)
+    throw DataError(path + ": filter dataset '" + chosen->name + "' is " +
+                    std::to_string(chosen->features()) + " items wide, but the scored layer has " +
+                    std::to_string(units) + " units");
+  SampleFilters rows;
+  std::vector<size_t> order;
+  for (uint64_t e = 0; e < examples; ++e) {
+    const uint64_t u = chosen->row(e);
+    const uint64_t begin = chosen->sparse_start[u], end = chosen->sparse_end[u];
+    if (begin == end) continue;
+    order.resize(end - begin);
+    std::iota(order.begin(), order.end(), size_t(begin));
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return chosen->sparse_index[a] < chosen->sparse_index[b];
+    });
+    FilterRow& row = rows[e];
+    for (size_t i : order) {
+      if (!row.items.empty() && row.items.back() == chosen->sparse_index[i]) continue;
+      row.items.push_back(chosen->sparse_index[i]);
+      row.values.push_back(chosen->sparse_value.empty() ? 1.0f : chosen->sparse_value[i]);
+    }
+  }
+  return rows;
+}
+
 RowFilter row_filter(const SampleFilters& filters, uint64_t example, bool multiply) {
   RowFilter f;
   auto it = filters.find(example);
@@ -111,6 +156,8 @@ RowFilter row_filter(const SampleFilters& filters, uint64_t example, bool multip
     f.scale_index = it->second.items.data();
     f.scale_value = it->second.values.data();
     f.scaled = it->second.items.size();
+    f.exclude = it->second.excluded.data();
+    f.excluded = it->second.excluded.size();
   } else {
     f.exclude = it->second.items.data();
     f.excluded = it->second.items.size();
@@ -131,6 +178,7 @@ const float* apply_filters(const SampleFilters& filters, bool multiply, uint64_t
       excluded[r] = &it->second.items;
       continue;
     }
+    if (!it->second.excluded.empty()) excluded[r] = &it->second.excluded;
     // The batch is copied once, at the first row that needs a multiplier.
     if (!multiplied) scaled.assign(scores, scores + size_t(rows) * units);
     multiplied = true;

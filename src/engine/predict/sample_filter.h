@@ -14,8 +14,9 @@
 namespace nn {
 
 struct FilterRow {
-  std::vector<uint32_t> items;  // sorted output columns
-  std::vector<float> values;    // parallel to items (value 0 when absent)
+  std::vector<uint32_t> items;     // sorted output columns
+  std::vector<float> values;       // parallel to items (value 0 when absent)
+  std::vector<uint32_t> excluded;  // when items multiply: sorted columns left out besides
 };
 
 // Rows keyed by example number. `path` is a file or a directory whose files are all read (in
@@ -28,8 +29,17 @@ std::unordered_map<uint64_t, FilterRow> load_sample_filter(const std::string& pa
 
 using SampleFilters = std::unordered_map<uint64_t, FilterRow>;
 
+// A filter given as a dataset file (FILE.nc, as nn-generate writes them): example e's items
+// (with their values, 1 for indicator data) filter example e's ranking, so no sample or output
+// index is needed (nn-predict --data ... -f seen.nc). The file's one sparse dataset, or the one
+// named `dataset`; it must have `examples` examples and at most `units` features. Throws
+// DataError naming the file otherwise.
+SampleFilters load_dataset_filter(const std::string& path, const std::string& dataset,
+                                  uint64_t examples, uint32_t units);
+
 // Example `example`'s filter for ranking on the backend (Predictor::run_top_k): its items
-// excluded, or with `multiply` its scores multiplied. Points into `filters`.
+// excluded, or with `multiply` its scores multiplied (and its `excluded` left out). Points into
+// `filters`.
 RowFilter row_filter(const SampleFilters& filters, uint64_t example, bool multiply);
 
 // The same on the host, for the `rows` score rows [rows][units] of examples first..: returns the

@@ -76,6 +76,106 @@ std::vector<size_t> GradientChecker::entries_to_check(const Parameter& p,
   return out;
 }
 
+namespace {
+
+// A step may grow to this many times epsilon * max(1, |w|) for a noisy loss; beyond that the
+// tolerance takes the rest of the noise (a larger step would trade noise for truncation error).
+constexpr double kMaxStepFactor = 32.0;
+
+double scale_of(double w) {
+  return std::max(1.0, std::fabs(w));
+}
+
+}  // namespace
+
+double GradientChecker::loss_with(Parameter& p, size_t i, float w, double offset,
+                                  double* step_taken) {
+  // The step actually taken in float, so rounding of w + h does not bias the quotient.
+  const float v = static_cast<float>(double(w) + offset);
+  if (step_taken) *step_taken = double(v) - double(w);
+  net_.backend().upload(p.value.data() + i, &v, sizeof(float));
+  return loss();
+}
+
+double GradientChecker::noise_at(Parameter& p, size_t i, double base) {
+  float w = 0.0f;
+  net_.backend().download(&w, p.value.data() + i, sizeof(float));
+  // Far smaller than a step: a kink inside the probe would pass for noise.
+  const double delta = options_.epsilon * scale_of(w) / 64.0;
+  // Five points: x = 0 (base) and four offsets; y = loss. Least squares y = a + b x.
+  double x[5] = {0.0}, y[5] = {base};
+  for (int k = 0, n = 1; k < 4; ++k, ++n) {
+    const double offset = (k < 2 ? k - 2 : k - 1) * delta;  // -2, -1, 1, 2 deltas
+    y[n] = loss_with(p, i, w, offset, &x[n]);
+  }
+  net_.backend().upload(p.value.data() + i, &w, sizeof(float));
+  double mx = 0, my = 0;
+  for (int n = 0; n < 5; ++n) mx += x[n] / 5, my += y[n] / 5;
+  double sxx = 0, sxy = 0;
+  for (int n = 0; n < 5; ++n) sxx += (x[n] - mx) * (x[n] - mx), sxy += (x[n] - mx) * (y[n] - my);
+  const double b = sxx > 0 ? sxy / sxx : 0.0;
+  double ssr = 0;
+  for (int n = 0; n < 5; ++n) {
+    const double r = y[n] - my - b * (x[n] - mx);
+    ssr += r * r;
+  }
+  const double sigma = std::sqrt(ssr / 3.0);  // 5 points, 2 fitted parameters
+  return std::isfinite(sigma) ? sigma : 0.0;
+}
+
+namespace {
+
+// f'(0) from f at 0, x1 and x2 (distinct, non-zero, on one side of 0): the second-order
+// one-sided difference (exact for quadratics), with the weights of the three values, whose
+// norm says how much the values' noise the estimate carries.
+struct OneSided {
+  double slope = 0, weight_norm = 0;
+};
+OneSided one_sided(double f0, double x1, double f1, double x2, double f2) {
+  const double c0 = -(x1 + x2) / (x1 * x2), c1 = x2 / (x1 * (x2 - x1)), c2 = -x1 / (x2 * (x2 - x1));
+  return {c0 * f0 + c1 * f1 + c2 * f2, std::sqrt(c0 * c0 + c1 * c1 + c2 * c2)};
+}
+
+}  // namespace
+
+GradientChecker::Difference GradientChecker::difference(Parameter& p, size_t i, float w, double h,
+                                                        double a, double base, double noise) {
+  // The allowance for a quotient whose loss values carry `noise` each, combined with weights
+  // of norm `weight_norm`: noise_factor times sqrt(2) standard deviations (for the central
+  // quotient, noise_factor * noise / h).
+  const auto noise_allowance = [&](double weight_norm) {
+    return options_.noise_factor * std::sqrt(2.0) * noise * weight_norm;
+  };
+  Difference d;
+  double up_step = 0, down_step = 0;
+  const double up = loss_with(p, i, w, h, &up_step);
+  const double down = options_.central ? loss_with(p, i, w, -h, &down_step) : base;
+  down_step = -down_step;
+  const double span = up_step + down_step;
+  d.numeric = (up - down) / span;
+  d.allowed = options_.abs_tolerance + options_.rel_tolerance * std::fabs(d.numeric) +
+              noise_allowance(std::sqrt(2.0) / span);  // weights +-1/span
+  d.central_ok =
+      std::isfinite(d.numeric) && std::isfinite(a) && std::fabs(a - d.numeric) <= d.allowed;
+  if (!d.central_ok && options_.central && std::isfinite(a)) {
+    // A kink (ReLU, max pooling) in [w - h, w + h] mixes two slopes in the central quotient;
+    // on the side without one, the loss is smooth over twice the step, and the second-order
+    // one-sided difference there is backward's gradient (on a smooth loss both sides are).
+    double up2_step = 0, down2_step = 0;
+    const double up2 = loss_with(p, i, w, 2 * h, &up2_step);
+    const double down2 = loss_with(p, i, w, -2 * h, &down2_step);
+    const OneSided right = one_sided(base, up_step, up, up2_step, up2);
+    const OneSided left = one_sided(base, -down_step, down, down2_step, down2);
+    for (const OneSided& side : {right, left}) {
+      const double allowed = options_.abs_tolerance + options_.rel_tolerance * std::fabs(a) +
+                             noise_allowance(side.weight_norm);
+      if (std::isfinite(side.slope) && std::fabs(a - side.slope) <= allowed) d.kink = true;
+    }
+  }
+  net_.backend().upload(p.value.data() + i, &w, sizeof(float));
+  return d;
+}
+
 ParameterCheck GradientChecker::check(Parameter& p, const std::vector<float>& analytic) {
   if (analytic.size() != p.size())
     throw InternalError("gradient check: " + p.name + ": " + std::to_string(analytic.size()) +
@@ -84,43 +184,63 @@ ParameterCheck GradientChecker::check(Parameter& p, const std::vector<float>& an
   ParameterCheck out;
   out.name = p.name;
   out.size = p.size();
-  const double base = options_.central ? 0.0 : loss();
-  double worst_ratio = -1.0;
-  for (size_t i : entries_to_check(p, analytic)) {
-    float* entry = p.value.data() + i;
-    float orig = 0.0f;
-    be.download(&orig, entry, sizeof(float));
-    auto loss_at = [&](double offset) {
-      const float v = static_cast<float>(orig + offset);
-      be.upload(entry, &v, sizeof(float));
-      return loss();
-    };
-    // The step actually taken in float, so rounding of w + eps does not bias the quotient.
-    const double up_step = double(static_cast<float>(orig + options_.epsilon)) - orig;
-    double numeric;
-    if (options_.central) {
-      const double down_step = orig - double(static_cast<float>(orig - options_.epsilon));
-      const double up = loss_at(options_.epsilon);
-      const double down = loss_at(-options_.epsilon);
-      numeric = (up - down) / (up_step + down_step);
-    } else {
-      numeric = (loss_at(options_.epsilon) - base) / up_step;
-    }
-    be.upload(entry, &orig, sizeof(float));
+  const std::vector<size_t> entries = entries_to_check(p, analytic);
+  if (entries.empty()) return out;
+  // Losses come back from the backend as double sums of the outputs' errors; `base` is the
+  // unperturbed one (one-sided differences, kinks and the noise probes need it).
+  const double base = loss();
+  // The noise of this array's loss: the largest of three probes (the entry with the largest
+  // gradient, which moves the most outputs, and two others).
+  size_t largest = entries[0];
+  for (size_t i : entries)
+    if (std::fabs(analytic[i]) > std::fabs(analytic[largest])) largest = i;
+  double noise = noise_at(p, largest, base);
+  if (entries.size() > 2) {
+    noise = std::max(noise, noise_at(p, entries[entries.size() / 3], base));
+    noise = std::max(noise, noise_at(p, entries[2 * entries.size() / 3], base));
+  }
+  out.loss_noise = noise;
 
+  double worst_passed = -1.0, worst_failed = -1.0;
+  EntryCheck passed_worst;
+  for (size_t i : entries) {
+    float orig = 0.0f;
+    be.download(&orig, p.value.data() + i, sizeof(float));
+    // The step: relative to the entry, and large enough that the noise over it stays within
+    // half the absolute tolerance (up to kMaxStepFactor times the plain step).
+    const double plain = options_.epsilon * scale_of(orig);
+    const double for_noise = options_.abs_tolerance > 0
+                                 ? 2.0 * options_.noise_factor * noise / options_.abs_tolerance
+                                 : 0.0;
+    const double h = std::min(std::max(plain, for_noise), kMaxStepFactor * plain);
+    out.max_step = std::max(out.max_step, h);
     const double a = analytic[i];
+    // Kinks on both sides of w (several ReLU rows switching within the step) spoil every
+    // difference at this step: a step 8 times smaller (8 times the noise allowance, far fewer
+    // kinks) gets one more try.
+    const Difference first = difference(p, i, orig, h, a, base, noise);
+    Difference d = first;
+    int retry = 0;
+    if (options_.central && !d.passed() && std::isfinite(a))
+      d = difference(p, i, orig, h / 8.0, a, base, noise), retry = 1;
+    const bool ok = d.passed();
+    if (ok && (d.kink || retry > 0)) ++out.kinks;
+    const double numeric = ok ? d.numeric : first.numeric;
+    const double allowed = ok ? d.allowed : first.allowed;
     const double error = std::fabs(a - numeric);
-    const double allowed = options_.abs_tolerance + options_.rel_tolerance * std::fabs(numeric);
-    const bool ok = std::isfinite(numeric) && std::isfinite(a) && error <= allowed;
     ++out.checked;
     if (!ok) ++out.failures;
     out.max_error = std::max(out.max_error, std::isfinite(error) ? error : HUGE_VAL);
+    // The worst entry: the failure furthest outside its tolerance, or without failures the
+    // entry closest to it.
     const double ratio = std::isfinite(error) ? error / allowed : HUGE_VAL;
+    double& worst_ratio = ok ? worst_passed : worst_failed;
     if (ratio > worst_ratio) {
       worst_ratio = ratio;
-      out.worst = {i, a, numeric};
+      (ok ? passed_worst : out.worst) = {i, a, numeric};
     }
   }
+  if (out.failures == 0) out.worst = passed_worst;
   return out;
 }
 
@@ -157,6 +277,9 @@ std::string describe(const ParameterCheck& c) {
   std::snprintf(buf, sizeof buf, "%s %s: %zu/%zu entries checked, max |error| %.3g",
                 c.passed() ? "PASS" : "FAIL", c.name.c_str(), c.checked, c.size, c.max_error);
   std::string s = buf;
+  if (c.kinks) s += ", " + std::to_string(c.kinks) + " next to a kink (one-sided or smaller step)";
+  std::snprintf(buf, sizeof buf, ", loss noise %.2g, step up to %.2g", c.loss_noise, c.max_step);
+  s += buf;
   if (!c.passed()) {
     std::snprintf(buf, sizeof buf,
                   "; %zu outside the tolerance, worst [%zu]: backward %.6g, finite difference %.6g",

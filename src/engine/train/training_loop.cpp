@@ -127,7 +127,8 @@ void TrainingLoop::set_validation(const BoundData& data) {
         "processes (model parallel); train without it, or set \"Parallel\": "
         "\"Data\" on the split layers");
   validator_ =
-      std::make_unique<Validator>(net_, data, options_.validation_k, *data_.outputs[0].dataset);
+      std::make_unique<Validator>(net_, data, options_.validation_k, *data_.outputs[0].dataset,
+                                  options_.validation_rank_input_items);
 }
 
 void TrainingLoop::restore(const TrainingState& state) {
@@ -205,7 +206,8 @@ std::vector<EpochReport> TrainingLoop::run() {
          (options_.patience ? ", early stopping after " + std::to_string(options_.patience) +
                                   " evaluations without improvement"
                             : std::string()) +
-         (options_.keep_best ? ", the best network is kept" : ""));
+         (options_.keep_best ? ", the best network is kept" : "") +
+         (validator_->ranking_rule().empty() ? "" : "; " + validator_->ranking_rule()));
   while (epoch_ < options_.epochs) {
     reports.push_back(run_epoch());
     if (reducer_ && reducer_->buckets() > 0)

@@ -45,6 +45,7 @@ struct TrainOptions {
   // never); `keep_best` puts the best evaluated weights back into the network at the end.
   uint32_t validation_interval = 1;
   uint32_t validation_k = 10;
+  bool validation_rank_input_items = false;  // rank each example's input items too
   uint32_t patience = 0;
   bool keep_best = true;
 };

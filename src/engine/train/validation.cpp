@@ -8,12 +8,13 @@
 #include "backend/math/loss_sums.h"
 #include "core/error.h"
 #include "predict/classifier_report.h"
+#include "predict/input_items.h"
 #include "predict/predictor.h"
 
 namespace nn {
 
 Validator::Validator(Network& net, const BoundData& data, uint32_t k,
-                     const ExampleSet& training_truth)
+                     const ExampleSet& training_truth, bool rank_input_items)
     : net_(net),
       data_(data),
       k_(std::max<uint32_t>(k, 1)),
@@ -31,10 +32,10 @@ Validator::Validator(Network& net, const BoundData& data, uint32_t k,
     mode_ = Mode::Rank;
     metric_ = "recall@" + std::to_string(k_);
     // A recommender's input items are known to the user: ranking them again would make the
-    // metric measure reconstruction rather than recommendation.
-    for (const auto& in : data_.inputs)
-      if (in.dataset->is_sparse() && in.dataset->features() == truth.features())
-        exclude_ = in.dataset;
+    // metric measure reconstruction rather than recommendation. nn-predict --target follows the
+    // same rule, so one metric name means one number.
+    exclude_ = input_items_left_out(data_, truth, rank_input_items);
+    ranking_rule_ = nn::ranking_rule(data_, truth, rank_input_items);
   } else {
     metric_ = "loss";
   }

@@ -2,7 +2,8 @@
 // validation set bound to the same layers and reports the metric that fits the network: top-1
 // accuracy for classifiers (every training example has one class), recall@K and NDCG@K for sparse
 // outputs (recommenders; the items of an example's input are not ranked when the input and the
-// output share one item space), else the validation loss. Reuses nn-predict's metric code
+// output share one item space, unless asked: the rule of predict/input_items.h, which nn-predict
+// --target follows too), else the validation loss. Reuses nn-predict's metric code
 // (RankingMetrics, ClassifierReport).
 #pragma once
 
@@ -34,14 +35,18 @@ class Validator {
   // `data` binds the network's input and output layers to the validation datasets. `k` is the
   // cut-off of the ranking metrics. `training_truth` (the training data's first output dataset)
   // decides what the network is: a classifier when each of its examples has one class (a
-  // validation set that holds out one item per user stays a recommender). Throws ConfigError
-  // when the network has no output bound.
-  Validator(Network& net, const BoundData& data, uint32_t k, const ExampleSet& training_truth);
+  // validation set that holds out one item per user stays a recommender). `rank_input_items`
+  // ranks each example's input items too. Throws ConfigError when the network has no output
+  // bound.
+  Validator(Network& net, const BoundData& data, uint32_t k, const ExampleSet& training_truth,
+            bool rank_input_items = false);
 
   // Evaluates the current weights. Leaves the network's minibatch allocation as it found it.
   ValidationResult evaluate();
   // The primary metric's name ("accuracy", "recall@10", "loss").
   const std::string& metric() const { return metric_; }
+  // Which items the rankings leave out (predict/input_items.h's sentence); "" unless ranking.
+  const std::string& ranking_rule() const { return ranking_rule_; }
 
  private:
   enum class Mode { Classify, Rank, Loss };
@@ -51,7 +56,7 @@ class Validator {
   BatchLoader loader_;
   OutputLosses losses_;
   Mode mode_ = Mode::Loss;
-  std::string metric_;
+  std::string metric_, ranking_rule_;
   std::vector<int64_t> classes_;         // Classify: true class per example
   const ExampleSet* exclude_ = nullptr;  // Rank: input dataset whose items are not ranked
 };

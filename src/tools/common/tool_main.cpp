@@ -4,6 +4,7 @@
 // waiting for it.
 #include "common/tool_main.h"
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -45,6 +46,10 @@ int run_tool(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Past a file-size limit (ulimit -f, RLIMIT_FSIZE) the kernel sends SIGXFSZ, whose default
+  // action kills the process mid-write, leaving its temporary file. Ignored, the write fails
+  // with EFBIG instead, and the atomic writer reports "File too large" and removes it.
+  std::signal(SIGXFSZ, SIG_IGN);
   std::unique_ptr<nn::api::ProcessSession> session;
   try {
     session = std::make_unique<nn::api::ProcessSession>(&argc, &argv);

@@ -3,11 +3,13 @@
 // image input ("input") and a sparse one-hot label output ("output") in one file, optionally
 // split in two (train/validation), plus a class-name index file (label<TAB>index). The flags
 // become an EncodeJob (nn/encode.h); the library encodes.
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "common/cli_support.h"
 #include "nn/encode.h"
+#include "nn/file_names.h"
 
 const char* const nn::tool::kToolName = "nn-encode";
 
@@ -31,10 +33,23 @@ void check_usage(const CLI::App& app, const api::EncodeJob& job, bool fine) {
     throw UsageError("--split needs --output2 for the rest of the images");
   if (!job.output2.empty() && !app.count("--split"))
     throw UsageError("--output2 needs --split F (the fraction written to --output)");
-  if (!job.output2.empty() && job.output2 == job.output)
-    throw UsageError("--output and --output2 name the same file");
   if (job.input_name.empty() || job.output_name.empty() || job.input_name == job.output_name)
     throw UsageError("--input-name and --output-name must be non-empty and different");
+  // Each output a file of its own, none of them an input, however the names are spelled.
+  const std::string class_index =
+      !job.class_index.empty()
+          ? job.class_index
+          : (std::filesystem::path(job.output).parent_path() / "classes.idx").string();
+  std::vector<api::NamedFile> inputs;
+  for (const std::string& in : job.inputs) inputs.push_back({"-i", in});
+  inputs.push_back({"-l", job.labels});
+  if (std::filesystem::is_regular_file(job.class_names))
+    inputs.push_back({"--class-names", job.class_names});
+  api::check_distinct_files(
+      {{"-o", job.output},
+       {"--output2", job.output2},
+       {job.class_index.empty() ? "the class index (default)" : "--class-index", class_index}},
+      inputs);
 }
 
 }  // namespace

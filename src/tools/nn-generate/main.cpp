@@ -10,6 +10,7 @@
 
 #include "common/cli_support.h"
 #include "common/tool_main.h"
+#include "nn/file_names.h"
 #include "nn/generate.h"
 
 const char* const nn::tool::kToolName = "nn-generate";
@@ -94,6 +95,9 @@ int nn::tool::run(int argc, char** argv) {
   if (parse_or_exit(app, std::vector<std::string>(argv, argv + argc), status)) return status;
   // Under mpirun the conversion is not split: rank 0 does it; the others have nothing to do.
   if (api::world_rank() != 0) return 0;
+  // Nothing is read or written when two outputs, or an output and the input, are one file.
+  api::check_distinct_files({{"-o", o.output}, {"-f", o.features}, {"-s", o.samples}},
+                            {{"-i", o.input}});
   // The index files are loaded first: a missing feature index is reported before a usage slip.
   api::DatasetGenerator generator(make_job(o));
   if (o.header && !o.rows) throw UsageError("--header needs --rows");

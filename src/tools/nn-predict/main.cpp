@@ -8,6 +8,7 @@
 #include "common/cli_support.h"
 #include "common/stdin_spool.h"
 #include "nn/command_file.h"
+#include "nn/file_names.h"
 #include "nn/predict_job.h"
 
 const char* const nn::tool::kToolName = "nn-predict";
@@ -44,7 +45,9 @@ void define_flags(CLI::App& app, Flags& f) {
       ->check(CLI::ExistingFile);
   app.add_option("--sample-index", f.job.sample_index, "sample index: names for --data examples")
       ->check(CLI::ExistingFile);
-  app.add_option("-f,--filter", f.job.filter, "items to exclude per sample (text format)")
+  app.add_option("-f,--filter", f.job.filter,
+                 "items to exclude per sample: text (sample<TAB>item:...; needs the sample and "
+                 "output indices) or a dataset FILE.nc (row e filters example e)")
       ->check(CLI::ExistingPath);
   app.add_flag("--filter-multiply", f.job.filter_multiply,
                "multiply scores by the filter values instead of excluding (DSSTNE behaviour)");
@@ -61,6 +64,9 @@ void define_flags(CLI::App& app, Flags& f) {
                  "or, when every example has one item (or with --classify), accuracy and a "
                  "confusion matrix")
       ->check(CLI::ExistingFile);
+  app.add_flag("--rank-input-items", f.job.rank_input_items,
+               "with --target: rank each example's input items too (default: left out of its "
+               "ranking, as nn-train's validation does)");
   app.add_flag("--classify", f.job.classify,
                "evaluate as a classifier: the target item with the largest value is the class");
   app.add_option("--top-classes", f.job.top_classes,
@@ -110,8 +116,9 @@ void job_from_cdl(CLI::App& app, Flags& f, std::vector<std::string>& overrides) 
       value = from_cdl;
       return;
     }
-    overrides.push_back(opt->get_name() + " " + opt->as<std::string>() + " overrides " + f.cdl +
-                        "'s " + key + " " + (cdl_text.empty() ? "(unset)" : cdl_text));
+    const std::string given = opt->get_expected_min() == 0 ? "" : " " + opt->as<std::string>();
+    overrides.push_back(opt->get_name() + given + " overrides " + f.cdl + "'s " + key + " " +
+                        (cdl_text.empty() ? "(unset)" : cdl_text));
   };
   auto join = [](const std::vector<std::string>& v) {
     std::string out;
@@ -127,6 +134,8 @@ void job_from_cdl(CLI::App& app, Flags& f, std::vector<std::string>& overrides) 
   take("-i", "InputIndex", job.input_index, p.input_index, p.input_index);
   take("-l", "Layer", job.layer, p.layer, p.layer);
   take("--target", "Target", job.target, p.target, p.target);
+  take("--rank-input-items", "RankInputItems", job.rank_input_items, p.rank_input_items,
+       p.rank_input_items ? "true" : "false");
   take("-p", "ScoreFormat", job.score_format, p.score_format, p.score_format);
   take("-b", "MiniBatch", job.minibatch, p.minibatch, std::to_string(p.minibatch));
 }
@@ -138,6 +147,28 @@ void check_flags_job(Flags& f) {
   if (f.job.network.empty()) throw UsageError("need a CDL file or -n network.nc");
   if (f.job.text_input.empty() && f.job.data_files.empty())
     throw UsageError("need examples to score: -r examples.txt or --data file.nc");
+}
+
+// Each output a file of its own, none of them an input, however the names are spelled. Files
+// are named by their flag, or by their CDL key when the command file gave them.
+void check_files(const CLI::App& app, const Flags& f) {
+  const api::PredictJob& job = f.job;
+  const auto name = [&](const char* flag, const char* key) {
+    return std::string(f.cdl.empty() || app.get_option(flag)->count() ? flag : key);
+  };
+  std::vector<api::NamedFile> inputs = {{name("-n", "Network"), job.network},
+                                        {"-r", job.text_input},
+                                        {name("-i", "InputIndex"), job.input_index},
+                                        {name("-o", "OutputIndex"), job.output_index},
+                                        {name("--sample-index", "SampleIndex"), job.sample_index},
+                                        {name("-f", "Filter"), job.filter},
+                                        {name("--target", "Target"), job.target}};
+  for (const std::string& d : job.data_files) inputs.push_back({name("--data", "Data"), d});
+  const std::string recs = api::is_stdout_path(job.output) ? std::string("-") : job.output;
+  api::check_distinct_files({{name("-s", "Output"), job.write_recs ? recs : std::string()},
+                             {"--top-classes", job.top_classes},
+                             {"--dump", job.dump}},
+                            inputs);
 }
 
 // The checks every job passes; returns whether results go to standard output (log lines are
@@ -186,6 +217,7 @@ int run(int argc, char** argv) {
   else
     check_flags_job(f);
   const bool to_stdout = check_job(f);
+  check_files(app, f);
   api::PredictJob& job = f.job;
   if (job.threads <= 0) job.threads = api::default_thread_count();
   const LogSink log = f.quiet ? null_log() : stream_log(stderr, to_stdout ? "nn-predict: " : "");

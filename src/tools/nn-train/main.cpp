@@ -11,6 +11,7 @@
 #include "common/cli_support.h"
 #include "nn-train/failure_injection.h"
 #include "nn/command_file.h"
+#include "nn/file_names.h"
 #include "nn/train_job.h"
 
 const char* const nn::tool::kToolName = "nn-train";
@@ -29,13 +30,14 @@ struct Flags {
   int threads = 0, device = 0, checkpoint_interval = -1, checkpoints_kept = -1;
   std::string checkpoint_name, memory_limit;
   bool resume = false, quiet = false, validate = false, no_keep_best = false;
+  bool rank_input_items = false;
   std::vector<std::string> validation;
   uint32_t validation_interval = 0, validation_k = 0, patience = 0;
   api::GradientCheckSettings check;
   CLI::Option *batch_opt, *epochs_opt, *alpha_opt, *lambda_opt, *lambda1_opt, *mu_opt, *mu1_opt,
       *optimizer_opt, *seed_opt, *checkpoint_name_opt, *checkpoint_interval_opt,
       *checkpoints_kept_opt, *validation_opt, *validation_interval_opt, *validation_k_opt,
-      *patience_opt, *no_keep_best_opt, *backend_opt, *device_opt;
+      *patience_opt, *no_keep_best_opt, *rank_input_items_opt, *backend_opt, *device_opt;
 };
 
 void define_flags(CLI::App& app, Flags& f) {
@@ -88,6 +90,10 @@ void define_flags(CLI::App& app, Flags& f) {
   f.patience_opt =
       app.add_option("--patience", f.patience,
                      "stop after this many evaluations without improvement (default 0 = never)");
+  f.rank_input_items_opt = app.add_flag(
+      "--validation-rank-input-items", f.rank_input_items,
+      "rank each validation example's input items too (default: left out of its ranking, as "
+      "nn-predict --target does)");
   f.no_keep_best_opt =
       app.add_flag("--no-keep-best", f.no_keep_best,
                    "write the last epoch's network instead of the best evaluated one");
@@ -99,12 +105,17 @@ void define_flags(CLI::App& app, Flags& f) {
                  "Validate: entries checked per weight/bias array, 0 = all (default 1000; larger "
                  "arrays are sampled)");
   app.add_option("--check-epsilon", f.check.epsilon,
-                 "Validate: perturbation of each entry (default 0.001)");
+                 "Validate: step of entry w, epsilon * max(1, |w|), raised where the loss's "
+                 "rounding noise needs it (default 0.001)");
   app.add_option("--check-abs-tolerance", f.check.abs_tolerance,
                  "Validate: an entry passes when |backward - finite difference| <= abs + rel * "
-                 "|finite difference| (default abs 0.002)");
+                 "|finite difference| + noise * (the loss's rounding noise) / step (default abs "
+                 "0.002)");
   app.add_option("--check-rel-tolerance", f.check.rel_tolerance,
                  "Validate: see --check-abs-tolerance (default rel 0.02)");
+  app.add_option("--check-noise-factor", f.check.noise_factor,
+                 "Validate: see --check-abs-tolerance (default noise 8; 0 leaves the loss's "
+                 "rounding out of the tolerance)");
   f.backend_opt = app.add_option(
       "--backend", f.backend,
       "cpu, cuda or auto (default auto: cuda when this build has it and the device is usable; "
@@ -189,7 +200,9 @@ std::vector<std::string> cdl_overrides(const Flags& f, const api::CommandFile& c
        {f.validation_interval_opt, "ValidationInterval", std::to_string(t.validation_interval)},
        {f.validation_k_opt, "ValidationK", std::to_string(t.validation_k)},
        {f.patience_opt, "Patience", std::to_string(t.patience)},
-       {f.no_keep_best_opt, "KeepBest", t.keep_best ? "true" : "false"}});
+       {f.no_keep_best_opt, "KeepBest", t.keep_best ? "true" : "false"},
+       {f.rank_input_items_opt, "ValidationRankInputItems",
+        t.validation_rank_input_items ? "true" : "false"}});
 }
 
 // The job of a CDL file with the flags given beside it applied (each override is described in
@@ -272,16 +285,32 @@ void apply_validation_flags(const Flags& f, api::TrainJob& job) {
   if (f.validation_k) job.validation_k = f.validation_k;
   if (f.patience) job.patience = f.patience;
   if (f.no_keep_best) job.keep_best = false;
+  if (f.rank_input_items) job.validation_rank_input_items = true;
   if (job.validation_files.empty() && job.patience > 0)
     throw UsageError(
         "--patience (CDL Patience) needs a validation set (--validation or CDL "
         "ValidationData)");
 }
 
+// The network file must not replace a file the run reads, however the names are spelled (the
+// per-epoch log and loss curve beside it are checked by the library). Files are named by their
+// flag, or by their CDL key when the command file gave them.
+void check_files(const Flags& f, const api::TrainJob& job) {
+  const bool cdl = !f.cdl.empty();
+  std::vector<api::NamedFile> inputs = {{cdl ? "Network" : "-c", job.network_json}};
+  for (size_t i = 0; i < job.data_files.size(); ++i)
+    inputs.push_back({cdl ? "Data" : i == 0 ? "-i" : "-o", job.data_files[i]});
+  for (const std::string& v : job.validation_files)
+    inputs.push_back({f.validation.empty() ? "ValidationData" : "--validation", v});
+  api::check_distinct_files({{cdl ? "Results" : "-n", job.results}}, inputs);
+}
+
 // The gradient check; exit status 1 (reported by rank 0) when an array fails it.
 int check_gradients(const Flags& f, const api::TrainJob& job, const LogSink& log) {
-  if (!(f.check.epsilon > 0) || f.check.abs_tolerance < 0 || f.check.rel_tolerance < 0)
-    throw UsageError("--check-epsilon must be positive and the tolerances non-negative");
+  if (!(f.check.epsilon > 0) || f.check.abs_tolerance < 0 || f.check.rel_tolerance < 0 ||
+      f.check.noise_factor < 0)
+    throw UsageError(
+        "--check-epsilon must be positive and the tolerances and the noise factor non-negative");
   const api::GradientCheckResult result = api::run_gradient_check(job, f.check, log);
   if (result.passed()) return 0;
   if (api::world_rank() != 0) return 1;  // rank 0 reports; every rank computed the same check
@@ -331,6 +360,7 @@ int run(int argc, char** argv) {
     log("random seed " + std::to_string(job.seed) +
         " (RandomSeed is absent or -1; set RandomSeed or --seed to this value to repeat the run)");
   if (f.validate) return check_gradients(f, job, log);
+  check_files(f, job);
   api::run_training(job, log, nullptr, failure_injection_from_environment(api::world_rank()));
   return 0;
 }

@@ -2,6 +2,9 @@
 # checks, and the tiny recommendation data (30 users, 3 tastes of 6 items) that several scripts
 # train on.
 
+# Script tests that cannot run (no mpirun, not root, ...) print why and exit 77, which CTest
+# reports as Skipped (SKIP_RETURN_CODE), never as passed; tests/structure/skip_codes.py checks it.
+
 fail() {
   echo "FAIL: $*" >&2
   exit 1

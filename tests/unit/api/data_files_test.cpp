@@ -3,6 +3,7 @@
 // is an ArgumentError (the tools' usage error), and the process of a plain test run is one rank.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -74,6 +75,36 @@ TEST(DataFiles, EncodesAnIdxCorpusIntoImagesLabelsAndAClassIndex) {
   job.class_names = "cifar10";  // ten names for four classes
   EXPECT_CONTAINS(error_of<ArgumentError>([&] { encode_images(job, null_log()); }),
                   "names 10 classes, but the labels have 4");
+}
+
+// The jobs refuse outputs that are one file before they read or write anything (the tools name
+// their flags; a program sees the job's field names).
+TEST(DataFiles, JobsRefuseTwoOutputsThatAreOneFile) {
+  ScratchDir dir;
+  const std::string images = dir.path() + "/img.idx", labels = dir.path() + "/lab.idx";
+  write_idx(images, labels, 4);
+  EncodeJob e;
+  e.format = "idx";
+  e.inputs = {images};
+  e.labels = labels;
+  e.classes = 4;
+  e.output = dir.path() + "/d.nc";
+  e.class_index = dir.path() + "/sub/../d.nc";
+  EXPECT_CONTAINS(
+      error_of<ArgumentError>([&] { encode_images(e, null_log()); }),
+      "output " + e.output + " and class_index " + e.class_index + " name the same file");
+  GenerateJob g;
+  g.dataset = "input";
+  g.input = dir.write("r.txt", "u1\ta:b\n");
+  g.output = dir.path() + "/g.nc";
+  g.features = dir.path() + "/x.idx";
+  g.samples = dir.path() + "/./x.idx";
+  g.create_features = true;
+  EXPECT_CONTAINS(error_of<ArgumentError>([&] { DatasetGenerator{g}; }),
+                  "features " + g.features + " and samples " + g.samples + " name the same file");
+  EXPECT_FALSE(std::filesystem::exists(g.output));
+  EXPECT_FALSE(std::filesystem::exists(e.output));
+  EXPECT_TRUE(same_file(g.features, dir.path() + "/sub/../x.idx"));
 }
 
 TEST(DataFiles, AProcessOutsideMpiIsOneRank) {

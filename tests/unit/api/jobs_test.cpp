@@ -286,7 +286,7 @@ TEST_F(Jobs, ErrorsNameTheBadInput) {
   p.layer = "";
   p.filter = ratings_;
   EXPECT_CONTAINS(error_of<ConfigError>([&] { run_prediction(p, null_log()); }),
-                  "needs the sample index and the output index");
+                  "so it needs the sample index (--sample-index) and the output index (-o)");
   p.filter = "";
   p.network = path("input.nc");
   EXPECT_CONTAINS(error_of<DataError>([&] { run_prediction(p, null_log()); }),

@@ -153,7 +153,7 @@ TEST(AtomicFile, CommitAllRefusesTwoOutputsNamingOneFile) {
     f2.write("samples");
     commit_all({&f1, &f2});
   });
-  EXPECT_CONTAINS(message, a + " and " + other_spelling + " are the same file");
+  EXPECT_CONTAINS(message, a + " and output " + other_spelling + " name the same file");
   EXPECT_EQ(slurp(a), "old a");
   EXPECT_EQ(entries(dir.path()), (std::vector<std::string>{"a.idx"}));
 }

@@ -174,6 +174,78 @@ TEST(GradientChecker, SampledArraysAlwaysIncludeTheLargestGradients) {
   EXPECT_EQ(caught.worst.index, largest);
 }
 
+// A recommender's loss: 6000 sigmoid outputs per example summed, about 4000 per example at
+// initialisation. Its float32 rounding over a fixed step of 1e-3 reaches the fixed tolerance
+// (the man page's example once failed a correct network that way); the measured noise sets the
+// steps and the tolerance, so the correct gradients pass, and a wrong hidden bias is still
+// flagged.
+Fixture wide_recommender(uint32_t outputs, uint32_t hidden, uint32_t n) {
+  const auto rows = random_rows(31, n, outputs, 40);
+  return Fixture(R"({"Name": "wide", "ErrorFunction": "CrossEntropy", "Layers": [
+      {"Name": "In", "Kind": "Input", "N": "auto", "DataSet": "in", "Sparse": true},
+      {"Name": "H", "Kind": "Hidden", "N": )" +
+                     std::to_string(hidden) + R"(, "Activation": "Sigmoid"},
+      {"Name": "Out", "Kind": "Output", "N": "auto", "DataSet": "out", "Activation": "Sigmoid"}]})",
+                 {sparse_set("in", outputs, rows), sparse_set("out", outputs, rows)}, 9);
+}
+
+TEST(GradientChecker, ALargeLossPassesCorrectGradientsAndFlagsAWrongOne) {
+  Fixture f = wide_recommender(6000, 24, 16);
+  const HostBatch hb = first_batch(f.bound, 16);
+  GradientChecker checker(*f.net, f.bound, hb);
+  const double loss = checker.compute_analytic();
+  EXPECT_GT(loss, 2000.0);
+  Parameter& bias = *f.net->parameters()[1];  // H<-In:bias: every output moves with it
+  ASSERT_EQ(bias.size(), 24u);
+  std::vector<float> grad = bias.grad.to_host();
+  const ParameterCheck good = checker.check(bias, grad);
+  EXPECT_TRUE(good.passed()) << describe(good);
+  EXPECT_GT(good.loss_noise, 0.0) << describe(good);
+  EXPECT_EQ(good.checked, 24u);
+
+  size_t largest = 0;
+  for (size_t i = 0; i < grad.size(); ++i)
+    if (std::fabs(grad[i]) > std::fabs(grad[largest])) largest = i;
+  grad[largest] *= 1.5f;  // half as much again: a wrong factor in backward()
+  const ParameterCheck bad = checker.check(bias, grad);
+  EXPECT_EQ(bad.failures, 1u) << describe(bad);
+  EXPECT_EQ(bad.worst.index, largest);
+}
+
+// ReLU kinks: with a step large enough to cross them, central differences mix two slopes; the
+// entries whose gradient is one side's slope pass (counted), a wrong one still fails.
+TEST(GradientChecker, KinksPassOnOneSideAndWrongGradientsStillFail) {
+  ExampleSet in = densify(sparse_set("in", 6, random_rows(41, 12, 6, 3),
+                                     std::vector<std::vector<float>>(12, {1.0f, -0.7f, 0.4f})));
+  ExampleSet out = densify(sparse_set("out", 4, random_rows(42, 12, 4, 1)));
+  Fixture f(R"({"Name": "relu", "ErrorFunction": "L2", "Layers": [
+      {"Name": "In", "Kind": "Input", "N": "auto", "DataSet": "in"},
+      {"Name": "H", "Kind": "Hidden", "N": 16, "Activation": "Relu"},
+      {"Name": "Out", "Kind": "Output", "N": "auto", "DataSet": "out", "Activation": "Linear"}]})",
+            {in, out}, 13);
+  const HostBatch hb = first_batch(f.bound, 12);
+  GradientCheckOptions opt;
+  opt.epsilon = 0.05;  // wide enough to cross many rows' kinks
+  GradientChecker checker(*f.net, f.bound, hb, opt);
+  checker.compute_analytic();
+  size_t kinks = 0;
+  for (Parameter* p : f.net->parameters()) {
+    std::vector<float> grad = p->grad.to_host();
+    const ParameterCheck c = checker.check(*p, grad);
+    EXPECT_TRUE(c.passed()) << describe(c);
+    kinks += c.kinks;
+  }
+  EXPECT_GT(kinks, 0u);
+  Parameter& w = *f.net->parameters()[0];
+  std::vector<float> grad = w.grad.to_host();
+  size_t largest = 0;
+  for (size_t i = 0; i < grad.size(); ++i)
+    if (std::fabs(grad[i]) > std::fabs(grad[largest])) largest = i;
+  grad[largest] += grad[largest] > 0 ? 0.3f : -0.3f;
+  const ParameterCheck bad = checker.check(w, grad);
+  EXPECT_EQ(bad.failures, 1u) << describe(bad);
+}
+
 // DSSTNE's validate_ScaledMarginalCrossEntropy_02 test (a config of its tst/test_data, checked
 // by NNNetwork::Validate): Input 2 -> Hidden 2 Sigmoid -> Output 2 Sigmoid, SMCE with targets
 // 1/0 and scales 30/1, "Classification" data (example s has the single feature s mod 2 in and
