@@ -15,7 +15,13 @@ tiny_datasets "$tools"
 tiny_config 8
 "$tools/nn-train" -q -c config.json -i input.nc -o output.nc -n network.nc -e 3 -b 8 --seed 1
 "$tools/nn-train" -q -c config.json -i input.nc -o output.nc -n net2.nc -e 3 -b 8 --seed 2
+# A network slow enough that one large request is still running when SIGTERM comes (drain test).
+sed 's/"Name": "Hidden", "Kind": "Hidden", "N": 8,/"Name": "H1", "Kind": "Hidden", "N": 1536,/' \
+  config.json | sed 's/"Name": "Output"/"Name": "H2", "Kind": "Hidden", "N": 1536, "Activation": "Sigmoid" },\n    { "Name": "Output"/' >slow.json
+"$tools/nn-train" -q -c slow.json -i input.nc -o output.nc -n slow.nc -e 1 -b 8 --seed 3
 timeout 300 /usr/bin/python3 "$here/lib/serve_http_check.py" "$tools"
+# The check left a broken network.nc behind (its refused reload): the tests below need a good one.
+cp net2.nc network.nc
 
 tool="$tools/nn-serve"
 expect_status 0 --help

@@ -25,12 +25,26 @@ Batcher::~Batcher() {
   for (std::thread& t : workers_) t.join();
 }
 
-void Batcher::run(Job& job) {
+void Batcher::announce() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++coming_;
+}
+
+void Batcher::withdraw() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (coming_ > 0) --coming_;
+  }
+  wake_.notify_all();  // a collector waiting for it may go
+}
+
+void Batcher::run(Job& job, bool announced) {
   std::future<void> done = job.done.get_future();
   job.arrival = Clock::now();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(&job);
+    if (announced && coming_ > 0) --coming_;
   }
   wake_.notify_all();
   done.wait();
@@ -83,7 +97,7 @@ void Batcher::work(size_t worker) {
       if (queue_.empty()) return;  // stopping, nothing left
       collecting_ = true;
       const Clock::time_point deadline = queue_.front()->arrival + max_delay_;
-      while (!stopping_ && compatible_rows() < max_batch_ && Clock::now() < deadline)
+      while (!stopping_ && coming_ > 0 && compatible_rows() < max_batch_ && Clock::now() < deadline)
         wake_.wait_until(lock, deadline);
       batch = take_batch();
       collecting_ = false;

@@ -1,8 +1,10 @@
 // Dynamic batching: requests from many HTTP threads are queued as jobs; a pool of workers (one
 // Evaluator each) takes them in minibatches. One idle worker at a time collects: it takes the
 // oldest job and waits for more until the batch has max_batch rows or max_delay has passed since
-// that job arrived, then runs the batch while the next idle worker starts collecting. Only
-// compatible jobs share a batch (the same generation of the model, the same kind of answer and
+// that job arrived, then runs the batch while the next idle worker starts collecting. It waits
+// only while more jobs are on their way (requests accepted and announced, not queued yet): a
+// request that is alone runs at once instead of waiting max_delay for company that is not coming.
+// Only compatible jobs share a batch (the same generation of the model, the same kind of answer and
 // layer), so every job is computed by the model it was accepted with; rows never influence each
 // other (the Model is batch-invariant), so a job's answer is the one it would get alone.
 #pragma once
@@ -63,8 +65,13 @@ class Batcher {
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
 
+  // A request was accepted and will queue a job soon (announce), or will not after all
+  // (withdraw, e.g. it was malformed). run(job, true) queues the announced request's job and
+  // withdraws its announcement at once.
+  void announce();
+  void withdraw();
   // Queues the job and returns when it has its results (or job.error).
-  void run(Job& job);
+  void run(Job& job, bool announced = false);
   BatcherStats stats() const;
 
  private:
@@ -82,6 +89,7 @@ class Batcher {
   mutable std::mutex mutex_;
   std::condition_variable wake_;  // a job arrived, collecting ended, or stopping
   std::deque<Job*> queue_;
+  uint64_t coming_ = 0;  // announced requests whose job is not queued yet
   bool collecting_ = false;
   bool stopping_ = false;
   BatcherStats stats_;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <utility>
 
 #include "nn/error.h"
 #include "nn/process.h"
@@ -217,20 +218,31 @@ ServeResponse Service::Impl::infer(const std::string& body, bool recommend) {
       if (--s.in_flight == 0) s.idle.notify_all();
     }
   } in_flight_guard{*this};
+  // Announced to the batcher until its first job is queued: a batch being collected waits for
+  // it (up to max_delay), and goes at once when no accepted request is still on its way.
+  batcher->announce();
+  bool announced = true;
+  struct Withdraw {
+    serve::Batcher& b;
+    bool& pending;
+    ~Withdraw() {
+      if (pending) b.withdraw();
+    }
+  } withdraw_guard{*batcher, announced};
   auto rethrow = [](const serve::Job& j) {
     if (j.error) std::rethrow_exception(j.error);
   };
   if (recommend) {
     serve::RecommendQuery q = serve::parse_recommend(body, gen, options);
     if (q.job->rows > 0) {
-      batcher->run(*q.job);
+      batcher->run(*q.job, std::exchange(announced, false));
       rethrow(*q.job);
     }
     return {200, serve::format_recommend(q)};
   }
   serve::InferQuery q = serve::parse_infer(body, gen, options);
   for (auto& job : q.jobs) {
-    batcher->run(*job);
+    batcher->run(*job, std::exchange(announced, false));
     rethrow(*job);
   }
   return {200, serve::format_infer(q, name)};

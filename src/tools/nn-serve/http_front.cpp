@@ -6,6 +6,7 @@
 
 #include <httplib.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -78,6 +79,14 @@ void serve_http(api::Service& service, const FrontOptions& o, const LogSink& log
   server.set_payload_max_length(size_t(o.max_body));
   server.set_keep_alive_max_count(100000);  // a client keeps its connection; a thread serves it
   server.set_tcp_nodelay(true);
+  // Debian's libcpp-httplib listens with a backlog of 5 (compiled in): more clients connecting at
+  // once lose their SYN and retry a second later. The listening socket is noted here and given a
+  // full backlog after binding (listen() again on a listening socket changes its backlog).
+  int listen_fd = -1;
+  server.set_socket_options([&listen_fd](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_fd = int(sock);
+  });
 
   auto answer = [&service](const httplib::Request& req, httplib::Response& res) {
     const api::ServeResponse r = service.handle({req.method, req.path, req.body});
@@ -126,15 +135,16 @@ void serve_http(api::Service& service, const FrontOptions& o, const LogSink& log
     throw IoError("cannot listen on " + o.host + ":" + std::to_string(port) +
                   " (in use, or not an address of this host)");
   }
+  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
   std::thread listener([&server] { server.listen_after_bind(); });
   const api::ServeStats at_start = service.stats();
   // With -q and --port 0 the port is still announced: nobody could reach the server otherwise.
-  const LogSink announce =
-      o.quiet && o.port == 0
-          ? LogSink([](const std::string& line) { std::fprintf(stderr, "nn-serve: %s\n", line.c_str()); })
-          : log;
+  const LogSink announce = o.quiet && o.port == 0 ? LogSink([](const std::string& line) {
+    std::fprintf(stderr, "nn-serve: %s\n", line.c_str());
+  })
+                                                  : log;
   announce("listening on http://" + o.host + ":" + std::to_string(port) + " (model '" +
-      service.model_name() + "' version " + std::to_string(at_start.version) + ")");
+           service.model_name() + "' version " + std::to_string(at_start.version) + ")");
 
   // This thread waits for signals, and between them watches the network file.
   const sigset_t set = serve_signals();

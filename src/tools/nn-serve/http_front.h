@@ -17,7 +17,7 @@ struct FrontOptions {
   uint64_t max_body = 1 << 20;
   int watch_ms = 1000;  // how often the network file is checked (0: never, SIGHUP only)
   bool access_log = true;
-  bool quiet = false;        // no status lines either, except "listening on" for --port 0
+  bool quiet = false;  // no status lines either, except "listening on" for --port 0
 };
 
 // The calling thread must have blocked SIGHUP, SIGTERM and SIGINT before any other thread was

@@ -3,7 +3,8 @@
 network.nc, net2.nc, features.idx): every endpoint, each class of bad request with its status
 and JSON error (the server keeps serving), batched answers equal to an unbatched server's under
 32 concurrent clients, SIGHUP and a replaced network file reloading with requests in flight (none
-fails), SIGTERM draining accepted requests and exiting 0, the access log and -q. Every request
+fails), SIGTERM draining (a running request answered, new ones 503) and exiting 0, the access log
+and -q. Every request
 loop is bounded in count and time."""
 import http.client
 import json
@@ -185,22 +186,34 @@ def reload_under_load(s):
 
 
 def drain_on_sigterm():
-    s = Server("-n", "net2.nc", "-i", "features.idx", "-o", "features.idx", "--threads", "1",
-               "--max-delay-ms", "400", "--max-batch", "1000", name="drain")
+    """A large request (4096 users on slow.nc, two hidden layers of 1536 units) is running when
+    SIGTERM comes: a request and a readiness probe arriving while the server drains get 503 with
+    a JSON error, the large request is answered, and the server exits 0."""
+    s = Server("-n", "slow.nc", "-i", "features.idx", "-o", "features.idx", "--threads", "1",
+               name="drain")
+    users = [{"items": [f"m{u % 9}", f"m{9 + u % 9}"], "k": 3} for u in range(4096)]
     results = []
-    threads = [threading.Thread(target=lambda: results.append(
-        s.request("POST", "/recommend", {"items": ["m1"]}))) for _ in range(4)]
-    for t in threads:
-        t.start()
-    time.sleep(0.15)  # accepted, waiting in the batcher
-    rc = s.stop(signal.SIGTERM)
-    for t in threads:
-        t.join(timeout=30)
+    big = threading.Thread(target=lambda: results.append(s.request("POST", "/recommend", users)))
+    big.start()
+    time.sleep(0.15)  # sent, parsed and running
+    s.proc.send_signal(signal.SIGTERM)
+    deadline = time.time() + 5
+    while time.time() < deadline and "draining" not in s.text():
+        time.sleep(0.01)
+    late = s.request("POST", "/recommend", {"items": ["m1"]})
+    ready = s.request("GET", "/v2/health/ready")
+    big_was_running = big.is_alive()
+    rc = s.proc.wait(timeout=60)
+    s.log.close()
+    big.join(timeout=60)
     check(rc == 0, f"nn-serve exited {rc} on SIGTERM")
-    check(len(results) == 4 and all(r[0] == 200 for r in results),
-          f"requests accepted before SIGTERM were not all answered: {results}")
+    check(big_was_running, "the large request ended before the checks (too fast here)")
+    check(len(results) == 1 and results[0][0] == 200 and len(results[0][1]) == 4096,
+          f"the request accepted before SIGTERM was not answered: {str(results)[:200]}")
+    check(late[0] == 503 and "shutting down" in late[1]["error"], f"a request while draining: {late}")
+    check(ready[0] == 503, f"ready while draining: {ready}")
     log = s.text()
-    check("draining" in log and "stopped after 4 requests" in log, f"drain log: {log}")
+    check("draining" in log and "stopped after 3 requests" in log, f"drain log: {log}")
 
 
 def main():

@@ -184,23 +184,74 @@ TEST_F(ServeTest, AFailedReloadKeepsTheCurrentModel) {
   EXPECT_TRUE(s.ready());
 }
 
-TEST_F(ServeTest, DrainWaitsForAcceptedRequests) {
+// A network slow enough that one large request is still running while the test looks: two
+// hidden layers of 1536 units, 4096 rows (about 40 GFLOP).
+std::string slow_network(const std::string& file) {
+  api::DataShape shape;
+  shape.width = kWidth;
+  shape.sparse = true;
+  auto m = api::Model::from_json(R"({ "Name": "served", "ErrorFunction": "CrossEntropy",
+    "Layers": [
+      { "Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true },
+      { "Name": "H1", "Kind": "Hidden", "N": 1536, "Activation": "Sigmoid" },
+      { "Name": "H2", "Kind": "Hidden", "N": 1536, "Activation": "Sigmoid" },
+      { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output",
+        "Activation": "Sigmoid" } ] })",
+                                 {{"input", shape}, {"output", shape}}, 3);
+  m->save(file);
+  json users = json::array();
+  for (int u = 0; u < 4096; ++u)
+    users.push_back(
+        {{"items", {"m" + std::to_string(u % 15), "m" + std::to_string(15 + u % 13)}}, {"k", 3}});
+  return users.dump();
+}
+
+TEST_F(ServeTest, DrainWaitsForAcceptedRequestsAndRefusesNewOnes) {
   api::ServeOptions o = options();
-  o.max_delay_ms = 200;  // requests sit in the batcher long enough for drain() to find them
-  o.max_batch = 1000;
+  o.network = path("slow.nc");
+  o.threads = 1;
+  o.max_body = 64 << 20;
+  const std::string big = slow_network(o.network);
   api::Service s(o);
-  std::vector<std::thread> clients;
-  std::atomic<int> ok{0};
-  for (int c = 0; c < 4; ++c)
-    clients.emplace_back([&] {
-      if (post(s, "/recommend", R"({"items": ["m1"]})").status == 200) ++ok;
-    });
-  while (s.stats().in_flight < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  s.drain();  // returns once all four are answered
+  std::atomic<int> big_status{0};
+  std::string big_body;
+  std::thread client([&] {
+    const api::ServeResponse r = post(s, "/recommend", big);
+    big_body = r.body.substr(0, 200);
+    big_status = r.status;
+  });
+  while (s.stats().in_flight < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::atomic<bool> drained{false};
+  std::thread drainer([&] {
+    s.drain();  // returns once the large request is answered
+    drained = true;
+  });
+  while (s.ready()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Draining: new work and readiness get 503 with a JSON error, liveness stays.
+  const api::ServeResponse late = post(s, "/recommend", R"({"items": ["m1"]})");
+  const api::ServeResponse ready = get(s, "/v2/health/ready");
+  const bool big_was_running = big_status.load() == 0 && !drained.load();
+  EXPECT_EQ(late.status, 503);
+  EXPECT_NE(late.body.find("shutting down"), std::string::npos) << late.body;
+  EXPECT_EQ(ready.status, 503);
+  EXPECT_EQ(get(s, "/v2/health/live").status, 200);
+  drainer.join();
+  client.join();
+  EXPECT_TRUE(big_was_running) << "the large request ended before the checks (too fast here)";
+  EXPECT_EQ(big_status.load(), 200) << big_body;
   EXPECT_EQ(s.stats().in_flight, 0u);
-  for (std::thread& t : clients) t.join();
-  EXPECT_EQ(ok.load(), 4);
-  EXPECT_EQ(post(s, "/recommend", R"({"items": ["m1"]})").status, 503);
+}
+
+// With nobody else on the way, a request does not wait max_delay for company.
+TEST_F(ServeTest, ALoneRequestDoesNotWaitForABatch) {
+  api::ServeOptions o = options();
+  o.max_delay_ms = 2000;
+  api::Service s(o);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(post(s, "/recommend", R"({"items": ["m1"]})").status, 200);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 1.5) << "each request waited for the 2 s batch delay";
 }
 
 }  // namespace
