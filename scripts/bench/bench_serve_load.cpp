@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   app.add_option("--host", host, "server address (default 127.0.0.1)");
   app.add_option("--port", port, "server port")->required();
   app.add_option("--bodies", bodies_file, "request bodies, one JSON object a line")->required();
-  app.add_option("--clients", clients, "concurrent clients (default 1)")->check(CLI::Range(1, 4096));
+  app.add_option("--clients", clients, "concurrent clients (default 1)")
+      ->check(CLI::Range(1, 4096));
   app.add_option("--requests", requests, "requests in all (default 2000)");
   app.add_option("--seconds", seconds, "stop after this long whatever the count (default 10)");
   app.add_option("--path", path, "endpoint (default /recommend)");
@@ -50,8 +51,8 @@ int main(int argc, char** argv) {
   std::atomic<long> errors{0};
   std::vector<std::vector<double>> latencies(static_cast<size_t>(clients));
   const Clock::time_point start = Clock::now();
-  const Clock::time_point stop = start + std::chrono::duration_cast<Clock::duration>(
-                                             std::chrono::duration<double>(seconds));
+  const Clock::time_point stop =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   std::vector<std::thread> threads;
   for (int c = 0; c < clients; ++c)
     threads.emplace_back([&, c] {
