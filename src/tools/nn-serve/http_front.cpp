@@ -67,9 +67,26 @@ std::string json_error(const std::string& message) {
 
 }  // namespace
 
+// Threads started before block_serve_signals (the MPI library's, made by the ProcessSession of
+// tool_main.cpp) do not block the signals: one of them may take a SIGTERM while the serving
+// thread is busy (reloading), and the default action would kill the process. Their handler
+// passes the signal on to the serving thread, where it waits, blocked, for sigtimedwait.
+static pthread_t serving_thread;
+extern "C" void forward_to_serving_thread(int sig) {
+  const int saved = errno;
+  pthread_kill(serving_thread, sig);
+  errno = saved;
+}
+
 void block_serve_signals() {
+  serving_thread = pthread_self();
   const sigset_t set = serve_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  struct sigaction action {};
+  action.sa_handler = forward_to_serving_thread;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  for (int sig : {SIGHUP, SIGTERM, SIGINT}) sigaction(sig, &action, nullptr);
 }
 
 void serve_http(api::Service& service, const FrontOptions& o, const LogSink& log) {

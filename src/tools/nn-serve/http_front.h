@@ -20,8 +20,9 @@ struct FrontOptions {
   bool quiet = false;  // no status lines either, except "listening on" for --port 0
 };
 
-// The calling thread must have blocked SIGHUP, SIGTERM and SIGINT before any other thread was
-// started (block_serve_signals), so that only this function receives them. Returns when a
+// The calling thread must have called block_serve_signals before starting any thread of its own:
+// SIGHUP, SIGTERM and SIGINT are then blocked everywhere but in this function's sigtimedwait
+// (threads the process had before pass them on to this one). Returns when a
 // SIGTERM or SIGINT has drained the service; `log` gets the status lines (listening, reloads,
 // draining), the access log goes to standard error unless turned off.
 void serve_http(api::Service& service, const FrontOptions& options, const LogSink& log);

@@ -216,6 +216,17 @@ def drain_on_sigterm():
     check("draining" in log and "stopped after 3 requests" in log, f"drain log: {log}")
 
 
+def term_during_reload():
+    """SIGTERM right behind SIGHUP arrives while the serving thread reloads; a thread that does
+    not block it (the MPI library's) must pass it on, not die of it: the server drains, exit 0."""
+    s = Server("-n", "net2.nc", "-i", "features.idx", "-o", "features.idx", name="hupterm")
+    s.proc.send_signal(signal.SIGHUP)
+    s.proc.send_signal(signal.SIGTERM)
+    rc = s.proc.wait(timeout=60)
+    s.log.close()
+    check(rc == 0 and "draining" in s.text(), f"SIGTERM during a reload: exit {rc}: {s.text()}")
+
+
 def main():
     common = ["-i", "features.idx", "-o", "features.idx", "--max-body", "64k"]
     s = Server("-n", "network.nc", *common, "--threads", "2", "--max-delay-ms", "5",
@@ -241,6 +252,7 @@ def main():
     quiet = single.text().splitlines()
     check(len(quiet) == 1 and "listening on" in quiet[0], f"-q printed: {quiet[:3]}")
     drain_on_sigterm()
+    term_during_reload()
     if failures:
         raise SystemExit(f"serve_http_check: {len(failures)} failures")
     print(f"serve_http_check: OK ({len(lines)} requests logged by the main server)")
