@@ -199,3 +199,23 @@ def test_predict_cdl_equals_nn_predict(work, tools, tmp_path):
     assert "metrics over 60 examples" in tool.stderr
     with pytest.raises(ValueError, match=r"Command is Train; predict runs Predict"):
         nnsuite.predict(work / "train.cdl")
+
+
+def test_fewer_columns_than_the_padded_width(work):
+    """A batch as wide as the feature index (30 items here) rather than the input layer's width
+    (rounded up to 128 by nn-generate) is padded with zeros: same answers, dense or CSR."""
+    m = nnsuite.Model.load(work / "net.nc")
+    x = nnsuite.read_datasets(work / "input.nc")["input"]
+    x.sort_indices()  # dense rows are summed in column order: make the CSR rows agree
+    features = sum(1 for _ in open(work / "features.idx"))
+    assert features < x.shape[1] == m.layer("Input").units
+    narrow = x[:, :features]
+    assert narrow.nnz == x.nnz  # the dropped columns were all padding
+    want_idx, want_score = m.predict(x, k=5, exclude=x)
+    for batch in (narrow, narrow.toarray()):
+        idx, score = m.predict(batch, k=5, exclude=narrow)
+        np.testing.assert_array_equal(idx, want_idx)
+        np.testing.assert_array_equal(score, want_score)
+        np.testing.assert_array_equal(m.outputs(batch), m.outputs(x))
+    # One row as a 1-D array of the index's width.
+    np.testing.assert_array_equal(m.outputs(narrow[0].toarray()[0]), m.outputs(x[0]))

@@ -170,6 +170,8 @@ const char* to_string(Command v) {
       return "Predict";
     case Command::Validate:
       return "Validate";
+    case Command::Serve:
+      return "Serve";
   }
   return "?";
 }
@@ -274,7 +276,7 @@ struct Names<OptimizerKind> {
 template <>
 struct Names<Command> {
   static constexpr NameEntry<Command> table[] = {
-      {Command::Train}, {Command::Predict}, {Command::Validate}};
+      {Command::Train}, {Command::Predict}, {Command::Validate}, {Command::Serve}};
 };
 
 }  // namespace

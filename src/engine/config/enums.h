@@ -76,7 +76,7 @@ enum class OptimizerKind : uint32_t {
   Adam = 6,
 };
 
-enum class Command : uint32_t { Train = 0, Predict = 1, Validate = 2 };
+enum class Command : uint32_t { Train = 0, Predict = 1, Validate = 2, Serve = 3 };
 
 // Canonical names (as DSSTNE spells them) for messages and for writing configs back.
 const char* to_string(LayerKind v);
