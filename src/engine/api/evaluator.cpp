@@ -129,6 +129,8 @@ void Evaluator::Impl::load(InputSlot& slot, const Input& in, uint64_t first, uin
   SparseBatch& csr = slot.csr;
   std::vector<float>& dense = slot.dense;
   InputLayer* input = slot.layer;
+  // The layer's row normalisation, as model/batch_loader.h applies it to dataset batches.
+  const bool l2 = input->spec().normalize == RowNormalization::L2;
   if (slot.sparse) {
     csr.rows = rows;
     csr.cols = static_cast<uint32_t>(cols);
@@ -152,6 +154,7 @@ void Evaluator::Impl::load(InputSlot& slot, const Input& in, uint64_t first, uin
       }
       csr.row_ptr.push_back(static_cast<uint32_t>(csr.index.size()));
     }
+    if (l2) normalize_rows_l2(csr);
     input->load_sparse(be, csr);
   } else if (in.is_csr) {
     const CsrInput& c = in.csr;
@@ -159,6 +162,12 @@ void Evaluator::Impl::load(InputSlot& slot, const Input& in, uint64_t first, uin
     for (uint32_t r = 0; r < rows; ++r)
       for (uint64_t e = c.row_ptr[first + r]; e < c.row_ptr[first + r + 1]; ++e)
         dense[size_t(r) * cols + c.index[e]] += c.values ? c.values[e] : 1.0f;
+    if (l2) normalize_rows_l2(dense.data(), rows, cols);
+    input->load_dense(be, dense.data(), rows);
+  } else if (l2) {
+    const float* x = in.dense.values + first * cols;
+    dense.assign(x, x + size_t(rows) * cols);
+    normalize_rows_l2(dense.data(), rows, cols);
     input->load_dense(be, dense.data(), rows);
   } else {
     input->load_dense(be, in.dense.values + first * cols, rows);
