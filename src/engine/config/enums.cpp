@@ -225,11 +225,10 @@ struct Names<LayerKind> {
 
 template <>
 struct Names<LayerType> {
-  static constexpr NameEntry<LayerType> table[] = {
-      {LayerType::FullyConnected},
-      {LayerType::Convolutional},
-      {LayerType::Pooling},
-      {LayerType::Variational}};
+  static constexpr NameEntry<LayerType> table[] = {{LayerType::FullyConnected},
+                                                   {LayerType::Convolutional},
+                                                   {LayerType::Pooling},
+                                                   {LayerType::Variational}};
 };
 
 template <>

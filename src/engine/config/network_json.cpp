@@ -86,7 +86,7 @@ const LayerKey kLayerKeys[] = {
 // Keys a Variational layer refuses although its kind takes them: the layer ends in its
 // reparameterised sample, with nothing after it (docs/config-reference.md, "Variational
 // layers").
-const char* const kNotOnVariational[] = {"Skip",     "pDropout",           "SharedWeights",
+const char* const kNotOnVariational[] = {"Skip",      "pDropout",           "SharedWeights",
                                          "DeltaNorm", "BatchNormalization", "SparsenessPenalty",
                                          "Sparse"};
 
@@ -391,7 +391,7 @@ class NetworkParser {
     if (layer.type == LayerType::Variational) {
       if (layer.kind != LayerKind::Hidden)
         r_.fail(child_path(path, "Type"), "Variational layers are Hidden layers, but this one is " +
-                                              with_article(to_string(layer.kind)));
+                                              with_article(to_string(layer.kind)) + " layer");
       layer.activation = Activation::Linear;  // the sample is the layer's output
     }
 
@@ -433,9 +433,10 @@ class NetworkParser {
                                     "code; put ") +
                             key + " on the layer that reads it)");
     if (key == "Activation" && r_.get_enum<Activation>(m) != Activation::Linear)
-      r_.fail(m.path, std::string("a Variational layer outputs its sample as it is (Linear), not ") +
-                          to_string(r_.get_enum<Activation>(m)) +
-                          "; put the activation on the layer that reads it");
+      r_.fail(m.path,
+              std::string("a Variational layer outputs its sample as it is (Linear), not ") +
+                  to_string(r_.get_enum<Activation>(m)) +
+                  "; put the activation on the layer that reads it");
   }
 
   void parse_layer_key(const std::string& key, const Member& m, LayerSpec& layer, LayerInfo& info) {

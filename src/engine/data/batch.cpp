@@ -121,7 +121,8 @@ void normalize_rows_l2(SparseBatch& b) {
   if (b.value.empty()) b.value.assign(b.index.size(), 1.0f);
   for (uint32_t r = 0; r < b.rows; ++r) {
     double sq = 0.0;
-    for (uint32_t e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e) sq += double(b.value[e]) * b.value[e];
+    for (uint32_t e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e)
+      sq += double(b.value[e]) * b.value[e];
     if (!(sq > 0.0)) continue;
     const double inv = 1.0 / std::sqrt(sq);
     for (uint32_t e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e)

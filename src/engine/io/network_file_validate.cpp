@@ -235,10 +235,10 @@ class Validator {
         size_is(key("bias"), w.bias.size(), w.width, "width = output channels");
       else
         size_is(key("bias"), w.bias.size(), fc_outputs(out),
-                out.activation == Activation::MaxOut    ? "units x maxout_k of " + quoted(out.name)
-                : out.type == LayerType::Variational ? "2 x units (means and log-variances) of " +
-                                                           quoted(out.name)
-                                                     : "units of " + quoted(out.name));
+                out.activation == Activation::MaxOut ? "units x maxout_k of " + quoted(out.name)
+                : out.type == LayerType::Variational
+                    ? "2 x units (means and log-variances) of " + quoted(out.name)
+                    : "units of " + quoted(out.name));
     }
     finite_values(key("weights"), w.weights);
     finite_values(key("bias"), w.bias);

@@ -37,9 +37,7 @@ const Entry kLayers[] = {
     {LayerKind::Hidden, LayerType::Pooling,
      [](const LayerSpec& s, uint32_t i, bool) { return std::make_unique<PoolingLayer>(s, i); }},
     {LayerKind::Hidden, LayerType::Variational,
-     [](const LayerSpec& s, uint32_t i, bool) {
-       return std::make_unique<VariationalLayer>(s, i);
-     }},
+     [](const LayerSpec& s, uint32_t i, bool) { return std::make_unique<VariationalLayer>(s, i); }},
 };
 
 }  // namespace

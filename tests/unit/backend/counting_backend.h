@@ -223,9 +223,8 @@ class CountingBackend final : public Backend {
                            uint64_t stream, float* a) override {
     inner_->variational_forward(q, rows, n, sample, seed, stream, a);
   }
-  void variational_backward(const float* q, const float* da, uint32_t rows, uint32_t n,
-                            bool sample, float beta, uint64_t seed, uint64_t stream,
-                            float* dq) override {
+  void variational_backward(const float* q, const float* da, uint32_t rows, uint32_t n, bool sample,
+                            float beta, uint64_t seed, uint64_t stream, float* dq) override {
     inner_->variational_backward(q, da, rows, n, sample, beta, seed, stream, dq);
   }
   void variational_kl_accumulate(const float* q, uint32_t rows, uint32_t n, float beta,

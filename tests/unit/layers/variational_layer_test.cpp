@@ -4,6 +4,8 @@
 // checks (sampling and not, sparse and dense sources, two sources, beta 0), data-parallel rows
 // drawing what one process draws, network-file round trips, and the errors of a network file
 // that asks for what the JSON parser refuses.
+#include "layers/variational_layer.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +14,6 @@
 #include "backend/math/variational_math.h"
 #include "core/error.h"
 #include "features_test_util.h"
-#include "layers/variational_layer.h"
 
 namespace nn::test {
 namespace {

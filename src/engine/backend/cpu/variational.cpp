@@ -17,19 +17,18 @@ namespace nn {
 void CpuBackend::variational_forward(const float* q, uint32_t rows, uint32_t n, bool sample,
                                      uint64_t seed, uint64_t stream, float* a) {
   if (rows == 0 || n == 0) return;
-  cpu::parallel_ranges(*pool_, rows, std::max<size_t>(1, cpu::kMinTaskFloats / n),
-                       [=](size_t lo, size_t hi) {
-                         for (size_t r = lo; r < hi; ++r) {
-                           const float* mean = q + r * 2 * n;
-                           const float* logvar = mean + n;
-                           float* out = a + r * n;
-                           for (uint32_t j = 0; j < n; ++j)
-                             out[j] = sample ? math::variational_sample(
-                                                   mean[j], logvar[j],
-                                                   math::gaussian_at(seed, stream, r * n + j))
-                                             : mean[j];
-                         }
-                       });
+  cpu::parallel_ranges(
+      *pool_, rows, std::max<size_t>(1, cpu::kMinTaskFloats / n), [=](size_t lo, size_t hi) {
+        for (size_t r = lo; r < hi; ++r) {
+          const float* mean = q + r * 2 * n;
+          const float* logvar = mean + n;
+          float* out = a + r * n;
+          for (uint32_t j = 0; j < n; ++j)
+            out[j] = sample ? math::variational_sample(mean[j], logvar[j],
+                                                       math::gaussian_at(seed, stream, r * n + j))
+                            : mean[j];
+        }
+      });
 }
 
 void CpuBackend::variational_backward(const float* q, const float* da, uint32_t rows, uint32_t n,

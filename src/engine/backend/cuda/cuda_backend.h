@@ -155,9 +155,8 @@ class CudaBackend final : public Backend {
   // Variational layers (cuda/variational.cu).
   void variational_forward(const float* q, uint32_t rows, uint32_t n, bool sample, uint64_t seed,
                            uint64_t stream, float* a) override;
-  void variational_backward(const float* q, const float* da, uint32_t rows, uint32_t n,
-                            bool sample, float beta, uint64_t seed, uint64_t stream,
-                            float* dq) override;
+  void variational_backward(const float* q, const float* da, uint32_t rows, uint32_t n, bool sample,
+                            float beta, uint64_t seed, uint64_t stream, float* dq) override;
   void variational_kl_accumulate(const float* q, uint32_t rows, uint32_t n, float beta,
                                  double* sum) override;
 

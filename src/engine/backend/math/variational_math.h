@@ -56,8 +56,7 @@ NN_FORCE_INLINE float variational_kl(float mean, float logvar) {
 // The gradients of one unit with respect to its mean and log-variance, from da = dE/da and the
 // KL term's weight beta; `sample` says whether the forward pass drew the noise.
 NN_FORCE_INLINE void variational_gradient(float mean, float logvar, float da, float noise,
-                                          bool sample, float beta, float& d_mean,
-                                          float& d_logvar) {
+                                          bool sample, float beta, float& d_mean, float& d_logvar) {
   d_mean = da + beta * mean;
   const float data = sample ? 0.5f * da * noise * fastmath::exp(0.5f * logvar) : 0.0f;
   d_logvar = data + 0.5f * beta * (fastmath::exp(logvar) - 1.0f);
