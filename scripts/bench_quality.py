@@ -201,18 +201,20 @@ def nn_datasets(fold):
 
 
 def nn_network(config):
-    """A row for configs/<config>: trained on the training users with the held-out validation
+    """A row for configs/<config> (or any folder holding network.json and train.cdl, given as
+    nn:<folder>): trained on the training users with the held-out validation
     users (nn-train --validation; the network of the best validation recall@K is kept), then
     nn-predict's top 100 for the test users, their input items filtered out."""
     def run(fold, log, settings):
         data = nn_datasets(fold)
-        work = os.path.join(fold.dir, "nn-" + config)
+        source = config if os.path.isabs(config) else os.path.join(ROOT, "configs", config)
+        work = os.path.join(fold.dir, "nn-" + os.path.basename(config.rstrip("/")))
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
         for name in os.listdir(data):
             os.symlink(os.path.join(data, name), os.path.join(work, name))
         for name in ("network.json", "train.cdl"):
-            shutil.copy(os.path.join(ROOT, "configs", config, name), work)
+            shutil.copy(os.path.join(source, name), work)
         tools = tools_dir()
         log_path = os.path.join(work, "run.log")
         train = [os.path.join(tools, "nn-train"), "train.cdl", "--validation", "val_input.nc",
@@ -232,12 +234,18 @@ def nn_network(config):
         finally:
             os.chdir(cwd)
         recs, _ = ev.read_recs(os.path.join(work, "recs"))
-        kept = None
+        kept, best = None, None
         with open(log_path, encoding="utf-8") as handle:
             for line in handle:
                 if line.startswith("kept the network of epoch "):
                     kept = int(line.split()[5])
-        return recs, {"epoch": kept}
+                if line.startswith("validation after epoch ") and "(best so far)" in line:
+                    words = line.split()
+                    best = (int(words[3]), float(words[words.index(f"recall@{settings['nn_k']}") + 1].rstrip(",")))
+        chosen = {"epoch": kept if kept is not None else (best[0] if best else None)}
+        if best:
+            chosen[f"validation recall@{settings['nn_k']}"] = best[1]
+        return recs, chosen
     return run
 
 
@@ -261,13 +269,14 @@ def main(argv=None):
     parser.add_argument("-w", "--work", default=os.path.join(ROOT, "out", "bench-quality"),
                         help="work directory (default out/bench-quality)")
     parser.add_argument("--methods", default=",".join(METHODS),
-                        help="comma list (default: all): " + ", ".join(METHODS))
+                        help="comma list (default: all): " + ", ".join(METHODS) +
+                        ", or nn:DIR for the network.json and train.cdl in DIR")
     parser.add_argument("--folds", type=int, help="folds (default: 5, or 1 for >= 50,000 users)")
     parser.add_argument("--heldout", type=int, default=10000,
                         help="with one fold: test and validation users each (default 10000)")
     parser.add_argument("--select", default="ndcg@100", choices=[n for n, _ in CUTOFFS],
                         help="validation metric that picks lambda and epochs (default ndcg@100)")
-    parser.add_argument("--ease-lambdas", default="50,100,200,300,500,1000,2000",
+    parser.add_argument("--ease-lambdas", default="10,20,50,100,200,300,500,1000",
                         help="EASE lambdas tried on the validation users")
     parser.add_argument("--torch-epochs", type=int, default=200, help="PyTorch epochs (200)")
     parser.add_argument("--anneal-steps", type=int, default=0,
@@ -287,13 +296,15 @@ def main(argv=None):
     args = parser.parse_args(argv)
     methods = [m for m in args.methods.split(",") if m]
     for m in methods:
-        if m not in METHODS:
+        if m.startswith("nn:"):
+            METHODS[m] = nn_network(os.path.abspath(m[3:]))
+        elif m not in METHODS:
             parser.error(f"--methods: unknown {m!r}; expected some of {', '.join(METHODS)}")
 
     def log(text):
         print(text, file=sys.stderr, flush=True)
 
-    data_dir = os.path.join(args.work, "data")
+    data_dir = os.path.join(os.path.abspath(args.work), "data")
     folds = args.folds
     if folds is None:
         users, _ = split.read_positives(args.ratings, 4.0)
