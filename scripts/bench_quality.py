@@ -138,9 +138,10 @@ def torch_mult(kind):
                    eval_every=settings["eval_every"])
         if settings["anneal_steps"]:
             cfg["anneal_steps"] = settings["anneal_steps"]
-        else:  # the paper reaches the cap after ~86% of its updates (40,000 of 200 x 233)
+        else:  # the paper reaches the cap after ~86% of its updates (40,000 of 200 x 233):
+            # beta = min(cap, updates / anneal_steps) = cap after 0.86 x the run's updates
             per_epoch = math.ceil(fold.x_train.shape[0] / cfg["batch"])
-            cfg["anneal_steps"] = max(1, int(0.86 * cfg["epochs"] * per_epoch / 0.2 *
+            cfg["anneal_steps"] = max(1, int(0.86 * cfg["epochs"] * per_epoch /
                                              cfg["anneal_cap"]))
 
         def validate(score_fn):
