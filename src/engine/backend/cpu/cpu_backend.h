@@ -160,6 +160,13 @@ class CpuBackend final : public Backend {
   void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
                            const float* b, const float* dy, uint32_t dy_stride, float* da,
                            float* db) override;
+  // Variational layers (cpu/variational.cpp).
+  void variational_forward(const float* q, uint32_t rows, uint32_t n, bool sample, uint64_t seed,
+                           uint64_t stream, float* a) override;
+  void variational_backward(const float* q, const float* da, uint32_t rows, uint32_t n, bool sample,
+                            float beta, uint64_t seed, uint64_t stream, float* dq) override;
+  void variational_kl_accumulate(const float* q, uint32_t rows, uint32_t n, float beta,
+                                 double* sum) override;
 
  private:
   // Computes the summed error and (when delta != nullptr) the output deltas.
