@@ -3,7 +3,8 @@
 # nn-predict's scores within 1e-5, evaluated by a small NumPy reference evaluator of the graph
 # (lib/onnx_reference.py, over Debian's python3-onnx, so this runs without onnxruntime;
 # export_onnxruntime.sh checks the same with onnxruntime where it can be had). Also: the graph's
-# shape, the TopK output, and refusals that name the layer (MaxOut, LRN pooling).
+# shape, the TopK output, an L2-normalised input with a Variational layer (as they predict:
+# normalised rows, the mean), and refusals that name the layer (MaxOut, LRN pooling).
 # Usage: export_onnx.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
@@ -47,6 +48,27 @@ JSON
 "$tools/nn-export" -q -n mix.nc -o mix.onnx || fail "nn-export (mix) failed"
 /usr/bin/python3 "$here/lib/onnx_compare.py" reference mix.onnx cnn_in.txt mix_out.txt ||
   fail "mixed network: the ONNX graph differs from nn-predict"
+
+# A Mult-VAE-style network (configs/recommender-mult-vae's layers, smaller): an L2-normalised
+# input and a Variational layer, exported as they predict (the normalisation, then the mean).
+cat >vae.json <<'JSON'
+{ "Name": "vae", "ErrorFunction": "CrossEntropy", "SoftMaxTargets": "Raw", "Denoising": { "p": 0.5 },
+  "Layers": [
+    { "Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true,
+      "Normalize": "L2" },
+    { "Name": "Encoder", "Kind": "Hidden", "N": 32, "Activation": "Tanh" },
+    { "Name": "Code", "Kind": "Hidden", "Type": "Variational", "N": 16,
+      "KL": { "Beta": 0.2, "AnnealSteps": 20 } },
+    { "Name": "Decoder", "Kind": "Hidden", "N": 32, "Activation": "Tanh" },
+    { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "SoftMax" } ] }
+JSON
+"$tools/nn-train" -q -c vae.json -i input.nc -o output.nc -n vae.nc -b 64 -e 1 --optimizer Adam \
+  --alpha 0.001 --seed 3 --checkpoint-interval 0 || fail "training the Mult-VAE network failed"
+"$tools/nn-predict" -q -n vae.nc -r ml_x.txt -i features.idx -o features.idx --dump vae_out.txt ||
+  fail "nn-predict --dump (Mult-VAE) failed"
+"$tools/nn-export" -q -n vae.nc -o vae.onnx || fail "nn-export (Mult-VAE) failed"
+/usr/bin/python3 "$here/lib/onnx_compare.py" reference vae.onnx ml_x.txt vae_out.txt features.idx ||
+  fail "Mult-VAE: the ONNX graph differs from nn-predict"
 
 # The graph: input [batch, 9728] named after the input layer, scores first, ONNX's checker.
 /usr/bin/python3 - <<'PY' || fail "graph shape"

@@ -47,7 +47,7 @@ class Exporter {
     for (const LayerSpec& l : file_.spec.layers)
       if (l.kind == LayerKind::Input) {
         g_.input(l.name, {int64_t(l.units())});
-        flat_[l.name] = l.name;
+        flat_[l.name] = l.normalize == RowNormalization::L2 ? l2_normalized(l) : l.name;
       }
     for (const LayerSpec* o : outputs) visit(*o);
     return outputs;
@@ -78,6 +78,9 @@ class Exporter {
         break;
       case LayerType::Pooling:
         pooling(l);
+        break;
+      case LayerType::Variational:
+        fully_connected(l);
         break;
     }
   }
@@ -228,23 +231,55 @@ class Exporter {
     GraphBuilder::attribute(n, "pads", begin);
   }
 
+  // The engine's L2 row normalisation of an input layer (data/batch.h): each row divided by its
+  // Euclidean norm, rows of zeros left as they are. Built from operators of every opset (the row
+  // sums as a product with a column of ones) rather than ReduceL2, whose axes moved between
+  // opsets.
+  std::string l2_normalized(const LayerSpec& l) {
+    const int64_t n = int64_t(l.units());
+    const std::string squares = g_.apply("Mul", {l.name, l.name}, l.name + "_sq");
+    const std::string sums = g_.apply(
+        "MatMul", {squares, g_.floats(l.name + "_ones", {n, 1}, std::vector<float>(size_t(n), 1))},
+        l.name + "_sumsq");
+    const std::string norms = g_.apply("Sqrt", {sums}, l.name + "_norm");
+    const std::string safe =
+        g_.apply("Max", {norms, g_.floats(l.name + "_tiny", {1}, {1e-30f})}, l.name + "_norm");
+    return g_.apply("Div", {l.name, safe}, l.name + "_l2");
+  }
+
+  // Fully connected layers, and Variational ones as they predict: their output is the mean, the
+  // first N of their 2N columns ([mean | log-variance], layers/variational_layer.h), so only
+  // those columns of the weights and bias are exported, with no activation.
   void fully_connected(const LayerSpec& l) {
+    const bool variational = l.type == LayerType::Variational;
     const uint64_t n_out = l.units();
+    const uint64_t width = variational ? 2 * n_out : n_out;
     std::string z;
     for (const std::string& s : l.sources) {
       const uint64_t n_in = spec(s).units();
       const WeightArrays* wa = nullptr;
-      const std::vector<float> w = weights(l, s, n_in, n_out, &wa);
-      if (wa->bias.size() != n_out) refuse(l, "its bias from '" + s + "' is absent");
+      std::vector<float> w = weights(l, s, n_in, width, &wa);
+      if (wa->bias.size() != width) refuse(l, "its bias from '" + s + "' is absent");
+      std::vector<float> bias = wa->bias;
+      if (variational) {
+        for (uint64_t i = 0; i < n_in; ++i)
+          std::copy_n(w.begin() + i * width, n_out, w.begin() + i * n_out);
+        w.resize(n_in * n_out);
+        bias.resize(n_out);
+      }
       const std::string prod =
           g_.apply("MatMul",
                    {flat_.at(s), g_.floats(l.name + "_W_" + s, {int64_t(n_in), int64_t(n_out)}, w)},
                    l.name + "_matmul");
       const std::string sum = g_.apply(
-          "Add", {prod, g_.floats(l.name + "_b_" + s, {int64_t(n_out)}, wa->bias)}, l.name + "_z");
+          "Add", {prod, g_.floats(l.name + "_b_" + s, {int64_t(n_out)}, bias)}, l.name + "_z");
       z = z.empty() ? sum : g_.apply("Add", {z, sum}, l.name + "_z");
     }
     if (z.empty()) refuse(l, "it has no source");
+    if (variational) {
+      flat_[l.name] = z;
+      return;
+    }
     for (const std::string& s : l.skips) z = g_.apply("Add", {z, flat_.at(s)}, l.name + "_skip");
     if (l.batch_normalization) z = batch_norm(l, z, n_out);
     bool flattened = false;

@@ -56,6 +56,10 @@ def main():
     print(f"{os.path.basename(model_path)} ({kind}): {want.shape[0]} rows x {want.shape[1]} "
           f"scores, largest difference from nn-predict {diff:.2e}")
     assert diff <= 1e-5, f"differs from nn-predict by {diff}"
+    # Relative to the largest score too: a SoftMax over thousands of items has scores near 1e-4,
+    # where an absolute 1e-5 would let a wrong graph pass.
+    scale = float(np.abs(want).max())
+    assert diff <= 1e-4 * scale, f"differs from nn-predict by {diff}, {diff / scale:.1e} of the largest score"
     if len(model.graph.output) == 3:  # TopK: the k best of the scores, best first
         top = np.asarray(out[model.graph.output[1].name], dtype=np.float64)
         k = top.shape[1]

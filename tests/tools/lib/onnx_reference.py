@@ -65,6 +65,14 @@ def run(model, feeds):
             r = i[0] @ i[1]
         elif op == "Add":
             r = i[0] + i[1]
+        elif op == "Mul":
+            r = i[0] * i[1]
+        elif op == "Div":
+            r = i[0] / i[1]
+        elif op == "Max":
+            r = np.maximum(i[0], i[1])
+        elif op == "Sqrt":
+            r = np.sqrt(i[0])
         elif op == "Reshape":
             r = i[0].reshape([int(s) for s in i[1]])
         elif op == "Flatten":
