@@ -32,7 +32,9 @@ struct CsrInput {
   uint64_t rows = 0, cols = 0;
 };
 
-// One batch for an input layer, dense or CSR. Either kind feeds either kind of
+// One batch for an input layer, dense or CSR. It may have fewer columns than the layer has units
+// (a layer's width is its dataset's, rounded up by nn-generate): the missing columns are zeros.
+// More columns than units is an error. Either kind feeds either kind of
 // input layer: the Evaluator converts on the host (a dense batch's non-zeros become CSR entries,
 // a CSR batch is scattered into zeros), so both give the same outputs.
 struct Input {

@@ -21,6 +21,10 @@ struct ModelOptions {
   // CUDA device index (backend "cuda", or "auto" picking CUDA); -1: the node-local MPI rank
   // (as the launcher announces it) modulo the host's GPUs, so 0 for one process.
   int device = -1;
+  // Every row's outputs depend on that row alone, not on the other rows of its batch (CPU
+  // backend: a fixed-order gemm instead of OpenBLAS's, im2col convolutions). For serving, where
+  // concurrent requests share a minibatch; a little slower than the default for large batches.
+  bool batch_invariant = false;
 };
 
 // The shape of one dataset a JSON network names (its layers' "DataSet"), for "N": "auto" sizes

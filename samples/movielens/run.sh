@@ -6,7 +6,8 @@
 #   output-dir   where everything is written (default: samples/movielens/work)
 # NN_TOOLS overrides the directory holding nn-generate/nn-train/nn-predict (default: build/src/tools,
 # built by scripts/setup.sh when missing). NN_LAUNCH runs training and prediction under a launcher,
-# e.g. NN_LAUNCH="mpirun -np 2" (docs/scaling.md).
+# e.g. NN_LAUNCH="mpirun -np 2" (docs/scaling.md). NN_CONFIG names another recommender of configs/
+# (default recommender-autoencoder; e.g. recommender-mult-dae, docs/quality.md).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -33,7 +34,9 @@ head -1 "$ratings" | grep -q '^[0-9]' && header=()
 awk -F, '$1 ~ /^[0-9]+$/ { items[$1] = items[$1] (items[$1] == "" ? "" : ":") $2 }
      END { for (u in items) print u "\t" items[u] }' "$ratings" >ratings.txt
 # The network and its commands come from the shelf of ready configs.
-cp "$root/configs/recommender-autoencoder/"{network.json,train.cdl,predict.cdl} .
+config=${NN_CONFIG:-recommender-autoencoder}
+[ -f "$root/configs/$config/network.json" ] || { echo "run.sh: no configs/$config/network.json" >&2; exit 2; }
+cp "$root/configs/$config/"{network.json,train.cdl,predict.cdl} .
 echo "== training (live progress; per-epoch log in network.epochs.jsonl)"
 rm -f checkpoint*.nc network.nc
 ${NN_LAUNCH:-} "$tools/nn-train" train.cdl 2>&1

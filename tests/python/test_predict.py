@@ -1,5 +1,6 @@
 # Prediction: equal to nn-predict's on the same network and data, dense and CSR inputs agree,
-# exclusion, full outputs of any layer, and several Evaluator threads equal one.
+# exclusion, full outputs of any layer, several Evaluator threads equal one, and an L2-normalised
+# input with a Variational layer equal to nn-predict's.
 import json
 import subprocess
 import threading
@@ -199,3 +200,59 @@ def test_predict_cdl_equals_nn_predict(work, tools, tmp_path):
     assert "metrics over 60 examples" in tool.stderr
     with pytest.raises(ValueError, match=r"Command is Train; predict runs Predict"):
         nnsuite.predict(work / "train.cdl")
+
+
+def test_fewer_columns_than_the_padded_width(work):
+    """A batch as wide as the feature index (30 items here) rather than the input layer's width
+    (rounded up to 128 by nn-generate) is padded with zeros: same answers, dense or CSR."""
+    m = nnsuite.Model.load(work / "net.nc")
+    x = nnsuite.read_datasets(work / "input.nc")["input"]
+    x.sort_indices()  # dense rows are summed in column order: make the CSR rows agree
+    features = sum(1 for _ in open(work / "features.idx"))
+    assert features < x.shape[1] == m.layer("Input").units
+    narrow = x[:, :features]
+    assert narrow.nnz == x.nnz  # the dropped columns were all padding
+    want_idx, want_score = m.predict(x, k=5, exclude=x)
+    for batch in (narrow, narrow.toarray()):
+        idx, score = m.predict(batch, k=5, exclude=narrow)
+        np.testing.assert_array_equal(idx, want_idx)
+        np.testing.assert_array_equal(score, want_score)
+        np.testing.assert_array_equal(m.outputs(batch), m.outputs(x))
+    # One row as a 1-D array of the index's width.
+    np.testing.assert_array_equal(m.outputs(narrow[0].toarray()[0]), m.outputs(x[0]))
+
+
+MULT_VAE = """{ "Name": "tiny-mult-vae", "ErrorFunction": "CrossEntropy", "SoftMaxTargets": "Raw",
+  "Denoising": { "p": 0.5 },
+  "Layers": [
+    { "Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true,
+      "Normalize": "L2" },
+    { "Name": "Encoder", "Kind": "Hidden", "N": 8, "Activation": "Tanh" },
+    { "Name": "Code", "Kind": "Hidden", "Type": "Variational", "N": 4,
+      "KL": { "Beta": 0.2, "AnnealSteps": 10 } },
+    { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output",
+      "Activation": "SoftMax" } ] }
+"""
+
+
+def test_normalized_input_and_variational_layer_equal_nn_predict(work, tools, tmp_path):
+    # The Evaluator L2-normalises input rows as nn-predict's batches do (CSR and dense alike), and
+    # a Variational layer outputs its mean: the same outputs as nn-predict's dump, every time.
+    (tmp_path / "network.json").write_text(MULT_VAE)
+    cdl = json.loads((work / "train.cdl").read_text())
+    cdl["Data"] = [str(work / "input.nc"), str(work / "output.nc")]
+    (tmp_path / "train.cdl").write_text(json.dumps(cdl))
+    subprocess.run([tools / "nn-train", "-q", "train.cdl"], cwd=tmp_path, check=True,
+                   capture_output=True)
+    subprocess.run([tools / "nn-predict", "-n", tmp_path / "net.nc", "-r", work / "ratings.txt",
+                    "-i", work / "features.idx", "--dump-layer", "Output",
+                    "--dump", tmp_path / "dump.nc"], check=True, capture_output=True)
+    (reference,) = nnsuite.read_datasets(tmp_path / "dump.nc").values()
+    reference = reference.toarray() if sp.issparse(reference) else reference
+    m = nnsuite.Model.load(tmp_path / "net.nc")
+    x = nnsuite.read_datasets(work / "input.nc")["input"]
+    np.testing.assert_array_equal(m.outputs(x, layer="Output"), reference)
+    np.testing.assert_allclose(m.outputs(x.toarray(), layer="Output"), reference, rtol=1e-5)
+    np.testing.assert_array_equal(m.outputs(x, layer="Output"), m.outputs(x, layer="Output"))
+    # Scaling a row does not change what an L2-normalised input sees.
+    np.testing.assert_allclose(m.outputs(3.0 * x.toarray(), layer="Output"), reference, rtol=1e-5)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs: `cmake --install` puts the four tools in <prefix>/bin and their man pages in
+# Installs: `cmake --install` puts the six tools in <prefix>/bin and their man pages in
 # <prefix>/share/man/man1 (so `man nn-train` works); every tool answers --version and -q.
 # Usage: install_version.sh <tool-dir> <source-dir>
 set -euo pipefail
@@ -11,7 +11,7 @@ version=$(sed -n 's/^project(nn .*VERSION \([0-9.]*\).*/\1/p' "$2/CMakeLists.txt
 [[ -n $version ]] || fail "no project version in CMakeLists.txt"
 
 cmake --install "$build" --prefix "$work/prefix" >install.log || fail "cmake --install: $(cat install.log)"
-for t in nn-generate nn-train nn-predict nn-encode; do
+for t in nn-generate nn-train nn-predict nn-encode nn-serve nn-export; do
   [[ -x prefix/bin/$t ]] || fail "$t not installed: $(cat install.log)"
   [[ -s prefix/share/man/man1/$t.1 ]] || fail "$t.1 not installed"
   [[ $(prefix/bin/$t --version) == "$t $version" ]] || fail "$t --version: $(prefix/bin/$t --version 2>&1)"

@@ -59,7 +59,9 @@ struct Evaluator::Impl {
 namespace {
 
 void check_input(const Input& in, uint64_t units, const std::string& layer, const std::string& x) {
-  if (in.cols() != units)
+  // Fewer columns are the leading columns of the layer, the rest zero: a layer's width is the
+  // dataset's rounded up (nn-generate aligns it to 128), which callers need not know.
+  if (in.cols() > units)
     throw ConfigError(x + ": has " + std::to_string(in.cols()) + " columns; input layer '" + layer +
                       "' has " + std::to_string(units) + " units");
   if (in.is_csr) {
@@ -125,13 +127,16 @@ void Evaluator::Impl::forward(const std::vector<const Input*>& in, uint64_t firs
 
 void Evaluator::Impl::load(InputSlot& slot, const Input& in, uint64_t first, uint32_t rows) {
   Backend& be = net->backend();
-  const uint64_t cols = in.cols();
+  const uint64_t cols = in.cols();  // may be fewer than the layer's units: the rest are zero
   SparseBatch& csr = slot.csr;
   std::vector<float>& dense = slot.dense;
   InputLayer* input = slot.layer;
+  const uint64_t units = input->units();
+  // The layer's row normalisation, as model/batch_loader.h applies it to dataset batches.
+  const bool l2 = input->spec().normalize == RowNormalization::L2;
   if (slot.sparse) {
     csr.rows = rows;
-    csr.cols = static_cast<uint32_t>(cols);
+    csr.cols = static_cast<uint32_t>(units);
     csr.row_ptr.assign(1, 0);
     csr.index.clear();
     csr.value.clear();
@@ -152,13 +157,23 @@ void Evaluator::Impl::load(InputSlot& slot, const Input& in, uint64_t first, uin
       }
       csr.row_ptr.push_back(static_cast<uint32_t>(csr.index.size()));
     }
+    if (l2) normalize_rows_l2(csr);
     input->load_sparse(be, csr);
   } else if (in.is_csr) {
     const CsrInput& c = in.csr;
-    dense.assign(size_t(rows) * cols, 0.0f);
+    dense.assign(size_t(rows) * units, 0.0f);
     for (uint32_t r = 0; r < rows; ++r)
       for (uint64_t e = c.row_ptr[first + r]; e < c.row_ptr[first + r + 1]; ++e)
-        dense[size_t(r) * cols + c.index[e]] += c.values ? c.values[e] : 1.0f;
+        dense[size_t(r) * units + c.index[e]] += c.values ? c.values[e] : 1.0f;
+    if (l2) normalize_rows_l2(dense.data(), rows, units);
+    input->load_dense(be, dense.data(), rows);
+  } else if (cols < units || l2) {
+    // Padded to the layer's width on the host (the layer reads rows of `units` floats), and
+    // normalised there when the layer asks for it (the zeros of the padding change no norm).
+    dense.assign(size_t(rows) * units, 0.0f);
+    for (uint32_t r = 0; r < rows; ++r)
+      std::copy_n(in.dense.values + (first + r) * cols, cols, dense.data() + size_t(r) * units);
+    if (l2) normalize_rows_l2(dense.data(), rows, units);
     input->load_dense(be, dense.data(), rows);
   } else {
     input->load_dense(be, in.dense.values + first * cols, rows);

@@ -6,6 +6,7 @@
 
 #include "api/model_impl.h"
 #include "backend/backend_choice.h"
+#include "backend/cpu/cpu_backend.h"
 #include "config/parse.h"
 #include "core/error.h"
 #include "core/nearest_name.h"
@@ -25,6 +26,16 @@ std::string weight_source(const std::string& name) {
   const size_t arrow = name.find("<-"), colon = name.rfind(':');
   if (arrow == std::string::npos || colon == std::string::npos || colon < arrow) return "";
   return name.substr(arrow + 2, colon - arrow - 2);
+}
+
+// The backend of `options`, in batch-invariant mode when they ask for it (CPU only: the CUDA
+// backend's cuBLAS makes no such promise, docs/serving.md).
+std::unique_ptr<Backend> options_backend(const NetworkSpec& spec, const ModelOptions& options) {
+  auto backend =
+      make_backend_for(spec, options.backend, options.threads, resolve_device(options.device));
+  if (options.batch_invariant)
+    if (auto* cpu = dynamic_cast<CpuBackend*>(backend.get())) cpu->set_batch_invariant(true);
+  return backend;
 }
 
 }  // namespace
@@ -88,9 +99,8 @@ std::shared_ptr<Model> Model::Impl::from_file(const NetworkFile& file, const Mod
                                               std::map<std::string, bool> sparse_inputs,
                                               const NetworkParallel& parallel) {
   if (sparse_inputs.empty()) sparse_inputs = sparse_flags(file.spec);
-  return create(
-      make_backend_for(file.spec, options.backend, options.threads, resolve_device(options.device)),
-      file.spec, std::move(sparse_inputs), &file, 0, parallel);
+  return create(options_backend(file.spec, options), file.spec, std::move(sparse_inputs), &file, 0,
+                parallel);
 }
 
 Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -130,8 +140,7 @@ std::shared_ptr<Model> Model::from_json(const std::string& json,
       if (it != datasets.end()) is_sparse = it->second.sparse;
     }
   }
-  auto backend =
-      make_backend_for(spec, options.backend, options.threads, resolve_device(options.device));
+  auto backend = options_backend(spec, options);
   return Impl::create(std::move(backend), std::move(spec), std::move(sparse), nullptr, seed);
 }
 

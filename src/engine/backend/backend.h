@@ -227,6 +227,27 @@ class Backend {
   virtual void lrn_backward(const LrnParams& p, uint32_t rows, const float* x, const float* dy,
                             float* dx) = 0;
 
+  // ---- variational layers (layers/variational_layer.h) ----------------------------------------
+  // q is [rows][2n]: each example's means in columns [0, n) and log-variances in [n, 2n). The
+  // noise of element (r, j) is math::gaussian_at(seed, stream, r * n + j), so the backward pass
+  // re-derives the forward's draws (as dropout does) and backends draw the same numbers.
+  //
+  // a[r][j] = mean + noise * exp(logvar / 2) (sample), or a = mean (prediction).
+  virtual void variational_forward(const float* q, uint32_t rows, uint32_t n, bool sample,
+                                   uint64_t seed, uint64_t stream, float* a) = 0;
+  // dq (overwritten, [rows][2n]) = the gradient with respect to q of the loss that reached a
+  // (da = dE/da, [rows][n]) plus beta times the KL term:
+  //   d mean = da + beta * mean,
+  //   d logvar = da * noise * exp(logvar / 2) / 2 (when sample) + beta * (exp(logvar) - 1) / 2.
+  virtual void variational_backward(const float* q, const float* da, uint32_t rows, uint32_t n,
+                                    bool sample, float beta, uint64_t seed, uint64_t stream,
+                                    float* dq) = 0;
+  // *sum += beta * sum over rows and units of KL(N(mean, exp(logvar)) || N(0, 1)), each
+  // (mean^2 + exp(logvar) - logvar - 1) / 2: the term's value, summed over the batch like the
+  // losses (the *_accumulate convention above).
+  virtual void variational_kl_accumulate(const float* q, uint32_t rows, uint32_t n, float beta,
+                                         double* sum) = 0;
+
   // ---- similarity pooling: DotProduct and Cosine ----------------------------------------------
   // Pooling layers that score every additional source against source 0, one output unit per
   // additional source (docs/config-reference.md, "Convolutional and Pooling layers").

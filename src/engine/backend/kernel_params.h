@@ -62,6 +62,9 @@ struct LossParams {
   float smce_one_target = 0.9f, smce_zero_target = 0.1f;
   float smce_one_scale = 1.0f, smce_zero_scale = 1.0f;
   float delta_boost_one = 1.0f, delta_boost_zero = 1.0f;
+  // SoftMax outputs with CrossEntropy / ScaledMarginalCrossEntropy: sparse targets are used as
+  // stored instead of divided by their row sum (the network key SoftMaxTargets: Raw).
+  bool raw_softmax_targets = false;
 };
 
 struct OptimizerParams {

@@ -86,10 +86,12 @@ class CdlParser {
         parse_training(m, spec.training);
       } else if (k == "predictionparameters") {
         parse_prediction(m, spec.prediction);
+      } else if (k == "serveparameters") {
+        parse_serve(m, spec.serve);
       } else {
-        r_.unknown_key(
-            m, {"Version", "Network", "Command", "Data", "RandomSeed", "MemoryLimit", "Parallel",
-                "Backend", "Device", "TrainingParameters", "PredictionParameters"});
+        r_.unknown_key(m, {"Version", "Network", "Command", "Data", "RandomSeed", "MemoryLimit",
+                           "Parallel", "Backend", "Device", "TrainingParameters",
+                           "PredictionParameters", "ServeParameters"});
       }
     }
     if (!has_network) {
@@ -97,8 +99,10 @@ class CdlParser {
               "missing; required (the network JSON file to train or validate, or the "
               "trained network .nc file to predict with)");
     }
-    if (!has_command) r_.fail("Command", "missing; required (Train, Predict or Validate)");
-    if (!has_data) r_.fail("Data", "missing; required (a NetCDF dataset file or an array of them)");
+    if (!has_command) r_.fail("Command", "missing; required (Train, Predict, Validate or Serve)");
+    // A server reads its examples from requests.
+    if (!has_data && spec.command != Command::Serve)
+      r_.fail("Data", "missing; required (a NetCDF dataset file or an array of them)");
     if (spec.command == Command::Train && !has_epochs_) {
       r_.fail("TrainingParameters.Epochs",
               "missing; required when Command is Train (a number of epochs > 0)");
@@ -257,6 +261,40 @@ class CdlParser {
     }
   }
 
+  void parse_serve(const Member& parent, ServeParameters& p) {
+    for (const auto& m : r_.members(*parent.value, parent.path)) {
+      const std::string& k = m.lower;
+      if (k == "inputindex") {
+        p.input_index = non_empty_string(m);
+      } else if (k == "outputindex") {
+        p.output_index = non_empty_string(m);
+      } else if (k == "host") {
+        p.host = non_empty_string(m);
+      } else if (k == "port") {
+        p.port = int(r_.get_int(*m.value, m.path, 0, 65535));
+      } else if (k == "threads") {
+        p.threads = int(r_.get_int(*m.value, m.path, 1, 4096));
+      } else if (k == "maxbatch") {
+        p.max_batch = positive_u32(m);
+      } else if (k == "maxdelayms") {
+        const double v = r_.get_double(*m.value, m.path);
+        r_.require(v >= 0 && v <= 10000, m.path, "in [0, 10000]", float(v));
+        p.max_delay_ms = v;
+      } else if (k == "k") {
+        p.k = positive_u32(m);
+      } else if (k == "maxk") {
+        p.max_k = positive_u32(m);
+      } else if (k == "maxbody") {
+        p.max_body = memory_limit(m);
+      } else if (k == "modelname") {
+        p.model_name = non_empty_string(m);
+      } else {
+        r_.unknown_key(m, {"InputIndex", "OutputIndex", "Host", "Port", "Threads", "MaxBatch",
+                           "MaxDelayMs", "K", "MaxK", "MaxBody", "ModelName"});
+      }
+    }
+  }
+
   JsonReader r_;
   bool has_epochs_ = false;
 };
@@ -302,6 +340,8 @@ CdlSpec parse_cdl(const std::string& text, const std::string& source) {
   PredictionParameters& p = spec.prediction;
   for (std::string* path :
        {&p.output, &p.filter, &p.input_index, &p.output_index, &p.sample_index, &p.target})
+    *path = resolve_path(base, *path);
+  for (std::string* path : {&spec.serve.input_index, &spec.serve.output_index})
     *path = resolve_path(base, *path);
   return spec;
 }

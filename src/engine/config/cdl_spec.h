@@ -1,4 +1,5 @@
-// Plain description of a CDL command file (Train / Predict / Validate), produced by parse_cdl().
+// Plain description of a CDL command file (Train / Predict / Validate / Serve), produced by
+// parse_cdl().
 // Keys follow DSSTNE's CDL document, including the keys DSSTNE documents but did not parse
 // (MiniBatch, PredictionParameters, all optimizers, an array of Data files).
 #pragma once
@@ -54,6 +55,22 @@ struct PredictionParameters {
   bool rank_input_items = false;  // metrics: rank each example's input items too
 };
 
+// ServeParameters (ours): how nn-serve serves the Network (docs/serving.md). Zero or empty fields
+// leave the tool's defaults.
+struct ServeParameters {
+  std::string input_index;   // item names of requests (required to serve)
+  std::string output_index;  // item names of answers (required to serve)
+  std::string host;          // "" = 127.0.0.1
+  int port = -1;             // -1 = 8080; 0 = any free port
+  int threads = 0;
+  uint32_t max_batch = 0;
+  double max_delay_ms = -1;  // -1 = the tool's default
+  uint32_t k = 0;            // default k of a request
+  uint32_t max_k = 0;
+  uint64_t max_body = 0;  // bytes
+  std::string model_name;
+};
+
 struct CdlSpec {
   std::string source;  // the .cdl file (for messages and relative paths)
   float version = 0.0f;
@@ -69,6 +86,7 @@ struct CdlSpec {
   std::optional<int> device;  // Device: CUDA device index; unset = the tool's flag
   TrainingParameters training;
   PredictionParameters prediction;
+  ServeParameters serve;
 };
 
 }  // namespace nn

@@ -14,7 +14,8 @@ namespace nn {
 
 // Returns the value named by `text` (case-insensitive, aliases accepted), or nullopt when the name
 // is not one that a config file may use. Defined for LayerKind, LayerType, Activation,
-// ErrorFunction, WeightInit, PoolingFunction, NetworkKind, OptimizerKind and Command.
+// ErrorFunction, WeightInit, PoolingFunction, NetworkKind, OptimizerKind, Command,
+// RowNormalization and SoftMaxTargets.
 // Some values exist only as numeric codes (e.g. Activation::ParametricRectifiedLinear,
 // PoolingFunction::Stochastic): DSSTNE rejects them in configs, and so do we.
 template <class E>

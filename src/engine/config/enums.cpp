@@ -28,6 +28,28 @@ const char* to_string(LayerType v) {
       return "Convolutional";
     case LayerType::Pooling:
       return "Pooling";
+    case LayerType::Variational:
+      return "Variational";
+  }
+  return "?";
+}
+
+const char* to_string(RowNormalization v) {
+  switch (v) {
+    case RowNormalization::None:
+      return "None";
+    case RowNormalization::L2:
+      return "L2";
+  }
+  return "?";
+}
+
+const char* to_string(SoftMaxTargets v) {
+  switch (v) {
+    case SoftMaxTargets::Normalized:
+      return "Normalized";
+    case SoftMaxTargets::Raw:
+      return "Raw";
   }
   return "?";
 }
@@ -170,6 +192,8 @@ const char* to_string(Command v) {
       return "Predict";
     case Command::Validate:
       return "Validate";
+    case Command::Serve:
+      return "Serve";
   }
   return "?";
 }
@@ -203,8 +227,22 @@ struct Names<LayerKind> {
 
 template <>
 struct Names<LayerType> {
-  static constexpr NameEntry<LayerType> table[] = {
-      {LayerType::FullyConnected}, {LayerType::Convolutional}, {LayerType::Pooling}};
+  static constexpr NameEntry<LayerType> table[] = {{LayerType::FullyConnected},
+                                                   {LayerType::Convolutional},
+                                                   {LayerType::Pooling},
+                                                   {LayerType::Variational}};
+};
+
+template <>
+struct Names<RowNormalization> {
+  static constexpr NameEntry<RowNormalization> table[] = {{RowNormalization::None},
+                                                          {RowNormalization::L2}};
+};
+
+template <>
+struct Names<SoftMaxTargets> {
+  static constexpr NameEntry<SoftMaxTargets> table[] = {{SoftMaxTargets::Normalized},
+                                                        {SoftMaxTargets::Raw}};
 };
 
 // ParametricRectifiedLinear (PRelu) is absent: DSSTNE rejects it.
@@ -274,7 +312,7 @@ struct Names<OptimizerKind> {
 template <>
 struct Names<Command> {
   static constexpr NameEntry<Command> table[] = {
-      {Command::Train}, {Command::Predict}, {Command::Validate}};
+      {Command::Train}, {Command::Predict}, {Command::Validate}, {Command::Serve}};
 };
 
 }  // namespace
@@ -313,6 +351,8 @@ NN_INSTANTIATE_ENUM_NAMES(PoolingFunction)
 NN_INSTANTIATE_ENUM_NAMES(NetworkKind)
 NN_INSTANTIATE_ENUM_NAMES(OptimizerKind)
 NN_INSTANTIATE_ENUM_NAMES(Command)
+NN_INSTANTIATE_ENUM_NAMES(RowNormalization)
+NN_INSTANTIATE_ENUM_NAMES(SoftMaxTargets)
 #undef NN_INSTANTIATE_ENUM_NAMES
 
 }  // namespace nn

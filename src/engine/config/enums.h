@@ -10,7 +10,23 @@
 namespace nn {
 
 enum class LayerKind : uint32_t { Input = 0, Hidden = 1, Output = 2, Target = 3 };
-enum class LayerType : uint32_t { FullyConnected = 0, Convolutional = 1, Pooling = 2 };
+// Variational is ours (DSSTNE has 0-2): a Gaussian bottleneck (layers/variational_layer.h).
+enum class LayerType : uint32_t {
+  FullyConnected = 0,
+  Convolutional = 1,
+  Pooling = 2,
+  Variational = 3,
+};
+
+// Ours: what an Input layer does to each example's row before anything else sees it (the layer
+// key "Normalize"): nothing, or divide it by its Euclidean length.
+enum class RowNormalization : uint32_t { None = 0, L2 = 1 };
+
+// Ours: the targets of a SoftMax output under CrossEntropy (and ScaledMarginalCrossEntropy) when
+// they are sparse (the network key "SoftMaxTargets"): divided by their row sum (Normalized, so
+// each example's targets sum to 1), or as stored (Raw: the multinomial log-likelihood of the
+// row, -sum_i x_i log p_i, the loss of Mult-DAE and Mult-VAE).
+enum class SoftMaxTargets : uint32_t { Normalized = 0, Raw = 1 };
 
 enum class Activation : uint32_t {
   Sigmoid = 0,
@@ -76,7 +92,7 @@ enum class OptimizerKind : uint32_t {
   Adam = 6,
 };
 
-enum class Command : uint32_t { Train = 0, Predict = 1, Validate = 2 };
+enum class Command : uint32_t { Train = 0, Predict = 1, Validate = 2, Serve = 3 };
 
 // Canonical names (as DSSTNE spells them) for messages and for writing configs back.
 const char* to_string(LayerKind v);
@@ -88,5 +104,7 @@ const char* to_string(PoolingFunction v);
 const char* to_string(NetworkKind v);
 const char* to_string(OptimizerKind v);
 const char* to_string(Command v);
+const char* to_string(RowNormalization v);
+const char* to_string(SoftMaxTargets v);
 
 }  // namespace nn

@@ -40,7 +40,8 @@ MaxoutShape maxout_shape(const LayerSpec& source, int k) {
 
 std::array<uint32_t, 3> kernel_padding(const NetworkSpec& spec, const LayerSpec& layer) {
   std::array<uint32_t, 3> padding{{0, 0, 0}};
-  if (layer.type == LayerType::FullyConnected) return padding;
+  if (layer.type == LayerType::FullyConnected || layer.type == LayerType::Variational)
+    return padding;
   if (layer.type == LayerType::Pooling && layer.pooling == PoolingFunction::DotProduct)
     return padding;
   const int dims = std::clamp(layer.kernel_dimensions, 0, 3);
@@ -229,7 +230,9 @@ void derive_layer_dimensions(NetworkSpec& spec) {
     LayerSpec& l = spec.layers[i];
     if (state[i] == 1) throw ConfigError(where(spec, l) + ": the layer graph has a cycle");
     state[i] = 1;
-    if (l.kind != LayerKind::Input && l.type != LayerType::FullyConnected) {
+    // Fully connected and Variational layers keep the N they are given.
+    if (l.kind != LayerKind::Input && l.type != LayerType::FullyConnected &&
+        l.type != LayerType::Variational) {
       for (const auto& s : l.sources) {
         auto it = index.find(s);
         if (it != index.end()) visit(it->second);

@@ -41,7 +41,7 @@ unsigned kind_bit(LayerKind kind) {
 }
 
 // Which type of layer a key needs, beyond its kind.
-enum class TypeRule { Any, ConvOrPooling, Pooling, NotPooling };
+enum class TypeRule { Any, ConvOrPooling, Pooling, NotPooling, Variational };
 
 // The layer keys DSSTNE's loader accepts and the layer kinds it accepts them on
 // (docs/config-reference.md, "Layer keys").
@@ -77,7 +77,18 @@ const LayerKey kLayerKeys[] = {
     {"BatchNormalization", nullptr, kHiddenBit, TypeRule::Any},
     {"SparsenessPenalty", nullptr, kHiddenBit, TypeRule::Any},
     {"Parallel", nullptr, kHiddenBit | kOutputBit, TypeRule::Any},
+    // Ours (docs/config-reference.md): row normalisation of inputs, the KL term of Variational
+    // layers.
+    {"Normalize", nullptr, kInputBit, TypeRule::Any},
+    {"KL", nullptr, kHiddenBit, TypeRule::Variational},
 };
+
+// Keys a Variational layer refuses although its kind takes them: the layer ends in its
+// reparameterised sample, with nothing after it (docs/config-reference.md, "Variational
+// layers").
+const char* const kNotOnVariational[] = {"Skip",      "pDropout",           "SharedWeights",
+                                         "DeltaNorm", "BatchNormalization", "SparsenessPenalty",
+                                         "Sparse"};
 
 // Top-level keys, aliases included, as listed in "expected one of" messages.
 // clang-format off
@@ -85,7 +96,7 @@ const std::vector<std::string> kTopLevelKeys = {
     "Version", "Name", "Kind", "ErrorFunction", "ShuffleIndices", "RELUSlope", "Slope", "ELUAlpha",
     "SELULambda", "ActivationMax", "Decay", "LRN", "LocalResponseNormalization", "Maxout", "SparsenessPenalty",
     "Denoising", "DeltaBoost", "ScaledMarginalCrossEntropy", "DataScaledMarginalCrossEntropy",
-    "WeightsData", "Layers"};
+    "SoftMaxTargets", "WeightsData", "Layers"};
 // clang-format on
 
 const LayerKey* find_layer_key(const std::string& lower) {
@@ -104,6 +115,8 @@ bool type_allows(TypeRule rule, LayerType type) {
       return type == LayerType::Pooling;
     case TypeRule::NotPooling:
       return type != LayerType::Pooling;
+    case TypeRule::Variational:
+      return type == LayerType::Variational;
   }
   return true;
 }
@@ -116,6 +129,8 @@ const char* type_rule_text(TypeRule rule) {
       return "Pooling layers";
     case TypeRule::NotPooling:
       return "FullyConnected and Convolutional layers";
+    case TypeRule::Variational:
+      return "Variational layers";
     case TypeRule::Any:
       break;
   }
@@ -221,6 +236,10 @@ class NetworkParser {
     if (k == "errorfunction") {
       spec.error_function = r_.get_enum<ErrorFunction>(m);
       return "ErrorFunction";
+    }
+    if (k == "softmaxtargets") {
+      spec.softmax_targets = r_.get_enum<SoftMaxTargets>(m);
+      return "SoftMaxTargets";
     }
     if (k == "shuffleindices") {
       spec.shuffle_indices = r_.get_bool(m);
@@ -369,11 +388,19 @@ class NetworkParser {
     }
     layer.name = std::string(to_string(layer.kind)) + std::to_string(position);
 
+    if (layer.type == LayerType::Variational) {
+      if (layer.kind != LayerKind::Hidden)
+        r_.fail(child_path(path, "Type"), "Variational layers are Hidden layers, but this one is " +
+                                              with_article(to_string(layer.kind)) + " layer");
+      layer.activation = Activation::Linear;  // the sample is the layer's output
+    }
+
     std::set<std::string> seen;
     for (const auto& m : members) {
       const LayerKey* key = find_layer_key(m.lower);
       if (!key) r_.unknown_key(m, layer_keys_for(layer.kind, layer.type));
       once(seen, key->name, m);
+      if (layer.type == LayerType::Variational) check_variational_key(key->name, m);
       if (!(key->kinds & kind_bit(layer.kind))) {
         r_.fail(m.path, "not valid on " + with_article(to_string(layer.kind)) + " layer; only on " +
                             kinds_text(key->kinds));
@@ -396,6 +423,20 @@ class NetworkParser {
     }
     infos_.push_back(info);
     return layer;
+  }
+
+  // A key a Variational layer cannot take (kNotOnVariational), or an activation other than Linear.
+  void check_variational_key(const std::string& key, const Member& m) const {
+    for (const char* refused : kNotOnVariational)
+      if (key == refused)
+        r_.fail(m.path, std::string("not valid on a Variational layer (its output is the sampled "
+                                    "code; put ") +
+                            key + " on the layer that reads it)");
+    if (key == "Activation" && r_.get_enum<Activation>(m) != Activation::Linear)
+      r_.fail(m.path,
+              std::string("a Variational layer outputs its sample as it is (Linear), not ") +
+                  to_string(r_.get_enum<Activation>(m)) +
+                  "; put the activation on the layer that reads it");
   }
 
   void parse_layer_key(const std::string& key, const Member& m, LayerSpec& layer, LayerInfo& info) {
@@ -426,6 +467,10 @@ class NetworkParser {
       layer.pooling = r_.get_enum<PoolingFunction>(m);
     } else if (key == "Activation") {
       layer.activation = r_.get_enum<Activation>(m);
+    } else if (key == "Normalize") {
+      layer.normalize = r_.get_enum<RowNormalization>(m);
+    } else if (key == "KL") {
+      parse_kl(m, layer);
     } else if (key == "RELUSlope") {
       info.relu_slope = r_.get_float(m);
     } else if (key == "ELUAlpha") {
@@ -511,6 +556,21 @@ class NetworkParser {
     for (size_t i = 0; i < v.size(); ++i)
       out[i] = uint32_t(r_.get_int(v[i], index_path(m.path, i), 1, kMaxU32));
     return int(v.size());
+  }
+
+  // "KL": {"Beta": b, "AnnealSteps": n}.
+  void parse_kl(const Member& m, LayerSpec& layer) const {
+    for (const auto& p : r_.members(*m.value, m.path)) {
+      if (p.lower == "beta") {
+        layer.kl_beta = r_.get_float(p);
+        r_.require(layer.kl_beta >= 0, p.path, ">= 0", layer.kl_beta);
+      } else if (p.lower == "annealsteps") {
+        layer.kl_anneal_steps =
+            uint64_t(r_.get_int(*p.value, p.path, 0, std::numeric_limits<int64_t>::max()));
+      } else {
+        r_.unknown_key(p, {"Beta", "AnnealSteps"});
+      }
+    }
   }
 
   void parse_weight_init(const Member& m, LayerSpec& layer) const {

@@ -46,6 +46,8 @@ Json layer_json(const LayerSpec& l, const NetworkSpec& spec) {
   j["Type"] = to_string(l.type);
   j["N"] = l.n_auto ? Json("auto") : dims(l.n, l.dimensions);
   if (l.sparse) j["Sparse"] = true;
+  if (l.kind == LayerKind::Input && l.normalize != RowNormalization::None)
+    j["Normalize"] = to_string(l.normalize);
   if (l.p_dropout != 0) j["pDropout"] = number(l.p_dropout);
   if (!l.dataset.empty() && (l.kind == LayerKind::Input || l.kind == LayerKind::Output))
     j["DataSet"] = l.dataset;
@@ -88,6 +90,8 @@ Json layer_json(const LayerSpec& l, const NetworkSpec& spec) {
       j["SharedWeights"] = shared;
     }
   }
+  if (l.type == LayerType::Variational && (l.kl_beta != 1 || l.kl_anneal_steps != 0))
+    j["KL"] = {{"Beta", number(l.kl_beta)}, {"AnnealSteps", l.kl_anneal_steps}};
   if (l.kind == LayerKind::Hidden) {
     if (l.batch_normalization) j["BatchNormalization"] = true;
     if (l.sparseness_penalty_p != 0 || l.sparseness_penalty_beta != 0) {
@@ -106,6 +110,7 @@ std::string network_spec_to_json(const NetworkSpec& spec) {
   j["Name"] = spec.name;
   j["Kind"] = to_string(spec.kind);
   j["ErrorFunction"] = to_string(spec.error_function);
+  j["SoftMaxTargets"] = to_string(spec.softmax_targets);
   j["ShuffleIndices"] = spec.shuffle_indices;
   j["RELUSlope"] = number(spec.relu_slope);
   j["ELUAlpha"] = number(spec.elu_alpha);

@@ -30,7 +30,8 @@ bool operator==(const LayerSpec& a, const LayerSpec& b) {
                     l.weight_init_scale, l.bias_init, l.weight_norm, l.delta_norm, l.kernel,
                     l.kernel_dimensions, l.kernel_stride, l.batch_normalization,
                     l.sparseness_penalty_p, l.sparseness_penalty_beta, l.relu_slope, l.elu_alpha,
-                    l.selu_lambda, l.activation_max, l.maxout_k, l.shared_weights, l.parallel);
+                    l.selu_lambda, l.activation_max, l.maxout_k, l.shared_weights, l.parallel,
+                    l.normalize, l.kl_beta, l.kl_anneal_steps);
   };
   return fields(a) == fields(b);
 }
@@ -41,7 +42,8 @@ bool operator==(const NetworkSpec& a, const NetworkSpec& b) {
                     s.lrn_n, s.maxout_k, s.sparseness_penalty_p, s.sparseness_penalty_beta,
                     s.denoising_p, s.delta_boost_one, s.delta_boost_zero, s.smce_one_target,
                     s.smce_zero_target, s.smce_one_scale, s.smce_zero_scale, s.shuffle_indices,
-                    s.relu_slope, s.elu_alpha, s.selu_lambda, s.activation_max, s.decay, s.layers);
+                    s.relu_slope, s.elu_alpha, s.selu_lambda, s.activation_max, s.decay,
+                    s.softmax_targets, s.layers);
   };
   return fields(a) == fields(b);
 }

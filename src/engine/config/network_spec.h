@@ -57,6 +57,14 @@ struct LayerSpec {
   int maxout_k = 2;  // resolved: the network's Maxout.k (pieces per MaxOut unit)
   std::vector<SharedWeightSpec> shared_weights;
   ParallelMode parallel = ParallelMode::Auto;
+  // Ours. Input layers: what each example's row is divided by before the network sees it
+  // (the key "Normalize").
+  RowNormalization normalize = RowNormalization::None;
+  // Ours. Variational layers (the key "KL"): the weight of the KL divergence term,
+  // beta = kl_beta * min(1, updates done / kl_anneal_steps), or kl_beta throughout when
+  // kl_anneal_steps is 0.
+  float kl_beta = 1.0f;
+  uint64_t kl_anneal_steps = 0;
 
   // N0 x N1 x N2 x N3; UINT64_MAX when the product does not fit 64 bits.
   uint64_t units() const {
@@ -86,6 +94,7 @@ struct NetworkSpec {
   float selu_lambda = 1.050701f;
   float activation_max = 1.0f;  // ours: default bound of ReluMax / LinearMax
   float decay = 0.0f;
+  SoftMaxTargets softmax_targets = SoftMaxTargets::Normalized;  // ours
   std::vector<LayerSpec> layers;
 
   const LayerSpec* find_layer(const std::string& layer_name) const {

@@ -4,6 +4,7 @@
 #include "data/batch.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -114,6 +115,30 @@ void gather_weights(const ExampleSet& ds, const uint32_t* ids, uint32_t count,
   out.resize(count);
   // Weights belong to examples, not to the unique rows an Indexed dataset shares.
   for (uint32_t i = 0; i < count; ++i) out[i] = ds.example_weight[ids[i]];
+}
+
+void normalize_rows_l2(SparseBatch& b) {
+  if (b.value.empty()) b.value.assign(b.index.size(), 1.0f);
+  for (uint32_t r = 0; r < b.rows; ++r) {
+    double sq = 0.0;
+    for (uint32_t e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e)
+      sq += double(b.value[e]) * b.value[e];
+    if (!(sq > 0.0)) continue;
+    const double inv = 1.0 / std::sqrt(sq);
+    for (uint32_t e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e)
+      b.value[e] = static_cast<float>(b.value[e] * inv);
+  }
+}
+
+void normalize_rows_l2(float* x, uint32_t rows, uint64_t cols) {
+  for (uint32_t r = 0; r < rows; ++r) {
+    float* row = x + size_t(r) * cols;
+    double sq = 0.0;
+    for (uint64_t j = 0; j < cols; ++j) sq += double(row[j]) * row[j];
+    if (!(sq > 0.0)) continue;
+    const double inv = 1.0 / std::sqrt(sq);
+    for (uint64_t j = 0; j < cols; ++j) row[j] = static_cast<float>(row[j] * inv);
+  }
 }
 
 }  // namespace nn

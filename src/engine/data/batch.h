@@ -29,6 +29,15 @@ void gather_sparse(const ExampleSet& ds, const uint32_t* ids, uint32_t count, Sp
 void gather_dense(const ExampleSet& ds, const uint32_t* ids, uint32_t count, bool as_input,
                   float* out);
 
+// Input row normalisation (the Input layer key "Normalize": "L2"): divides every example's values
+// by the Euclidean length of its row, so each row has length 1 (a row of zeros stays as it is).
+// A sparse row's length is taken over its stored entries (an indicator row of n items has
+// length sqrt(n)); the values are materialised for indicator data. Example weights are not
+// touched. Applied before denoising, so a denoised row is a normalised row with entries dropped
+// and the survivors scaled by 1/(1-p), as in Mult-DAE and Mult-VAE.
+void normalize_rows_l2(SparseBatch& b);
+void normalize_rows_l2(float* x, uint32_t rows, uint64_t cols);
+
 // Per-example weights for a batch (empty when the dataset is not Weighted).
 void gather_weights(const ExampleSet& ds, const uint32_t* ids, uint32_t count,
                     std::vector<float>& out);

@@ -9,6 +9,10 @@
 //   nn_ActivationMax                          float (optional: older files use the default)
 //   layer<i>_nn_activationMax                 float (optional, as nn_ActivationMax)
 //   layer<i>_nn_parallel                      uint, only when not Auto (1 Data, 2 Model)
+//   nn_SoftMaxTargets                         uint, only when not Normalized (1 Raw)
+//   layer<i>_nn_normalize                     uint, Input layers, only when not None (1 L2)
+//   layer<i>_nn_klBeta                        float, Variational layers (layer<i>_type 3)
+//   layer<i>_nn_klAnnealSteps                 uint64, Variational layers
 //   layer<i>_nn_sharedWeights                uint count S, then per j < S:
 //     layer<i>_nn_sharedWeight<j>_sourceInputLayer / _sourceOutputLayer / _inputLayer  text
 //     layer<i>_nn_sharedWeight<j>_transposed                                           uint

@@ -75,6 +75,9 @@ class LayoutReader {
       s.selu_lambda = in_.finite_float("nn_SELULambda");
       // Added with MaxOut/ReluMax bounds; files from before it use the default.
       if (in_.has("nn_ActivationMax")) s.activation_max = in_.finite_float("nn_ActivationMax");
+      // Added with Mult-DAE/Mult-VAE networks; absent means Normalized.
+      if (in_.has("nn_SoftMaxTargets"))
+        s.softmax_targets = in_.enum_value("nn_SoftMaxTargets", SoftMaxTargets::Raw);
     }
   }
 
@@ -104,7 +107,8 @@ class LayoutReader {
     LayerSpec l;
     l.name = in_.text(key("name"));
     l.kind = in_.enum_value(key("kind"), LayerKind::Target);
-    l.type = in_.enum_value(key("type"), LayerType::Pooling);
+    // Variational (3) is ours: a DSSTNE file stops at Pooling (2).
+    l.type = in_.enum_value(key("type"), ours_ ? LayerType::Variational : LayerType::Pooling);
     if (l.type == LayerType::Pooling || in_.has(key("poolingfunction")))
       l.pooling = in_.enum_value(key("poolingfunction"), PoolingFunction::GlobalTemporal);
     l.dataset = in_.text(key("dataSet"));
@@ -141,6 +145,12 @@ class LayoutReader {
     if (ours_ && in_.has(key("nn_parallel"))) {
       const uint64_t mode = in_.unsigned_value(key("nn_parallel"), 2);
       l.parallel = static_cast<ParallelMode>(mode);
+    }
+    if (ours_ && in_.has(key("nn_normalize")))
+      l.normalize = in_.enum_value(key("nn_normalize"), RowNormalization::L2);
+    if (l.type == LayerType::Variational) {
+      l.kl_beta = in_.finite_float(key("nn_klBeta"));
+      l.kl_anneal_steps = in_.unsigned_value(key("nn_klAnnealSteps"), UINT64_MAX);
     }
     const uint32_t attributes = in_.uint32(key("attributes"));
     const uint32_t known = kLayerSparse | kLayerDenoising | kLayerBatchNormalization;

@@ -118,7 +118,19 @@ class Validator {
       fail_att(key("name"), "repeats layer name " + quoted(l.name) + " (also " +
                                 layer_key(it->second, "name") + ")");
     code(key("kind"), static_cast<uint32_t>(l.kind), 3);
-    code(key("type"), static_cast<uint32_t>(l.type), 2);
+    code(key("type"), static_cast<uint32_t>(l.type), 3);
+    code(key("nn_normalize"), static_cast<uint32_t>(l.normalize), 1);
+    if (l.normalize != RowNormalization::None && l.kind != LayerKind::Input)
+      fail_att(key("nn_normalize"), "is set on a " + std::string(to_string(l.kind)) +
+                                        " layer; only Input layers normalise their rows");
+    if (l.type == LayerType::Variational) {
+      if (l.kind != LayerKind::Hidden)
+        fail_att(key("type"), "is 3 (Variational) on a " + std::string(to_string(l.kind)) +
+                                  " layer; Variational layers are Hidden layers");
+      finite(key("nn_klBeta"), l.kl_beta);
+      if (l.kl_beta < 0)
+        fail_att(key("nn_klBeta"), "is " + std::to_string(l.kl_beta) + ", expected >= 0");
+    }
     code(key("poolingfunction"), static_cast<uint32_t>(l.pooling), 9);
     code(key("weightInit"), static_cast<uint32_t>(l.weight_init), 6);
     code(key("activation"), static_cast<uint32_t>(l.activation), 13);
@@ -198,7 +210,8 @@ class Validator {
     uint64_t size = 0;
     if (!checked_product({w.width, w.height, w.length, w.depth, w.breadth}, size))
       fail_att(key("width"), "times height, length, depth and breadth exceeds 64 bits");
-    if (out.type == LayerType::FullyConnected) check_fc_shape(i, w, in, out);
+    if (out.type == LayerType::FullyConnected || out.type == LayerType::Variational)
+      check_fc_shape(i, w, in, out);
 
     check_sharing(i, w, out);
     if (w.shared) {
@@ -223,7 +236,9 @@ class Validator {
       else
         size_is(key("bias"), w.bias.size(), fc_outputs(out),
                 out.activation == Activation::MaxOut ? "units x maxout_k of " + quoted(out.name)
-                                                     : "units of " + quoted(out.name));
+                : out.type == LayerType::Variational
+                    ? "2 x units (means and log-variances) of " + quoted(out.name)
+                    : "units of " + quoted(out.name));
     }
     finite_values(key("weights"), w.weights);
     finite_values(key("bias"), w.bias);
@@ -232,8 +247,9 @@ class Validator {
   }
 
   // Outputs of a fully connected weight: the layer's units, times maxout_k for MaxOut layers
-  // (k pre-activations per unit).
+  // (k pre-activations per unit), times 2 for Variational layers (a mean and a log-variance).
   static uint64_t fc_outputs(const LayerSpec& out) {
+    if (out.type == LayerType::Variational) return 2 * out.units();
     return out.activation == Activation::MaxOut ? out.units() * uint64_t(out.maxout_k)
                                                 : out.units();
   }
@@ -247,7 +263,8 @@ class Validator {
                    ", expected " + std::to_string(outputs) + " x " + std::to_string(in.units()) +
                    " for " + quoted(in.name) + " (" + std::to_string(in.units()) + " units) -> " +
                    quoted(out.name) + " (" + std::to_string(out.units()) + " units" +
-                   (outputs != out.units()
+                   (out.type == LayerType::Variational ? ", a mean and a log-variance each"
+                    : outputs != out.units()
                         ? " of " + std::to_string(out.maxout_k) + " MaxOut pieces each"
                         : std::string()) +
                    ")");

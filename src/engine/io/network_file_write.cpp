@@ -101,6 +101,8 @@ class LayoutWriter {
     float_("nn_ELUAlpha", s.elu_alpha);
     float_("nn_SELULambda", s.selu_lambda);
     float_("nn_ActivationMax", s.activation_max);
+    if (s.softmax_targets != SoftMaxTargets::Normalized)
+      uint32_("nn_SoftMaxTargets", static_cast<uint32_t>(s.softmax_targets));
   }
 
   void write_training() const {
@@ -164,6 +166,12 @@ class LayoutWriter {
     float_(key("nn_activationMax"), l.activation_max);
     if (l.parallel != ParallelMode::Auto)
       uint32_(key("nn_parallel"), static_cast<uint32_t>(l.parallel));
+    if (l.normalize != RowNormalization::None)
+      uint32_(key("nn_normalize"), static_cast<uint32_t>(l.normalize));
+    if (l.type == LayerType::Variational) {
+      float_(key("nn_klBeta"), l.kl_beta);
+      uint64_(key("nn_klAnnealSteps"), l.kl_anneal_steps);
+    }
     uint32_t attributes = 0;
     if (l.sparse) attributes |= kLayerSparse;
     // DSSTNE marks sparse Input layers as denoised when the network has Denoising.p > 0

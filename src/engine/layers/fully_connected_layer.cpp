@@ -58,9 +58,14 @@ void FullyConnectedLayer::check_shared_shape(const std::string& entry, const Sha
 
 void FullyConnectedLayer::forward(const LayerContext& ctx) {
   if (sharded()) return forward_sharded(ctx);
+  float* z = z_buffer();
+  compute_z(ctx, z);
+  finish_forward(ctx, z);
+}
+
+void FullyConnectedLayer::compute_z(const LayerContext& ctx, float* z) {
   Backend& be = ctx.backend;
   const uint32_t rows = ctx.rows, n_out = pre_units();
-  float* z = z_buffer();
   bool first = true;
   for (auto& c : connections_) {
     be.broadcast_bias(z, c->bias.value.data(), rows, n_out, /*accumulate=*/!first);
@@ -80,14 +85,18 @@ void FullyConnectedLayer::forward(const LayerContext& ctx) {
     }
   }
   if (first) be.fill(z, size_t(rows) * n_out, 0.0f);
-  finish_forward(ctx, z);
 }
 
 void FullyConnectedLayer::backward(const LayerContext& ctx) {
   if (sharded()) return backward_sharded(ctx);
+  const float* d = start_backward(ctx);
+  propagate(ctx, d);
+  finish_backward(ctx, d);
+}
+
+void FullyConnectedLayer::propagate(const LayerContext& ctx, const float* d) {
   Backend& be = ctx.backend;
   const uint32_t rows = ctx.rows, n_out = pre_units();
-  const float* d = start_backward(ctx);
   const float inv_rows = 1.0f / static_cast<float>(rows);
   for (auto& c : connections_) {
     Layer* src = c->source;
@@ -119,7 +128,6 @@ void FullyConnectedLayer::backward(const LayerContext& ctx) {
               c->transposed ? n_in : int(n_out), 1.0f, src->delta(), n_in);
     }
   }
-  finish_backward(ctx, d);
 }
 
 }  // namespace nn

@@ -64,6 +64,12 @@ class FullyConnectedLayer : public WeightedLayer<Connection> {
   void check_shared_shape(const std::string& entry, const SharedWeightSpec& s, const Connection& c,
                           const Connection& oc, const WeightedLayer& owner) const override;
 
+  // The products of an unsplit layer, for layers built on this one (layers/variational_layer.h):
+  // z ([rows][pre_units()]) = the sum over connections of x W + b, and from dz = dE/dz the
+  // weight and bias gradients (means over the rows) and each source's dE/dx (added to its delta).
+  void compute_z(const LayerContext& ctx, float* z);
+  void propagate(const LayerContext& ctx, const float* dz);
+
  private:
   // ---- model parallelism (fully_connected_sharded.cpp) ----------------------------------------
   void forward_sharded(const LayerContext& ctx);

@@ -130,6 +130,13 @@ class Layer {
     return out;
   }
 
+  // ---- a loss term of the layer's own ---------------------------------------------------------
+  // The term a layer adds to the objective besides the sparseness penalty (a Variational layer's
+  // weighted KL divergence; nothing for the others), on the activations of the forward pass of
+  // `ctx`, summed over the batch like the losses, added into *sum (a double in the backend's
+  // memory). The layer's backward() adds the term's derivative.
+  virtual void accumulate_own_loss(const LayerContext& ctx, double* sum) {}
+
   // ---- fused output activation ---------------------------------------------------------------
   // True when forward() ends with Backend::activate over activations() (and nothing after it),
   // so the activation can be left to the loss.

@@ -8,6 +8,7 @@
 #include "layers/fully_connected_layer.h"
 #include "layers/input_layer.h"
 #include "layers/pooling_layer.h"
+#include "layers/variational_layer.h"
 
 namespace nn {
 namespace {
@@ -35,6 +36,8 @@ const Entry kLayers[] = {
      }},
     {LayerKind::Hidden, LayerType::Pooling,
      [](const LayerSpec& s, uint32_t i, bool) { return std::make_unique<PoolingLayer>(s, i); }},
+    {LayerKind::Hidden, LayerType::Variational,
+     [](const LayerSpec& s, uint32_t i, bool) { return std::make_unique<VariationalLayer>(s, i); }},
 };
 
 }  // namespace

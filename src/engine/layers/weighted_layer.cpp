@@ -117,8 +117,13 @@ WeightArrays save_connection(const std::string& input, const std::string& output
 // ---- parameters ------------------------------------------------------------------------------
 
 template <class C>
+uint32_t WeightedLayer<C>::pieces_per_unit() const {
+  return maxout() ? static_cast<uint32_t>(spec_.maxout_k) : 1;
+}
+
+template <class C>
 uint32_t WeightedLayer<C>::pre_units() const {
-  return maxout() ? units() * static_cast<uint32_t>(spec_.maxout_k) : units();
+  return units() * pieces_per_unit();
 }
 
 template <class C>

@@ -78,7 +78,7 @@ class WeightedLayer : public Layer {
   bool ends_with_activate() const override {
     return !maxout() && !sharded() && !(kind() == LayerKind::Hidden && spec_.p_dropout > 0.0f);
   }
-  // Width of z (what the weights produce): units() x Maxout.k for MaxOut layers, else units().
+  // Width of z (what the weights produce): units() x pieces_per_unit().
   uint32_t pre_units() const;
 
  protected:
@@ -103,6 +103,9 @@ class WeightedLayer : public Layer {
                                   const C& oc, const WeightedLayer& owner) const = 0;
   // The MaxOut pieces' stride in z (see above).
   virtual uint32_t maxout_inner() const { return 1; }
+  // Values of z per unit: Maxout.k for MaxOut layers, else 1 (a Variational layer: 2, a mean
+  // and a log-variance).
+  virtual uint32_t pieces_per_unit() const;
 
   // ---- for the derived layer -----------------------------------------------------------------
   // First thing in build(): keeps the backend, checks Maxout.k.

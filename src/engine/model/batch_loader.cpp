@@ -22,13 +22,17 @@ void BatchLoader::assemble(const uint32_t* ids, uint32_t count, uint64_t step, b
     const bool is_input = i < data_.inputs.size();
     const ExampleSet& ds =
         *(is_input ? data_.inputs[i] : data_.outputs[i - data_.inputs.size()]).dataset;
+    // Row normalisation first: denoising then drops entries of the normalised row.
+    const bool l2 = is_input && data_.inputs[i].normalize == RowNormalization::L2;
     if (ds.is_sparse()) {
       gather_sparse(ds, ids, count, out.sparse[i]);
+      if (l2) normalize_rows_l2(out.sparse[i]);
       if (is_input && training && denoise_[i].p > 0.0f)
         denoise(out.sparse[i], ids, denoise_[i], step);
     } else {
       out.dense[i].resize(size_t(count) * ds.features());
       gather_dense(ds, ids, count, is_input, out.dense[i].data());
+      if (l2) normalize_rows_l2(out.dense[i].data(), count, ds.features());
       gather_weights(ds, ids, count, out.weights[i]);
     }
   }

@@ -74,7 +74,7 @@ BoundData bind_datasets(const NetworkSpec& spec, const std::vector<ExampleSet>& 
                         std::to_string(ds->examples) + " examples; other bound datasets have " +
                         std::to_string(bound.examples));
     }
-    into.push_back({l.name, ds});
+    into.push_back({l.name, ds, l.kind == LayerKind::Input ? l.normalize : RowNormalization::None});
   };
   for (const auto& l : spec.layers)
     if (l.kind == LayerKind::Input) bind(l, bound.inputs);

@@ -15,6 +15,9 @@ namespace nn {
 struct LayerData {
   std::string layer;
   const ExampleSet* dataset = nullptr;
+  // Input layers: the layer's "Normalize", applied to each batch as it is assembled
+  // (model/batch_loader.h), before denoising.
+  RowNormalization normalize = RowNormalization::None;
 };
 
 struct BoundData {

@@ -22,6 +22,7 @@ std::string kind_of(const Layer& layer) {
   if (l.kind == LayerKind::Input) return k + (layer.has_sparse_output() ? " (sparse)" : " (dense)");
   k += std::string(" ") + to_string(l.type);
   if (l.type == LayerType::Pooling) return k + " " + to_string(l.pooling);
+  if (l.type == LayerType::Variational) return k;  // no activation: its output is the sample
   k += std::string(" ") + to_string(l.activation);
   if (!l.shared_weights.empty()) k += " (shared weights)";
   return k;

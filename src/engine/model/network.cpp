@@ -30,9 +30,12 @@ void Network::check_weight_memory() const {
   std::optional<uint64_t> total = 0;
   for (const auto& layer : layers_) {
     const LayerSpec& l = layer->spec();
-    if (l.type != LayerType::FullyConnected || l.kind == LayerKind::Input) continue;
-    // A model-parallel layer holds its slice of the units only.
-    const uint64_t held = layer->local_units();
+    const bool variational = l.type == LayerType::Variational;
+    if ((l.type != LayerType::FullyConnected && !variational) || l.kind == LayerKind::Input)
+      continue;
+    // A model-parallel layer holds its slice of the units only; a Variational layer's weights
+    // produce a mean and a log-variance per unit.
+    const uint64_t held = uint64_t(layer->local_units()) * (variational ? 2 : 1);
     for (const Layer* src : layer->sources()) {
       const auto params = checked_add(checked_mul(src->units(), held).value_or(UINT64_MAX), held);
       const auto bytes = params ? checked_mul(*params, 4 * sizeof(float)) : std::nullopt;
@@ -223,14 +226,19 @@ void Network::link_layer_features() {
   }
 }
 
-double Network::sparseness_penalty(uint32_t rows) {
-  double total = 0.0;
-  for (auto& layer : layers_) total += layer->sparseness_penalty(backend_, rows);
-  return total;
+double Network::penalties(const LayerContext& ctx) {
+  // Summed in the backend's memory like the training loop's sums, then read back once.
+  DeviceArray<double> sum;
+  sum.assign(backend_, std::vector<double>(1, 0.0));
+  accumulate_penalties(ctx, sum.data());
+  return sum.to_host()[0];
 }
 
-void Network::accumulate_sparseness_penalty(uint32_t rows, double* sum) {
-  for (auto& layer : layers_) layer->accumulate_sparseness_penalty(backend_, rows, sum);
+void Network::accumulate_penalties(const LayerContext& ctx, double* sum) {
+  for (auto& layer : layers_) {
+    layer->accumulate_sparseness_penalty(backend_, ctx.rows, sum);
+    layer->accumulate_own_loss(ctx, sum);
+  }
 }
 
 void Network::initialize(uint64_t seed) {

@@ -62,12 +62,13 @@ class Network {
   uint32_t max_batch() const { return max_batch_; }
 
   void forward(const LayerContext& ctx);
-  // Sum over layers of the sparseness penalty on the current activations (after forward),
-  // summed over the batch like the losses; 0 when no layer has one. Part of the objective that
-  // backward() differentiates.
-  double sparseness_penalty(uint32_t rows);
+  // The layers' penalty terms on the current forward pass (of `ctx`): the sparseness penalties
+  // and the layers' own loss terms (a Variational layer's KL divergence), summed over the batch
+  // like the losses; 0 when no layer has one. Part of the objective that backward()
+  // differentiates.
+  double penalties(const LayerContext& ctx);
   // The same sum added into *sum, a double in the backend's memory, layer by layer.
-  void accumulate_sparseness_penalty(uint32_t rows, double* sum);
+  void accumulate_penalties(const LayerContext& ctx, double* sum);
   // Zeroes hidden deltas, then runs backward in reverse order. Output layers' deltas must
   // already hold dE/dz. `after_layer` (optional) is called as each layer's backward finishes,
   // so gradient communication can start while earlier layers still compute.

@@ -29,10 +29,9 @@ double GradientChecker::loss() {
   load_inputs(net_, data_, batch_);
   LayerContext ctx{net_.backend(), batch_.rows, options_.training, options_.seed, 1};
   net_.forward(ctx);
-  // The sparseness penalty (0 unless a Sparse hidden layer has one) is part of what backward()
-  // differentiates, so it is part of the checked loss.
-  return (losses_.evaluate(batch_, /*write_deltas=*/false) + net_.sparseness_penalty(batch_.rows)) /
-         batch_.rows;
+  // The penalty terms (sparseness penalties, a Variational layer's KL term; 0 when there are
+  // none) are part of what backward() differentiates, so they are part of the checked loss.
+  return (losses_.evaluate(batch_, /*write_deltas=*/false) + net_.penalties(ctx)) / batch_.rows;
 }
 
 double GradientChecker::compute_analytic() {
@@ -40,8 +39,7 @@ double GradientChecker::compute_analytic() {
   LayerContext ctx{net_.backend(), batch_.rows, options_.training, options_.seed, 1};
   net_.forward(ctx);
   const double err =
-      (losses_.evaluate(batch_, /*write_deltas=*/true) + net_.sparseness_penalty(batch_.rows)) /
-      batch_.rows;
+      (losses_.evaluate(batch_, /*write_deltas=*/true) + net_.penalties(ctx)) / batch_.rows;
   net_.backward(ctx);
   return err;
 }

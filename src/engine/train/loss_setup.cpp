@@ -17,6 +17,7 @@ LossParams loss_params(const NetworkSpec& spec, const LayerSpec& output,
   p.smce_zero_scale = spec.smce_zero_scale;
   p.delta_boost_one = spec.delta_boost_one;
   p.delta_boost_zero = spec.delta_boost_zero;
+  p.raw_softmax_targets = spec.softmax_targets == SoftMaxTargets::Raw;
   const std::string where = (spec.source.empty() ? std::string("network") : spec.source) +
                             ": layer '" + output.name + "'";
   const Activation a = p.activation.kind;

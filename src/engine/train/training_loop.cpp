@@ -482,10 +482,10 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
     net_.forward(ctx);
     losses_.accumulate(hb, /*write_deltas=*/true, whole, loss_sums_.data() + math::kLossBatch,
                        /*activations_deferred=*/true);
-    // The sparseness penalty (0 unless a Sparse hidden layer has one) is part of the objective
-    // that backward() differentiates, so it is reported with the data error.
-    if (hb.rows > 0)
-      net_.accumulate_sparseness_penalty(hb.rows, loss_sums_.data() + math::kLossPenalty);
+    // The penalty terms (sparseness penalties, a Variational layer's KL term; 0 when there are
+    // none) are part of the objective that backward() differentiates, so they are reported with
+    // the data error.
+    if (hb.rows > 0) net_.accumulate_penalties(ctx, loss_sums_.data() + math::kLossPenalty);
   }
   double err = 0.0;
   if (comm_->size() > 1) {

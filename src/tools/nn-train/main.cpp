@@ -213,9 +213,10 @@ api::TrainJob job_from_cdl(Flags& f, int device, std::vector<std::string>& overr
   if (!f.config.empty() || !f.input.empty() || !f.output.empty() || !f.network.empty())
     throw UsageError("give either a CDL file or -c/-i/-o/-n, not both");
   const api::CommandFile cdl = api::CommandFile::read(f.cdl);
-  if (cdl.command() == "Predict")
-    throw UsageError(f.cdl + ": Command is " + cdl.command() +
-                     "; nn-train runs Train and Validate (use nn-predict for Predict)");
+  if (cdl.command() == "Predict" || cdl.command() == "Serve")
+    throw UsageError(
+        f.cdl + ": Command is " + cdl.command() +
+        "; nn-train runs Train and Validate (use nn-predict for Predict, nn-serve for Serve)");
   f.validate = f.validate || cdl.command() == "Validate";
   apply_memory_limit(f.memory_limit, cdl.memory_limit());
   // The CDL's settings mean the same here as in the library's train_cdl (nn/train_job.h);

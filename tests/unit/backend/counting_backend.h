@@ -219,6 +219,18 @@ class CountingBackend final : public Backend {
                     float* dx) override {
     inner_->lrn_backward(p, rows, x, dy, dx);
   }
+  void variational_forward(const float* q, uint32_t rows, uint32_t n, bool sample, uint64_t seed,
+                           uint64_t stream, float* a) override {
+    inner_->variational_forward(q, rows, n, sample, seed, stream, a);
+  }
+  void variational_backward(const float* q, const float* da, uint32_t rows, uint32_t n, bool sample,
+                            float beta, uint64_t seed, uint64_t stream, float* dq) override {
+    inner_->variational_backward(q, da, rows, n, sample, beta, seed, stream, dq);
+  }
+  void variational_kl_accumulate(const float* q, uint32_t rows, uint32_t n, float beta,
+                                 double* sum) override {
+    inner_->variational_kl_accumulate(q, rows, n, beta, sum);
+  }
   void similarity_forward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
                           const float* b, float* y, uint32_t y_stride) override {
     inner_->similarity_forward(f, rows, cols, a, b, y, y_stride);

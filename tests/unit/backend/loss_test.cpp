@@ -473,6 +473,42 @@ TEST_P(LossRules, CrossEntropyOnSigmoidIsAMinusT) {
   EXPECT_NEAR(e, want, 1e-5);
 }
 
+TEST_P(LossRules, RawSoftMaxTargetsAreTheMultinomialLogLikelihood) {
+  // SoftMaxTargets Raw (Mult-DAE/Mult-VAE): sparse targets as stored, e = -sum_i x_i ln a_i and
+  // delta = a * sum(x) - x; the default divides each row's targets by their sum.
+  auto be = backend(2);
+  LossParams p = make_params(ErrorFunction::CrossEntropy, Activation::SoftMax);
+  Csr sp;
+  sp.cols = 4;
+  sp.add_row({1, 3});
+  sp.add_row({0, 2, 3});
+  TargetView tv;
+  tv.sparse = true;
+  tv.sp = sp.view();
+  const std::vector<float> a = {0.1f, 0.4f, 0.2f, 0.3f, 0.25f, 0.25f, 0.4f, 0.1f};
+  std::vector<float> d(8);
+  p.raw_softmax_targets = true;
+  const double raw = loss_and_delta(*be, p, a, tv, 2, 4, d);
+  EXPECT_NEAR(raw, -std::log(0.4) - std::log(0.3) - std::log(0.25) - std::log(0.4) - std::log(0.1),
+              1e-5);
+  EXPECT_TRUE(
+      all_near(d, {0.2, 0.8 - 1, 0.4, 0.6 - 1, 0.75 - 1, 0.75, 1.2 - 1, 0.3 - 1}, 1e-6, 1e-6));
+  {
+    const DeviceTargets t(*be, tv, 2, 4);
+    auto da = to_device(*be, a);
+    EXPECT_NEAR(be->loss(p, da.data(), t.view(), 2, 4), raw, 1e-6 * raw);
+  }
+  p.raw_softmax_targets = false;
+  const double normalised = loss_and_delta(*be, p, a, tv, 2, 4, d);
+  EXPECT_NEAR(
+      normalised,
+      -(std::log(0.4) + std::log(0.3)) / 2 - (std::log(0.25) + std::log(0.4) + std::log(0.1)) / 3,
+      1e-5);
+  EXPECT_TRUE(all_near(
+      d, {0.1, 0.4 - 0.5, 0.2, 0.3 - 0.5, 0.25 - 1.0 / 3, 0.25, 0.4 - 1.0 / 3, 0.1 - 1.0 / 3}, 1e-6,
+      1e-6));
+}
+
 TEST_P(LossRules, SaturatedOutputsGiveFiniteErrorsAndDeltas) {
   auto be = backend(1);
   std::vector<float> a = {0.0f, 1.0f, 0.0f, 1.0f}, t = {1.0f, 0.0f, 0.0f, 1.0f}, d(4);

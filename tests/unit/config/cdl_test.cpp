@@ -165,7 +165,7 @@ TEST(CdlErrors, MissingRequiredKeys) {
                                 "TrainingParameters": {"Epochs": 1}})"),
                   "run.cdl: Data: missing; required");
   EXPECT_CONTAINS(error_for(R"({"Network": "n", "Data": "d"})"),
-                  "run.cdl: Command: missing; required (Train, Predict or Validate)");
+                  "run.cdl: Command: missing; required (Train, Predict, Validate or Serve)");
   EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d"})"),
                   "run.cdl: TrainingParameters.Epochs: missing; required when Command is Train");
   EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",

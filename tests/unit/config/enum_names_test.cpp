@@ -99,7 +99,7 @@ TEST(EnumNames, ChoicesListCanonicalNamesWithAliases) {
   EXPECT_CONTAINS(choices, "LeakyRectifiedLinear (LReLU)");
   EXPECT_CONTAINS(choices, "RELUMax");
   EXPECT_EQ(choices.find("Parametric"), std::string::npos);
-  EXPECT_EQ(enum_choices<Command>(), "Train, Predict, Validate");
+  EXPECT_EQ(enum_choices<Command>(), "Train, Predict, Validate, Serve");
   EXPECT_CONTAINS(enum_choices<ErrorFunction>(), "CrossEntropy (Cross Entropy)");
 }
 

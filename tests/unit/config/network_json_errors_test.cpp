@@ -229,6 +229,37 @@ TEST(NetworkJsonErrors, KeysNotValidForTheLayerKindOrType) {
                   "Layers[1].Function: only valid on Pooling layers");
 }
 
+TEST(NetworkJsonErrors, MultVaeKeysWhereTheyDoNotBelong) {
+  EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, {"N": 2, "Normalize": "L2"}]})"),
+                  "Layers[1].Normalize: not valid on an Output layer; only on Input layers");
+  EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2, "Normalize": "L1"}, {"N": 2}]})"),
+                  "Layers[0].Normalize");
+  EXPECT_CONTAINS(error_for(R"({"SoftMaxTargets": "Scaled", "Layers": [{"N": 2}, {"N": 2}]})"),
+                  "SoftMaxTargets");
+  EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, {"N": 2, "Kind": "Hidden",
+                               "KL": {"Beta": 1}}, {"N": 2}]})"),
+                  "Layers[1].KL: only valid on Variational layers");
+  EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, {"N": 2, "Kind": "Output",
+                               "Type": "Variational"}]})"),
+                  "Variational layers are Hidden layers, but this one is an Output layer");
+  for (const char* key : {R"("pDropout": 0.5)", R"("BatchNormalization": true)",
+                          R"("Skip": ["in"])", R"("DeltaNorm": 1)"})
+    EXPECT_CONTAINS(error_for(std::string(R"({"Layers": [{"Name": "in", "N": 2},
+        {"N": 2, "Type": "Variational", )") +
+                              key + R"(}, {"N": 2}]})"),
+                    "not valid on a Variational layer")
+        << key;
+  EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, {"N": 2, "Type": "Variational",
+                               "Activation": "Tanh"}, {"N": 2}]})"),
+                  "a Variational layer outputs its sample as it is (Linear), not Tanh");
+  EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, {"N": 2, "Type": "Variational",
+                               "KL": {"Beta": -1}}, {"N": 2}]})"),
+                  "Layers[1].KL.Beta");
+  EXPECT_CONTAINS(error_for(R"({"Layers": [{"N": 2}, {"N": 2, "Type": "Variational",
+                               "KL": {"Cap": 1}}, {"N": 2}]})"),
+                  "KL.Cap: unknown key; expected one of Beta, AnnealSteps");
+}
+
 TEST(NetworkJsonErrors, StructuralProblems) {
   EXPECT_CONTAINS(error_for(R"({"Name": "x"})"), "net.json: Layers: missing");
   EXPECT_CONTAINS(error_for(R"({"Layers": []})"),

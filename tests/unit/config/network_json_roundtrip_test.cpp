@@ -59,6 +59,28 @@ TEST(NetworkJsonRoundTrip, EveryLayerFeature) {
        "Skip": ["h"], "Activation": "SoftMax", "pDropout": 0.5}]})"));
 }
 
+TEST(NetworkJsonRoundTrip, MultVaeKeys) {
+  // Ours: SoftMaxTargets, an Input's Normalize, a Variational layer and its KL weight.
+  const NetworkSpec s = parse(R"({"SoftMaxTargets": "Raw", "Layers": [
+      {"Name": "in", "N": "auto", "DataSet": "input", "Sparse": true, "Normalize": "L2"},
+      {"Name": "z", "Type": "Variational", "N": 4, "KL": {"Beta": 0.2, "AnnealSteps": 1000}},
+      {"Name": "z1", "Type": "Variational", "N": 3},
+      {"Name": "out", "Kind": "Output", "N": "auto", "DataSet": "output",
+       "Activation": "SoftMax"}]})");
+  EXPECT_EQ(s.softmax_targets, SoftMaxTargets::Raw);
+  EXPECT_EQ(s.layers[0].normalize, RowNormalization::L2);
+  EXPECT_EQ(s.layers[1].type, LayerType::Variational);
+  EXPECT_EQ(s.layers[1].activation, Activation::Linear);
+  EXPECT_FLOAT_EQ(s.layers[1].kl_beta, 0.2f);
+  EXPECT_EQ(s.layers[1].kl_anneal_steps, 1000u);
+  EXPECT_EQ(s.layers[2].kl_beta, 1.0f);  // the default: the plain ELBO
+  EXPECT_EQ(s.layers[2].kl_anneal_steps, 0u);
+  expect_round_trip(s);
+  const NetworkSpec plain = parse(R"({"Layers": [{"N": 10}, {"N": 5}]})");
+  EXPECT_EQ(plain.softmax_targets, SoftMaxTargets::Normalized);
+  EXPECT_EQ(plain.layers[0].normalize, RowNormalization::None);
+}
+
 TEST(NetworkJsonRoundTrip, AwkwardFloatsSurviveBitForBit) {
   NetworkSpec s = parse(R"({"Layers": [{"N": 2}, {"N": 2}]})");
   s.layers[1].weight_init_scale = 0.1f;

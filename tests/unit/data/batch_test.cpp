@@ -1,9 +1,11 @@
 // gather_sparse / gather_dense / gather_weights: CSR assembly, Indexed indirection, example
-// weights, DSSTNE's 8-bit normalisation (input x/256-0.5, target x/256), one-hot class ids.
+// weights, DSSTNE's 8-bit normalisation (input x/256-0.5, target x/256), one-hot class ids,
+// L2 row normalisation (the Input key Normalize).
 #include "data/batch.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 
 #include "core/error.h"
@@ -135,6 +137,36 @@ TEST(GatherWeights, EmptyWhenNotWeighted) {
   const uint32_t ids[] = {0};
   gather_weights(ds, ids, 1, w);
   EXPECT_TRUE(w.empty());
+}
+
+TEST(NormalizeRowsL2, SparseRowsGetLengthOneAndIndicatorRowsGetValues) {
+  // Indicator rows: the values are materialised, 1/sqrt(n) for a row of n items; an empty row
+  // stays empty.
+  const ExampleSet ds = make_sparse("b", 8, {{1, 2, 3, 4}, {}, {7}});
+  const uint32_t ids[] = {0, 1, 2};
+  SparseBatch b;
+  gather_sparse(ds, ids, 3, b);
+  normalize_rows_l2(b);
+  EXPECT_EQ(b.value, (std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f, 1.0f}));
+  EXPECT_EQ(b.index, (std::vector<uint32_t>{1, 2, 3, 4, 7}));
+  // Analog rows: divided by their Euclidean length; a row of zeros is left as it is.
+  const ExampleSet analog = make_sparse("a", 8, {{0, 5}, {2}}, {{3, -4}, {0}});
+  const uint32_t two[] = {0, 1};
+  gather_sparse(analog, two, 2, b);
+  normalize_rows_l2(b);
+  EXPECT_FLOAT_EQ(b.value[0], 0.6f);
+  EXPECT_FLOAT_EQ(b.value[1], -0.8f);
+  EXPECT_EQ(b.value[2], 0.0f);
+}
+
+TEST(NormalizeRowsL2, DenseRows) {
+  std::vector<float> x = {3, 0, 4, 0, 0, 0, 1, 1, 1};
+  normalize_rows_l2(x.data(), 3, 3);
+  EXPECT_FLOAT_EQ(x[0], 0.6f);
+  EXPECT_FLOAT_EQ(x[2], 0.8f);
+  EXPECT_EQ(x[1], 0.0f);
+  for (int k = 3; k < 6; ++k) EXPECT_EQ(x[k], 0.0f);
+  for (int k = 6; k < 9; ++k) EXPECT_FLOAT_EQ(x[k], 1.0f / std::sqrt(3.0f));
 }
 
 // ML-20M-shaped batches gather every entry. (Their speed is measured by scripts/bench_gather.sh:

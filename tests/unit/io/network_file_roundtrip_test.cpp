@@ -222,6 +222,33 @@ TEST(NetworkFileLayout, UsesDsstneNamesAndTypes) {
   EXPECT_EQ(att_type(nc, "nn_training_step"), NC_UINT64);
 }
 
+TEST(NetworkFileLayout, MultVaeKeysAreOursAndOnlyWrittenWhenSet) {
+  // SoftMaxTargets Raw and an Input's Normalize travel as nn_ attributes; a network without
+  // them writes neither, so its file is what it was before they existed.
+  ScratchDir dir;
+  NetworkFile original = rich_network_file();
+  write_network_file(dir.file("plain.nc"), original);
+  {
+    NcFile nc(dir.file("plain.nc"), NcFile::read);
+    EXPECT_TRUE(nc.getAtt("nn_SoftMaxTargets").isNull());
+    EXPECT_TRUE(nc.getAtt("layer0_nn_normalize").isNull());
+  }
+  original.spec.softmax_targets = SoftMaxTargets::Raw;
+  original.spec.layers[0].normalize = RowNormalization::L2;
+  ASSERT_EQ(original.spec.layers[0].kind, LayerKind::Input);
+  write_network_file(dir.file("mult.nc"), original);
+  {
+    NcFile nc(dir.file("mult.nc"), NcFile::read);
+    EXPECT_EQ(att_type(nc, "nn_SoftMaxTargets"), NC_UINT);
+    EXPECT_EQ(att_value<uint32_t>(nc, "nn_SoftMaxTargets"), 1u);
+    EXPECT_EQ(att_value<uint32_t>(nc, "layer0_nn_normalize"), 1u);
+  }
+  const NetworkFile loaded = read_network_file(dir.file("mult.nc"));
+  expect_same_network_file(original, loaded);
+  EXPECT_EQ(loaded.spec.softmax_targets, SoftMaxTargets::Raw);
+  EXPECT_EQ(loaded.spec.layers[0].normalize, RowNormalization::L2);
+}
+
 TEST(NetworkFileLayout, ConvolutionPaddingFollowsDsstne) {
   ScratchDir dir;
   write_network_file(dir.file("conv.nc"), conv_network_file());

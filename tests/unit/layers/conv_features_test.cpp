@@ -164,7 +164,8 @@ TEST(ConvFeatures, SparsenessPenaltySumsOverConvolutionalAndPoolingLayers) {
   const double p = penalty(activations(f, "P", kExamples), kExamples, float(0.2), float(1.5));
   EXPECT_GT(c, 0.0);
   EXPECT_GT(p, 0.0);
-  const double got = f.net->sparseness_penalty(kExamples);
+  const LayerContext ctx{f.net->backend(), kExamples, true, 1, 1};
+  const double got = f.net->penalties(ctx);
   EXPECT_NEAR(got, c + p, 1e-5 * (c + p));
   EXPECT_NEAR(f.net->layer("C").sparseness_penalty(f.net->backend(), kExamples), c, 1e-5 * c);
 
@@ -172,7 +173,7 @@ TEST(ConvFeatures, SparsenessPenaltySumsOverConvolutionalAndPoolingLayers) {
   off.net->set_max_batch(kExamples);
   OutputLosses off_losses(*off.net, off.bound);
   objective(*off.net, off.bound, off_losses, batch.hb);
-  EXPECT_EQ(off.net->sparseness_penalty(kExamples), 0.0);
+  EXPECT_EQ(off.net->penalties(LayerContext{off.net->backend(), kExamples, true, 1, 1}), 0.0);
 }
 
 TEST(ConvFeatures, SparsenessPenaltyGradientThroughConvolutionAndPooling) {

@@ -175,7 +175,8 @@ TEST(FeaturesNorms, SparsenessPenaltyAppliesToSparseHiddenLayersWithTheRightValu
     SCOPED_TRACE(c.hidden + " / " + c.top);
     Fixture f(net(c.hidden, "", c.top, "Sigmoid"), sets());
     const auto a = hidden_after_training_forward(f);
-    const double got = f.net->sparseness_penalty(kExamples);
+    const LayerContext ctx{f.net->backend(), kExamples, true, 1, 1};
+    const double got = f.net->penalties(ctx);
     if (c.beta == 0)
       EXPECT_EQ(got, 0.0);
     else

@@ -33,13 +33,13 @@ struct FixedBatch {
 };
 
 // Forward (training mode unless told otherwise; dropout masks are fixed for a given step) and
-// the batch-mean objective: summed output losses + sparseness penalty, over rows.
+// the batch-mean objective: summed output losses + the layers' penalty terms, over rows.
 inline double objective(Network& net, const BoundData& bound, OutputLosses& losses,
                         const HostBatch& hb, bool training = true) {
   load_inputs(net, bound, hb);
   LayerContext ctx{net.backend(), hb.rows, training, 1, 1};
   net.forward(ctx);
-  return (losses.evaluate(hb, false) + net.sparseness_penalty(hb.rows)) / hb.rows;
+  return (losses.evaluate(hb, false) + net.penalties(ctx)) / hb.rows;
 }
 
 // Forward + backward at the current parameters: every Parameter's grad holds the analytic

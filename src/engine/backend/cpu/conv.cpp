@@ -44,6 +44,13 @@ void CpuBackend::set_conv_library(ConvLibrary library) {
   conv_library_ = library;
 }
 
+void CpuBackend::set_batch_invariant(bool on) {
+  batch_invariant_ = on;
+  // oneDNN may pick its algorithm by the batch's size; im2col + sgemm runs each example alone,
+  // with OpenBLAS shapes (channels x kernel volume x positions) that do not depend on the batch.
+  if (on) conv_library_ = ConvLibrary::Gemm;
+}
+
 void CpuBackend::conv_forward(const ConvGeometry& g, uint32_t rows, const float* x, const float* w,
                               const float* bias, bool accumulate, float* y) {
   check(g, "conv_forward");

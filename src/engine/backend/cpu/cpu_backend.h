@@ -9,7 +9,8 @@
 // sums), elementwise (fill, axpy, scale, reductions), dropout, activation, loss, sparse,
 // sparse_transposed, optimizer, top_k, norm, batch_norm, conv, pool, lrn, similarity. CPU-only
 // helpers: conv_dnnl.cpp and conv_gemm.cpp (the two convolution implementations, conv.h),
-// thread_pool.{h,cpp} and stream.h (chunking, prefetch). Per-element formulas shared with the
+// thread_pool.{h,cpp} and stream.h (chunking, prefetch), dense_invariant.cpp (the gemm of the
+// batch-invariant mode below). Per-element formulas shared with the
 // CUDA kernels are in backend/math/.
 //
 // Threading: one pool of `threads` threads (thread_pool.h; the calling thread is one of them)
@@ -146,12 +147,26 @@ class CpuBackend final : public Backend {
   void set_conv_library(ConvLibrary library);  // ConfigError for Dnnl in a build without it
   ConvLibrary conv_library() const { return conv_library_; }
 
+  // Batch-invariant mode (serving: nn-serve batches concurrent requests and must answer each as
+  // it would alone): gemm sums every element of C in one fixed order whatever the batch's rows
+  // (cpu/dense_invariant.cpp) instead of calling OpenBLAS, and convolutions use im2col + sgemm,
+  // which runs one example at a time. Off by default: OpenBLAS is faster for training's shapes.
+  void set_batch_invariant(bool on);
+  bool batch_invariant() const { return batch_invariant_; }
+
   // ---- similarity pooling: DotProduct and Cosine (cpu/similarity.cpp; owner: poolfn) ---------
   void similarity_forward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
                           const float* b, float* y, uint32_t y_stride) override;
   void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
                            const float* b, const float* dy, uint32_t dy_stride, float* da,
                            float* db) override;
+  // Variational layers (cpu/variational.cpp).
+  void variational_forward(const float* q, uint32_t rows, uint32_t n, bool sample, uint64_t seed,
+                           uint64_t stream, float* a) override;
+  void variational_backward(const float* q, const float* da, uint32_t rows, uint32_t n, bool sample,
+                            float beta, uint64_t seed, uint64_t stream, float* dq) override;
+  void variational_kl_accumulate(const float* q, uint32_t rows, uint32_t n, float beta,
+                                 double* sum) override;
 
  private:
   // Computes the summed error and (when delta != nullptr) the output deltas.
@@ -159,8 +174,13 @@ class CpuBackend final : public Backend {
                    uint32_t cols, float* delta);
   void apply_dropout(float* x, size_t n, float p, uint64_t seed, uint64_t stream);
 
+  void gemm_batch_invariant(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                            const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                            int ldc);
+
   int threads_;
   std::unique_ptr<cpu::ThreadPool> pool_;
+  bool batch_invariant_ = false;
 
   // Convolution library and oneDNN's primitive cache (cheap to create: primitives are made on
   // first use of each shape). The deleter is a function so this header need not define DnnlConv.

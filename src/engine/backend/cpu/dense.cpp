@@ -39,6 +39,10 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alp
     }
     return;
   }
+  if (batch_invariant_) {
+    gemm_batch_invariant(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
   const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
   // C is split into `parts` blocks, each computed by single-threaded OpenBLAS on a pool

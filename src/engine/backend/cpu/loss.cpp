@@ -256,7 +256,7 @@ double CpuBackend::loss_impl(const LossParams& p, const float* a, const TargetVi
   NN_CHECK(fn != nullptr, "loss: no kernel for this error function and activation");
 
   const Options o = math::loss_row_consts(p, t);
-  const bool normalise = math::normalised_targets(form, softmax);
+  const bool normalise = math::normalised_targets(form, softmax, p.raw_softmax_targets);
   const float* weights = t.sparse && t.sp.row_weight ? t.sp.row_weight : t.row_weight;
 
   std::vector<double> row_error(rows, 0.0);

@@ -152,6 +152,13 @@ class CudaBackend final : public Backend {
   void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
                            const float* b, const float* dy, uint32_t dy_stride, float* da,
                            float* db) override;
+  // Variational layers (cuda/variational.cu).
+  void variational_forward(const float* q, uint32_t rows, uint32_t n, bool sample, uint64_t seed,
+                           uint64_t stream, float* a) override;
+  void variational_backward(const float* q, const float* da, uint32_t rows, uint32_t n, bool sample,
+                            float beta, uint64_t seed, uint64_t stream, float* dq) override;
+  void variational_kl_accumulate(const float* q, uint32_t rows, uint32_t n, float beta,
+                                 double* sum) override;
 
   // ---- for the kernel files -------------------------------------------------------------------
   cudaStream_t stream() const { return stream_; }

@@ -278,7 +278,7 @@ static void launch_loss(CudaBackend& b, const LossParams& p, const float* a, con
 
   LossArgs g;
   g.o = math::loss_row_consts(p, t);
-  g.normalise = math::normalised_targets(form, softmax);
+  g.normalise = math::normalised_targets(form, softmax, p.raw_softmax_targets);
   g.weights = t.sparse && t.sp.row_weight ? t.sp.row_weight : t.row_weight;
   g.a = a;
   if (fused) {

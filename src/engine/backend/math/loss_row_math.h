@@ -41,9 +41,10 @@ inline LossRowConsts loss_row_consts(const LossParams& p, const TargetView& t) {
   return o;
 }
 
-// Multinomial targets (normalised per row) for the SoftMax cross-entropy forms.
-inline bool normalised_targets(Form f, bool softmax) {
-  return softmax && (f == Form::CrossEntropy || f == Form::Smce);
+// Multinomial targets (normalised per row) for the SoftMax cross-entropy forms, unless the
+// network asks for the raw targets (SoftMaxTargets Raw: LossParams::raw_softmax_targets).
+inline bool normalised_targets(Form f, bool softmax, bool raw) {
+  return softmax && !raw && (f == Form::CrossEntropy || f == Form::Smce);
 }
 
 // Sweep of unit (r, j) with target t (0 for sparse targets, whose stored units are patched

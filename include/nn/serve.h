@@ -1,0 +1,113 @@
+// Public API: a Service answers recommendation and inference requests over one network file, the
+// engine of nn-serve (docs/serving.md). It speaks HTTP semantics without sockets: handle() takes a
+// method, a path and a JSON body and returns a status and a JSON body, so a program (or a test)
+// can run it in-process and put any HTTP server in front of it.
+//
+// Endpoints:
+//   POST /recommend                  {"items": ["1", "50"], "k": 10, "exclude": true} -> top K
+//                                    {"items": [...], "scores": [...]}, names from the indices;
+//                                    a JSON list of such objects answers several users at once
+//   GET  /v2/health/live, /v2/health/ready, /v2, /v2/models/<name>, /v2/models/<name>/ready
+//   POST /v2/models/<name>/infer     Open Inference Protocol v2: FP32 input rows -> the output
+//                                    layer's scores
+// Concurrent requests are gathered into minibatches (up to max_batch rows, or max_delay_ms after
+// the first) run by a pool of Evaluators sharing one Model; the Model is made batch-invariant
+// (ModelOptions::batch_invariant), so every request gets exactly the answer it would get alone.
+// reload() swaps in a new network file while requests already accepted finish on the old one.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "nn/command_file.h"
+#include "nn/log.h"
+
+namespace nn::api {
+
+struct ServeOptions {
+  std::string network;       // trained network .nc (read again by reload())
+  std::string input_index;   // label<TAB>index of the input layer's units: request item names
+  std::string output_index;  // label<TAB>index of the output layer's units: answer item names
+  std::string model_name;    // the model's name in /v2/models/<name> ("" = the network's Name)
+  std::string backend = "cpu";
+  int threads = 0;              // evaluators working at once, and the CPU backend's threads
+                                // (0 = every CPU this process may use)
+  int device = -1;              // CUDA device
+  uint32_t max_batch = 256;     // rows per forward pass (1 = no batching)
+  double max_delay_ms = 2.0;    // a batch waits at most this long after its first request
+  uint32_t default_k = 10;      // k of a request that gives none
+  uint32_t max_k = 1000;        // larger k is a bad request
+  uint64_t max_body = 1 << 20;  // bytes of a request body; larger: 413
+  uint64_t max_rows = 4096;     // users (rows) in one request; more: 413
+  // Where an HTTP front end listens (nn-serve); the Service itself does not use them.
+  std::string host = "127.0.0.1";
+  int port = 8080;  // 0: any free port
+};
+
+// The service a CDL command file (Command "Serve") describes: its Network, Backend, Device and
+// ServeParameters (InputIndex, OutputIndex, Host, Port, Threads, MaxBatch, MaxDelayMs, K, MaxK,
+// MaxBody, ModelName); the defaults above where it says nothing. ConfigError for another Command.
+ServeOptions serve_options(const CommandFile& cdl);
+
+struct ServeRequest {
+  std::string method;  // "GET", "POST", ...
+  std::string path;    // without the query string
+  std::string body;
+};
+
+struct ServeResponse {
+  int status = 200;
+  std::string body;  // JSON; errors are {"error": "message"}
+};
+
+// What the service has done so far.
+struct ServeStats {
+  uint64_t requests = 0;  // requests answered (any status)
+  uint64_t rows = 0;      // rows (users, inference rows) scored
+  uint64_t batches = 0;   // forward passes run
+  uint64_t max_rows_in_batch = 0;
+  uint64_t reloads = 0;    // successful reloads
+  uint64_t version = 0;    // the current model's version (1 = the network loaded at start)
+  uint64_t in_flight = 0;  // requests accepted and not answered yet
+};
+
+class Service {
+ public:
+  // Loads the network and the index files and starts the evaluator pool. Throws nn::Error
+  // subclasses naming the file at fault; ArgumentError for options that contradict each other
+  // or the network (a network with several input layers, an index longer than its layer).
+  explicit Service(ServeOptions options, LogSink log = null_log());
+  ~Service();  // drains, then stops the pool
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Answers one request; safe to call from many threads at once (each call blocks until its
+  // answer is ready). Never throws: bad requests get 400/404/405/413, a draining service 503, an
+  // engine failure 500, each with {"error": "..."}.
+  ServeResponse handle(const ServeRequest& request);
+
+  // Reads the network file (and the index files) again and makes them current; requests accepted
+  // before finish on the model they were accepted with. Throws (the current model stays) when the
+  // new files are unreadable or do not fit each other. Returns the new version.
+  uint64_t reload();
+  // True when the network file on disk is not the one the current model was loaded from
+  // (another inode, size or modification time), e.g. nn-train replaced it.
+  bool network_changed() const;
+
+  // Stops taking work (ready and inference answer 503), then waits until every accepted request
+  // has its answer. Idempotent.
+  void drain();
+  bool ready() const;
+
+  const std::string& model_name() const;
+  const ServeOptions& options() const;  // as given, threads resolved
+  ServeStats stats() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nn::api

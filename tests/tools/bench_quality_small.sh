@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# scripts/bench_quality.sh end to end on a tiny MovieLens-format ratings file (120 users with
+# three tastes, 3 folds, 2 epochs): the held-out-user split, every row of the table (popularity,
+# EASE, the PyTorch Mult-DAE/Mult-VAE, and the shipped networks through nn-generate, nn-train
+# with validation users and nn-predict) and the JSON records. Skipped (77) where /usr/bin/python3
+# lacks NumPy, SciPy or PyTorch. The real runs and their numbers: docs/quality.md.
+# Usage: bench_quality_small.sh <tool-dir> <source-dir>
+set -euo pipefail
+tools=$(realpath "$1")
+src=$(realpath "$2")
+source "$(dirname "$(realpath "$0")")/lib/common.sh"
+if ! /usr/bin/python3 -c "import numpy, scipy, torch" 2>/dev/null; then
+  echo "skipped: /usr/bin/python3 lacks numpy, scipy or torch"
+  exit 77
+fi
+enter_work_dir
+/usr/bin/python3 - <<'PY'
+import random
+rng = random.Random(11)
+with open("ratings.csv", "w") as f:
+    f.write("userId,movieId,rating,timestamp\n")
+    for u in range(1, 121):
+        taste = u % 3
+        for m in range(1, 61):
+            liked = (m - 1) // 20 == taste
+            if rng.random() < (0.5 if liked else 0.08):
+                f.write(f"{u},{m},{4.5 if liked else rng.choice([2.0, 4.0])},{1000 + m}\n")
+PY
+NN_TOOLS=$tools bash "$src/scripts/bench_quality.sh" ratings.csv -w bench --folds 3 \
+  --nn-epochs 2 --nn-interval 1 --torch-epochs 2 --eval-every 1 --ease-lambdas 1,10 \
+  --json records.jsonl >table.txt 2>progress.txt || fail "bench_quality.sh: $(tail -5 progress.txt)"
+cat table.txt
+for row in popularity ease mult-dae-torch mult-vae-torch nn-recommender-autoencoder nn-mult-dae \
+  nn-mult-vae; do
+  grep -Eq "^$row +([01]\.[0-9]{4} +){4}[0-9]+$" table.txt || fail "no row for $row: $(cat table.txt)"
+done
+[[ $(wc -l <records.jsonl) == 21 ]] || fail "expected 21 JSON records (3 folds x 7 rows)"
+# The tastes are easy: EASE finds them.
+awk '$1 == "ease" && $2 < 0.5 { exit 1 }' table.txt || fail "EASE recall@10 below 0.5"
+echo "bench_quality.sh: every row on the tiny data"
