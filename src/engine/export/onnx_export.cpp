@@ -15,6 +15,7 @@
 #include "config/layer_shapes.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/stop_request.h"
 #include "export/onnx_graph.h"
 #include "io/network_file.h"
 #include "layers/batch_norm.h"
@@ -400,6 +401,8 @@ ExportReport export_onnx(const ExportJob& job, const LogSink& log) {
   std::string bytes;
   if (!model.SerializeToString(&bytes))
     throw InternalError("the ONNX model could not be serialised (over protobuf's 2 GiB limit?)");
+  // A stop request (a signal to nn-export) leaves the target as it was.
+  throw_if_stop_requested("before writing " + job.output + "; nothing was written");
   if (job.output == "-") {
     if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout))
       throw IoError("standard output: write failed");
