@@ -1,13 +1,12 @@
 // export_onnx and a stop request (a signal to nn-export): nothing is written, the existing target
 // is left as it was, and the error says so; without a request the same job writes the model.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <unistd.h>
 
 #include "config/parse.h"
 #include "core/error.h"
@@ -20,8 +19,8 @@ namespace nn {
 namespace {
 
 std::string scratch_dir() {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("nn-export-stop-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("nn-export-stop-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return dir.string();
 }
