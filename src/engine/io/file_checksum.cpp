@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 
 namespace nn {
 namespace {
@@ -130,35 +131,6 @@ std::vector<Region> variable_regions(const unsigned char* image, size_t size,
 
 // ---- reading
 
-// The file mapped read-only (unmapped on destruction); empty when it cannot be mapped.
-class Mapped {
- public:
-  explicit Mapped(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    struct stat st;
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-      void* p = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-      if (p != MAP_FAILED) {
-        data_ = static_cast<const unsigned char*>(p);
-        size_ = uint64_t(st.st_size);
-      }
-    }
-    ::close(fd);
-  }
-  ~Mapped() {
-    if (data_) ::munmap(const_cast<unsigned char*>(data_), size_t(size_));
-  }
-  Mapped(const Mapped&) = delete;
-  Mapped& operator=(const Mapped&) = delete;
-  const unsigned char* data() const { return data_; }
-  uint64_t size() const { return size_; }
-
- private:
-  const unsigned char* data_ = nullptr;
-  uint64_t size_ = 0;
-};
-
 std::string bytes_text(uint64_t start, uint64_t length) {
   return "bytes " + std::to_string(start) + " to " + std::to_string(start + length - 1);
 }
@@ -203,7 +175,7 @@ std::string checksum_trailer(const unsigned char* image, size_t size, const std:
 }
 
 ChecksumStatus verify_file_checksum(const std::string& path) {
-  const Mapped f(path);
+  const MappedFile f(path);
   if (!f.data() || f.size() < kFooter) return ChecksumStatus::Absent;
   const unsigned char* foot = f.data() + f.size() - kFooter;
   const bool head = std::memcmp(foot, kHead, 8) == 0;

@@ -16,42 +16,13 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 
 namespace nn {
 namespace {
 
 constexpr unsigned char kHdf5Signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
 constexpr char kCollection[8] = {'G', 'C', 'O', 'L', 1, 0, 0, 0};
-
-// The file mapped read-only (unmapped on destruction); empty when it cannot be mapped.
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    struct stat st;
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-      void* p = ::mmap(nullptr, size_t(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-      if (p != MAP_FAILED) {
-        data_ = static_cast<const unsigned char*>(p);
-        size_ = uint64_t(st.st_size);
-      }
-    }
-    ::close(fd);
-  }
-  ~MappedFile() {
-    if (data_) ::munmap(const_cast<unsigned char*>(data_), size_t(size_));
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-
-  const unsigned char* data() const { return data_; }
-  uint64_t size() const { return size_; }
-
- private:
-  const unsigned char* data_ = nullptr;
-  uint64_t size_ = 0;
-};
 
 // Little-endian unsigned integer of `bytes` bytes at `at`; bytes past the end of the file are 0.
 uint64_t le(const MappedFile& f, uint64_t at, unsigned bytes) {
