@@ -2,8 +2,9 @@
 //
 // Layout: a batch is [rows][channels][z][y][x], x fastest (DSSTNE's unit order: Nx varies
 // fastest, the channel is the layer's last dimension), i.e. NCHW / NCDHW. Unused spatial axes
-// have extent 1, kernel 1, stride 1 and padding 0, so 1-D and 2-D shapes are 3-D ones with
-// trailing ones.
+// (d >= dims) must have extent 1, kernel 1, stride 1 and padding 0, so 1-D and 2-D shapes are 3-D
+// ones with trailing ones; the backends refuse anything else (a 2-D convolution over several z
+// slices is a 3-D one with a z kernel of 1).
 //
 // Output position o along an axis reads inputs o * stride - pad + k for k in [0, kernel);
 // positions outside [0, in) are zero padding (convolution) or skipped (pooling). Output extents

@@ -47,7 +47,8 @@ std::vector<ConvGeometry> conv_shapes() {
                             3),  // kernel larger than the input
       test::dsstne_geometry(2, {3, 3, 1}, {5, 5, 1}, {2, 2, 1}, 1, 1),  // ... at stride 2
       test::dsstne_geometry(2, {6, 6, 1}, {1, 1, 1}, {1, 1, 1}, 4, 3),  // 1x1
-      test::dsstne_geometry(2, {6, 5, 3}, {2, 3, 1}, {1, 1, 1}, 2, 2),  // 2-D over 3 z slices
+      test::dsstne_geometry(3, {6, 5, 3}, {2, 3, 1}, {1, 1, 1}, 2,
+                            2),  // 2-D kernel over 3 z slices
   };
 }
 

@@ -172,6 +172,23 @@ TEST_P(ConvKernels, MatchNaiveLoops) {
   }
 }
 
+// Axes beyond `dims` must be unused (extent 1): a 2-D convolution over several z slices is a 3-D
+// one with a z kernel of 1, and a backend that ignored the extra axis would read the wrong data.
+TEST_P(ConvKernels, UnusedAxesMustHaveExtentOne) {
+  auto be = backend(1);
+  ConvGeometry g = conv_geometry(2, {6, 5, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, 2, 2);
+  g.in[2] = g.out[2] = 3;
+  const uint32_t rows = 2;
+  auto x = to_device(*be, std::vector<float>(rows * g.in_size(), 1.0f));
+  auto w = to_device(*be, std::vector<float>(g.weight_size(), 1.0f));
+  auto y = to_device(*be, std::vector<float>(rows * g.out_size(), 0.0f));
+  EXPECT_THROW(be->conv_forward(g, rows, x.data(), w.data(), nullptr, false, y.data()),
+               InternalError);
+  EXPECT_THROW(be->conv_backward_data(g, rows, y.data(), w.data(), x.data()), InternalError);
+  EXPECT_THROW(be->conv_backward_filter(g, rows, x.data(), y.data(), 1.0f, w.data(), nullptr),
+               InternalError);
+}
+
 // The CPU backend's thread pool and convolution libraries: not questions for other backends.
 TEST(ConvKernels, ResultsDoNotDependOnThreads) {
   const ConvGeometry g = conv_geometry(2, {12, 10, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, 4, 6);

@@ -61,7 +61,7 @@ TEST(CudnnHost, ConvolutionDescriptorsGiveTheLayersOutputShape) {
       {test::dsstne_geometry(2, {3, 4, 1}, {5, 5, 1}, {1, 1, 1}, 2, 2),
        true},  // y: 4 + 2 - 5 + 1 = 2 != 1
       {test::dsstne_geometry(2, {12, 10, 1}, {1, 1, 1}, {1, 1, 1}, 16, 9), false},
-      {test::dsstne_geometry(2, {12, 10, 3}, {2, 3, 1}, {1, 1, 1}, 2, 4),
+      {test::dsstne_geometry(3, {12, 10, 3}, {2, 3, 1}, {1, 1, 1}, 2, 4),
        true},  // z extent 3, kernel 1 on z
       {test::dsstne_geometry(1, {20, 4, 1}, {3, 1, 1}, {2, 1, 1}, 2, 2),
        false},  // 1-D over 4 rows of y
@@ -195,26 +195,31 @@ TEST(CudnnHost, AlgorithmChoiceOverFakePerfResults) {
   EXPECT_FALSE(c[2].deterministic);
   EXPECT_EQ(c[4].workspace, 200 * MiB);  // the larger of the two
   EXPECT_EQ(c[5].workspace, 4 * MiB);
-  // Deterministic (the default): ALGO_FFT_TILING with 1 GiB, ALGO_3 with 300 MiB, the last one
-  // with 100 MiB.
-  EXPECT_EQ(cuda::choose_algorithm(c, false, false, 1024 * MiB).index, 3);
+  EXPECT_TRUE(c[3].transform);
+  EXPECT_FALSE(c[4].transform || c[5].transform);
+  // Deterministic and direct or GEMM (the default): never ALGO_FFT_TILING; ALGO_3 with 1 GiB or
+  // 300 MiB, the last one with 100 MiB.
+  EXPECT_EQ(cuda::choose_algorithm(c, false, false, 1024 * MiB).index, 4);
   EXPECT_EQ(cuda::choose_algorithm(c, false, false, 300 * MiB).index, 4);
   EXPECT_EQ(cuda::choose_algorithm(c, false, false, 100 * MiB).index, 5);
   // TF32 allows the tensor-op one.
   EXPECT_EQ(cuda::choose_algorithm(c, false, true, 100 * MiB).index, 1);
-  // Fastest: the non-deterministic one that needs no workspace.
+  // Fastest: the non-deterministic one that needs no workspace; without it, FFT tiling.
   EXPECT_EQ(cuda::choose_algorithm(c, true, false, 0).index, 2);
+  std::vector<cuda::AlgoCandidate> no_atomics = c;
+  no_atomics[2].supported = false;
+  EXPECT_EQ(cuda::choose_algorithm(no_atomics, true, false, 1024 * MiB).index, 3);
   // Nothing fits: every refusal named.
   const cuda::AlgoChoice none = cuda::choose_algorithm(c, false, false, MiB);
   EXPECT_EQ(none.index, -1);
-  for (const char* why : {"not supported", "tensor-op math", "not deterministic", "needs 900.0 MiB",
-                          "needs 200.0 MiB", "needs 4.0 MiB"})
+  for (const char* why : {"not supported", "tensor-op math", "not deterministic",
+                          "algorithm 6: FFT or Winograd", "needs 200.0 MiB", "needs 4.0 MiB"})
     EXPECT_NE(none.refused.find(why), std::string::npos) << why << " in: " << none.refused;
   const std::string message = cuda::no_algorithm_message(
       "backward filter", cuda::CudnnSettings{}, MiB, 3 * MiB, "7 rows, 3 -> 8 channels", none);
-  for (const char* part :
-       {"no deterministic backward filter", "budget of 1.0 MiB", "7 rows, 3 -> 8 channels",
-        "NN_CUDNN_WORKSPACE_MB", "3.0 MiB", "NN_CUDNN_ALGO=fastest", "needs 900.0 MiB"})
+  for (const char* part : {"no deterministic direct or GEMM backward filter", "budget of 1.0 MiB",
+                           "7 rows, 3 -> 8 channels", "NN_CUDNN_WORKSPACE_MB", "3.0 MiB",
+                           "NN_CUDNN_ALGO=fastest", "FFT or Winograd"})
     EXPECT_NE(message.find(part), std::string::npos) << part << " in: " << message;
   // A failed size query makes the candidate unusable.
   const auto failing = [](cudnnConvolutionBwdFilterAlgo_t, size_t*) {

@@ -24,7 +24,9 @@ void check(const ConvGeometry& g, const char* kernel) {
   for (uint32_t d = 0; d < 3; ++d) {
     NN_CHECK(g.in[d] >= 1 && g.out[d] >= 1 && g.kernel[d] >= 1 && g.stride[d] >= 1, where);
     if (d >= g.dims)
-      NN_CHECK(g.kernel[d] == 1 && g.stride[d] == 1 && g.pad[d] == 0 && g.in[d] == g.out[d], where);
+      NN_CHECK(
+          g.in[d] == 1 && g.out[d] == 1 && g.kernel[d] == 1 && g.stride[d] == 1 && g.pad[d] == 0,
+          where);
   }
 }
 

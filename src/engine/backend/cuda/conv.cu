@@ -44,11 +44,11 @@ void check_geometry(const ConvGeometry& g, const char* kernel) {
   for (uint32_t d = 0; d < 3; ++d) {
     NN_CHECK(g.in[d] >= 1 && g.out[d] >= 1 && g.kernel[d] >= 1 && g.stride[d] >= 1, kernel);
     if (d >= g.dims)
-      NN_CHECK(g.kernel[d] == 1 && g.stride[d] == 1 && g.pad[d] == 0 && g.in[d] == g.out[d],
-               kernel);
+      NN_CHECK(
+          g.in[d] == 1 && g.out[d] == 1 && g.kernel[d] == 1 && g.stride[d] == 1 && g.pad[d] == 0,
+          kernel);
   }
-  // A 1-D geometry becomes a 2-D one with y extent 1; 2-D drops z when its extent is 1
-  // (describe_convolution).
+  // A 1-D geometry becomes a 2-D one with y extent 1 (describe_convolution).
 }
 
 // The input as cuDNN sees it: x itself, or its zero-padded copy in scratch slot A.

@@ -60,6 +60,8 @@ AlgoChoice choose_algorithm(const std::vector<AlgoCandidate>& ranked, bool faste
       why = "tensor-op math (NN_CUDA_TF32 is off)";
     } else if (!fastest && !c.deterministic) {
       why = "not deterministic";
+    } else if (!fastest && c.transform) {
+      why = "FFT or Winograd arithmetic (reduced precision)";
     } else if (c.workspace > budget) {
       needs = "needs " + format_bytes(c.workspace) + " of workspace";
       why = needs.c_str();
@@ -78,14 +80,15 @@ AlgoChoice choose_algorithm(const std::vector<AlgoCandidate>& ranked, bool faste
 std::string no_algorithm_message(const char* pass, const CudnnSettings& settings, size_t budget,
                                  size_t free_bytes, const std::string& shape,
                                  const AlgoChoice& choice) {
-  return std::string("cuDNN: no ") + (settings.fastest ? "" : "deterministic ") + pass +
-         " convolution algorithm within the workspace budget of " + format_bytes(budget) +
+  return std::string("cuDNN: no ") + (settings.fastest ? "" : "deterministic direct or GEMM ") +
+         pass + " convolution algorithm within the workspace budget of " + format_bytes(budget) +
          " (NN_CUDNN_WORKSPACE_MB: " + format_bytes(settings.workspace_limit) + "; " +
          format_bytes(free_bytes) + " of device memory free) for " + shape + " (" + choice.refused +
          "); " +
          (settings.fastest ? "raise NN_CUDNN_WORKSPACE_MB or use smaller batches"
                            : "raise NN_CUDNN_WORKSPACE_MB, use smaller batches, or set "
-                             "NN_CUDNN_ALGO=fastest to allow non-deterministic algorithms");
+                             "NN_CUDNN_ALGO=fastest to allow non-deterministic, FFT and Winograd "
+                             "algorithms");
 }
 
 }  // namespace nn::cuda

@@ -7,9 +7,13 @@
 //   NN_CUDNN_ALGO=deterministic  (default) only algorithms cuDNN reports as deterministic: the
 //                                backend's promise of identical bits run to run holds for
 //                                convolutions too (the non-deterministic backward data and
-//                                filter algorithms add with atomics in a varying order);
-//   NN_CUDNN_ALGO=fastest        cuDNN's heuristic ranking without that filter: the fastest
-//                                algorithm that fits, deterministic or not;
+//                                filter algorithms add with atomics in a varying order); and no
+//                                FFT or Winograd algorithm: they compute in a transformed domain
+//                                whose rounding errors reach 1e-4 to 1e-3 relative (seen on an
+//                                H100: a 5x5 filter gradient 4e-4 off), where the direct and
+//                                GEMM algorithms stay within FP32 rounding of the CPU backend;
+//   NN_CUDNN_ALGO=fastest        cuDNN's heuristic ranking without those filters: the fastest
+//                                algorithm that fits, deterministic or not, transformed or not;
 //   NN_CUDNN_WORKSPACE_MB=N      the most workspace one algorithm may use, in MiB (default 1024;
 //                                0 allows only algorithms that need none).
 // Within the setting, an algorithm's workspace must also be allocatable from the device memory
@@ -47,6 +51,7 @@ struct AlgoCandidate {
   size_t workspace = 0;   // bytes
   bool deterministic = false;
   bool tensor_ops = false;  // its math is tensor-op (TF32) math
+  bool transform = false;   // an FFT or Winograd algorithm (reduced precision)
 };
 
 struct AlgoChoice {
@@ -55,7 +60,7 @@ struct AlgoChoice {
 };
 
 // The first candidate that is supported, fits `budget`, uses tensor-op math only when `tf32`,
-// and is deterministic unless `fastest`.
+// and is deterministic and not an FFT or Winograd one unless `fastest`.
 AlgoChoice choose_algorithm(const std::vector<AlgoCandidate>& ranked, bool fastest, bool tf32,
                             size_t budget);
 

@@ -156,9 +156,8 @@ void describe_convolution(const CudnnApi& api, const ConvGeometry& g, uint32_t r
   p.pad = math::pad_shape_of(g);
   const uint32_t* x_extent = p.explicit_pad ? p.pad.padded : g.in.data();
   const uint32_t ones[3] = {1, 1, 1};
-  // 4-D tensors unless a z axis is in use (an unused axis may still have extent > 1 with a
-  // kernel of 1: it is then a batch-like axis cuDNN must see).
-  const uint32_t dims = g.dims == 3 || g.in[2] > 1 || g.out[2] > 1 ? 3 : 2;
+  // 4-D tensors unless the z axis is in use (axes beyond g.dims have extent 1: conv.cu checks).
+  const uint32_t dims = g.dims == 3 ? 3 : 2;
   // cuDNN's descriptors hold sizes and strides as int: every one must stay below 2^31.
   const auto plane = [](const uint32_t* e) { return uint64_t(e[0]) * e[1] * e[2]; };
   check_int32_tensor("input", uint64_t(rows) * g.in_channels * plane(x_extent), g, rows);
@@ -192,6 +191,12 @@ void describe_convolution(const CudnnApi& api, const ConvGeometry& g, uint32_t r
   if (out != want)
     throw BackendError("cuDNN convolution: output shape differs from the layer's for " +
                        describe(g, rows));
+}
+
+std::string ConvPlan::algorithms() const {
+  return "forward " + std::to_string(int(forward)) + ", backward data " +
+         std::to_string(int(backward_data)) + ", backward filter " +
+         std::to_string(int(backward_filter));
 }
 
 Cudnn::Cudnn(cudaStream_t stream, bool tf32, const CudnnSettings& settings)

@@ -151,6 +151,8 @@ struct ConvPlan {
   cudnnConvolutionBwdDataAlgo_t backward_data{};
   cudnnConvolutionBwdFilterAlgo_t backward_filter{};
   size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;
+  // The three algorithms chosen, for messages and tests: "forward 1, backward data 1, ...".
+  std::string algorithms() const;
 };
 
 // Fills the descriptors of `p` for `rows` examples of g (everything but the algorithms, which
@@ -164,6 +166,25 @@ void describe_convolution(const CudnnApi& api, const ConvGeometry& g, uint32_t r
 // examples) cannot be described to cuDNN, whose descriptors hold sizes and strides as int (every
 // stride is below the element count). describe_convolution checks all three first.
 void check_int32_tensor(const char* which, uint64_t elements, const ConvGeometry& g, uint32_t rows);
+
+// Whether a cuDNN algorithm computes through an FFT or Winograd transform (reduced precision).
+inline bool transform_algorithm(cudnnConvolutionFwdAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
+         a == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+inline bool transform_algorithm(cudnnConvolutionBwdDataAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD ||
+         a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+inline bool transform_algorithm(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD ||
+         a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
 
 // cuDNN's ranked perf results (fastest first) as candidates for choose_algorithm, each with the
 // workspace cuDNN's size query gives for it (the query is authoritative; the larger of the two
@@ -181,6 +202,7 @@ std::vector<AlgoCandidate> algo_candidates(const Perf* perf, int count, Workspac
     c.deterministic = p.determinism == CUDNN_DETERMINISTIC;
     c.tensor_ops =
         p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    c.transform = transform_algorithm(p.algo);
     if (c.supported) {
       size_t bytes = 0;
       if (workspace_of(p.algo, &bytes) == CUDNN_STATUS_SUCCESS)

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "backend/backend_test_util.h"
 #include "backend/conv_test_geometry.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cuda/cuda_backend.h"
+#include "backend/cuda/cudnn_support.h"
 #include "backend/cuda/device_probe.h"
 #include "backend/device_array.h"
 #include "core/random.h"
@@ -52,7 +55,7 @@ TEST_F(CudaConvParity, ConvolutionForwardAndBackward) {
       geometry(3, {9, 7, 5}, {3, 2, 3}, {1, 1, 1}, 2, 3, false),     // 3-D
       geometry(2, {3, 4, 1}, {5, 5, 1}, {1, 1, 1}, 2, 2, false),     // kernel > input
       geometry(2, {12, 10, 1}, {1, 1, 1}, {1, 1, 1}, 16, 9, false),  // 1x1
-      geometry(2, {12, 10, 3}, {2, 3, 1}, {1, 1, 1}, 2, 4, false),   // 2-D over 3 z slices
+      geometry(3, {12, 10, 3}, {2, 3, 1}, {1, 1, 1}, 2, 4, false),   // 2-D kernel over 3 z slices
       geometry(2, {15, 14, 1}, {3, 3, 1}, {2, 2, 1}, 3, 4, true, {1, 1, 0}),  // cuDNN's rule
   };
   for (const ConvGeometry& g : shapes) {
@@ -100,6 +103,28 @@ TEST_F(CudaConvParity, ConvolutionForwardAndBackward) {
   gpu_->conv_backward_filter(g, 0, nullptr, nullptr, 1.0f, gdw.data(), gdb.data());
   EXPECT_EQ(gdw.to_host(), std::vector<float>(g.weight_size(), 0.0f));
   EXPECT_EQ(gdb.to_host(), std::vector<float>(g.out_channels, 0.0f));
+}
+
+// The default setting never takes an FFT or Winograd algorithm (their rounding reaches 1e-3
+// relative; cudnn_choice.h), on shapes where cuDNN's heuristics rank them first. Prints the
+// algorithms chosen, for the GPU check's log.
+TEST_F(CudaConvParity, DefaultAlgorithmsAreDirectOrGemm) {
+  auto* cuda_backend = dynamic_cast<CudaBackend*>(gpu_.get());
+  ASSERT_NE(cuda_backend, nullptr);
+  const std::vector<ConvGeometry> shapes = {
+      test::conv_geometry(2, {9, 7, 1}, {5, 5, 1}, {1, 1, 1}, {2, 2, 0}, 1, 4),
+      test::conv_geometry(2, {28, 28, 1}, {5, 5, 1}, {1, 1, 1}, {2, 2, 0}, 16, 32),
+      test::conv_geometry(2, {32, 32, 1}, {3, 3, 1}, {1, 1, 1}, {1, 1, 0}, 64, 64),
+  };
+  for (const ConvGeometry& g : shapes)
+    for (uint32_t rows : {3u, 19u, 128u}) {
+      const cuda::ConvPlan& plan = cuda_backend->cudnn().conv_plan(g, rows, 0);
+      std::cout << test::describe(g) << " rows " << rows << ": " << plan.algorithms() << "\n";
+      EXPECT_FALSE(cuda::transform_algorithm(plan.forward) ||
+                   cuda::transform_algorithm(plan.backward_data) ||
+                   cuda::transform_algorithm(plan.backward_filter))
+          << test::describe(g) << " rows " << rows << ": " << plan.algorithms();
+    }
 }
 
 PoolParams pool(std::array<uint32_t, 3> in, std::array<uint32_t, 3> kernel,

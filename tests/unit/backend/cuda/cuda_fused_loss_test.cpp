@@ -81,7 +81,13 @@ TEST_F(CudaFusedLoss, MatchesActivateThenLossAccumulate) {
           const double got = fsum.to_host()[0];
           EXPECT_EQ(got, usum.to_host()[0]) << what << ": sum";
           EXPECT_TRUE(near(fa, ca, 1e-6, 1e-5)) << what << ": activations vs CPU";
-          EXPECT_TRUE(near(fdelta, cd, 1e-5, 1e-4)) << what << ": deltas vs CPU";
+          // The deltas against the CPU's on the GPU's activations: some pairs' deltas are
+          // ill-conditioned in the activation (CrossEntropy over SoftPlus divides by a (1 - a),
+          // near 0 where a is near 1), so activations a last bit apart can give deltas 1e-3
+          // apart; the activations themselves were compared just above.
+          std::vector<float> cd_on_fa(z.size());
+          cpu_->loss_and_delta(p, fa.data(), t, rows, cols, cd_on_fa.data());
+          EXPECT_TRUE(near(fdelta, cd_on_fa, 1e-5, 1e-4)) << what << ": deltas vs CPU";
           EXPECT_NEAR(got, csum, 1e-5 * (1.0 + std::fabs(csum))) << what << ": sum vs CPU";
         }
 }
