@@ -46,7 +46,7 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DNN_ENABLE_CUDA=ON -DNN
   -DNN_CUDA_STATIC_RUNTIME=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" -DNN_BUILD_PYTHON=OFF \
   "${launcher[@]}" > "$build/configure.log" 2>&1 || { tail -30 "$build/configure.log" >&2; die "configure failed"; }
 grep -q "nn: CUDA backend ON" "$build/configure.log" || die "no CUDA backend (nvcc not found?)"
-targets=(nn_cuda_tests nn_backend_tests nn-train nn-generate nn-predict nn-bench-autoencoder)
+targets=(nn_cuda_tests nn_backend_tests nn-train nn-generate nn-predict nn-encode nn-bench-autoencoder)
 grep -q "nn: NCCL communicator ON" "$build/configure.log" && targets+=(nn_nccl_tests)
 say "building ${targets[*]}"
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$build/build.log" 2>&1 ||
@@ -54,14 +54,14 @@ cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$build/build.log
 
 binaries=("$build/tests/nn_cuda_tests" "$build/tests/nn_backend_tests"
           "$build/src/tools/nn-train" "$build/src/tools/nn-generate" "$build/src/tools/nn-predict"
-          "$build/bench/nn-bench-autoencoder")
+          "$build/src/tools/nn-encode" "$build/bench/nn-bench-autoencoder")
 [ -x "$build/tests/nn_nccl_tests" ] && binaries+=("$build/tests/nn_nccl_tests")
 
 # ---- stage ---------------------------------------------------------------------------------------
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 top=$stage/nn-gpu-bundle
-mkdir -p "$top/bin" "$top/lib" "$top/scripts"
+mkdir -p "$top/bin" "$top/lib" "$top/scripts" "$top/configs"
 
 # Left to the GPU machine: glibc (its own is at least as new as Debian 12's), the driver, and the
 # CUDA libraries it ships in a matching version (CUDA 13: libcublas.so.13, libcurand.so.10,
@@ -84,6 +84,7 @@ for f in "$top"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f"; done
 for f in "$top"/lib/*; do patchelf --set-rpath '$ORIGIN' "$f"; done
 
 cp "$root/scripts/gpu-check.sh" "$root/scripts/bench_peer_torch.py" "$top/scripts/"
+cp -r "$root/configs/image-cnn-cifar10" "$top/configs/"
 commit=$(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo unknown)
 dirty=$(git -C "$root" status --porcelain 2> /dev/null | grep -qv '^??' && echo "+changes" || true)
 {

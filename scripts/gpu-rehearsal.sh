@@ -129,7 +129,8 @@ check() { # check STEP STATUS...: the step's status must be one of those given
 echo "gpu-rehearsal: results ($out/results.tsv):"
 check libraries PASS
 check host_kernel_math PASS
-for step in cuda_tests backend_cuda_instances nccl_tests gradient_check_cuda training_cuda_vs_cpu benchmark; do
+for step in cuda_tests backend_cuda_instances nccl_tests gradient_check_cuda training_cuda_vs_cpu \
+            cnn_cuda_vs_cpu cnn_cuda_fastest benchmark; do
   check "$step" NO-DEVICE
 done
 check prediction_cuda_vs_cpu NOT-RUN
@@ -140,6 +141,8 @@ tar -xJf "$out/logs.tar.xz" -C "$out"
 for log in cuda-tests backend-cuda nccl; do
   grep -q "no CUDA device\|Skipped" "$out/logs/$log.log" || { echo "  FAIL logs/$log.log: no skip message"; fail=1; }
 done
+# The convolutional network's CPU run (the reference for the CUDA one) trained its 3 epochs.
+grep -q "epoch 3/3" "$out/logs/cnn-cpu.log" || { echo "  FAIL logs/cnn-cpu.log: the CPU run did not finish"; fail=1; }
 rm -rf "$out/logs"
 echo "gpu-rehearsal: $([ $fail = 0 ] && echo PASS || echo FAIL) in $(($(date +%s) - start)) s"
 exit $fail
