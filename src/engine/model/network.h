@@ -63,6 +63,8 @@ class Network {
   // True when some layer is split over the ranks (model parallel).
   bool model_parallel() const { return model_parallel_; }
   uint32_t max_batch() const { return max_batch_; }
+  // The layer set_max_batch left without buffers (null: none).
+  const Layer* unallocated() const { return unallocated_; }
 
   // Runs every layer's forward pass in order, except `skip` (the layer set_max_batch left
   // unallocated, when there is one).
