@@ -1,6 +1,7 @@
 // Forward-only evaluation for serving: runs a trained network over a dataset in minibatches and
 // hands each batch's scores for one layer to the caller (run), or only each example's top K after
-// its filters, selected on the backend so that k results per row leave the device (run_top_k);
+// its filters, selected on the backend so that k results per row leave the device (run_top_k),
+// for a very wide layer optionally a block of columns at a time (predict/blocked_top_k.h);
 // plus host-side top-K selection and ranking metrics (precision, recall, NDCG at 1..K).
 #pragma once
 
@@ -64,6 +65,7 @@ class Predictor {
   // Loads examples [first, first + rows) and runs the forward pass; returns this rank's rows of
   // the batch (all of them without model parallelism).
   RowSlice forward_batch(uint64_t first, uint32_t rows);
+
   Network& net_;
   BoundData data_;
   uint32_t minibatch_;
