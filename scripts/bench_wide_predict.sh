@@ -12,6 +12,9 @@
 # With NN_BEFORE_TOOLS set to the tools folder of a build from before blocked scoring (one
 # without --score-block), that build's nn-predict is timed too ("before") and its
 # recommendations compared with the others'.
+# NN_BENCH_REPEAT=N runs the modes N times, interleaved (default 1), so that the load of a
+# shared machine can be told from the code: compare the fastest of each, and the CPU time
+# (user + system), which the load moves less than the wall time.
 # Usage: scripts/bench_wide_predict.sh [UNITS] [USERS] [MINIBATCH]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -65,15 +68,19 @@ run() {
   fi
   /usr/bin/time -v "${cmd[@]}" -n net.nc --data users.nc -k 10 -b "$batch" -s "recs.$mode" \
     2>"log.$mode" >/dev/null
-  local wall rss
+  local wall rss cpu
   wall=$(grep 'Elapsed (wall clock)' "log.$mode" | sed 's/.*: //')
   rss=$(grep 'Maximum resident set size' "log.$mode" | sed 's/.*: //')
-  printf '%-6s wall %s, peak RSS %d MiB\n' "$mode" "$wall" $((rss / 1024))
+  cpu=$(awk -F': ' '/User time|System time/ { t += $2 } END { printf "%.1f", t }' "log.$mode")
+  printf '%-6s wall %s, CPU %s s, peak RSS %d MiB (load %s)\n' "$mode" "$wall" "$cpu" \
+    $((rss / 1024)) "$(cut -d' ' -f1 /proc/loadavg)"
   grep -h 'scoring layer' "log.$mode" || true
 }
 modes=(full auto)
 [[ -n ${NN_BEFORE_TOOLS:-} ]] && modes=(before full auto)
-for mode in "${modes[@]}"; do run "$mode"; done
+for ((rep = 0; rep < ${NN_BENCH_REPEAT:-1}; rep++)); do
+  for mode in "${modes[@]}"; do run "$mode"; done
+done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 if ! cmp -s recs.full recs.auto; then
   echo "recommendations of full and auto DIFFER" >&2
