@@ -43,9 +43,14 @@ struct PredictJob {
   std::string score_format = "%.3f";    // printf conversion, with or without '%' (DSSTNE: 4.3f)
   uint32_t k = 10;                      // results per example (capped at the layer's units)
   uint32_t minibatch = 1024;            // examples per forward pass (capped at the examples)
-  std::string backend = "auto";         // "cpu", "cuda" or "auto"
-  int threads = 0;                      // CPU threads; 0 = every CPU this process may use
-  int device = -1;                      // CUDA device; -1 = this rank's default
+  // How the ranked layer is scored (docs/wide-outputs.md): "auto" (in column blocks when one
+  // minibatch's scores of it would pass 64 MiB), "full" (all its units at once), or a number
+  // of columns per block. Blocks give the same rankings and scores with memory for
+  // minibatch x block scores instead of minibatch x units.
+  std::string score_block = "auto";
+  std::string backend = "auto";  // "cpu", "cuda" or "auto"
+  int threads = 0;               // CPU threads; 0 = every CPU this process may use
+  int device = -1;               // CUDA device; -1 = this rank's default
 };
 
 // The run a CDL command file (Command "Predict") describes: its Network, Data and

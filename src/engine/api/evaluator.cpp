@@ -11,6 +11,7 @@
 #include "backend/device_array.h"
 #include "core/error.h"
 #include "layers/input_layer.h"
+#include "predict/blocked_top_k.h"
 #include "predict/predictor.h"
 
 namespace nn::api {
@@ -33,6 +34,9 @@ struct Evaluator::Impl {
   std::vector<uint32_t> ex_ptr, ex_index;
   DeviceArray<uint32_t> d_ex_ptr, d_ex_index, d_top_index;
   DeviceArray<float> d_top_score;
+  // top_k of a layer too wide to score whole: its column blocks (predict/blocked_top_k.h).
+  BlockedTopK blocked;
+  TopK top;
 
   Layer& scored(const std::string& name) {
     if (name.empty()) return *net->outputs().front();
@@ -46,8 +50,10 @@ struct Evaluator::Impl {
   // rows, columns matching the layer. A nameless single batch feeds a network's only input.
   std::vector<const Input*> resolve(const NamedInputs& inputs) const;
   // Loads rows [first, first + rows) of each slot's batch into its layer and runs the forward
-  // pass.
-  void forward(const std::vector<const Input*>& in, uint64_t first, uint32_t rows);
+  // pass, of every layer but `skip` when given (a layer scored in column blocks, left without
+  // buffers).
+  void forward(const std::vector<const Input*>& in, uint64_t first, uint32_t rows,
+               const Layer* skip = nullptr);
   void load(InputSlot& slot, const Input& in, uint64_t first, uint32_t rows);
   std::string layer_names() const {
     std::string names;
@@ -118,11 +124,13 @@ std::vector<const Input*> Evaluator::Impl::resolve(const NamedInputs& inputs) co
   return by_slot;
 }
 
-void Evaluator::Impl::forward(const std::vector<const Input*>& in, uint64_t first, uint32_t rows) {
-  if (rows > net->max_batch()) net->set_max_batch(rows);
+void Evaluator::Impl::forward(const std::vector<const Input*>& in, uint64_t first, uint32_t rows,
+                              const Layer* skip) {
+  if (rows > net->max_batch() || net->unallocated() != skip)
+    net->set_max_batch(std::max(rows, net->max_batch()), 0, skip);
   for (size_t i = 0; i < slots.size(); ++i) load(slots[i], *in[i], first, rows);
   LayerContext ctx{net->backend(), rows, false, 0, 0};
-  net->forward(ctx);
+  net->forward(ctx, skip);
 }
 
 void Evaluator::Impl::load(InputSlot& slot, const Input& in, uint64_t first, uint32_t rows) {
@@ -250,9 +258,14 @@ void Evaluator::top_k(const NamedInputs& inputs, uint32_t k, const std::string& 
   }
   Backend& be = impl_->net->backend();
   Impl& m = *impl_;
+  // A layer whose scores of a chunk would pass predict/blocked_top_k.h's threshold is scored in
+  // column blocks when it can be: the same results without the chunk's whole scores.
+  uint32_t block =
+      score_block_columns(kScoreBlockAuto, uint32_t(std::min<uint64_t>(m.max_batch, total)), units);
+  if (block > 0 && !blocked_scoring_obstacle(*m.net, layer.name()).empty()) block = 0;
   for (uint64_t first = 0; first < total; first += m.max_batch) {
     const uint32_t rows = uint32_t(std::min<uint64_t>(m.max_batch, total - first));
-    m.forward(in, first, rows);
+    m.forward(in, first, rows, block > 0 ? &layer : nullptr);
     TopKFilter filter;
     if (exclude) {
       // top_k_filtered wants each row's excluded columns ascending.
@@ -276,6 +289,27 @@ void Evaluator::top_k(const NamedInputs& inputs, uint32_t k, const std::string& 
       }
     }
     const size_t n = size_t(rows) * k;
+    if (block > 0) {
+      auto& fc = static_cast<FullyConnectedLayer&>(layer);
+      const LayerContext ctx{be, rows, false, 0, 0};
+      // Row r's exclusions are m.ex_index[ex_ptr[r], ex_ptr[r + 1]), ascending.
+      auto row_filter = [&](uint64_t r) {
+        RowFilter f;
+        if (!exclude) return f;
+        f.exclude = m.ex_index.data() + m.ex_ptr[r];
+        f.excluded = m.ex_ptr[r + 1] - m.ex_ptr[r];
+        return f;
+      };
+      m.blocked.run(
+          be, rows, units, block, be.gemm_column_tile(), k, units, 0, row_filter,
+          [&](uint32_t col, uint32_t count, float* out) {
+            fc.forward_columns(ctx, col, count, out);
+          },
+          m.top);
+      std::copy(m.top.index.begin(), m.top.index.end(), index + first * k);
+      std::copy(m.top.score.begin(), m.top.score.end(), score + first * k);
+      continue;
+    }
     m.d_top_index.resize(be, n);
     m.d_top_score.resize(be, n);
     be.top_k_filtered(layer.activations(), rows, units, units, k, filter, m.d_top_score.data(),

@@ -18,6 +18,7 @@
 #include "distributed/device_placement.h"
 #include "distributed/process.h"
 #include "nn/predict_job.h"
+#include "predict/blocked_top_k.h"
 #include "predict/input_items.h"
 #include "predict/layer_dump.h"
 #include "predict/output_file.h"
@@ -204,7 +205,7 @@ class PredictionRun {
   void score() {
     auto sample_name = [this](uint64_t e) { return inputs_.sample_name(e); };
     RecommendationLines lines(job_.k, score_format_, have_items_ ? &items_ : nullptr, sample_name);
-    Predictor predictor(*net_, inputs_.bound, job_.minibatch, comm_.get());
+    Predictor predictor(*net_, inputs_.bound, job_.minibatch, comm_.get(), score_blocks());
     // One batch's top k (global unit numbers): recommendation lines and metrics.
     auto emit = [&](uint64_t first, uint32_t rows, const TopK& top) {
       throw_if_stop_requested("while scoring; nothing was written");
@@ -236,6 +237,34 @@ class PredictionRun {
     pass.sample_name = sample_name;
     pass.threads = job_.threads;
     run_scoring_pass(predictor, *net_, pass, range_, emit);
+  }
+
+  // Whether the ranked layer is scored in column blocks (predict/blocked_top_k.h): only when
+  // rankings alone are wanted (a dump needs every score) and the layer allows it.
+  ScoreBlocks score_blocks() {
+    const int64_t setting = parse_score_block(job_.score_block);
+    const bool rank_only = (want_lines_ || target_->present()) && !dump_;
+    const uint32_t columns = score_block_columns(setting, job_.minibatch, units_);
+    if (columns == 0 || !rank_only || model_parallel_) {
+      if (setting > 0 && columns > 0)
+        log_(
+            "--score-block " + job_.score_block + ": layer '" + layer_ + "' scored whole (" +
+            (model_parallel_ ? "its network is split over processes" : "a dump needs every score") +
+            ")");
+      return {};
+    }
+    const std::string why = blocked_scoring_obstacle(*net_, layer_);
+    if (!why.empty()) {
+      if (setting > 0)
+        throw ArgumentError("--score-block " + job_.score_block + ": layer '" + layer_ +
+                            "' cannot be scored in column blocks: " + why);
+      log_("layer '" + layer_ + "' scored whole (" + std::to_string(units_) +
+           " units): it cannot be scored in column blocks: " + why);
+      return {};
+    }
+    log_("scoring layer '" + layer_ + "' in blocks of " + std::to_string(columns) + " of its " +
+         std::to_string(units_) + " units (top " + std::to_string(job_.k) + " kept per block)");
+    return ScoreBlocks{layer_, columns};
   }
 
   void merge_and_commit() {

@@ -48,6 +48,12 @@ class Backend {
   // C[m][n] = alpha * op(A)[m][k] * op(B)[k][n] + beta * C, row-major with leading dimensions.
   virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                     int lda, const float* b, int ldb, float beta, float* c, int ldc) = 0;
+  // Columns at which gemm cuts C into separately computed tiles: with t = this value (> 0), a
+  // product whose C has columns [c0, c0 + w) of a larger product's C, c0 a multiple of t, w >= t
+  // and c0 + w a multiple of t or the larger C's last column, gives those columns the larger
+  // product's bits (predict/blocked_top_k.h scores wide layers in such blocks). 0: no such
+  // promise (cuBLAS picks its kernels by shape).
+  virtual uint32_t gemm_column_tile() const { return 0; }
   // z[r][c] = bias[c] (accumulate=false) or z[r][c] += bias[c].
   virtual void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
                               bool accumulate) = 0;

@@ -87,6 +87,42 @@ void FullyConnectedLayer::compute_z(const LayerContext& ctx, float* z) {
   if (first) be.fill(z, size_t(rows) * n_out, 0.0f);
 }
 
+std::string FullyConnectedLayer::column_forward_obstacle() const {
+  if (sharded()) return "it is split over processes";
+  if (maxout()) return "its activation is MaxOut";
+  if (spec_.activation == Activation::SoftMax)
+    return "its activation is SoftMax (each score needs the whole row)";
+  if (bn_) return "it has batch normalisation";
+  if (!skips_.empty()) return "it has skip connections";
+  for (const auto& c : connections_)
+    if (c->source->has_sparse_output()) return "a source is a sparse input";
+  return "";
+}
+
+void FullyConnectedLayer::forward_columns(const LayerContext& ctx, uint32_t first, uint32_t count,
+                                          float* out) {
+  const std::string obstacle = column_forward_obstacle();
+  NN_CHECK(obstacle.empty(), "forward_columns on a layer that needs the whole row");
+  NN_CHECK(uint64_t(first) + count <= units(), "columns past the layer");
+  Backend& be = ctx.backend;
+  const uint32_t rows = ctx.rows, n_out = pre_units();
+  // compute_z's steps in its order, restricted to the columns: bias, then the product (added).
+  bool first_connection = true;
+  for (auto& c : connections_) {
+    be.broadcast_bias(out, c->bias.value.data() + first, rows, count, !first_connection);
+    first_connection = false;
+    const int n_in = static_cast<int>(c->source->units());
+    const float* w = c->matrix().value.data();
+    // W is [n_in][n_out] (columns first.. at offset first), or [n_out][n_in] used transposed
+    // (rows first..).
+    const float* b = c->transposed ? w + size_t(first) * n_in : w + first;
+    be.gemm(false, c->transposed, rows, count, n_in, 1.0f, c->source->activations(), n_in, b,
+            c->transposed ? n_in : int(n_out), 1.0f, out, count);
+  }
+  if (first_connection) be.fill(out, size_t(rows) * count, 0.0f);
+  be.activate(activation_params(spec_), out, rows, count);
+}
+
 void FullyConnectedLayer::backward(const LayerContext& ctx) {
   if (sharded()) return backward_sharded(ctx);
   const float* d = start_backward(ctx);

@@ -56,6 +56,17 @@ class FullyConnectedLayer : public WeightedLayer<Connection> {
   void save(NetworkFile& file) const override;
   void load(const NetworkFile& file, size_t& cursor) override;
 
+  // ---- prediction in column blocks (predict/blocked_top_k.h) ----------------------------------
+  // Why forward_columns() cannot compute this layer ("" when it can): only a whole (unsplit)
+  // layer whose every unit is one column of dense products plus bias, then an elementwise
+  // activation (no SoftMax, MaxOut, batch normalisation, skips or sparse sources) can be computed
+  // a slice of columns at a time with the values forward() gives those columns.
+  std::string column_forward_obstacle() const;
+  // a = f(z) of units [first, first + count) for ctx.rows rows into out ([rows][count], backend
+  // memory), the same operations forward() runs on those columns (bias, then each connection's
+  // product over the column slice of its matrix, then the activation), so the values match it.
+  void forward_columns(const LayerContext& ctx, uint32_t first, uint32_t count, float* out);
+
  protected:
   const char* weights_noun() const override { return "matrix"; }
   std::pair<size_t, size_t> weight_fans(const Connection& c) const override;

@@ -280,15 +280,22 @@ void Network::share_weights_of(Network& owner) {
   }
 }
 
-void Network::set_max_batch(uint32_t rows, uint32_t global_rows) {
+void Network::set_max_batch(uint32_t rows, uint32_t global_rows, const Layer* unallocated) {
   global_rows = std::max(global_rows, rows);
-  if (rows == max_batch_ && global_rows == max_global_batch_) return;
+  if (rows == max_batch_ && global_rows == max_global_batch_ && unallocated == unallocated_) return;
+  if (unallocated)
+    for (const auto& layer : layers_) {
+      for (const Layer* src : layer->sources())
+        NN_CHECK(src != unallocated, "an unallocated layer must not feed another");
+      for (const Layer* skip : layer->skips())
+        NN_CHECK(skip != unallocated, "an unallocated layer must not feed another");
+    }
   // Activations, deltas and dropout masks: up to 3 floats per unit and row (sparse inputs hold
   // no dense activations: a million-item input costs nothing here). Model-parallel layers
   // hold their units of every row of the global batch as well.
   uint64_t units = 0, sharded_units = 0;
   for (const auto& layer : layers_) {
-    if (layer->has_sparse_output()) continue;
+    if (layer->has_sparse_output() || layer.get() == unallocated) continue;
     if (layer->sharded()) sharded_units += layer->local_units();
     if (!layer->sharded() || layer->kind() != LayerKind::Output) units += layer->units();
     if (layer->feeds_sharded() && layer->kind() == LayerKind::Input)
@@ -305,15 +312,19 @@ void Network::set_max_batch(uint32_t rows, uint32_t global_rows) {
                       "; use a smaller minibatch");
   for (auto& layer : layers_) {
     layer->set_max_global_rows(global_rows);
-    layer->allocate(backend_, rows);
+    layer->allocate(backend_, layer.get() == unallocated ? 0 : rows);
   }
   max_batch_ = rows;
   max_global_batch_ = global_rows;
+  unallocated_ = unallocated;
 }
 
-void Network::forward(const LayerContext& ctx) {
+void Network::forward(const LayerContext& ctx, const Layer* skip) {
   NN_CHECK(ctx.rows <= max_batch_, "batch larger than allocated");
-  for (Layer* l : order_) l->forward(ctx);
+  NN_CHECK(unallocated_ == nullptr || skip == unallocated_,
+           "a forward pass over a layer without buffers");
+  for (Layer* l : order_)
+    if (l != skip) l->forward(ctx);
 }
 
 void Network::backward(const LayerContext& ctx, const std::function<void(Layer&)>& after_layer) {

@@ -54,14 +54,21 @@ class Network {
 
   // Allocates activation/delta buffers for minibatches of up to `rows` examples (this rank's
   // rows; `global_rows`, the whole minibatch over every rank, sizes the model-parallel layers).
-  void set_max_batch(uint32_t rows, uint32_t global_rows = 0);
+  // `unallocated` (optional): a layer that gets no buffers, because nothing reads it and the
+  // caller computes it itself in column blocks (predict/blocked_top_k.h); forward() must then be
+  // told to skip it.
+  void set_max_batch(uint32_t rows, uint32_t global_rows = 0, const Layer* unallocated = nullptr);
   // The data/model choice per fully connected layer (empty for one process).
   const std::vector<LayerChoice>& parallel_plan() const { return plan_; }
   // True when some layer is split over the ranks (model parallel).
   bool model_parallel() const { return model_parallel_; }
   uint32_t max_batch() const { return max_batch_; }
+  // The layer set_max_batch left without buffers (null: none).
+  const Layer* unallocated() const { return unallocated_; }
 
-  void forward(const LayerContext& ctx);
+  // Runs every layer's forward pass in order, except `skip` (the layer set_max_batch left
+  // unallocated, when there is one).
+  void forward(const LayerContext& ctx, const Layer* skip = nullptr);
   // The layers' penalty terms on the current forward pass (of `ctx`): the sparseness penalties
   // and the layers' own loss terms (a Variational layer's KL divergence), summed over the batch
   // like the losses; 0 when no layer has one. Part of the objective that backward()
@@ -97,6 +104,7 @@ class Network {
   std::vector<std::unique_ptr<Layer>> layers_;  // declaration order
   std::vector<Layer*> order_;                   // forward order
   uint32_t max_batch_ = 0, max_global_batch_ = 0;
+  const Layer* unallocated_ = nullptr;
   std::vector<LayerChoice> plan_;
   bool model_parallel_ = false;
 };

@@ -14,15 +14,24 @@
 
 namespace nn {
 
-Predictor::Predictor(Network& net, const BoundData& inputs, uint32_t minibatch, Communicator* comm)
+Predictor::Predictor(Network& net, const BoundData& inputs, uint32_t minibatch, Communicator* comm,
+                     ScoreBlocks blocks)
     : net_(net),
       data_(inputs),
       minibatch_(minibatch),
       loader_(BoundData{inputs.inputs, {}, inputs.examples}, {}, 0),
-      comm_(comm) {
+      comm_(comm),
+      blocks_(std::move(blocks)) {
   if (minibatch_ == 0) throw ConfigError("minibatch must be positive");
   const uint32_t rows = static_cast<uint32_t>(std::min<uint64_t>(minibatch_, data_.examples));
-  if (net_.model_parallel()) {
+  if (!blocks_.layer.empty() && blocks_.columns > 0) {
+    const std::string why = blocked_scoring_obstacle(net_, blocks_.layer);
+    if (!why.empty())
+      throw ConfigError("layer '" + blocks_.layer + "' cannot be scored in column blocks: " + why);
+    blocked_ = &net_.layer(blocks_.layer);
+    // The blocked layer's scores are never held whole: it gets no buffers of its own.
+    net_.set_max_batch(std::max<uint32_t>(1, rows), 0, blocked_);
+  } else if (net_.model_parallel()) {
     NN_CHECK(comm_ != nullptr, "a model-parallel network needs its communicator to predict");
     net_.set_max_batch(std::max<uint32_t>(1, max_rank_rows(rows, comm_->size())),
                        std::max<uint32_t>(1, rows));
@@ -56,7 +65,7 @@ RowSlice Predictor::forward_batch(uint64_t first, uint32_t rows) {
   }
   load_inputs(net_, data_, hb_);
   LayerContext ctx{be, rows, false, 0, 0};
-  net_.forward(ctx);
+  net_.forward(ctx, blocked_);
   return RowSlice{0, rows};
 }
 
@@ -67,6 +76,9 @@ void Predictor::run(const std::string& layer_name,
   Layer& layer = net_.layer(layer_name);
   if (layer.has_sparse_output())
     throw ConfigError("layer '" + layer_name + "' is a sparse input; it has no scores");
+  if (&layer == blocked_)
+    throw ConfigError("layer '" + layer_name +
+                      "' is scored in column blocks: its scores are never held whole");
   const uint64_t n = std::min<uint64_t>(data_.examples, end);
   const uint32_t cols = columns(layer_name).second;
   const bool local_columns = layer.sharded() && layer.kind() == LayerKind::Output;

@@ -1,6 +1,7 @@
 // Forward-only evaluation for serving: runs a trained network over a dataset in minibatches and
 // hands each batch's scores for one layer to the caller (run), or only each example's top K after
-// its filters, selected on the backend so that k results per row leave the device (run_top_k);
+// its filters, selected on the backend so that k results per row leave the device (run_top_k),
+// for a very wide layer optionally a block of columns at a time (predict/blocked_top_k.h);
 // plus host-side top-K selection and ranking metrics (precision, recall, NDCG at 1..K).
 #pragma once
 
@@ -14,31 +15,26 @@
 #include "distributed/row_split.h"
 #include "model/batch_loader.h"
 #include "model/network.h"
+#include "predict/blocked_top_k.h"
 
 namespace nn {
 
-struct TopK {
-  std::vector<uint32_t> index;  // rows * k, UINT32_MAX when a row has fewer candidates
-  std::vector<float> score;
-};
-
-// One example's filters for Predictor::run_top_k, in the scored layer's unit numbers, in host
-// memory that stays valid until the next call of the filter function: columns to leave out and
-// score multipliers, each list ascending (the Backend::top_k_filtered contract).
-struct RowFilter {
-  const uint32_t* exclude = nullptr;
-  size_t excluded = 0;
-  const uint32_t* scale_index = nullptr;
-  const float* scale_value = nullptr;
-  size_t scaled = 0;
+// Predictor::run_top_k scoring one layer in column blocks (predict/blocked_top_k.h) instead of
+// all its units at once; that layer then gets no activations of its own, so run() cannot hand
+// its scores over.
+struct ScoreBlocks {
+  std::string layer;     // "" : none
+  uint32_t columns = 0;  // columns per block
 };
 
 class Predictor {
  public:
   // With a network that has model-parallel layers, `comm` (its ranks) is required: every rank
   // then runs every minibatch together, each taking its rows for the whole layers.
-  Predictor(Network& net, const BoundData& inputs, uint32_t minibatch,
-            Communicator* comm = nullptr);
+  // `blocks` names the layer run_top_k scores in column blocks (only one that
+  // blocked_scoring_obstacle allows; no blocks with model-parallel layers).
+  Predictor(Network& net, const BoundData& inputs, uint32_t minibatch, Communicator* comm = nullptr,
+            ScoreBlocks blocks = {});
 
   // Calls `consume(first_example, rows, scores)` for each batch, where scores is
   // [rows][columns(layer).second] on the host: the layer's units from columns(layer).first.
@@ -58,6 +54,8 @@ class Predictor {
   // With model-parallel layers: a split Output layer is ranked by every rank over its columns
   // and the candidates merged on rank 0 (merge_top_k), where alone consume is called; any other
   // layer is ranked by each rank over its rows, and every rank gets every row. Collective then.
+  // The layer of the constructor's ScoreBlocks is scored a block of columns at a time (the
+  // same results, without holding every score of a minibatch).
   void run_top_k(const std::string& layer, uint32_t k, uint32_t valid_cols,
                  const std::function<RowFilter(uint64_t example)>& filter,
                  const std::function<void(uint64_t first, uint32_t rows, const TopK& top)>& consume,
@@ -67,12 +65,6 @@ class Predictor {
   // Loads examples [first, first + rows) and runs the forward pass; returns this rank's rows of
   // the batch (all of them without model parallelism).
   RowSlice forward_batch(uint64_t first, uint32_t rows);
-  // Ranks `rows` rows of the layer's activations (`cols` columns from unit col_first) on the
-  // backend into `out` (global unit numbers); the filters are those of examples
-  // first_example + 0 .. rows - 1.
-  void select_on_backend(Layer& layer, uint32_t rows, uint32_t col_first, uint32_t cols, uint32_t k,
-                         uint32_t valid_cols, uint64_t first_example,
-                         const std::function<RowFilter(uint64_t)>& filter, TopK& out);
 
   Network& net_;
   BoundData data_;
@@ -81,11 +73,10 @@ class Predictor {
   Communicator* comm_;
   std::vector<uint32_t> ids_;
   HostBatch hb_;
-  // run_top_k: one batch's filters as CSR (host and backend copies) and the selected entries.
-  std::vector<uint32_t> ex_ptr_, ex_index_, sc_ptr_, sc_index_;
-  std::vector<float> sc_value_;
-  DeviceArray<uint32_t> d_ex_ptr_, d_ex_index_, d_sc_ptr_, d_sc_index_, d_top_index_;
-  DeviceArray<float> d_sc_value_, d_top_score_;
+  ScoreBlocks blocks_;
+  Layer* blocked_ = nullptr;  // the layer of blocks_, when there is one
+  TopKSelector selector_;     // run_top_k's selection on the backend
+  BlockedTopK blocked_top_;
 };
 
 // Model parallelism: merges every rank's top-k candidates (`mine`, global column indices) into

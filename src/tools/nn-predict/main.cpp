@@ -56,6 +56,10 @@ void define_flags(CLI::App& app, Flags& f) {
                            "results per example (default 100 with flags, as DSSTNE; CDL K "
                            "defaults to 10); no upper limit");
   app.add_option("-b,--batch", f.job.minibatch, "minibatch size (default 1024)");
+  app.add_option("--score-block", f.job.score_block,
+                 "score the ranked layer N columns at a time (its top K kept per block), 'full' "
+                 "(every unit at once) or 'auto' (default: blocks of 8192 when a minibatch's "
+                 "scores would pass 64 MiB); same results, less memory");
   app.add_option("-l,--layer", f.job.layer, "layer to score, any name (default: the output layer)");
   app.add_option("-p,--score-format", f.job.score_format,
                  "printf conversion for scores, with or without % (default %.3f; DSSTNE: 4.3f)");

@@ -33,6 +33,11 @@ DnnlConv* make_dnnl_conv();
 void destroy_dnnl_conv(DnnlConv* conv) noexcept;
 }  // namespace cpu
 
+// gemm's fixed column tile (cpu/dense.cpp): C of at least this many columns is computed in
+// tiles of it, at multiples of it, whatever the thread count. A multiple of 16 (a cache line of
+// C, and the batch-invariant gemm's strip).
+constexpr uint32_t kGemmColumnTile = 512;
+
 class CpuBackend final : public Backend {
  public:
   // threads = 0 uses every CPU in the process's affinity mask (core/cpu_count.h).
@@ -60,6 +65,7 @@ class CpuBackend final : public Backend {
   void fold_loss_sums(double* sums, uint64_t batch) override;
   bool host_memory() const override { return true; }
 
+  uint32_t gemm_column_tile() const override { return kGemmColumnTile; }
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) override;
   void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
