@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <istream>
 #include <map>
 #include <string>
@@ -72,12 +73,48 @@ struct TextExamplesStats {
   uint64_t extra_columns = 0;     // rows layout: rows with columns after the value (ignored)
 };
 
+// Standard input for two passes: the first copies what it reads to `copy_to`, the second reads
+// `read_from` (rewound) in its place. Both null: standard input is read as it is.
+struct StdinSpool {
+  std::FILE* copy_to = nullptr;
+  std::FILE* read_from = nullptr;
+};
+
 // Parses examples from files (a directory means all its regular files, sorted; "-" is standard
 // input) into one sparse dataset named `name`. Examples are ordered by ascending sample index.
 // Malformed values throw DataError("<file>:<line>: ...").
 ExampleSet read_text_examples(const std::vector<std::string>& paths, const std::string& name,
                               FeatureIndex& features, FeatureIndex& samples,
                               const TextExamplesOptions& options,
-                              TextExamplesStats* stats = nullptr);
+                              TextExamplesStats* stats = nullptr, const StdinSpool& spool = {});
+
+// Streaming reads (nn-generate on inputs larger than memory): the examples are handed over one
+// at a time instead of being kept.
+class ExampleSink {
+ public:
+  virtual ~ExampleSink() = default;
+  // One example of sample index `sample` (examples layout), or one row (rows layout: n is 0 or
+  // 1, and a sample's rows may come in many calls): n feature ids and, in analog mode, n values
+  // (nullptr in indicator mode). n is 0 when every feature was dropped.
+  virtual void add(uint64_t sample, const uint32_t* features, const float* values, size_t n) = 0;
+};
+
+// The files read_text_examples reads for `paths`: directories expanded to their regular files,
+// sorted; "-" kept for standard input. DataError when a path does not exist.
+std::vector<std::string> text_example_files(const std::vector<std::string>& paths);
+
+// Parses `files` (as text_example_files gives them) exactly as read_text_examples does (the same
+// index lookups in the same order, the same errors) but hands each example or row to `sink`:
+// memory holds the indices, one bit per sample and one block of input. stats->samples and
+// stats->entries are left 0 (the sink counts).
+void scan_text_examples(const std::vector<std::string>& files, FeatureIndex& features,
+                        FeatureIndex& samples, const TextExamplesOptions& options,
+                        ExampleSink& sink, TextExamplesStats* stats = nullptr,
+                        const StdinSpool& spool = {});
+
+// The description read_text_examples gives its dataset named `name` (type, attributes, width
+// from the size of `features`), without arrays.
+ExampleSet describe_examples(const std::string& name, const FeatureIndex& features,
+                             const TextExamplesOptions& options);
 
 }  // namespace nn
