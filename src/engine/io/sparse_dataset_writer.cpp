@@ -119,14 +119,13 @@ SparseDatasetWriter::SparseDatasetWriter(AtomicFile& out, const ExampleSet& head
   if (layout.deflate_level > 0 && layout.chunk_entries == 0)
     throw ArgumentError(target + ": compression needs chunked storage");
   m.path = out.content_path();
-  m.install_handler();
   try {
     // NC_CLOBBER: the temporary file exists (empty); netCDF/HDF5 truncate and fill it.
     int rc = nc_create(m.path.c_str(), NC_NETCDF4 | NC_CLOBBER, &m.nc);
     if (rc != NC_NOERR) m.nc = -1;
     m.check(rc, "creating the file");
-    // netCDF initialises HDF5's error reporting on its first call: take the handler back.
-    m.remove_handler();
+    // After netCDF's first call, which sets HDF5's error reporting up (off): the handler
+    // replaces that setting while this writer works and puts it back after.
     m.install_handler();
     int old_mode;
     m.check(nc_set_fill(m.nc, NC_NOFILL, &old_mode), "set_fill");  // every value is written
