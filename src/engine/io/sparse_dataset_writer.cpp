@@ -5,18 +5,28 @@
 // netCDF reports a failed write of HDF5 as "HDF error" and drops the operating system's reason;
 // while this writer calls netCDF, an HDF5 error handler takes the errno from the error stack
 // (HDF5's file drivers record "errno = N"), so a full disk still reads "No space left on device".
+// Better still, the space the file takes is reserved (fallocate) before anything is written, so
+// a full disk or a file-size limit is found at once, with the system's own answer. That matters
+// more than the message: after a failed write, netCDF 4.9.0 crashes when the file is aborted
+// (nc_abort -> reportopenobjects) and HDF5 1.10 when it closes it at exit (H5F__close_cb). So
+// after a failed netCDF call the handle is left alone (the temporary file is removed all the
+// same), and the reservation makes such a failure all but impossible.
 #include "io/sparse_dataset_writer.h"
 
+#include <fcntl.h>
 #include <hdf5.h>
 #include <netcdf.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
 
 #include "core/error.h"
 #include "io/file_checksum.h"
+#include "io/netcdf_output.h"
 
 namespace nn {
 namespace {
@@ -49,6 +59,7 @@ struct SparseDatasetWriter::Impl {
   H5E_auto2_t old_func = nullptr;
   void* old_data = nullptr;
   bool handler = false;
+  bool broken = false;  // a netCDF call failed: no nc_abort (see the top of the file)
 
   void install_handler() {
     H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
@@ -67,6 +78,7 @@ struct SparseDatasetWriter::Impl {
     }
     const int err = t_hdf5_errno;
     t_hdf5_errno = 0;
+    broken = true;
     throw IoError(out->target() + ": " + what + ": cannot write NetCDF: " +
                   (err ? std::strerror(err) : nc_strerror(rc)));
   }
@@ -93,9 +105,41 @@ struct SparseDatasetWriter::Impl {
   }
 
   void close_quietly() {
-    if (nc >= 0) nc_abort(nc);
+    if (nc >= 0 && !broken) nc_abort(nc);
     nc = -1;
     remove_handler();
+  }
+
+  // Reserves `bytes` for the file (its size grows to that; HDF5 writes inside it, and finish()
+  // cuts the file to the end HDF5 records). File systems without fallocate skip this.
+  void reserve(uint64_t bytes) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) return;
+    int err = 0;
+    if (::fallocate(fd, 0, 0, off_t(bytes)) != 0) err = errno;
+    ::close(fd);
+    if (err == ENOSPC || err == EFBIG || err == EDQUOT)
+      throw IoError(out->target() + ": reserving " + std::to_string(bytes) +
+                    " bytes for the file failed: " + std::strerror(err));
+  }
+
+  // Cuts the closed file to the end-of-file address in its superblock (the space reserved
+  // beyond it).
+  void cut_to_hdf5_end() {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+      throw IoError(out->target() + ": cannot reopen the file written: " + std::strerror(errno));
+    struct stat st;
+    unsigned char head[64] = {};
+    int err = 0;
+    if (::fstat(fd, &st) != 0 || ::pread(fd, head, sizeof head, 0) < 0) err = errno;
+    if (err == 0 && st.st_size >= off_t(sizeof head)) {
+      const size_t end = hdf5_end_of_file(head, size_t(st.st_size));
+      if (end < size_t(st.st_size) && ::ftruncate(fd, off_t(end)) != 0) err = errno;
+    }
+    ::close(fd);
+    if (err)
+      throw IoError(out->target() + ": cannot finish the file written: " + std::strerror(err));
   }
 };
 
@@ -119,14 +163,15 @@ SparseDatasetWriter::SparseDatasetWriter(AtomicFile& out, const ExampleSet& head
   if (layout.deflate_level > 0 && layout.chunk_entries == 0)
     throw ArgumentError(target + ": compression needs chunked storage");
   m.path = out.content_path();
+  // netCDF sets HDF5's error reporting up (off) when it initialises: first that, then the
+  // handler, which replaces that setting while this writer works and puts it back after.
+  nc_initialize();
+  m.install_handler();
   try {
     // NC_CLOBBER: the temporary file exists (empty); netCDF/HDF5 truncate and fill it.
     int rc = nc_create(m.path.c_str(), NC_NETCDF4 | NC_CLOBBER, &m.nc);
     if (rc != NC_NOERR) m.nc = -1;
     m.check(rc, "creating the file");
-    // After netCDF's first call, which sets HDF5's error reporting up (off): the handler
-    // replaces that setting while this writer works and puts it back after.
-    m.install_handler();
     int old_mode;
     m.check(nc_set_fill(m.nc, NC_NOFILL, &old_mode), "set_fill");  // every value is written
     const auto uint_att = [&](const std::string& name, uint64_t v) {
@@ -150,6 +195,17 @@ SparseDatasetWriter::SparseDatasetWriter(AtomicFile& out, const ExampleSet& head
     m.end = m.var("sparseEnd0", offset_type, ex, examples, layout);
     m.index = m.var("sparseIndex0", NC_UINT, nnz, entries, layout);
     if (m.values) m.data = m.var("sparseData0", NC_FLOAT, nnz, entries, layout);
+    // The arrays uncompressed (deflate's worst case is a little more) plus room for the
+    // metadata: 64 KiB to 1 MiB, and 256 bytes a chunk for the chunk indices. Deflated arrays
+    // need this room while they are written; finish() gives back what they did not take.
+    const uint64_t offset_bytes = m.wide ? 8 : 4;
+    uint64_t arrays = 2 * examples * offset_bytes + entries * (m.values ? 8 : 4);
+    if (layout.deflate_level > 0) arrays += arrays / 64;
+    const uint64_t chunks =
+        layout.chunk_entries ? (examples + entries) / layout.chunk_entries + 4 : 0;
+    const uint64_t metadata =
+        std::min<uint64_t>(uint64_t(1) << 20, std::max<uint64_t>(uint64_t(64) << 10, arrays / 4));
+    m.reserve(arrays + metadata + 256 * chunks);
     m.check(nc_enddef(m.nc), "enddef");
   } catch (...) {
     m.close_quietly();
@@ -212,6 +268,7 @@ void SparseDatasetWriter::finish() {
     m.nc = -1;
     m.check(rc, "closing the file");
     m.remove_handler();
+    m.cut_to_hdf5_end();
     m.out->adopt_content();
     const uint64_t size = m.out->bytes_written();
     // Checked by every reader before the NetCDF/HDF5 libraries see the file.
