@@ -63,11 +63,15 @@ class Spool {
                     "' for the second pass (set TMPDIR): " + std::strerror(err));
     }
   }
-  ~Spool() { std::fclose(file_); }
+  ~Spool() {
+    std::fclose(file_);
+  }
   Spool(const Spool&) = delete;
   Spool& operator=(const Spool&) = delete;
 
-  std::FILE* file() const { return file_; }
+  std::FILE* file() const {
+    return file_;
+  }
   void flush() const {
     if (std::fflush(file_) != 0)
       throw IoError("<standard input>: cannot keep a copy in '" + temporary_directory() +
@@ -275,10 +279,10 @@ GenerateReport DatasetGenerator::generate() {
     if (layout.deflate_level > 0 && layout.chunk_entries == 0) layout.chunk_entries = 1 << 20;
     // Slices of whole chunks: each write fills chunks completely, none is read back.
     const uint64_t fit = std::max<uint64_t>(j.buffer_bytes / 32, 4096);
-    const uint64_t slice = layout.chunk_entries
-                               ? std::max<uint64_t>(fit / layout.chunk_entries, 1) *
-                                     layout.chunk_entries
-                               : fit;
+    const uint64_t slice =
+        layout.chunk_entries
+            ? std::max<uint64_t>(fit / layout.chunk_entries, 1) * layout.chunk_entries
+            : fit;
     SparseDatasetWriter writer(*outputs.back(), describe_examples(j.dataset, features, opt),
                                census.examples(), census.entries(), layout);
     TextExamplesOptions again = opt;

@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/error.h"
 #include "core/atomic_file.h"
+#include "core/error.h"
 #include "core/memory_budget.h"
 
 namespace nn {
@@ -136,7 +136,8 @@ class Parser {
   void parse_file(const std::string& path) {
     if (path == "-" && spool_.read_from) {
       if (std::fseek(spool_.read_from, 0, SEEK_SET) != 0)
-        throw DataError("<standard input>: cannot reread its copy: " + std::string(std::strerror(errno)));
+        throw DataError("<standard input>: cannot reread its copy: " +
+                        std::string(std::strerror(errno)));
       return stream(spool_.read_from, "<standard input>");
     }
     if (path == "-") return stream(stdin, "<standard input>");
@@ -297,8 +298,8 @@ class Parser {
       ++stats_.dropped_samples;
       return;
     }
-    const bool again = sink_ ? seen(uint64_t(s))
-                             : uint64_t(s) < ranges_.size() && ranges_[s].present;
+    const bool again =
+        sink_ ? seen(uint64_t(s)) : uint64_t(s) < ranges_.size() && ranges_[s].present;
     if (options_.strict && again)
       fail(path, line_no,
            "sample \"" + key_ +

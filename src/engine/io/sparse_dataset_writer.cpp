@@ -79,8 +79,8 @@ struct SparseDatasetWriter::Impl {
     const int err = t_hdf5_errno;
     t_hdf5_errno = 0;
     broken = true;
-    throw IoError(out->target() + ": " + what + ": cannot write NetCDF: " +
-                  (err ? std::strerror(err) : nc_strerror(rc)));
+    throw IoError(out->target() + ": " + what +
+                  ": cannot write NetCDF: " + (err ? std::strerror(err) : nc_strerror(rc)));
   }
 
   int dim(const std::string& name, uint64_t len) {

@@ -197,8 +197,8 @@ TEST_F(StreamingGenerate, OddLinesAndDroppedFeaturesMatch) {
   // A fixed feature index drops unknown features (a line may lose all of them), lines without a
   // TAB are skipped, blank lines and CRLF endings are fine.
   write("features.idx", "a\t0\nb\t1\nc\t2\n");
-  GenerateJob j = job(write("odd.txt",
-                            "s1\ta:b:zz\r\n\nno tab here\ns2\tzz:yy\ns3\tc,4:a\ns4\t\ns5\tb\n"));
+  GenerateJob j =
+      job(write("odd.txt", "s1\ta:b:zz\r\n\nno tab here\ns2\tzz:yy\ns3\tc,4:a\ns4\t\ns5\tb\n"));
   j.create_features = false;
   const GenerateReport r = compare(j, "odd");
   EXPECT_EQ(r.dropped_features, 3u);
@@ -210,8 +210,9 @@ TEST_F(StreamingGenerate, OddLinesAndDroppedFeaturesMatch) {
 TEST_F(StreamingGenerate, RowsMatchInMemory) {
   // Rows grouped per sample stream; rows of one sample far apart are read into memory. Both
   // give the in-memory result.
-  GenerateJob j = job(write("grouped.csv", "user,item,rating\nu1,m1,5\nu1,m2,3\nu2,m1,4\n"
-                                           "u3,m3,1\nu3,m3,2\n"));
+  GenerateJob j = job(write("grouped.csv",
+                            "user,item,rating\nu1,m1,5\nu1,m2,3\nu2,m1,4\n"
+                            "u3,m3,1\nu3,m3,2\n"));
   j.rows = true;
   j.header = true;
   j.analog = true;
