@@ -59,9 +59,9 @@ std::string_view trim_blanks(std::string_view s) {
 }
 
 // Open-addressing map from label bytes to a FeatureIndex answer (id, or -1 for a dropped
-// label), keys packed in one arena. Feature lookups dominate parsing; the node-based
-// std::unordered_map behind FeatureIndex costs a few cache misses per token, this flat table
-// about one. Answers never change during a parse, so negative ones are cached too.
+// label), keys packed in one arena. Feature lookups dominate parsing; FeatureIndex needs the
+// label as a std::string and a few cache misses per lookup, this table about one. Answers never
+// change during a parse, so negative ones are cached too.
 class LabelCache {
  public:
   LabelCache() : slots_(1 << 12) {}
