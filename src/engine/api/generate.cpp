@@ -308,11 +308,11 @@ GenerateReport DatasetGenerator::generate() {
   }
   if (features.changed() || j.create_features) {
     outputs.push_back(std::make_unique<AtomicFile>(j.features));
-    outputs.back()->write(format_index(j.features, features));
+    write_index(*outputs.back(), features);
   }
   if (samples.changed()) {
     outputs.push_back(std::make_unique<AtomicFile>(j.samples));
-    outputs.back()->write(format_index(j.samples, samples));
+    write_index(*outputs.back(), samples);
   }
   std::vector<AtomicFile*> unit;
   for (auto& f : outputs) unit.push_back(f.get());

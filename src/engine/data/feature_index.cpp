@@ -179,6 +179,30 @@ std::string format_index(const std::string& path, const FeatureIndex& index) {
   return out;
 }
 
+void write_index(AtomicFile& out, const FeatureIndex& index) {
+  // In pieces of about 1 MiB: a sample index of tens of millions of labels would otherwise be
+  // one string of hundreds of megabytes beside the index itself.
+  std::string piece;
+  char num[24];
+  for (uint64_t i = 0; i < index.size(); ++i) {
+    const std::string_view label = index.view(i);
+    if (label.empty()) continue;  // gap left by a loaded file
+    if (label.find_first_of("\t\n\r") != std::string_view::npos)
+      throw DataError(out.target() + ": label \"" + std::string(label) + "\" (index " +
+                      std::to_string(i) + ") contains a TAB or line break and cannot be written");
+    piece += label;
+    piece += '\t';
+    const auto res = std::to_chars(num, num + sizeof num, i);
+    piece.append(num, res.ptr);
+    piece += '\n';
+    if (piece.size() >= (size_t(1) << 20)) {
+      out.write(piece);
+      piece.clear();
+    }
+  }
+  out.write(piece);
+}
+
 void save_index(const std::string& path, const FeatureIndex& index) {
   write_file_atomically(path, format_index(path, index));
 }

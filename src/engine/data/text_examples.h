@@ -16,6 +16,8 @@
 
 namespace nn {
 
+class AtomicFile;
+
 // Label -> index map that also remembers labels in index order. Labels are packed in one arena
 // and found through an open-addressing table of their indices: about 40 bytes a label beside
 // its bytes, against about 130 for a std::unordered_map of std::string and a vector of them,
@@ -55,6 +57,9 @@ class FeatureIndex {
 FeatureIndex load_index(const std::string& path);
 // Written sorted by index, atomically (temporary file + rename).
 void save_index(const std::string& path, const FeatureIndex& index);
+// Writes what save_index writes into `out` in pieces (not committed), for tools that commit it
+// with other outputs as one unit.
+void write_index(AtomicFile& out, const FeatureIndex& index);
 // The file content save_index writes (for tools that commit it with other outputs as one unit).
 std::string format_index(const std::string& path, const FeatureIndex& index);
 
