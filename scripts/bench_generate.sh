@@ -6,6 +6,7 @@
 # 7.5 GB of text and a 4 GB NetCDF file; check `df -h` first).
 # Usage: scripts/bench_generate.sh [WORK_DIR] [-- extra nn-generate flags]
 #   EXAMPLES=20000000 ITEMS_PER=50 ITEMS=100000 NN_BUILD=build KEEP=0
+#   NN_GENERATE=path/to/nn-generate (another build's, e.g. to compare with one before streaming)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-/tmp/nn-bench-generate}
@@ -14,7 +15,7 @@ shift $(($# > 0 ? 1 : 0))
 examples=${EXAMPLES:-20000000}
 items_per=${ITEMS_PER:-50}
 items=${ITEMS:-100000}
-tool=$here/${NN_BUILD:-build}/src/tools/nn-generate
+tool=${NN_GENERATE:-$here/${NN_BUILD:-build}/src/tools/nn-generate}
 [[ -x $tool ]] || { echo "bench_generate: build nn-generate first ($tool)" >&2; exit 1; }
 ((items_per <= items)) || { echo "bench_generate: ITEMS_PER > ITEMS" >&2; exit 1; }
 mkdir -p "$work"
