@@ -193,6 +193,23 @@ TEST_F(StreamingGenerate, ChunkedAndDeflatedValuesMatch) {
   compare(j, "chunks");
 }
 
+TEST_F(StreamingGenerate, ChecksumTrailerNamesTheVariableOfADamagedChunk) {
+  // Chunks are regions of the checksum trailer named after their variable (contiguous arrays
+  // are one region each): a byte changed in the middle of a file that is mostly sparseIndex0's
+  // deflated chunks is reported by name.
+  GenerateJob j = job(write("many.txt", many_examples(3000, 2000, false)));
+  j.output = path("chunks.nc");
+  j.chunk_entries = 5000;
+  j.deflate_level = 6;
+  DatasetGenerator(j).generate();
+  ASSERT_EQ(read_datasets(j.output).size(), 1u);
+  std::string bytes = read_file(j.output);
+  bytes[bytes.size() / 2] ^= 0x5a;
+  std::ofstream(j.output, std::ios::binary | std::ios::trunc) << bytes;
+  EXPECT_CONTAINS(nn::test::error_of<DataError>([&] { read_datasets(j.output); }),
+                  "variable 'sparseIndex0': checksum mismatch in its values");
+}
+
 TEST_F(StreamingGenerate, OddLinesAndDroppedFeaturesMatch) {
   // A fixed feature index drops unknown features (a line may lose all of them), lines without a
   // TAB are skipped, blank lines and CRLF endings are fine.
