@@ -24,6 +24,13 @@ struct GenerateJob {
   bool rows = false;             // one "sample,feature[,value]" row per entry
   bool header = false;           // with rows: each file's first line is a header
   uint32_t align = 128;          // the width is rounded up to a multiple of this
+  // Streaming (docs/large-datasets.md): the input is read twice and the file written in slices
+  // of at most this many bytes of arrays, so memory holds the index files and these buffers,
+  // not the data. Input whose samples are out of order (an existing sample index numbers them
+  // otherwise, or rows of one sample are apart) is read into memory as a whole instead.
+  uint64_t buffer_bytes = uint64_t(64) << 20;
+  uint64_t chunk_entries = 0;  // NetCDF-4 chunks of this many entries; 0: contiguous arrays
+  int deflate_level = 0;       // 1..9: deflate (needs chunks; 1M entries when chunk_entries is 0)
 };
 
 // What was written, for a summary.
@@ -35,6 +42,7 @@ struct GenerateReport {
   uint64_t skipped_lines = 0;               // lines without a TAB
   uint64_t extra_values = 0;                // values after a feature's first
   uint64_t extra_columns = 0;               // rows with more columns than sample,feature,value
+  bool streamed = false;                    // written in slices (false: read whole into memory)
 };
 
 class DatasetGenerator {

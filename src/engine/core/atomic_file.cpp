@@ -159,7 +159,9 @@ std::string temporary_directory() {
   return dir && *dir ? std::string(dir) : std::string("/tmp");
 }
 
-AtomicFile::AtomicFile(std::string target)
+AtomicFile::AtomicFile(std::string target) : AtomicFile(std::move(target), false) {}
+
+AtomicFile::AtomicFile(std::string target, bool named)
     : target_(std::move(target)), stream_(is_stream_target(target_)) {
   if (target_.empty()) throw IoError("cannot write a file with an empty name");
   // Temporary files of an earlier run that was killed while writing.
@@ -169,7 +171,7 @@ AtomicFile::AtomicFile(std::string target)
                     (target_ == kStandardOutput ? std::string("nn-stdout") : name_of(target_))
               : target_);
   const std::string dir = stream_ ? temporary_directory() : directory_of(target_);
-  fd_ = open_unnamed(dir);
+  fd_ = named ? -1 : open_unnamed(dir);
   unnamed_ = fd_ >= 0;
   int err = 0;
   if (!unnamed_) {
@@ -256,6 +258,20 @@ void AtomicFile::write(const void* data, size_t size) {
   flush_buffer();
   buffer_.shrink_to_fit();
   buffer_.reserve(kBufferSize);
+}
+
+std::string AtomicFile::content_path() const {
+  if (finished_ || fd_ < 0) throw IoError(target_ + ": the file was already finished");
+  if (temp_.empty()) throw IoError(target_ + ": the temporary file has no name to open it by");
+  return temp_;
+}
+
+void AtomicFile::adopt_content() {
+  if (finished_ || fd_ < 0) throw IoError(target_ + ": the file was already finished");
+  flush_buffer();
+  const off_t end = ::lseek(fd_, 0, SEEK_END);
+  if (end < 0) fail("finding the end of the file", errno);
+  written_ = uint64_t(end);
 }
 
 void AtomicFile::finish() {

@@ -41,6 +41,11 @@ class AtomicFile {
   // processes). Throws IoError naming `target` (missing directory, no permission,
   // read-only file system...).
   explicit AtomicFile(std::string target);
+  // With `named`, the temporary file has its name from the start even where O_TMPFILE exists:
+  // for libraries that open it by name (HDF5 resolves /proc/self/fd links to the unnamed file's
+  // "(deleted)" name and fails). remove_stale_temp_files() and remove_live_temp_files() clean
+  // up after a killed process as for file systems without O_TMPFILE.
+  AtomicFile(std::string target, bool named);
   // Closes and removes the temporary file unless commit() succeeded.
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
@@ -57,6 +62,15 @@ class AtomicFile {
   void commit();
   // Removes the temporary file now (also what the destructor does without commit()).
   void discard() noexcept;
+
+  // The temporary file's name, for a library that only opens files by name (netCDF writing a
+  // large file straight to disk); needs an AtomicFile made with `named` (or one on a file
+  // system without O_TMPFILE). After that code closed it, adopt_content() takes its bytes as
+  // written. Throws IoError when the file has no name.
+  std::string content_path() const;
+  // Takes what other code wrote through content_path() as this file's content so far: write()
+  // appends after it. Throws IoError with the OS reason.
+  void adopt_content();
 
   const std::string& target() const { return target_; }
   // The temporary file's name; "" while it has none (O_TMPFILE).

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -16,35 +17,89 @@
 
 namespace nn {
 
+namespace {
+
+constexpr uint64_t kIndexBits = 40;
+constexpr uint64_t kIndexMask = (uint64_t(1) << kIndexBits) - 1;
+
+uint64_t hash_of(std::string_view s) {
+  return std::hash<std::string_view>{}(s);
+}
+
+uint64_t tag_of(uint64_t h) {
+  return (h >> kIndexBits) << kIndexBits;  // the hash's top 24 bits, where the slot keeps them
+}
+
+}  // namespace
+
+size_t FeatureIndex::slot_of(std::string_view label, uint64_t h) const {
+  const size_t mask = slots_.size() - 1;
+  const uint64_t tag = tag_of(h);
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    const uint64_t slot = slots_[i];
+    if (slot == 0) return i;
+    if ((slot & ~kIndexMask) == tag && view((slot & kIndexMask) - 1) == label) return i;
+  }
+}
+
+void FeatureIndex::grow() {
+  std::vector<uint64_t> old(std::max<size_t>(16, slots_.size() * 2));
+  old.swap(slots_);
+  const size_t mask = slots_.size() - 1;
+  for (const uint64_t slot : old) {
+    if (slot == 0) continue;
+    const uint64_t h = hash_of(view((slot & kIndexMask) - 1));
+    size_t i = h & mask;
+    while (slots_[i] != 0) i = (i + 1) & mask;
+    slots_[i] = slot;
+  }
+}
+
+void FeatureIndex::add_at(std::string_view label, uint64_t idx, uint64_t h) {
+  if (idx >= kIndexMask) throw DataError("more than 2^40 labels in one index");
+  if (label.size() > UINT32_MAX) throw DataError("a label longer than 4 GB");
+  if (idx >= length_.size()) {
+    offset_.resize(idx + 1, 0);
+    length_.resize(idx + 1, 0);
+  }
+  offset_[idx] = arena_.size();
+  length_[idx] = uint32_t(label.size());
+  arena_.append(label.data(), label.size());
+  if (2 * (count_ + 1) > slots_.size()) grow();
+  slots_[slot_of(label, h)] = tag_of(h) | (idx + 1);
+  ++count_;
+}
+
 int64_t FeatureIndex::lookup(const std::string& label, bool allow_new) {
-  auto it = map_.find(label);
-  if (it != map_.end()) return static_cast<int64_t>(it->second);
-  // "" marks gaps in labels_, so it can never be a label.
+  const uint64_t h = hash_of(label);
+  if (!slots_.empty()) {
+    const uint64_t slot = slots_[slot_of(label, h)];
+    if (slot != 0) return static_cast<int64_t>((slot & kIndexMask) - 1);
+  }
+  // "" marks gaps, so it can never be a label.
   if (!allow_new || label.empty()) return -1;
-  const uint64_t idx = labels_.size();
-  map_.emplace(label, idx);
-  labels_.push_back(label);
+  const uint64_t idx = size();
+  add_at(label, idx, h);
   changed_ = true;
   return static_cast<int64_t>(idx);
 }
 
 int64_t FeatureIndex::find(const std::string& label) const {
-  auto it = map_.find(label);
-  return it == map_.end() ? -1 : static_cast<int64_t>(it->second);
+  if (slots_.empty()) return -1;
+  const uint64_t slot = slots_[slot_of(label, hash_of(label))];
+  return slot == 0 ? -1 : static_cast<int64_t>((slot & kIndexMask) - 1);
 }
 
 void FeatureIndex::insert(const std::string& label, uint64_t idx, const std::string& where) {
   if (label.empty()) throw DataError(where + ": empty label");
-  auto it = map_.find(label);
-  if (it != map_.end())
+  const int64_t existing = find(label);
+  if (existing >= 0)
     throw DataError(where + ": duplicate label \"" + label + "\" (already has index " +
-                    std::to_string(it->second) + ")");
-  if (idx < labels_.size() && !labels_[idx].empty())
+                    std::to_string(existing) + ")");
+  if (idx < size() && length_[idx] != 0)
     throw DataError(where + ": index " + std::to_string(idx) + " of \"" + label +
-                    "\" is already used by \"" + labels_[idx] + "\"");
-  if (idx >= labels_.size()) labels_.resize(idx + 1);
-  labels_[idx] = label;
-  map_.emplace(label, idx);
+                    "\" is already used by \"" + this->label(idx) + "\"");
+  add_at(label, idx, hash_of(label));
 }
 
 namespace {
@@ -110,10 +165,10 @@ std::string format_index(const std::string& path, const FeatureIndex& index) {
   out.reserve(index.size() * 16);
   char num[24];
   for (uint64_t i = 0; i < index.size(); ++i) {
-    const std::string& label = index.label(i);
+    const std::string_view label = index.view(i);
     if (label.empty()) continue;  // gap left by a loaded file
-    if (label.find_first_of("\t\n\r") != std::string::npos)
-      throw DataError(path + ": label \"" + label + "\" (index " + std::to_string(i) +
+    if (label.find_first_of("\t\n\r") != std::string_view::npos)
+      throw DataError(path + ": label \"" + std::string(label) + "\" (index " + std::to_string(i) +
                       ") contains a TAB or line break and cannot be written");
     out += label;
     out += '\t';
@@ -122,6 +177,30 @@ std::string format_index(const std::string& path, const FeatureIndex& index) {
     out += '\n';
   }
   return out;
+}
+
+void write_index(AtomicFile& out, const FeatureIndex& index) {
+  // In pieces of about 1 MiB: a sample index of tens of millions of labels would otherwise be
+  // one string of hundreds of megabytes beside the index itself.
+  std::string piece;
+  char num[24];
+  for (uint64_t i = 0; i < index.size(); ++i) {
+    const std::string_view label = index.view(i);
+    if (label.empty()) continue;  // gap left by a loaded file
+    if (label.find_first_of("\t\n\r") != std::string_view::npos)
+      throw DataError(out.target() + ": label \"" + std::string(label) + "\" (index " +
+                      std::to_string(i) + ") contains a TAB or line break and cannot be written");
+    piece += label;
+    piece += '\t';
+    const auto res = std::to_chars(num, num + sizeof num, i);
+    piece.append(num, res.ptr);
+    piece += '\n';
+    if (piece.size() >= (size_t(1) << 20)) {
+      out.write(piece);
+      piece.clear();
+    }
+  }
+  out.write(piece);
 }
 
 void save_index(const std::string& path, const FeatureIndex& index) {

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 
@@ -58,9 +59,9 @@ std::string_view trim_blanks(std::string_view s) {
 }
 
 // Open-addressing map from label bytes to a FeatureIndex answer (id, or -1 for a dropped
-// label), keys packed in one arena. Feature lookups dominate parsing; the node-based
-// std::unordered_map behind FeatureIndex costs a few cache misses per token, this flat table
-// about one. Answers never change during a parse, so negative ones are cached too.
+// label), keys packed in one arena. Feature lookups dominate parsing; FeatureIndex needs the
+// label as a std::string and a few cache misses per lookup, this table about one. Answers never
+// change during a parse, so negative ones are cached too.
 class LabelCache {
  public:
   LabelCache() : slots_(1 << 12) {}
@@ -124,10 +125,21 @@ class LabelCache {
 class Parser {
  public:
   Parser(FeatureIndex& features, FeatureIndex& samples, const TextExamplesOptions& options,
-         TextExamplesStats& stats)
-      : features_(features), samples_(samples), options_(options), stats_(stats) {}
+         TextExamplesStats& stats, ExampleSink* sink = nullptr, StdinSpool spool = {})
+      : features_(features),
+        samples_(samples),
+        options_(options),
+        stats_(stats),
+        sink_(sink),
+        spool_(spool) {}
 
   void parse_file(const std::string& path) {
+    if (path == "-" && spool_.read_from) {
+      if (std::fseek(spool_.read_from, 0, SEEK_SET) != 0)
+        throw DataError("<standard input>: cannot reread its copy: " +
+                        std::string(std::strerror(errno)));
+      return stream(spool_.read_from, "<standard input>");
+    }
     if (path == "-") return stream(stdin, "<standard input>");
     std::FILE* f = std::fopen(path.c_str(), "rb");
     if (!f) throw DataError(path + ": cannot open: " + std::strerror(errno));
@@ -171,6 +183,10 @@ class Parser {
       }
       const size_t got = std::fread(buf.data() + have, 1, buf.size() - have, f);
       if (got == 0 && std::ferror(f)) throw DataError(path + ": read error");
+      if (f == stdin && spool_.copy_to && got > 0 &&
+          std::fwrite(buf.data() + have, 1, got, spool_.copy_to) != got)
+        throw IoError("<standard input>: cannot keep a copy for the second pass in '" +
+                      temporary_directory() + "' (set TMPDIR): " + std::strerror(errno));
       const bool eof = got == 0;
       have += got;
       std::string_view block(buf.data(), have);
@@ -238,9 +254,29 @@ class Parser {
     } else {
       add_entry(field[1], 0.0f, path, line_no);
     }
+    if (sink_) {
+      mark_seen(uint64_t(s));
+      hand_over(uint64_t(s), before);
+      return;
+    }
     if (feature_.size() > before) row_sample_.push_back(uint64_t(s));
     if (uint64_t(s) >= ranges_.size()) ranges_.resize(std::max<uint64_t>(s + 1, samples_.size()));
     ranges_[s].present = true;
+  }
+
+  // Streaming: the sample was seen (one bit per sample instead of a range).
+  bool seen(uint64_t s) const { return s < seen_.size() && seen_[s]; }
+  void mark_seen(uint64_t s) {
+    if (s >= seen_.size()) seen_.resize(std::max<uint64_t>(s + 1, samples_.size()));
+    seen_[s] = true;
+  }
+  // Streaming: the entries from `begin` on go to the sink and leave the arenas.
+  void hand_over(uint64_t s, uint64_t begin) {
+    const size_t n = feature_.size() - begin;
+    const bool analog = options_.mode == ExampleMode::Analog;
+    sink_->add(s, feature_.data() + begin, analog ? value_.data() + begin : nullptr, n);
+    feature_.clear();
+    value_.clear();
   }
 
   void parse_line(std::string_view line, const std::string& path, uint64_t line_no) {
@@ -262,7 +298,9 @@ class Parser {
       ++stats_.dropped_samples;
       return;
     }
-    if (options_.strict && uint64_t(s) < ranges_.size() && ranges_[s].present)
+    const bool again =
+        sink_ ? seen(uint64_t(s)) : uint64_t(s) < ranges_.size() && ranges_[s].present;
+    if (options_.strict && again)
       fail(path, line_no,
            "sample \"" + key_ +
                "\" is on an earlier line too; this format takes one line per sample "
@@ -278,6 +316,12 @@ class Parser {
       pos = colon + 1;
     }
 
+    if (sink_) {
+      if (again) ++stats_.replaced_samples;
+      mark_seen(uint64_t(s));
+      hand_over(uint64_t(s), begin);
+      return;
+    }
     if (uint64_t(s) >= ranges_.size()) ranges_.resize(std::max<uint64_t>(s + 1, samples_.size()));
     Range& r = ranges_[s];
     if (r.present) ++stats_.replaced_samples;
@@ -347,23 +391,14 @@ class Parser {
   std::vector<float> value_;          // arena of values (analog mode only)
   std::vector<Range> ranges_;         // by sample index
   std::vector<uint64_t> row_sample_;  // rows layout: the sample of each entry in feature_
+  ExampleSink* sink_;                 // streaming: examples go here instead of the arenas
+  StdinSpool spool_;
+  std::vector<bool> seen_;  // streaming: samples seen so far
 };
 
 ExampleSet Parser::build(const std::string& name) const {
-  ExampleSet ds;
-  ds.name = name;
+  ExampleSet ds = describe_examples(name, features_, options_);
   const bool indicator = options_.mode == ExampleMode::Indicator;
-  ds.type = indicator ? DataType::UInt : DataType::Float;
-  ds.attributes = attr::Sparse | (indicator ? attr::Boolean : 0);
-  ds.kind = DataKind::Numeric;
-  ds.dimensions = 1;
-  const uint64_t align = std::max<uint32_t>(options_.width_align, 1);
-  const uint64_t n = std::max<uint64_t>(features_.size(), 1);
-  const uint64_t width = std::max<uint64_t>((n + align - 1) / align * align, options_.min_width);
-  if (width > UINT32_MAX)
-    throw DataError("dataset \"" + name + "\": width " + std::to_string(width) +
-                    " does not fit 32 bits");
-  ds.width = static_cast<uint32_t>(width);
 
   // Rows layout: group the entries per sample (a stable counting sort keeps file order within
   // a sample), giving each sample one range as the examples layout has.
@@ -421,13 +456,47 @@ ExampleSet Parser::build(const std::string& name) const {
 
 }  // namespace
 
-ExampleSet read_text_examples(const std::vector<std::string>& paths, const std::string& name,
-                              FeatureIndex& features, FeatureIndex& samples,
-                              const TextExamplesOptions& options, TextExamplesStats* stats) {
+ExampleSet describe_examples(const std::string& name, const FeatureIndex& features,
+                             const TextExamplesOptions& options) {
+  ExampleSet ds;
+  ds.name = name;
+  const bool indicator = options.mode == ExampleMode::Indicator;
+  ds.type = indicator ? DataType::UInt : DataType::Float;
+  ds.attributes = attr::Sparse | (indicator ? attr::Boolean : 0);
+  ds.kind = DataKind::Numeric;
+  ds.dimensions = 1;
+  const uint64_t align = std::max<uint32_t>(options.width_align, 1);
+  const uint64_t n = std::max<uint64_t>(features.size(), 1);
+  const uint64_t width = std::max<uint64_t>((n + align - 1) / align * align, options.min_width);
+  if (width > UINT32_MAX)
+    throw DataError("dataset \"" + name + "\": width " + std::to_string(width) +
+                    " does not fit 32 bits");
+  ds.width = static_cast<uint32_t>(width);
+  return ds;
+}
+
+std::vector<std::string> text_example_files(const std::vector<std::string>& paths) {
+  return input_files(paths);
+}
+
+void scan_text_examples(const std::vector<std::string>& files, FeatureIndex& features,
+                        FeatureIndex& samples, const TextExamplesOptions& options,
+                        ExampleSink& sink, TextExamplesStats* stats, const StdinSpool& spool) {
   TextExamplesStats local;
   TextExamplesStats& st = stats ? *stats : local;
   st = TextExamplesStats{};
-  Parser parser(features, samples, options, st);
+  Parser parser(features, samples, options, st, &sink, spool);
+  for (const std::string& file : files) parser.parse_file(file);
+}
+
+ExampleSet read_text_examples(const std::vector<std::string>& paths, const std::string& name,
+                              FeatureIndex& features, FeatureIndex& samples,
+                              const TextExamplesOptions& options, TextExamplesStats* stats,
+                              const StdinSpool& spool) {
+  TextExamplesStats local;
+  TextExamplesStats& st = stats ? *stats : local;
+  st = TextExamplesStats{};
+  Parser parser(features, samples, options, st, nullptr, spool);
   for (const std::string& file : input_files(paths)) parser.parse_file(file);
   return parser.build(name);
 }

@@ -5,33 +5,51 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <istream>
 #include <map>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
 #include "data/dataset.h"
 
 namespace nn {
 
-// Label -> index map that also remembers labels in index order.
+class AtomicFile;
+
+// Label -> index map that also remembers labels in index order. Labels are packed in one arena
+// and found through an open-addressing table of their indices: about 40 bytes a label beside
+// its bytes, against about 130 for a std::unordered_map of std::string and a vector of them,
+// which matters for sample indices of tens of millions (docs/large-datasets.md).
 class FeatureIndex {
  public:
   // Returns the index of `label`, adding it if absent and `allow_new`; returns -1 when absent and
   // new labels are not allowed.
   int64_t lookup(const std::string& label, bool allow_new);
   int64_t find(const std::string& label) const;
-  const std::string& label(uint64_t i) const { return labels_[i]; }
-  uint64_t size() const { return labels_.size(); }
+  // The label of index i; "" for a gap (an index a loaded file did not use).
+  std::string label(uint64_t i) const { return std::string(view(i)); }
+  std::string_view view(uint64_t i) const {
+    return std::string_view(arena_.data() + offset_[i], length_[i]);
+  }
+  uint64_t size() const { return length_.size(); }
   bool changed() const { return changed_; }
   void clear_changed() { changed_ = false; }
   // Inserts an explicit mapping (used when loading files); throws DataError on duplicates.
   void insert(const std::string& label, uint64_t idx, const std::string& where);
 
  private:
-  std::unordered_map<std::string, uint64_t> map_;
-  std::vector<std::string> labels_;  // by index; "" for gaps
+  // The slot of `label` (hash `h`) in slots_: its entry, or the free slot where it would go.
+  size_t slot_of(std::string_view label, uint64_t h) const;
+  void add_at(std::string_view label, uint64_t idx, uint64_t h);
+  void grow();
+
+  std::string arena_;             // every label's bytes, one after the other
+  std::vector<uint64_t> offset_;  // by index: where its label starts in arena_
+  std::vector<uint32_t> length_;  // by index: its length; 0 for gaps
+  std::vector<uint64_t> slots_;   // 0 free, else (hash's top 24 bits << 40) | (index + 1)
+  uint64_t count_ = 0;            // labels in slots_
   bool changed_ = false;
 };
 
@@ -39,6 +57,9 @@ class FeatureIndex {
 FeatureIndex load_index(const std::string& path);
 // Written sorted by index, atomically (temporary file + rename).
 void save_index(const std::string& path, const FeatureIndex& index);
+// Writes what save_index writes into `out` in pieces (not committed), for tools that commit it
+// with other outputs as one unit.
+void write_index(AtomicFile& out, const FeatureIndex& index);
 // The file content save_index writes (for tools that commit it with other outputs as one unit).
 std::string format_index(const std::string& path, const FeatureIndex& index);
 
@@ -72,12 +93,48 @@ struct TextExamplesStats {
   uint64_t extra_columns = 0;     // rows layout: rows with columns after the value (ignored)
 };
 
+// Standard input for two passes: the first copies what it reads to `copy_to`, the second reads
+// `read_from` (rewound) in its place. Both null: standard input is read as it is.
+struct StdinSpool {
+  std::FILE* copy_to = nullptr;
+  std::FILE* read_from = nullptr;
+};
+
 // Parses examples from files (a directory means all its regular files, sorted; "-" is standard
 // input) into one sparse dataset named `name`. Examples are ordered by ascending sample index.
 // Malformed values throw DataError("<file>:<line>: ...").
 ExampleSet read_text_examples(const std::vector<std::string>& paths, const std::string& name,
                               FeatureIndex& features, FeatureIndex& samples,
                               const TextExamplesOptions& options,
-                              TextExamplesStats* stats = nullptr);
+                              TextExamplesStats* stats = nullptr, const StdinSpool& spool = {});
+
+// Streaming reads (nn-generate on inputs larger than memory): the examples are handed over one
+// at a time instead of being kept.
+class ExampleSink {
+ public:
+  virtual ~ExampleSink() = default;
+  // One example of sample index `sample` (examples layout), or one row (rows layout: n is 0 or
+  // 1, and a sample's rows may come in many calls): n feature ids and, in analog mode, n values
+  // (nullptr in indicator mode). n is 0 when every feature was dropped.
+  virtual void add(uint64_t sample, const uint32_t* features, const float* values, size_t n) = 0;
+};
+
+// The files read_text_examples reads for `paths`: directories expanded to their regular files,
+// sorted; "-" kept for standard input. DataError when a path does not exist.
+std::vector<std::string> text_example_files(const std::vector<std::string>& paths);
+
+// Parses `files` (as text_example_files gives them) exactly as read_text_examples does (the same
+// index lookups in the same order, the same errors) but hands each example or row to `sink`:
+// memory holds the indices, one bit per sample and one block of input. stats->samples and
+// stats->entries are left 0 (the sink counts).
+void scan_text_examples(const std::vector<std::string>& files, FeatureIndex& features,
+                        FeatureIndex& samples, const TextExamplesOptions& options,
+                        ExampleSink& sink, TextExamplesStats* stats = nullptr,
+                        const StdinSpool& spool = {});
+
+// The description read_text_examples gives its dataset named `name` (type, attributes, width
+// from the size of `features`), without arrays.
+ExampleSet describe_examples(const std::string& name, const FeatureIndex& features,
+                             const TextExamplesOptions& options);
 
 }  // namespace nn

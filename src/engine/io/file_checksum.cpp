@@ -92,14 +92,75 @@ herr_t visit(hid_t group, const char* name, const H5L_info_t*, void* data) {
     return 0;
   const hid_t ds = H5Dopen2(group, name, H5P_DEFAULT);
   if (ds < 0) return 0;
-  // Contiguous storage only (what netCDF-4 writes for fixed-size variables without filters);
-  // anything else stays inside the metadata regions, checked all the same.
+  std::vector<Region>& out = *static_cast<Collect*>(data)->out;
+  // Contiguous storage (what netCDF-4 writes for fixed-size variables without filters) is one
+  // region; the chunks of a chunked variable (large files written in slices, compressed or not)
+  // are one region each. Anything else stays inside the metadata regions, checked all the same.
   const haddr_t offset = H5Dget_offset(ds);
   const hsize_t size = H5Dget_storage_size(ds);
-  if (offset != HADDR_UNDEF && size > 0)
-    static_cast<Collect*>(data)->out->push_back({uint64_t(offset), uint64_t(size), name});
+  if (offset != HADDR_UNDEF && size > 0) {
+    out.push_back({uint64_t(offset), uint64_t(size), name});
+  } else {
+    hsize_t chunks = 0;
+    const hid_t space = H5Dget_space(ds);
+    if (space >= 0 && H5Dget_num_chunks(ds, space, &chunks) >= 0) {
+      for (hsize_t i = 0; i < chunks; ++i) {
+        hsize_t where[H5S_MAX_RANK];
+        unsigned mask = 0;
+        haddr_t addr = HADDR_UNDEF;
+        hsize_t bytes = 0;
+        if (H5Dget_chunk_info(ds, space, i, where, &mask, &addr, &bytes) >= 0 &&
+            addr != HADDR_UNDEF && bytes > 0)
+          out.push_back({uint64_t(addr), uint64_t(bytes), name});
+      }
+    }
+    if (space >= 0) H5Sclose(space);
+  }
   H5Dclose(ds);
   return 0;
+}
+
+// The variables of an open HDF5 file, sorted by where their bytes start.
+std::vector<Region> list_regions(hid_t file, const std::string& target) {
+  std::vector<Region> found;
+  Collect c{&found};
+  const herr_t rc = H5Literate(file, H5_INDEX_NAME, H5_ITER_NATIVE, nullptr, visit, &c);
+  if (rc < 0) throw IoError(target + ": cannot list the variables of the NetCDF file written");
+  std::sort(found.begin(), found.end(),
+            [](const Region& a, const Region& b) { return a.start < b.start; });
+  return found;
+}
+
+// The trailer for an image of `size` bytes whose variables' bytes are `vars` (sorted), with
+// `crc_of(start, length)` giving the CRC-32 of a range of the image.
+template <typename CrcOf>
+std::string make_trailer(const std::vector<Region>& vars, uint64_t size, CrcOf crc_of) {
+  // The variables' bytes, and the metadata around them, as one gapless list.
+  std::vector<Region> regions;
+  uint64_t at = 0;
+  for (const Region& v : vars) {
+    if (v.start < at || v.start + v.length > size || v.name.size() > 0xffff) continue;
+    if (v.start > at) regions.push_back({at, v.start - at, ""});
+    regions.push_back(v);
+    at = v.start + v.length;
+  }
+  if (at < size) regions.push_back({at, size - at, ""});
+  std::string table;
+  for (const Region& r : regions) {
+    put(table, r.start, 8);
+    put(table, r.length, 8);
+    put(table, crc_of(r.start, r.length), 4);
+    put(table, r.name.size(), 2);
+    table += r.name;
+  }
+  std::string footer(kHead, 8);
+  put(footer, size, 8);
+  put(footer, table.size(), 4);
+  put(footer, crc(reinterpret_cast<const unsigned char*>(table.data()), table.size()), 4);
+  put(footer, regions.size(), 4);
+  put(footer, crc(reinterpret_cast<const unsigned char*>(footer.data()), footer.size()), 4);
+  footer.append(kTail, 8);
+  return table + footer;
 }
 
 std::vector<Region> variable_regions(const unsigned char* image, size_t size,
@@ -122,10 +183,13 @@ std::vector<Region> variable_regions(const unsigned char* image, size_t size,
     file = H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl);
   if (fapl >= 0) H5Pclose(fapl);
   if (file < 0) throw IoError(target + ": cannot read back the NetCDF file built in memory");
-  Collect c{&found};
-  const herr_t rc = H5Literate(file, H5_INDEX_NAME, H5_ITER_NATIVE, nullptr, visit, &c);
+  try {
+    found = list_regions(file, target);
+  } catch (...) {
+    H5Fclose(file);
+    throw;
+  }
   H5Fclose(file);
-  if (rc < 0) throw IoError(target + ": cannot list the variables of the NetCDF file in memory");
   return found;
 }
 
@@ -143,35 +207,59 @@ std::string bytes_text(uint64_t start, uint64_t length) {
 }  // namespace
 
 std::string checksum_trailer(const unsigned char* image, size_t size, const std::string& target) {
-  std::vector<Region> vars = variable_regions(image, size, target);
-  std::sort(vars.begin(), vars.end(),
-            [](const Region& a, const Region& b) { return a.start < b.start; });
-  // The variables' bytes, and the metadata around them, as one gapless list.
-  std::vector<Region> regions;
-  uint64_t at = 0;
-  for (const Region& v : vars) {
-    if (v.start < at || v.start + v.length > size || v.name.size() > 0xffff) continue;
-    if (v.start > at) regions.push_back({at, v.start - at, ""});
-    regions.push_back(v);
-    at = v.start + v.length;
+  const std::vector<Region> vars = variable_regions(image, size, target);
+  return make_trailer(vars, size,
+                      [&](uint64_t start, uint64_t length) { return crc(image + start, length); });
+}
+
+std::string checksum_trailer_of_file(const std::string& path, uint64_t size,
+                                     const std::string& target) {
+  std::vector<Region> vars;
+  {
+    // HDF5 must not print: a failure here is reported as an IoError.
+    H5E_auto2_t old_func = nullptr;
+    void* old_data = nullptr;
+    H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file < 0) {
+      H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
+      throw IoError(target + ": cannot read back the NetCDF file written");
+    }
+    try {
+      vars = list_regions(file, target);
+    } catch (...) {
+      H5Fclose(file);
+      H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
+      throw;
+    }
+    H5Fclose(file);
+    H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
   }
-  if (at < size) regions.push_back({at, size - at, ""});
-  std::string table;
-  for (const Region& r : regions) {
-    put(table, r.start, 8);
-    put(table, r.length, 8);
-    put(table, crc(image + r.start, r.length), 4);
-    put(table, r.name.size(), 2);
-    table += r.name;
-  }
-  std::string footer(kHead, 8);
-  put(footer, size, 8);
-  put(footer, table.size(), 4);
-  put(footer, crc(reinterpret_cast<const unsigned char*>(table.data()), table.size()), 4);
-  put(footer, regions.size(), 4);
-  put(footer, crc(reinterpret_cast<const unsigned char*>(footer.data()), footer.size()), 4);
-  footer.append(kTail, 8);
-  return table + footer;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw IoError(target + ": cannot reread the file written: " + std::strerror(errno));
+  // Read in blocks, in file order: the file can be far larger than memory.
+  std::vector<unsigned char> buf(size_t(4) << 20);
+  const auto crc_of = [&](uint64_t start, uint64_t length) {
+    uLong c = crc32_z(0L, Z_NULL, 0);
+    while (length > 0) {
+      const size_t want = size_t(std::min<uint64_t>(length, buf.size()));
+      const ssize_t got = ::pread(fd, buf.data(), want, off_t(start));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        const int err = got < 0 ? errno : EIO;
+        ::close(fd);
+        throw IoError(target + ": cannot reread the file written: " + std::strerror(err));
+      }
+      c = crc32_z(c, buf.data(), size_t(got));
+      start += uint64_t(got);
+      length -= uint64_t(got);
+    }
+    return uint32_t(c);
+  };
+  std::string trailer = make_trailer(vars, size, crc_of);
+  ::close(fd);
+  return trailer;
 }
 
 ChecksumStatus verify_file_checksum(const std::string& path) {

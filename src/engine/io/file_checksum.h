@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace nn {
@@ -20,6 +21,11 @@ namespace nn {
 // The trailer for an HDF5 image of `size` bytes (regions of variable values found by opening
 // the image with HDF5 read-only). Throws IoError naming `target` when HDF5 cannot open it.
 std::string checksum_trailer(const unsigned char* image, size_t size, const std::string& target);
+
+// The same for a finished HDF5 file on disk of `size` bytes (opened by `path`, read in blocks,
+// never held in memory whole). Throws IoError naming `target`.
+std::string checksum_trailer_of_file(const std::string& path, uint64_t size,
+                                     const std::string& target);
 
 // What verify_file_checksum found.
 enum class ChecksumStatus { Verified, Absent };

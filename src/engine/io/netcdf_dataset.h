@@ -1,6 +1,7 @@
 // Reading and writing dataset files in DSSTNE's NetCDF layout (docs/file-formats.md, "Dataset
 // files").
-// This and the network file code are the only places that include <netcdf>.
+// This, io/sparse_dataset_writer.h (a sparse dataset written in slices, for streaming
+// nn-generate) and the network file code are the only places that include <netcdf>.
 #pragma once
 
 #include <string>

@@ -70,6 +70,8 @@ Image empty_netcdf4_image(const std::string& target, size_t* size) {
   return image;
 }
 
+}  // namespace
+
 // The end-of-file address in an HDF5 superblock at offset 0 (versions 0-3, 8-byte addresses);
 // `size` when the image does not start with a superblock of that form.
 size_t hdf5_end_of_file(const unsigned char* p, size_t size) {
@@ -91,8 +93,6 @@ size_t hdf5_end_of_file(const unsigned char* p, size_t size) {
   for (int i = 7; i >= 0; --i) eof = (eof << 8) | p[at + size_t(i)];
   return eof > 0 && eof <= size ? size_t(eof) : size;
 }
-
-}  // namespace
 
 void write_netcdf(AtomicFile& out, size_t size_hint, const std::function<void(int ncid)>& fill) {
   (void)size_hint;  // the core driver grows the image as needed

@@ -19,4 +19,9 @@ namespace nn {
 // out.target().
 void write_netcdf(AtomicFile& out, size_t size_hint, const std::function<void(int ncid)>& fill);
 
+// The end-of-file address in an HDF5 superblock at the start of `p` (versions 0-3, 8-byte
+// addresses); `size` when the bytes do not start with a superblock of that form or it claims
+// more than `size` bytes.
+size_t hdf5_end_of_file(const unsigned char* p, size_t size);
+
 }  // namespace nn

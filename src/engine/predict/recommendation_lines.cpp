@@ -29,7 +29,10 @@ const std::string& RecommendationLines::line(uint64_t e, const uint32_t* ranked,
   line_ = sample_name_(e);
   line_ += '\t';
   for (uint32_t j = 0; j < k_ && ranked[j] != kNone; ++j) {
-    line_ += items_ ? items_->label(ranked[j]) : std::to_string(ranked[j]);
+    if (items_)
+      line_ += items_->view(ranked[j]);  // no copy of the label per item
+    else
+      line_ += std::to_string(ranked[j]);
     line_ += ',';
     std::snprintf(num, sizeof num, format_.c_str(), double(scores[j]));
     line_ += num;

@@ -15,7 +15,7 @@ UnitNames read_names(const std::string& path, uint64_t units, const std::string&
   names.name.assign(units, "");
   const FeatureIndex index = load_index(path);
   for (uint64_t i = 0; i < index.size(); ++i) {
-    const std::string& label = index.label(i);
+    const std::string label = index.label(i);
     if (label.empty()) continue;
     if (i >= units)
       throw ArgumentError(path + ": names unit " + std::to_string(i) + " ('" + label +

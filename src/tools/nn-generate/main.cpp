@@ -21,6 +21,8 @@ struct Options {
   std::string dataset, input, output, features, samples, type = "indicator";
   bool create_features = false, merge_features = false, rows = false, header = false, quiet = false;
   uint32_t align = 128;
+  uint64_t buffer_mib = 64, chunk = 0;
+  int deflate = 0;
 };
 
 void define_flags(CLI::App& app, Options& o) {
@@ -47,6 +49,18 @@ void define_flags(CLI::App& app, Options& o) {
   app.add_flag("-q,--quiet", o.quiet, "print errors only");
   app.add_option("--align", o.align, "round the width up to a multiple of N (default 128)")
       ->check(CLI::Range(1u, 1u << 30));
+  app.add_option("--buffer", o.buffer_mib,
+                 "MiB of arrays held while writing (default 64); the input is read twice and "
+                 "memory holds the index files plus this, not the data")
+      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 20));
+  app.add_option("--chunk", o.chunk,
+                 "store the arrays in NetCDF-4 chunks of N entries (default: contiguous, as "
+                 "DSSTNE; 1048576 with --deflate)")
+      ->check(CLI::Range(uint64_t(1), uint64_t(1) << 28));
+  app.add_option("--deflate", o.deflate,
+                 "compress the arrays with deflate at level 1..9 (chunked; every netCDF-4 "
+                 "reader reads it, slower to write)")
+      ->check(CLI::Range(1, 9));
 }
 
 nn::api::GenerateJob make_job(const Options& o) {
@@ -62,6 +76,9 @@ nn::api::GenerateJob make_job(const Options& o) {
   job.rows = o.rows;
   job.header = o.header;
   job.align = o.align;
+  job.buffer_bytes = o.buffer_mib << 20;
+  job.chunk_entries = o.chunk;
+  job.deflate_level = o.deflate;
   return job;
 }
 
