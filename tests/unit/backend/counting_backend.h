@@ -59,6 +59,15 @@ class CountingBackend final : public Backend {
             const float* b, int ldb, float beta, float* c, int ldc) override {
     inner_->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
+  void set_precision(Precision p) override { inner_->set_precision(p); }
+  Precision precision() const override { return inner_->precision(); }
+  void convert_to_bf16(const float* src, uint16_t* dst, size_t n) override {
+    inner_->convert_to_bf16(src, dst, n);
+  }
+  void gemm_bf16_b(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
+                   const uint16_t* b16, int ldb, float beta, float* c, int ldc) override {
+    inner_->gemm_bf16_b(ta, tb, m, n, k, alpha, a, lda, b16, ldb, beta, c, ldc);
+  }
   void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
                       bool accumulate) override {
     inner_->broadcast_bias(z, bias, rows, cols, accumulate);
