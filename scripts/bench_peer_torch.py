@@ -84,7 +84,10 @@ class SparseAutoEncoder(torch.nn.Module):
             coo = torch.sparse_coo_tensor(
                 torch.stack([rows, indices.reshape(-1)]),
                 torch.ones(indices.numel(), device=indices.device), (indices.shape[0], self.items))
-            z = torch.sparse.mm(coo, self.w_in) + self.b_in
+            # FP32 even under --bf16 (torch has no BF16 sparse x dense product on the CPU; nn
+            # keeps its sparse input product in FP32 too).
+            with torch.autocast(indices.device.type, enabled=False):
+                z = torch.sparse.mm(coo, self.w_in) + self.b_in
         else:
             z = torch.addmm(self.b_in, dense_x, self.w_in)
         a = torch.sigmoid(z)
