@@ -74,8 +74,8 @@ __global__ void convert_to_bf16_kernel(const float* src, uint16_t* dst, size_t n
 }  // namespace
 
 void CudaBackend::set_precision(Precision p) {
+  const cuda::DeviceGuard guard(device_);
   if (p == Precision::BF16) {
-    const cuda::DeviceGuard guard(device_);
     int major = 0;
     NN_CUDA_CALL(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_));
     if (major < 8)
