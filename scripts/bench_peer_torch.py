@@ -84,7 +84,10 @@ class SparseAutoEncoder(torch.nn.Module):
             coo = torch.sparse_coo_tensor(
                 torch.stack([rows, indices.reshape(-1)]),
                 torch.ones(indices.numel(), device=indices.device), (indices.shape[0], self.items))
-            z = torch.sparse.mm(coo, self.w_in) + self.b_in
+            # FP32 even under --bf16 (torch has no BF16 sparse x dense product on the CPU; nn
+            # keeps its sparse input product in FP32 too).
+            with torch.autocast(indices.device.type, enabled=False):
+                z = torch.sparse.mm(coo, self.w_in) + self.b_in
         else:
             z = torch.addmm(self.b_in, dense_x, self.w_in)
         a = torch.sigmoid(z)
@@ -127,7 +130,9 @@ def run_config(hidden, optimizer_name, input_mode, args):
         indices = pool[step % len(pool)].to(device)
         start = time.perf_counter()
         target = torch.zeros(BATCH, ITEMS, device=device).scatter_(1, indices, 1.0)
-        logits = forward(indices, target if input_mode == "dense" else None)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+            logits = forward(indices, target if input_mode == "dense" else None)
+        logits = logits.float()
         loss = (torch.nn.functional.softplus(logits) - logits * target).sum() / BATCH
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -148,7 +153,7 @@ def run_config(hidden, optimizer_name, input_mode, args):
         "nnz_per_example": args.nnz,
         "threads": torch.get_num_threads(),
         "device": str(device),
-        "math": "tf32" if args.tf32 else "fp32",
+        "math": "bf16-autocast" if args.bf16 else "tf32" if args.tf32 else "fp32",
         "compiled": bool(args.compile),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
         "warmup": args.warmup,
@@ -188,6 +193,9 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=12134)
     parser.add_argument("--device", default="cpu",
                         help="torch device: cpu (default) or cuda[:N] (scripts/gpu-check.sh)")
+    parser.add_argument("--bf16", action="store_true",
+                        help="BF16 autocast of the forward pass (matrix products in BF16, FP32 "
+                             "weights), to compare with nn's --precision bf16")
     parser.add_argument("--tf32", action="store_true",
                         help="allow TF32 tensor-core matrix products on CUDA (default: FP32)")
     parser.add_argument("--compile", action="store_true",

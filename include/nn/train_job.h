@@ -67,12 +67,16 @@ struct TrainJob {
   std::string backend = "auto";  // "cpu", "cuda" or "auto"
   int threads = 0;               // CPU threads; 0 = every CPU this process may use
   int device = -1;               // CUDA device; -1 = this rank's default (nn/process.h)
+  // Arithmetic of the dense products: "fp32" or "bf16" (any case; BF16 operands, FP32
+  // accumulation and FP32 master weights: docs/wide-outputs.md); "" = the network's "Precision"
+  // key, else fp32.
+  std::string precision;
   Parallelism parallel = Parallelism::Auto;
 };
 
 // The run a CDL command file (Command "Train" or "Validate") describes: its Network, Data,
-// TrainingParameters, RandomSeed (`default_seed` when it has none), Parallel, Backend and Device
-// (the defaults above when absent).
+// TrainingParameters, RandomSeed (`default_seed` when it has none), Parallel, Backend, Device and
+// Precision (the defaults above when absent).
 TrainJob train_job(const CommandFile& cdl, uint64_t default_seed = 1);
 
 // The optimizer names a TrainJob takes, as the tools list them.

@@ -7,7 +7,8 @@
 # NN_TOOLS overrides the directory holding nn-generate/nn-train/nn-predict (default: build/src/tools,
 # built by scripts/setup.sh when missing). NN_LAUNCH runs training and prediction under a launcher,
 # e.g. NN_LAUNCH="mpirun -np 2" (docs/scaling.md). NN_CONFIG names another recommender of configs/
-# (default recommender-autoencoder; e.g. recommender-mult-dae, docs/quality.md).
+# (default recommender-autoencoder; e.g. recommender-mult-dae, docs/quality.md). NN_PRECISION=bf16
+# trains and predicts with BF16 products (docs/wide-outputs.md, "BF16 arithmetic").
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -39,9 +40,11 @@ config=${NN_CONFIG:-recommender-autoencoder}
 cp "$root/configs/$config/"{network.json,train.cdl,predict.cdl} .
 echo "== training (live progress; per-epoch log in network.epochs.jsonl)"
 rm -f checkpoint*.nc network.nc
-${NN_LAUNCH:-} "$tools/nn-train" train.cdl 2>&1
+precision=()
+[ -n "${NN_PRECISION:-}" ] && precision=(--precision "$NN_PRECISION")
+${NN_LAUNCH:-} "$tools/nn-train" train.cdl "${precision[@]}" 2>&1
 echo "== recommending (top 10 unseen movies per user)"
-${NN_LAUNCH:-} "$tools/nn-predict" predict.cdl
+${NN_LAUNCH:-} "$tools/nn-predict" predict.cdl "${precision[@]}"
 echo "== $(wc -l < recs) users written to $out/recs; the first three:"
 movies="$(dirname "$ratings")/movies.csv"
 [ -f "$movies" ] || movies="$here/movies.csv"

@@ -1,6 +1,7 @@
 // Benchmark: a MovieLens-20M-shaped sparse autoencoder (27,278 items, ~144 non-zeros per
 // example, Zipf-like item popularity) trained with our engine; reports ms per minibatch
-// (median after warm-up), achieved GFLOP/s and the machine's sgemm GFLOP/s, as one JSON line.
+// (median after warm-up), achieved GFLOP/s and the machine's gemm GFLOP/s (in the precision of the
+// run: --precision fp32 or bf16), as one JSON line.
 // Built as nn-bench-autoencoder; run through scripts/bench_autoencoder.sh next to PyTorch.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/backend_choice.h"
 #include "config/parse.h"
 #include "core/random.h"
 #include "data/dataset.h"
@@ -80,7 +82,8 @@ static double sgemm_gflops(Backend& be, int n) {
 
 int main(int argc, char** argv) {
   CLI::App app{"MovieLens-20M-shaped sparse autoencoder benchmark"};
-  std::string hidden = "128", optimizer = "RMSProp", backend_name = "cpu", activation = "Sigmoid";
+  std::string hidden = "128", optimizer = "RMSProp", backend_name = "cpu", activation = "Sigmoid",
+              precision = "fp32";
   uint32_t items = 27278, nnz = 144, batch = 256, batches = 20, warmup = 3;
   int threads = 0, device = 0;
   app.add_option("--hidden", hidden, "hidden layers: 128 or 1024x3 (units[xcount])");
@@ -92,6 +95,7 @@ int main(int argc, char** argv) {
   app.add_option("--optimizer", optimizer, "SGD, RMSProp, Adam, ...");
   app.add_option("--backend", backend_name);
   app.add_option("--threads", threads);
+  app.add_option("--precision", precision, "fp32 or bf16 (BF16 products, FP32 accumulation)");
   app.add_option("--device", device, "CUDA device index (--backend cuda or auto)");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -114,6 +118,7 @@ int main(int argc, char** argv) {
     resolve_auto_sizes(spec, sets);
     BoundData bound = bind_datasets(spec, sets, true, "synthetic");
     auto be = make_backend(backend_name, threads, device);
+    be->set_precision(resolve_precision(precision, spec));
     Network net(*be, spec, bound.sparse_inputs());
     net.initialize(1);
     net.set_max_batch(batch);
@@ -167,10 +172,11 @@ int main(int argc, char** argv) {
     std::printf(
         "{\"engine\": \"nn\", \"backend\": \"%s\", \"hidden\": \"%s\", \"optimizer\": \"%s\", "
         "\"batch\": %u, \"items\": %u, \"nnz_per_example\": %.1f, \"ms_per_batch\": %.2f, "
-        "\"ms_min\": %.2f, \"gflop_per_batch\": %.3f, \"gflops\": %.1f, \"sgemm_peak_gflops\": "
-        "%.1f}\n",
+        "\"ms_min\": %.2f, \"gflop_per_batch\": %.3f, \"gflops\": %.1f, \"gemm_peak_gflops\": "
+        "%.1f, \"precision\": \"%s\"}\n",
         be->name().c_str(), hidden.c_str(), to_string(os.kind), batch, items, mean_nnz / batch,
-        median, ms.front(), flops / 1e9, flops / 1e9 / (median / 1e3), peak);
+        median, ms.front(), flops / 1e9, flops / 1e9 / (median / 1e3), peak,
+        to_string(be->precision()));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nn-bench-autoencoder: error: %s\n", e.what());
     return 1;

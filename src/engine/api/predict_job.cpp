@@ -27,6 +27,7 @@ PredictJob predict_job(const CommandFile& cdl) {
   job.minibatch = p.minibatch;
   if (!spec.backend.empty()) job.backend = spec.backend;
   if (spec.device) job.device = *spec.device;
+  if (spec.precision) job.precision = to_string(*spec.precision);
   return job;
 }
 

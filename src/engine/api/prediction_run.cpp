@@ -95,6 +95,10 @@ class PredictionRun {
     auto backend = make_backend_for(file_.spec, job_.backend, job_.threads,
                                     resolve_device(job_.device), &note);
     if (!note.empty()) log_(note);
+    if (resolve_precision(job_.precision, file_.spec) == Precision::BF16) {
+      backend->set_precision(Precision::BF16);
+      log_("precision: BF16 products with FP32 accumulation");
+    }
     // Which device each rank scores on (one process per GPU), printed by rank 0; collective.
     if (comm_->size() > 1)
       for (const std::string& line : describe_placement(*comm_, *backend, nullptr)) log_(line);

@@ -38,6 +38,7 @@ TrainJob train_job(const CommandFile& cdl, uint64_t default_seed) {
   job.keep_best = t.keep_best;
   if (!spec.backend.empty()) job.backend = spec.backend;
   if (spec.device) job.device = *spec.device;
+  if (spec.precision) job.precision = to_string(*spec.precision);
   job.parallel = spec.parallel == ParallelMode::Data    ? Parallelism::Data
                  : spec.parallel == ParallelMode::Model ? Parallelism::Model
                                                         : Parallelism::Auto;

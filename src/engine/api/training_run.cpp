@@ -103,6 +103,10 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
   auto backend =
       make_backend_for(m->spec, job.backend, job.threads, resolve_device(job.device), &note);
   if (!note.empty()) log(note);
+  if (resolve_precision(job.precision, m->spec) == Precision::BF16) {
+    backend->set_precision(Precision::BF16);
+    log("precision: BF16 products with FP32 accumulation and FP32 weights");
+  }
   m->model = Model::Impl::create(std::move(backend), m->spec, m->bound.sparse_inputs(), nullptr,
                                  job.seed, parallel);
   m->net = m->model->impl().net.get();

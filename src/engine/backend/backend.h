@@ -21,6 +21,7 @@
 
 #include "backend/conv_params.h"
 #include "backend/kernel_params.h"
+#include "config/enums.h"
 
 namespace nn {
 
@@ -54,6 +55,24 @@ class Backend {
   // product's bits (predict/blocked_top_k.h scores wide layers in such blocks). 0: no such
   // promise (cuBLAS picks its kernels by shape).
   virtual uint32_t gemm_column_tile() const { return 0; }
+
+  // ---- precision of the dense products (docs/wide-outputs.md, "BF16 arithmetic") -----------
+  // FP32 (the default): gemm is FP32 throughout. BF16: gemm rounds both operands to BF16
+  // (nearest, ties to even: math::float_to_bf16) and accumulates the products in FP32; C, alpha,
+  // beta and everything outside gemm stay FP32. set_precision(BF16) throws ConfigError where this
+  // backend cannot do BF16 products natively (the message says what is missing); the sparse
+  // products, convolutions and all other kernels are unaffected.
+  virtual void set_precision(Precision p) = 0;
+  virtual Precision precision() const = 0;
+  // dst[i] = math::float_to_bf16(src[i]) for i < n (both in backend memory): a layer converts its
+  // weights once per forward pass and hands the copy to gemm_bf16_b in both passes.
+  virtual void convert_to_bf16(const float* src, uint16_t* dst, size_t n) = 0;
+  // gemm whose B is given in BF16 (b16: convert_to_bf16 of an FP32 B with the same layout and
+  // ldb): A is rounded to BF16, products accumulate in FP32, C = alpha * op(A) op(B) + beta * C.
+  // The same arithmetic as gemm in BF16 mode, without converting B again; any precision setting.
+  virtual void gemm_bf16_b(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                           const float* a, int lda, const uint16_t* b16, int ldb, float beta,
+                           float* c, int ldc) = 0;
   // z[r][c] = bias[c] (accumulate=false) or z[r][c] += bias[c].
   virtual void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
                               bool accumulate) = 0;

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "backend/cuda/device_probe.h"
+#include "config/enum_names.h"
+#include "core/error.h"
 
 namespace nn {
 
@@ -34,6 +36,12 @@ std::unique_ptr<Backend> make_backend_for(const NetworkSpec& spec, const std::st
   }
 #endif
   return make_backend(name, threads, device);
+}
+
+Precision resolve_precision(const std::string& requested, const NetworkSpec& spec) {
+  if (requested.empty()) return spec.precision.value_or(Precision::FP32);
+  if (auto p = enum_from_string<Precision>(requested)) return *p;
+  throw ConfigError("precision: unknown \"" + requested + "\"; expected fp32 or bf16");
 }
 
 }  // namespace nn

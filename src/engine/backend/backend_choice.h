@@ -22,4 +22,9 @@ std::string cudnn_feature(const NetworkSpec& spec);
 std::unique_ptr<Backend> make_backend_for(const NetworkSpec& spec, const std::string& name,
                                           int threads, int device, std::string* note = nullptr);
 
+// The precision a run uses: `requested` ("fp32" or "bf16", any case: a tool's --precision or a
+// CDL's Precision) when not empty, else the network's "Precision" key, else FP32. ConfigError
+// for any other name.
+Precision resolve_precision(const std::string& requested, const NetworkSpec& spec);
+
 }  // namespace nn

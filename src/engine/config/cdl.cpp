@@ -80,6 +80,8 @@ class CdlParser {
         if (spec.backend != "cpu" && spec.backend != "cuda" && spec.backend != "auto")
           r_.fail(m.path,
                   "expected \"cpu\", \"cuda\" or \"auto\", got " + Json(spec.backend).dump());
+      } else if (k == "precision") {
+        spec.precision = r_.get_enum<Precision>(m);
       } else if (k == "device") {
         spec.device = int(r_.get_int(*m.value, m.path, 0, kMaxInt));
       } else if (k == "trainingparameters") {
@@ -90,7 +92,7 @@ class CdlParser {
         parse_serve(m, spec.serve);
       } else {
         r_.unknown_key(m, {"Version", "Network", "Command", "Data", "RandomSeed", "MemoryLimit",
-                           "Parallel", "Backend", "Device", "TrainingParameters",
+                           "Parallel", "Backend", "Device", "Precision", "TrainingParameters",
                            "PredictionParameters", "ServeParameters"});
       }
     }

@@ -84,6 +84,9 @@ struct CdlSpec {
   ParallelMode parallel = ParallelMode::Auto;
   std::string backend;        // Backend: "cpu", "cuda" or "auto"; "" = the tool's flag
   std::optional<int> device;  // Device: CUDA device index; unset = the tool's flag
+  // Precision (ours): "FP32" or "BF16" for the dense products; unset = the network's, or the
+  // tool's flag (which overrides both).
+  std::optional<Precision> precision;
   TrainingParameters training;
   PredictionParameters prediction;
   ServeParameters serve;

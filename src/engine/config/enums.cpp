@@ -54,6 +54,16 @@ const char* to_string(SoftMaxTargets v) {
   return "?";
 }
 
+const char* to_string(Precision v) {
+  switch (v) {
+    case Precision::FP32:
+      return "FP32";
+    case Precision::BF16:
+      return "BF16";
+  }
+  return "?";
+}
+
 const char* to_string(Activation v) {
   switch (v) {
     case Activation::Sigmoid:
@@ -245,6 +255,11 @@ struct Names<SoftMaxTargets> {
                                                         {SoftMaxTargets::Raw}};
 };
 
+template <>
+struct Names<Precision> {
+  static constexpr NameEntry<Precision> table[] = {{Precision::FP32}, {Precision::BF16}};
+};
+
 // ParametricRectifiedLinear (PRelu) is absent: DSSTNE rejects it.
 template <>
 struct Names<Activation> {
@@ -353,6 +368,7 @@ NN_INSTANTIATE_ENUM_NAMES(OptimizerKind)
 NN_INSTANTIATE_ENUM_NAMES(Command)
 NN_INSTANTIATE_ENUM_NAMES(RowNormalization)
 NN_INSTANTIATE_ENUM_NAMES(SoftMaxTargets)
+NN_INSTANTIATE_ENUM_NAMES(Precision)
 #undef NN_INSTANTIATE_ENUM_NAMES
 
 }  // namespace nn

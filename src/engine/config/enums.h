@@ -28,6 +28,11 @@ enum class RowNormalization : uint32_t { None = 0, L2 = 1 };
 // row, -sum_i x_i log p_i, the loss of Mult-DAE and Mult-VAE).
 enum class SoftMaxTargets : uint32_t { Normalized = 0, Raw = 1 };
 
+// Ours: the arithmetic of the dense matrix products (the network and CDL key "Precision", the
+// tools' --precision): FP32 throughout, or BF16 operands with FP32 accumulation and FP32 master
+// weights (docs/wide-outputs.md, "BF16 arithmetic"). Not stored in network files.
+enum class Precision : uint32_t { FP32 = 0, BF16 = 1 };
+
 enum class Activation : uint32_t {
   Sigmoid = 0,
   Tanh = 1,
@@ -106,5 +111,6 @@ const char* to_string(OptimizerKind v);
 const char* to_string(Command v);
 const char* to_string(RowNormalization v);
 const char* to_string(SoftMaxTargets v);
+const char* to_string(Precision v);
 
 }  // namespace nn

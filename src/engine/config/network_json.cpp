@@ -96,7 +96,7 @@ const std::vector<std::string> kTopLevelKeys = {
     "Version", "Name", "Kind", "ErrorFunction", "ShuffleIndices", "RELUSlope", "Slope", "ELUAlpha",
     "SELULambda", "ActivationMax", "Decay", "LRN", "LocalResponseNormalization", "Maxout", "SparsenessPenalty",
     "Denoising", "DeltaBoost", "ScaledMarginalCrossEntropy", "DataScaledMarginalCrossEntropy",
-    "SoftMaxTargets", "WeightsData", "Layers"};
+    "SoftMaxTargets", "WeightsData", "Precision", "Layers"};
 // clang-format on
 
 const LayerKey* find_layer_key(const std::string& lower) {
@@ -240,6 +240,10 @@ class NetworkParser {
     if (k == "softmaxtargets") {
       spec.softmax_targets = r_.get_enum<SoftMaxTargets>(m);
       return "SoftMaxTargets";
+    }
+    if (k == "precision") {
+      spec.precision = r_.get_enum<Precision>(m);
+      return "Precision";
     }
     if (k == "shuffleindices") {
       spec.shuffle_indices = r_.get_bool(m);

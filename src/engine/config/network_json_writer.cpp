@@ -112,6 +112,7 @@ std::string network_spec_to_json(const NetworkSpec& spec) {
   j["ErrorFunction"] = to_string(spec.error_function);
   j["SoftMaxTargets"] = to_string(spec.softmax_targets);
   j["ShuffleIndices"] = spec.shuffle_indices;
+  if (spec.precision) j["Precision"] = to_string(*spec.precision);
   j["RELUSlope"] = number(spec.relu_slope);
   j["ELUAlpha"] = number(spec.elu_alpha);
   j["SELULambda"] = number(spec.selu_lambda);

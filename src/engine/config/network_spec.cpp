@@ -43,7 +43,7 @@ bool operator==(const NetworkSpec& a, const NetworkSpec& b) {
                     s.denoising_p, s.delta_boost_one, s.delta_boost_zero, s.smce_one_target,
                     s.smce_zero_target, s.smce_one_scale, s.smce_zero_scale, s.shuffle_indices,
                     s.relu_slope, s.elu_alpha, s.selu_lambda, s.activation_max, s.decay,
-                    s.softmax_targets, s.layers);
+                    s.softmax_targets, s.precision, s.layers);
   };
   return fields(a) == fields(b);
 }

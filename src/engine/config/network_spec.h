@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,9 @@ struct NetworkSpec {
   float smce_one_target = 0.9f, smce_zero_target = 0.1f;
   float smce_one_scale = 1.0f, smce_zero_scale = 1.0f;
   bool shuffle_indices = true;
+  // "Precision" (ours): the dense products' arithmetic; unset = FP32 unless the CDL or a tool's
+  // --precision says otherwise. Read from the JSON only: network files do not store it.
+  std::optional<Precision> precision;
   float relu_slope = 0.01f;  // deviation from DSSTNE's 1.0 (identity); see docs
   float elu_alpha = 1.0f;
   float selu_lambda = 1.050701f;

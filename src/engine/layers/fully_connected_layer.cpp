@@ -80,8 +80,19 @@ void FullyConnectedLayer::compute_z(const LayerContext& ctx, float* z) {
     } else {
       // W is [n_in][n_out], or [n_out][n_in] used transposed.
       const int n_in = static_cast<int>(src->units());
-      be.gemm(false, c->transposed, rows, n_out, n_in, 1.0f, src->activations(), n_in, w,
-              c->transposed ? n_in : int(n_out), 1.0f, z, n_out);
+      const int ldw = c->transposed ? n_in : int(n_out);
+      if (be.precision() == Precision::BF16) {
+        // Converted once per forward pass and reused by backward (Connection::weights_bf16).
+        const size_t size = c->matrix().size();
+        if (c->weights_bf16.size() != size) c->weights_bf16.resize(be, size);
+        be.convert_to_bf16(w, c->weights_bf16.data(), size);
+        c->bf16_current = true;
+        be.gemm_bf16_b(false, c->transposed, rows, n_out, n_in, 1.0f, src->activations(), n_in,
+                       c->weights_bf16.data(), ldw, 1.0f, z, n_out);
+      } else {
+        be.gemm(false, c->transposed, rows, n_out, n_in, 1.0f, src->activations(), n_in, w, ldw,
+                1.0f, z, n_out);
+      }
     }
   }
   if (first) be.fill(z, size_t(rows) * n_out, 0.0f);
@@ -160,9 +171,15 @@ void FullyConnectedLayer::propagate(const LayerContext& ctx, const float* d) {
     if (src->needs_delta()) {
       const int n_in = static_cast<int>(src->units());
       const float* w = m.value.data();
-      be.gemm(false, !c->transposed, rows, n_in, n_out, 1.0f, d, n_out, w,
-              c->transposed ? n_in : int(n_out), 1.0f, src->delta(), n_in);
+      const int ldw = c->transposed ? n_in : int(n_out);
+      if (c->bf16_current && be.precision() == Precision::BF16)
+        be.gemm_bf16_b(false, !c->transposed, rows, n_in, n_out, 1.0f, d, n_out,
+                       c->weights_bf16.data(), ldw, 1.0f, src->delta(), n_in);
+      else
+        be.gemm(false, !c->transposed, rows, n_in, n_out, 1.0f, d, n_out, w, ldw, 1.0f,
+                src->delta(), n_in);
     }
+    c->bf16_current = false;  // one backward pass per forward pass
   }
 }
 

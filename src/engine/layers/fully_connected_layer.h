@@ -40,6 +40,11 @@ struct Connection : WeightConnection {
   Parameter& matrix() { return used_weights(); }
   const Parameter& matrix() const { return used_weights(); }
   uint32_t matrix_users() const { return used_weights_users(); }
+  // BF16 precision (Backend::set_precision): the matrix rounded to BF16 by the forward pass,
+  // which the backward pass's dE/dx product reuses (the weights cannot change in between: the
+  // optimizer runs after backward). `bf16_current` says the copy is that of the last forward.
+  DeviceArray<uint16_t> weights_bf16;
+  bool bf16_current = false;
 };
 
 class FullyConnectedLayer : public WeightedLayer<Connection> {

@@ -90,6 +90,12 @@ void define_flags(CLI::App& app, Flags& f) {
                      "CUDA device index (default: the CDL Device key, else the node-local "
                      "MPI rank modulo the GPUs of the host: 0 for a single process)")
           ->check(CLI::NonNegativeNumber);
+  app.add_option("--precision", f.job.precision,
+                 "fp32 or bf16: arithmetic of the dense matrix products (bf16: BF16 operands with "
+                 "FP32 accumulation; needs AVX512-BF16 on the CPU or compute capability 8.0 on "
+                 "CUDA). Default: the CDL Precision key, else fp32 (network files do not record "
+                 "the precision they were trained in)")
+      ->check(CLI::IsMember({"fp32", "bf16"}, CLI::ignore_case));
   app.add_option("--threads", f.job.threads,
                  "CPU threads (default: the CPUs this process may use, shared among the ranks "
                  "of an mpirun job on this host)");
@@ -142,6 +148,7 @@ void job_from_cdl(CLI::App& app, Flags& f, std::vector<std::string>& overrides) 
        p.rank_input_items ? "true" : "false");
   take("-p", "ScoreFormat", job.score_format, p.score_format, p.score_format);
   take("-b", "MiniBatch", job.minibatch, p.minibatch, std::to_string(p.minibatch));
+  take("--precision", "Precision", job.precision, p.precision, p.precision);
 }
 
 // DSSTNE predict's flags alone.

@@ -25,7 +25,7 @@ struct Flags {
   std::string cdl, config, input, output, network, dataset_name;
   uint32_t batch = 1024, epochs = 40;
   float alpha = 0.025f, lambda = 0.0001f, lambda1 = 0.0f, mu = 0.5f, mu1 = 0.0f;
-  std::string optimizer = "SGD", backend = "auto";
+  std::string optimizer = "SGD", backend = "auto", precision;
   uint64_t seed = 12134;
   int threads = 0, device = 0, checkpoint_interval = -1, checkpoints_kept = -1;
   std::string checkpoint_name, memory_limit;
@@ -37,7 +37,8 @@ struct Flags {
   CLI::Option *batch_opt, *epochs_opt, *alpha_opt, *lambda_opt, *lambda1_opt, *mu_opt, *mu1_opt,
       *optimizer_opt, *seed_opt, *checkpoint_name_opt, *checkpoint_interval_opt,
       *checkpoints_kept_opt, *validation_opt, *validation_interval_opt, *validation_k_opt,
-      *patience_opt, *no_keep_best_opt, *rank_input_items_opt, *backend_opt, *device_opt;
+      *patience_opt, *no_keep_best_opt, *rank_input_items_opt, *backend_opt, *device_opt,
+      *precision_opt;
 };
 
 void define_flags(CLI::App& app, Flags& f) {
@@ -126,6 +127,13 @@ void define_flags(CLI::App& app, Flags& f) {
                                 "node-local MPI rank modulo the GPUs of the host: 0 for a "
                                 "single process)")
                      ->check(CLI::NonNegativeNumber);
+  f.precision_opt =
+      app.add_option("--precision", f.precision,
+                     "fp32 or bf16: arithmetic of the dense matrix products (bf16: BF16 operands, "
+                     "FP32 accumulation and FP32 weights; needs AVX512-BF16 on the CPU or compute "
+                     "capability 8.0 on CUDA). Default: the CDL or network Precision key, else "
+                     "fp32")
+          ->check(CLI::IsMember({"fp32", "bf16"}, CLI::ignore_case));
   app.add_option("--threads", f.threads,
                  "CPU threads (default: the CPUs this process may use, shared among the ranks "
                  "of an mpirun job on this host)");
@@ -203,7 +211,8 @@ std::vector<std::string> cdl_overrides(const Flags& f, const api::CommandFile& c
        {f.patience_opt, "Patience", std::to_string(t.patience)},
        {f.no_keep_best_opt, "KeepBest", t.keep_best ? "true" : "false"},
        {f.rank_input_items_opt, "ValidationRankInputItems",
-        t.validation_rank_input_items ? "true" : "false"}});
+        t.validation_rank_input_items ? "true" : "false"},
+       {f.precision_opt, "Precision", t.precision}});
 }
 
 // The job of a CDL file with the flags given beside it applied (each override is described in
@@ -223,6 +232,7 @@ api::TrainJob job_from_cdl(Flags& f, int device, std::vector<std::string>& overr
   // flags given beside the CDL override its keys (each override is printed).
   api::TrainJob job = api::train_job(cdl, 0);
   if (f.backend_opt->count()) job.backend = f.backend;
+  if (f.precision_opt->count()) job.precision = f.precision;
   if (f.device_opt->count() || !cdl.device()) job.device = device;
   overrides = cdl_overrides(f, cdl, job);
   if (f.seed_opt->count())
@@ -262,6 +272,7 @@ api::TrainJob job_from_flags(const Flags& f, int device) {
   if (f.epochs == 0) throw UsageError("-e: epochs must be positive");
   api::TrainJob job;
   job.backend = f.backend;
+  job.precision = f.precision;
   job.device = device;
   job.network_json = f.config;
   job.data_files = {f.input};

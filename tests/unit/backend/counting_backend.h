@@ -22,7 +22,11 @@ class CountingBackend final : public Backend {
   size_t allocations = 0, uploads = 0, downloads = 0;
   size_t value_returns = 0;  // loss, loss_and_delta, sum_squares, sum_abs, sparseness_penalty
   size_t fused_losses = 0;   // activate_loss_accumulate
-  void clear() { allocations = uploads = downloads = value_returns = fused_losses = 0; }
+  size_t gemms = 0, bf16_conversions = 0, bf16_b_gemms = 0;  // gemm, convert_to_bf16, gemm_bf16_b
+  void clear() {
+    allocations = uploads = downloads = value_returns = fused_losses = 0;
+    gemms = bf16_conversions = bf16_b_gemms = 0;
+  }
 
   std::string name() const override { return "counting-cpu"; }
   bool host_memory() const override { return host_memory_; }
@@ -57,7 +61,19 @@ class CountingBackend final : public Backend {
 
   void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) override {
+    ++gemms;
     inner_->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  void set_precision(Precision p) override { inner_->set_precision(p); }
+  Precision precision() const override { return inner_->precision(); }
+  void convert_to_bf16(const float* src, uint16_t* dst, size_t n) override {
+    ++bf16_conversions;
+    inner_->convert_to_bf16(src, dst, n);
+  }
+  void gemm_bf16_b(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
+                   const uint16_t* b16, int ldb, float beta, float* c, int ldc) override {
+    ++bf16_b_gemms;
+    inner_->gemm_bf16_b(ta, tb, m, n, k, alpha, a, lda, b16, ldb, beta, c, ldc);
   }
   void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
                       bool accumulate) override {

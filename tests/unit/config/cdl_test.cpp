@@ -209,11 +209,12 @@ TEST(Cdl, ParallelKey) {
 }
 
 TEST(CdlErrors, UnknownKeysListTheValidOnes) {
-  EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
+  EXPECT_CONTAINS(
+      error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
                                 "Epochs": 3})"),
-                  "run.cdl: Epochs: unknown key; expected one of Version, Network, Command, Data, "
-                  "RandomSeed, MemoryLimit, Parallel, Backend, Device, TrainingParameters, "
-                  "PredictionParameters");
+      "run.cdl: Epochs: unknown key; expected one of Version, Network, Command, Data, "
+      "RandomSeed, MemoryLimit, Parallel, Backend, Device, Precision, TrainingParameters, "
+      "PredictionParameters");
   EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
                                 "TrainingParameters": {"Epochs": 1, "MiniBach": 3}})"),
                   "run.cdl: TrainingParameters.MiniBach: unknown key; expected one of Epochs, "

@@ -47,6 +47,8 @@ void CpuBackend::set_conv_library(ConvLibrary library) {
 }
 
 void CpuBackend::set_batch_invariant(bool on) {
+  if (on && precision_ == Precision::BF16)
+    throw ConfigError("cpu backend: batch-invariant products need FP32 precision, not BF16");
   batch_invariant_ = on;
   // oneDNN may pick its algorithm by the batch's size; im2col + sgemm runs each example alone,
   // with OpenBLAS shapes (channels x kernel volume x positions) that do not depend on the batch.

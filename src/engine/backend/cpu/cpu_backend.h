@@ -31,6 +31,9 @@ class ThreadPool;
 class DnnlConv;  // oneDNN convolution primitives (cpu/conv_dnnl.cpp)
 DnnlConv* make_dnnl_conv();
 void destroy_dnnl_conv(DnnlConv* conv) noexcept;
+class DnnlMatmul;  // oneDNN BF16 matmul primitives (cpu/dense_bf16.cpp)
+DnnlMatmul* make_dnnl_matmul();
+void destroy_dnnl_matmul(DnnlMatmul* matmul) noexcept;
 }  // namespace cpu
 
 // gemm's fixed column tile (cpu/dense.cpp): C of at least this many columns is computed in
@@ -65,9 +68,20 @@ class CpuBackend final : public Backend {
   void fold_loss_sums(double* sums, uint64_t batch) override;
   bool host_memory() const override { return true; }
 
-  uint32_t gemm_column_tile() const override { return kGemmColumnTile; }
+  // In BF16 mode the products split at thread-count-dependent columns (dense_bf16.cpp): no
+  // promise then.
+  uint32_t gemm_column_tile() const override {
+    return precision_ == Precision::BF16 ? 0 : kGemmColumnTile;
+  }
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) override;
+  // BF16 products (cpu/dense_bf16.cpp): oneDNN matmul on AVX512-BF16; set_precision(BF16)
+  // refuses elsewhere (cpu/bf16_support.h) and in batch-invariant mode.
+  void set_precision(Precision p) override;
+  Precision precision() const override { return precision_; }
+  void convert_to_bf16(const float* src, uint16_t* dst, size_t n) override;
+  void gemm_bf16_b(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                   int lda, const uint16_t* b16, int ldb, float beta, float* c, int ldc) override;
   void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
                       bool accumulate) override;
   void column_sums(const float* x, uint32_t rows, uint32_t cols, float alpha, float beta,
@@ -157,6 +171,7 @@ class CpuBackend final : public Backend {
   // it would alone): gemm sums every element of C in one fixed order whatever the batch's rows
   // (cpu/dense_invariant.cpp) instead of calling OpenBLAS, and convolutions use im2col + sgemm,
   // which runs one example at a time. Off by default: OpenBLAS is faster for training's shapes.
+  // ConfigError in BF16 precision (oneDNN's blocking may depend on the batch's rows).
   void set_batch_invariant(bool on);
   bool batch_invariant() const { return batch_invariant_; }
 
@@ -180,6 +195,9 @@ class CpuBackend final : public Backend {
                    uint32_t cols, float* delta);
   void apply_dropout(float* x, size_t n, float p, uint64_t seed, uint64_t stream);
 
+  // gemm in BF16 mode: B converted, then gemm_bf16_b.
+  void gemm_bf16(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                 int lda, const float* b, int ldb, float beta, float* c, int ldc);
   void gemm_batch_invariant(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                             const float* a, int lda, const float* b, int ldb, float beta, float* c,
                             int ldc);
@@ -187,6 +205,10 @@ class CpuBackend final : public Backend {
   int threads_;
   std::unique_ptr<cpu::ThreadPool> pool_;
   bool batch_invariant_ = false;
+  Precision precision_ = Precision::FP32;
+  // Made on the first BF16 product.
+  std::unique_ptr<cpu::DnnlMatmul, void (*)(cpu::DnnlMatmul*) noexcept> matmul_{
+      nullptr, &cpu::destroy_dnnl_matmul};
 
   // Convolution library and oneDNN's primitive cache (cheap to create: primitives are made on
   // first use of each shape). The deleter is a function so this header need not define DnnlConv.

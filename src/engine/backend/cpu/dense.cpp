@@ -50,6 +50,10 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alp
     }
     return;
   }
+  if (precision_ == Precision::BF16) {
+    gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   if (batch_invariant_) {
     gemm_batch_invariant(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;

@@ -64,6 +64,13 @@ class CudaBackend final : public Backend {
 
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) override;
+  // BF16 products (cuda/dense.cu): cublasGemmEx with CUDA_R_16BF operands and
+  // CUBLAS_COMPUTE_32F; set_precision(BF16) needs compute capability 8.0 or newer.
+  void set_precision(Precision p) override;
+  Precision precision() const override { return precision_; }
+  void convert_to_bf16(const float* src, uint16_t* dst, size_t n) override;
+  void gemm_bf16_b(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                   int lda, const uint16_t* b16, int ldb, float beta, float* c, int ldc) override;
   void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
                       bool accumulate) override;
   void column_sums(const float* x, uint32_t rows, uint32_t cols, float alpha, float beta,
@@ -165,7 +172,19 @@ class CudaBackend final : public Backend {
   // Scratch device memory of at least `bytes`, one buffer per slot, kept between calls and grown
   // with 50% spare capacity (a batch with more non-zeros than any before rarely reallocates).
   // Contents are undefined; a slot is valid until the next scratch() call for the same slot.
-  enum Slot { kSlotA, kSlotB, kSlotC, kSlotD, kSlotE, kSlotF, kSlotTemp, kSlotCount };
+  // kSlotBf16A/B hold the BF16 copies of gemm's operands in BF16 precision (cuda/dense.cu).
+  enum Slot {
+    kSlotA,
+    kSlotB,
+    kSlotC,
+    kSlotD,
+    kSlotE,
+    kSlotF,
+    kSlotTemp,
+    kSlotBf16A,
+    kSlotBf16B,
+    kSlotCount
+  };
   void* scratch(Slot slot, size_t bytes);
   // The bytes scratch slot `slot` holds now (0 before its first use).
   size_t scratch_capacity(Slot slot) const { return scratch_[slot].bytes; }
@@ -193,6 +212,7 @@ class CudaBackend final : public Backend {
  private:
   int device_ = 0;
   bool tf32_ = false;
+  Precision precision_ = Precision::FP32;
   cuda::CudnnSettings cudnn_settings_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;

@@ -4,14 +4,23 @@
 // reduction over (row tile, column) in double, in the fixed order of backend/math/reduce_math.h
 // (column_partials, also used by cuda/norm.cu).
 //
+// BF16 precision (docs/wide-outputs.md, "BF16 arithmetic"): the FP32 operands are rounded to
+// BF16 by a kernel (math::float_to_bf16, as the CPU backend does) into scratch slots, keeping
+// their layout and leading dimension, and cublasGemmEx multiplies them with FP32 accumulation
+// (CUBLAS_COMPUTE_32F) into the FP32 C.
+//
 // Row-major to cuBLAS: a row-major matrix is the column-major transpose, so C = op(A) op(B) is
 // computed as C^T = op(B)^T op(A)^T with the operands swapped and the same transpose flags.
+#include <string>
+
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_reduce.cuh"
 #include "backend/cuda/device_guard.h"
+#include "backend/math/bf16_math.h"
 #include "backend/math/dense_math.h"
 #include "backend/math/reduce_math.h"
+#include "core/error.h"
 
 namespace nn {
 namespace {
@@ -56,7 +65,55 @@ __global__ void column_sums_kernel(const double* partial, uint32_t cols, math::C
     out[c] = math::column_sum_value(alpha, math::column_total(partial, cols, c, t), beta, out[c]);
 }
 
+__global__ void convert_to_bf16_kernel(const float* src, uint16_t* dst, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    dst[i] = math::float_to_bf16(src[i]);
+}
+
 }  // namespace
+
+void CudaBackend::set_precision(Precision p) {
+  const cuda::DeviceGuard guard(device_);
+  if (p == Precision::BF16) {
+    int major = 0;
+    NN_CUDA_CALL(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_));
+    if (major < 8)
+      throw ConfigError(
+          "cuda backend: BF16 arithmetic needs a GPU of compute capability 8.0 or "
+          "newer (BF16 tensor cores); device " +
+          std::to_string(device_) + " has " + std::to_string(major) +
+          ".x; use precision FP32 (--precision fp32, the default)");
+  }
+  precision_ = p;
+}
+
+void CudaBackend::convert_to_bf16(const float* src, uint16_t* dst, size_t n) {
+  const cuda::DeviceGuard guard(device_);
+  if (n == 0) return;
+  convert_to_bf16_kernel<<<grid_for(n), kThreads, 0, stream_>>>(src, dst, n);
+  NN_CUDA_LAUNCHED("convert_to_bf16_kernel");
+}
+
+void CudaBackend::gemm_bf16_b(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                              const float* a, int lda, const uint16_t* b16, int ldb, float beta,
+                              float* c, int ldc) {
+  const cuda::DeviceGuard guard(device_);
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    scale_matrix_kernel<<<grid_for(size_t(m) * n), kThreads, 0, stream_>>>(c, m, n, ldc, beta);
+    NN_CUDA_LAUNCHED("scale_matrix_kernel");
+    return;
+  }
+  const size_t a_span = math::operand_span(trans_a ? k : m, trans_a ? m : k, lda);
+  auto* a16 = static_cast<uint16_t*>(scratch(kSlotBf16A, a_span * sizeof(uint16_t)));
+  convert_to_bf16(a, a16, a_span);
+  const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  NN_CUBLAS_CALL(cublasGemmEx(blas_, op_b, op_a, n, m, k, &alpha, b16, CUDA_R_16BF, ldb, a16,
+                              CUDA_R_16BF, lda, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+}
 
 void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                        int lda, const float* b, int ldb, float beta, float* c, int ldc) {
@@ -65,6 +122,13 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float al
   if (k <= 0) {
     scale_matrix_kernel<<<grid_for(size_t(m) * n), kThreads, 0, stream_>>>(c, m, n, ldc, beta);
     NN_CUDA_LAUNCHED("scale_matrix_kernel");
+    return;
+  }
+  if (precision_ == Precision::BF16) {
+    const size_t b_span = math::operand_span(trans_b ? n : k, trans_b ? k : n, ldb);
+    auto* b16 = static_cast<uint16_t*>(scratch(kSlotBf16B, b_span * sizeof(uint16_t)));
+    convert_to_bf16(b, b16, b_span);
+    gemm_bf16_b(trans_a, trans_b, m, n, k, alpha, a, lda, b16, ldb, beta, c, ldc);
     return;
   }
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;

@@ -1,0 +1,104 @@
+// Training in BF16 precision (docs/wide-outputs.md, "BF16 arithmetic"): fully connected layers
+// convert each dense weight matrix once per step and use the copy for both the forward product
+// and the backward pass's dE/dx; the sparse input product stays FP32; and the losses of a BF16
+// run differ from FP32's (the arithmetic changed) but stay within 1% of them. Skipped where the
+// CPU refuses BF16 (no AVX512-BF16).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../backend/counting_backend.h"
+#include "core/error.h"
+#include "model/model_test_util.h"
+#include "train/training_loop.h"
+
+namespace nn::test {
+namespace {
+
+// Three tastes of items, so the network has something to learn.
+std::vector<std::vector<uint32_t>> rows_of(size_t n) {
+  std::vector<std::vector<uint32_t>> rows(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t t = uint32_t(i % 3) * 10;
+    rows[i] = {t + uint32_t(i % 4), t + 4 + uint32_t(i % 5), t + 9};
+  }
+  return rows;
+}
+
+// A sparse input, two dense hidden layers and a wide output: two dense weight matrices
+// (H1 -> H2, H2 -> Output) and one sparse (Input -> H1).
+const char* kJson = R"({"ErrorFunction": "CrossEntropy", "Layers": [
+    {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},
+    {"Name": "H1", "Kind": "Hidden", "N": 24, "Activation": "Sigmoid"},
+    {"Name": "H2", "Kind": "Hidden", "N": 16, "Activation": "Tanh"},
+    {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output",
+     "Activation": "Sigmoid"}]})";
+
+TrainOptions epochs(uint32_t n) {
+  TrainOptions o;
+  o.epochs = n;
+  o.minibatch = 8;
+  o.optimizer.kind = OptimizerKind::Adam;
+  o.optimizer.alpha = 0.01f;
+  o.seed = 5;
+  o.progress_seconds = 0;
+  return o;
+}
+
+std::vector<ExampleSet> data() {
+  const auto rows = rows_of(48);
+  return {sparse_set("input", 30, rows), sparse_set("output", 30, rows)};
+}
+
+// BF16 on `be`, or false (the test then skips) where it is refused.
+bool try_bf16(Backend& be, std::string* why) {
+  try {
+    be.set_precision(Precision::BF16);
+    return true;
+  } catch (const ConfigError& e) {
+    *why = e.what();
+    return false;
+  }
+}
+
+TEST(Bf16Training, EachDenseWeightMatrixIsConvertedOncePerStep) {
+  auto counting = std::make_unique<CountingBackend>();
+  CountingBackend* be = counting.get();
+  std::string why;
+  if (!try_bf16(*be, &why)) GTEST_SKIP() << why;
+  Fixture f(kJson, data(), 7, std::move(counting));
+  TrainingLoop t(*f.net, f.bound, epochs(2), [](const std::string&) {});
+  be->clear();
+  t.run();
+  const size_t steps = 2 * 48 / 8;
+  EXPECT_EQ(be->bf16_conversions, 2 * steps) << "one conversion per dense matrix and step";
+  // Forward x W and backward dz W^T for both dense matrices, from the converted copies.
+  EXPECT_EQ(be->bf16_b_gemms, 4 * steps);
+  // The weight gradients x^T dz go through gemm (which rounds both operands in BF16 mode).
+  EXPECT_EQ(be->gemms, 2 * steps);
+}
+
+TEST(Bf16Training, LossesDifferFromFp32ButStayWithinOnePercent) {
+  Fixture fp32(kJson, data(), 7);
+  Fixture bf16(kJson, data(), 7);
+  std::string why;
+  if (!try_bf16(*bf16.backend, &why)) GTEST_SKIP() << why;
+  TrainingLoop a(*fp32.net, fp32.bound, epochs(6), [](const std::string&) {});
+  TrainingLoop b(*bf16.net, bf16.bound, epochs(6), [](const std::string&) {});
+  const auto ra = a.run(), rb = b.run();
+  ASSERT_EQ(ra.size(), rb.size());
+  bool differ = false;
+  for (size_t e = 0; e < ra.size(); ++e) {
+    differ = differ || ra[e].data_loss != rb[e].data_loss;
+    EXPECT_NEAR(rb[e].data_loss, ra[e].data_loss, 0.01 * ra[e].data_loss) << "epoch " << e;
+  }
+  EXPECT_TRUE(differ) << "BF16 products should change the arithmetic";
+  // Both learned: the last epoch's loss is well below the first's.
+  EXPECT_LT(rb.back().data_loss, 0.8 * rb.front().data_loss);
+}
+
+}  // namespace
+}  // namespace nn::test
