@@ -51,7 +51,7 @@ struct PredictJob {
   std::string backend = "auto";  // "cpu", "cuda" or "auto"
   int threads = 0;               // CPU threads; 0 = every CPU this process may use
   int device = -1;               // CUDA device; -1 = this rank's default
-  std::string precision;        // dense products: "fp32" or "bf16"; "" = fp32
+  std::string precision;         // dense products: "fp32" or "bf16"; "" = fp32
 };
 
 // The run a CDL command file (Command "Predict") describes: its Network, Data and

@@ -15,8 +15,11 @@ for t in nn-generate nn-train nn-predict nn-encode nn-serve nn-export; do
   [[ -x prefix/bin/$t ]] || fail "$t not installed: $(cat install.log)"
   [[ -s prefix/share/man/man1/$t.1 ]] || fail "$t.1 not installed"
   [[ $(prefix/bin/$t --version) == "$t $version" ]] || fail "$t --version: $(prefix/bin/$t --version 2>&1)"
-  "$tools/$t" --help | grep -q -- '-q,--quiet' || fail "$t has no -q"
-  "$tools/$t" --help | grep -q -- '--version' || fail "$t --help does not list --version"
+  # The help captured whole first: grep -q stops reading at its match, and under pipefail the
+  # writer's SIGPIPE would fail the check once the help outgrows one write.
+  help=$("$tools/$t" --help)
+  grep -q -- '-q,--quiet' <<<"$help" || fail "$t has no -q"
+  grep -q -- '--version' <<<"$help" || fail "$t --help does not list --version"
 done
 if command -v man >/dev/null; then
   [[ $(MANPATH="$work/prefix/share/man" man -w nn-train) == "$work/prefix/share/man/man1/nn-train.1"* ]] ||
