@@ -25,6 +25,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/gemm_split.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/math/dense_math.h"
@@ -34,8 +35,6 @@ namespace {
 
 // Below this many elements handing work to other threads costs more than it saves.
 constexpr size_t kParallelMin = size_t(1) << 15;
-// Below this many flops a gemm runs on one thread.
-constexpr double kGemmParallelFlops = 4e6;
 
 }  // namespace
 
@@ -69,7 +68,7 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alp
       const float* bp = trans_b ? b + size_t(lo) * ldb : b + lo;
       cblas_sgemm(CblasRowMajor, ta, tb, m, w, k, alpha, a, lda, bp, ldb, beta, c + lo, ldc);
     };
-    if (threads_ <= 1 || 2.0 * m * n * k < kGemmParallelFlops) {
+    if (threads_ <= 1 || 2.0 * m * n * k < cpu::kGemmParallelFlops) {
       for (size_t t = 0; t < tiles; ++t) run_tile(t);
     } else {
       // Contiguous runs of tiles per task keep each task's B columns together.
@@ -79,22 +78,10 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alp
       });
     }
     return;
-  }  // C is split into `parts` blocks, each computed by single-threaded OpenBLAS on a pool
-  // thread. Splitting C's columns repeats the packing of A (m x k) in every part and
-  // splitting its rows repeats B's (k x n), so the split follows the longer side of C.
-  const bool by_columns = n >= m;
-  const int extent = by_columns ? n : m;
-  constexpr int kGrain = 16;  // a cache line of C per block edge
-  int parts = std::min(threads_, extent / kGrain);
-  if (2.0 * m * n * k < kGemmParallelFlops) parts = 1;
-  if (parts <= 1) {
-    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    return;
   }
-  const int chunk = ((extent + parts - 1) / parts + kGrain - 1) / kGrain * kGrain;
-  pool_->run(size_t(parts), [&](size_t p) {
-    const int lo = std::min(extent, int(p) * chunk), hi = std::min(extent, lo + chunk);
-    if (lo >= hi) return;
+  // Smaller products: blocks of C, each computed by single-threaded OpenBLAS on a pool thread.
+  constexpr int kGrain = 16;  // a cache line of C per block edge
+  cpu::split_product(*pool_, threads_, m, n, k, kGrain, [&](bool by_columns, int lo, int hi) {
     if (by_columns) {
       const float* bp = trans_b ? b + size_t(lo) * ldb : b + lo;
       cblas_sgemm(CblasRowMajor, ta, tb, m, hi - lo, k, alpha, a, lda, bp, ldb, beta, c + lo, ldc);

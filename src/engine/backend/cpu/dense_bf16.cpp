@@ -22,6 +22,7 @@
 
 #include "backend/cpu/bf16_support.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/gemm_split.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/math/bf16_math.h"
 #include "core/error.h"
@@ -41,8 +42,6 @@
 namespace nn {
 namespace {
 
-// Below this many flops a product runs as one block on the calling thread.
-constexpr double kParallelFlops = 4e6;
 // Elements converted per task at least.
 constexpr size_t kConvertGrain = size_t(1) << 15;
 
@@ -227,19 +226,8 @@ void CpuBackend::gemm_bf16_b(bool trans_a, bool trans_b, int m, int n, int k, fl
 #ifdef NN_HAVE_DNNL
   if (!matmul_) matmul_.reset(cpu::make_dnnl_matmul());
   cpu::DnnlMatmul& mm = *matmul_;
-  const bool by_columns = n >= m;
-  const int extent = by_columns ? n : m;
   constexpr int kGrain = 32;  // BF16 kernels work on 32-column (64-byte) tiles of B
-  int parts = std::min(threads_, extent / kGrain);
-  if (2.0 * m * n * k < kParallelFlops) parts = 1;
-  if (parts <= 1) {
-    mm.run(trans_a, trans_b, m, n, k, alpha, a16, lda, b16, ldb, beta, c, ldc);
-    return;
-  }
-  const int chunk = ((extent + parts - 1) / parts + kGrain - 1) / kGrain * kGrain;
-  pool_->run(size_t(parts), [&](size_t p) {
-    const int lo = std::min(extent, int(p) * chunk), hi = std::min(extent, lo + chunk);
-    if (lo >= hi) return;
+  cpu::split_product(*pool_, threads_, m, n, k, kGrain, [&](bool by_columns, int lo, int hi) {
     if (by_columns) {
       const uint16_t* bp = trans_b ? b16 + size_t(lo) * ldb : b16 + lo;
       mm.run(trans_a, trans_b, m, hi - lo, k, alpha, a16, lda, bp, ldb, beta, c + lo, ldc);
