@@ -100,9 +100,8 @@ void CudaBackend::gemm_bf16_b(bool trans_a, bool trans_b, int m, int n, int k, f
                               float* c, int ldc) {
   const cuda::DeviceGuard guard(device_);
   if (m <= 0 || n <= 0) return;
-  if (k <= 0) {
-    scale_matrix_kernel<<<grid_for(size_t(m) * n), kThreads, 0, stream_>>>(c, m, n, ldc, beta);
-    NN_CUDA_LAUNCHED("scale_matrix_kernel");
+  if (k <= 0) {  // no products: C = beta * C, as gemm does it
+    gemm(trans_a, trans_b, m, n, k, alpha, a, lda, nullptr, ldb, beta, c, ldc);
     return;
   }
   const size_t a_span = math::operand_span(trans_a ? k : m, trans_a ? m : k, lda);
