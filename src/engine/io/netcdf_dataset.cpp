@@ -1,7 +1,7 @@
 // Dataset files in DSSTNE's NetCDF layout (docs/file-formats.md, "Dataset files"), through the
-// netCDF C API: whole variables are read and written at once (the ML-20M ratings are ~20M
-// entries), and every failure becomes a DataError/IoError naming the file and the attribute or
-// variable.
+// netCDF C API (the checked reader is io/netcdf_reader.h): whole variables are read and written at
+// once (the ML-20M ratings are ~20M entries), and every failure becomes a DataError/IoError naming
+// the file and the attribute or variable.
 #include "io/netcdf_dataset.h"
 
 #include <netcdf.h>
@@ -23,20 +23,12 @@
 #include "io/isolated_read.h"
 #include "io/netcdf_header_check.h"
 #include "io/netcdf_output.h"
+#include "io/netcdf_reader.h"
 #include "io/netcdf_storage.h"
 
 namespace nn {
 
 namespace {
-
-bool is_integer_type(nc_type t) {
-  return t == NC_BYTE || t == NC_UBYTE || t == NC_SHORT || t == NC_USHORT || t == NC_INT ||
-         t == NC_UINT || t == NC_INT64 || t == NC_UINT64;
-}
-
-bool is_numeric_type(nc_type t) {
-  return is_integer_type(t) || t == NC_FLOAT || t == NC_DOUBLE;
-}
 
 // The NetCDF type used for a dataset's values (what DSSTNE would store for its element type).
 nc_type value_type(DataType t) {
@@ -100,178 +92,10 @@ bool integer_range(nc_type t, double& lo, double& hi) {
   }
 }
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
-
 // ------------------------------------------------------------------------------------------
 // Reading
 
-class Reader {
- public:
-  explicit Reader(const std::string& path) : path_(path), storage_(checked(path)) {
-    check_netcdf_classic_header(path);  // libnetcdf's own parser crashes on some bad headers
-    const int rc = nc_open(path.c_str(), NC_NOWRITE, &nc_);
-    if (rc != NC_NOERR) {
-      nc_ = -1;
-      throw DataError(
-          path + ": cannot open as NetCDF (not a NetCDF file, or truncated): " + nc_strerror(rc));
-    }
-  }
-  ~Reader() {
-    if (nc_ >= 0) nc_close(nc_);
-  }
-  Reader(const Reader&) = delete;
-  Reader& operator=(const Reader&) = delete;
-
-  [[noreturn]] void fail(const std::string& what, const std::string& problem) const {
-    throw DataError(path_ + ": " + what + ": " + problem);
-  }
-
-  // `path` once it is known to be a file whose checksums (if it has them) match: nothing reads
-  // it before that, libhdf5 (through NetcdfStorage) included.
-  static const std::string& checked(const std::string& path) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec)) throw DataError(path + ": file not found");
-    if (std::filesystem::is_directory(path, ec))
-      throw DataError(path + ": is a directory; expected a NetCDF dataset file");
-    verify_file_checksum(path);
-    return path;
-  }
-
-  bool has_att(const std::string& name) const {
-    return nc_inq_attid(nc_, NC_GLOBAL, name.c_str(), nullptr) == NC_NOERR;
-  }
-
-  // A non-negative integer global attribute (any numeric type holding an integral value).
-  uint64_t uint_att(const std::string& name) const {
-    nc_type type;
-    size_t len;
-    int rc = nc_inq_att(nc_, NC_GLOBAL, name.c_str(), &type, &len);
-    if (rc == NC_ENOTATT) fail(name, "missing global attribute");
-    check(rc, name);
-    if (!is_numeric_type(type) || len != 1)
-      fail(name, "expected a single non-negative integer attribute, found " + std::to_string(len) +
-                     " value(s) of NetCDF type " + std::to_string(type));
-    double v = 0;
-    check(nc_get_att_double(nc_, NC_GLOBAL, name.c_str(), &v), name);
-    if (!(v >= 0 && v == std::floor(v) && v <= 9007199254740992.0))
-      fail(name, "is " + num(v) + "; expected a non-negative integer");
-    return static_cast<uint64_t>(v);
-  }
-
-  std::string text_att(const std::string& name) const {
-    nc_type type;
-    size_t len;
-    int rc = nc_inq_att(nc_, NC_GLOBAL, name.c_str(), &type, &len);
-    if (rc == NC_ENOTATT) fail(name, "missing global attribute");
-    check(rc, name);
-    std::string s;
-    if (type == NC_CHAR) {
-      s.resize(len);
-      if (len) check(nc_get_att_text(nc_, NC_GLOBAL, name.c_str(), &s[0]), name);
-      while (!s.empty() && s.back() == '\0') s.pop_back();
-    } else if (type == NC_STRING && len == 1) {
-      char* p = nullptr;
-      check(nc_get_att_string(nc_, NC_GLOBAL, name.c_str(), &p), name);
-      s = p ? p : "";
-      nc_free_string(1, &p);
-    } else {
-      fail(name, "expected a text attribute, found NetCDF type " + std::to_string(type));
-    }
-    return s;
-  }
-
-  bool has_dim(const std::string& name) const {
-    int id;
-    return nc_inq_dimid(nc_, name.c_str(), &id) == NC_NOERR;
-  }
-
-  uint64_t dim(const std::string& name) const {
-    int id;
-    int rc = nc_inq_dimid(nc_, name.c_str(), &id);
-    if (rc == NC_EBADDIM) fail(name, "missing dimension");
-    check(rc, name);
-    size_t len = 0;
-    check(nc_inq_dimlen(nc_, id, &len), name);
-    return len;
-  }
-
-  // Looks up a variable and checks its element count; returns its id and type.
-  int var(const std::string& name, uint64_t expected, const std::string& expected_why,
-          nc_type* type) const {
-    int id;
-    int rc = nc_inq_varid(nc_, name.c_str(), &id);
-    if (rc == NC_ENOTVAR) fail(name, "missing variable");
-    check(rc, name);
-    int ndims = 0;
-    int dimids[NC_MAX_VAR_DIMS];
-    check(nc_inq_var(nc_, id, nullptr, type, &ndims, dimids, nullptr), name);
-    std::optional<uint64_t> count = 1;
-    for (int d = 0; d < ndims && count; ++d) {
-      size_t len = 0;
-      check(nc_inq_dimlen(nc_, dimids[d], &len), name);
-      count = checked_mul(*count, len);
-    }
-    if (!count) fail(name, "has more entries than 64 bits can count; the file is damaged");
-    if (*count != expected)
-      fail(name, "has " + std::to_string(*count) + " entries; expected " +
-                     std::to_string(expected) + " (" + expected_why + ")");
-    // Before anything is allocated for it: can the file hold that many, does it fit in memory?
-    size_t type_size = 1;
-    check(nc_inq_type(nc_, *type, nullptr, &type_size), name);
-    storage_.check(name, expected, type_size);
-    return id;
-  }
-
-  template <typename T, typename Get>
-  std::vector<T> read(const std::string& name, uint64_t expected, const std::string& why,
-                      bool integer_only, Get get) const {
-    nc_type type;
-    const int id = var(name, expected, why, &type);
-    if (integer_only ? !is_integer_type(type) : !is_numeric_type(type))
-      fail(name, std::string("has NetCDF type ") + std::to_string(type) + "; expected " +
-                     (integer_only ? "an integer type" : "a numeric type"));
-    std::vector<T> out(expected);
-    if (expected == 0) return out;
-    const int rc = get(nc_, id, out.data());
-    if (rc == NC_ERANGE)
-      fail(name, integer_only ? "holds negative or too large values for an index"
-                              : "holds values outside the float range");
-    check(rc, name);
-    return out;
-  }
-
-  // Dataset values (sparseDataN / dataN) as floats. Char datasets hold their values in NC_CHAR
-  // variables (DSSTNE reads them with the text API); netCDF will not convert text to numbers,
-  // so those bytes are read as text and taken as signed 8-bit values.
-  std::vector<float> values(const std::string& name, uint64_t expected, const std::string& why,
-                            DataType data_type) const {
-    nc_type type;
-    const int id = var(name, expected, why, &type);
-    if (type != NC_CHAR) return read<float>(name, expected, why, false, nc_get_var_float);
-    if (data_type != DataType::Char)
-      fail(name, std::string("is a text (NC_CHAR) variable, which only dataType Char (9) uses; "
-                             "dataType is ") +
-                     to_string(data_type));
-    std::vector<char> raw(expected);
-    if (expected) check(nc_get_var_text(nc_, id, raw.data()), name);
-    std::vector<float> out(expected);
-    for (uint64_t i = 0; i < expected; ++i) out[i] = static_cast<signed char>(raw[i]);
-    return out;
-  }
-
- private:
-  void check(int rc, const std::string& what) const {
-    if (rc != NC_NOERR) fail(what, std::string("NetCDF error: ") + nc_strerror(rc));
-  }
-
-  const std::string& path_;
-  NetcdfStorage storage_;  // looked at before nc_open
-  int nc_ = -1;
-};
+using Reader = NetcdfReader;
 
 // The memory a dataset's arrays will take once read (with the transient copies of the reader),
 // checked against the budget before any of them is allocated.
@@ -308,70 +132,20 @@ std::vector<uint64_t> read_offsets(const Reader& r, const std::string& name, uin
 
 ExampleSet read_one(const Reader& r, const std::string& path, uint64_t n) {
   const std::string sfx = std::to_string(n);
-  ExampleSet ds;
-  ds.name = r.text_att("name" + sfx);
-  // DSSTNE's engine writes `datatypeN` although its reader wants `dataTypeN`; take either.
-  const std::string type_att = r.has_att("dataType" + sfx) || !r.has_att("datatype" + sfx)
-                                   ? "dataType" + sfx
-                                   : "datatype" + sfx;
-  const uint64_t type = r.uint_att(type_att);
-  if (type > uint64_t(DataType::Char))
-    r.fail(type_att, "is " + std::to_string(type) + "; expected a DSSTNE data type code 0..9");
-  ds.type = static_cast<DataType>(type);
-  const uint64_t attributes = r.uint_att("attributes" + sfx);
-  if (attributes > std::numeric_limits<uint32_t>::max())
-    r.fail("attributes" + sfx, "is " + std::to_string(attributes) + "; expected a bit mask");
-  ds.attributes = static_cast<uint32_t>(attributes);
-  if (r.has_att("kind" + sfx)) {
-    const uint64_t kind = r.uint_att("kind" + sfx);  // informational only, as in DSSTNE
-    ds.kind = kind <= uint64_t(DataKind::Audio) ? static_cast<DataKind>(kind) : DataKind::Numeric;
-  }
-  const uint64_t dims = r.uint_att("dimensions" + sfx);
-  if (dims < 1 || dims > 3)
-    r.fail("dimensions" + sfx, "is " + std::to_string(dims) + "; expected 1, 2 or 3");
-  ds.dimensions = static_cast<int>(dims);
-  auto size_att = [&](const std::string& name) {
-    const uint64_t v = r.uint_att(name);
-    if (v < 1 || v > std::numeric_limits<uint32_t>::max())
-      r.fail(name, "is " + std::to_string(v) + "; expected 1..4294967295");
-    return static_cast<uint32_t>(v);
-  };
-  ds.width = size_att("width" + sfx);
-  if (dims > 1) ds.height = size_att("height" + sfx);
-  if (dims > 2) ds.length = size_att("length" + sfx);
-  // Features are addressed with 32-bit indices (sparseIndex, layer units).
-  const auto features = checked_mul(uint64_t(ds.width) * ds.height, ds.length);
-  if (!features || *features > std::numeric_limits<uint32_t>::max())
-    r.fail("width" + sfx, "width x height x length = " + std::to_string(ds.width) + " x " +
-                              std::to_string(ds.height) + " x " + std::to_string(ds.length) +
-                              " features; at most 4294967295 fit the 32-bit feature indices");
-
-  ds.examples = r.dim("examplesDim" + sfx);
-  ds.unique_examples = ds.examples;
-  if (ds.is_indexed() && r.has_dim("uniqueExamplesDim" + sfx))
-    ds.unique_examples = r.dim("uniqueExamplesDim" + sfx);
+  uint64_t entries = 0;
+  std::string entries_dim;
+  ExampleSet ds = read_dataset_header(r, n, entries, entries_dim);
   const std::string rows_why = ds.is_indexed() ? "uniqueExamplesDim" + sfx : "examplesDim" + sfx;
-
+  check_dataset_memory(r, ds, sfx, entries, entries_dim);
   if (ds.is_sparse()) {
-    const uint64_t nnz = r.dim("sparseDataDim" + sfx);
-    check_dataset_memory(r, ds, sfx, nnz, "sparseDataDim" + sfx);
     ds.sparse_start = read_offsets(r, "sparseStart" + sfx, ds.unique_examples, rows_why);
     ds.sparse_end = read_offsets(r, "sparseEnd" + sfx, ds.unique_examples, rows_why);
     ds.sparse_index =
-        r.read<uint32_t>("sparseIndex" + sfx, nnz, "sparseDataDim" + sfx, true, nc_get_var_uint);
+        r.read<uint32_t>("sparseIndex" + sfx, entries, entries_dim, true, nc_get_var_uint);
     if (!ds.is_boolean())
-      ds.sparse_value = r.values("sparseData" + sfx, nnz, "sparseDataDim" + sfx, ds.type);
+      ds.sparse_value = r.values("sparseData" + sfx, entries, entries_dim, ds.type);
   } else {
-    const uint64_t len = r.dim("dataDim" + sfx);
-    const std::optional<uint64_t> expected =
-        ds.is_boolean() ? ds.unique_examples : checked_mul(ds.unique_examples, ds.features());
-    if (!expected || len != *expected)
-      r.fail("dataDim" + sfx,
-             "is " + std::to_string(len) + "; expected " +
-                 (expected ? std::to_string(*expected) : std::string("more than 2^64")) +
-                 (ds.is_boolean() ? " (one class id per example)" : " (examples x features)"));
-    check_dataset_memory(r, ds, sfx, len, "dataDim" + sfx);
-    ds.dense = r.values("data" + sfx, len, "dataDim" + sfx, ds.type);
+    ds.dense = r.values("data" + sfx, entries, entries_dim, ds.type);
   }
   if (ds.is_weighted())
     ds.example_weight = r.read<float>("dataWeight" + sfx, ds.examples, "examplesDim" + sfx, false,

@@ -85,17 +85,25 @@ uint64_t NetcdfStorage::max_bytes(const std::string& name) const {
   return it == hdf5_max_.end() ? kUnknown : it->second;
 }
 
+void NetcdfStorage::check_on_disk(const std::string& name, uint64_t elements,
+                                  uint64_t element_size) const {
+  const auto bytes = checked_mul(elements, element_size);
+  const uint64_t bound = max_bytes(name);
+  if (elements > 0 && (!bytes || *bytes > bound))
+    throw DataError(path_ + ": " + name + ": claims " + std::to_string(elements) + " values (" +
+                    (bytes ? format_bytes(*bytes) : std::string("more than 16 EiB")) +
+                    "), more than the " + format_bytes(file_size_) + " file can hold (" +
+                    (classic_ ? std::string("its size")
+                              : "at most " + format_bytes(bound) + " for this variable") +
+                    "); the file is damaged or was not written by a NetCDF writer");
+}
+
 void NetcdfStorage::check(const std::string& name, uint64_t elements, uint64_t element_size) const {
+  check_on_disk(name, elements, element_size);
   const auto bytes = checked_mul(elements, element_size);
   const std::string claim = path_ + ": " + name + ": claims " + std::to_string(elements) +
                             " values (" +
                             (bytes ? format_bytes(*bytes) : std::string("more than 16 EiB")) + ")";
-  const uint64_t bound = max_bytes(name);
-  if (elements > 0 && (!bytes || *bytes > bound))
-    throw DataError(claim + ", more than the " + format_bytes(file_size_) + " file can hold (" +
-                    (classic_ ? std::string("its size")
-                              : "at most " + format_bytes(bound) + " for this variable") +
-                    "); the file is damaged or was not written by a NetCDF writer");
   const std::string budget = over_budget(bytes);
   if (!budget.empty()) throw DataError(claim + ": " + budget);
 }

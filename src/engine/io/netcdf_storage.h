@@ -23,6 +23,9 @@ class NetcdfStorage {
   // Throws DataError "<path>: <name>: claims <elements> values (<bytes>), but ..." when
   // elements * element_size cannot come from the file, or does not fit the memory budget.
   void check(const std::string& name, uint64_t elements, uint64_t element_size) const;
+  // The first half of check(): only whether the file can hold the claim (for readers that take
+  // a variable in ranges, never whole).
+  void check_on_disk(const std::string& name, uint64_t elements, uint64_t element_size) const;
 
   uint64_t file_size() const { return file_size_; }
 
