@@ -12,7 +12,7 @@ BatchLoader::BatchLoader(const BoundData& data, std::vector<DenoiseSetting> deno
 }
 
 void BatchLoader::assemble(const uint32_t* ids, uint32_t count, uint64_t step, bool training,
-                           HostBatch& out) const {
+                           HostBatch& out, const uint32_t* keys) const {
   const size_t slots = data_.inputs.size() + data_.outputs.size();
   out.rows = count;
   out.sparse.resize(slots);
@@ -28,7 +28,7 @@ void BatchLoader::assemble(const uint32_t* ids, uint32_t count, uint64_t step, b
       gather_sparse(ds, ids, count, out.sparse[i]);
       if (l2) normalize_rows_l2(out.sparse[i]);
       if (is_input && training && denoise_[i].p > 0.0f)
-        denoise(out.sparse[i], ids, denoise_[i], step);
+        denoise(out.sparse[i], keys ? keys : ids, denoise_[i], step);
     } else {
       out.dense[i].resize(size_t(count) * ds.features());
       gather_dense(ds, ids, count, is_input, out.dense[i].data());
@@ -64,6 +64,31 @@ void BatchLoader::denoise(SparseBatch& b, const uint32_t* ids, const DenoiseSett
   b.row_ptr.swap(row_ptr);
   b.index.swap(index);
   b.value.swap(value);
+}
+
+void append_rows(HostBatch& into, const HostBatch& more) {
+  if (more.rows == 0) return;
+  if (into.rows == 0) {
+    into = more;
+    return;
+  }
+  NN_CHECK(into.sparse.size() == more.sparse.size(), "append_rows: different bindings");
+  for (size_t i = 0; i < more.sparse.size(); ++i) {
+    const SparseBatch& m = more.sparse[i];
+    if (m.row_ptr.empty()) continue;  // a dense slot
+    SparseBatch& s = into.sparse[i];
+    const uint32_t base = static_cast<uint32_t>(s.index.size());
+    for (uint32_t r = 1; r <= m.rows; ++r) s.row_ptr.push_back(base + m.row_ptr[r]);
+    s.rows += m.rows;
+    s.index.insert(s.index.end(), m.index.begin(), m.index.end());
+    s.value.insert(s.value.end(), m.value.begin(), m.value.end());
+    s.row_weight.insert(s.row_weight.end(), m.row_weight.begin(), m.row_weight.end());
+  }
+  for (size_t i = 0; i < more.dense.size(); ++i)
+    into.dense[i].insert(into.dense[i].end(), more.dense[i].begin(), more.dense[i].end());
+  for (size_t i = 0; i < more.weights.size(); ++i)
+    into.weights[i].insert(into.weights[i].end(), more.weights[i].begin(), more.weights[i].end());
+  into.rows += more.rows;
 }
 
 HostBatch slice_rows(const HostBatch& whole, uint32_t first, uint32_t count) {

@@ -19,6 +19,10 @@ struct HostBatch {
   std::vector<std::vector<float>> weights;  // dense targets' example weights (may be empty)
 };
 
+// Appends the rows of `more` (assembled from the same bindings) to `into`: a streamed batch whose
+// rows come from two windows.
+void append_rows(HostBatch& into, const HostBatch& more);
+
 // Rows [first, first + count) of a batch (model parallelism: every rank assembles the whole
 // global minibatch and takes its rows of it for the data-parallel layers).
 HostBatch slice_rows(const HostBatch& whole, uint32_t first, uint32_t count);
@@ -34,10 +38,14 @@ class BatchLoader {
   BatchLoader(const BoundData& data, std::vector<DenoiseSetting> denoise, uint64_t seed);
 
   // Gathers examples ids[0..count). `step` selects the denoising masks; `training` enables them.
-  // Masks depend on the example ids and the step only (not on the batch's composition).
-  void assemble(const uint32_t* ids, uint32_t count, uint64_t step, bool training,
-                HostBatch& out) const;
+  // Masks depend on the example ids and the step only (not on the batch's composition); `keys`
+  // (default: `ids`) are the ids the masks are drawn for: a streamed window holds examples
+  // under local ids and passes their ids in the file, so its masks are the in-memory ones.
+  void assemble(const uint32_t* ids, uint32_t count, uint64_t step, bool training, HostBatch& out,
+                const uint32_t* keys = nullptr) const;
   const BoundData& data() const { return data_; }
+  const std::vector<DenoiseSetting>& denoise_settings() const { return denoise_; }
+  uint64_t seed() const { return seed_; }
 
  private:
   void denoise(SparseBatch& b, const uint32_t* ids, const DenoiseSetting& d, uint64_t step) const;

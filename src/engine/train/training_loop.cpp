@@ -10,7 +10,9 @@
 
 #include "backend/math/loss_sums.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "core/stop_request.h"
+#include "data/block_order.h"
 #include "distributed/device_placement.h"
 #include "io/network_file.h"
 #include "train/checkpoint_files.h"
@@ -122,15 +124,21 @@ TrainingLoop::TrainingLoop(Network& net, const BoundData& data, TrainOptions opt
   for (const LayerSpec& l : net_.spec().layers) has_batch_norm_ |= l.batch_normalization;
 }
 
+void TrainingLoop::set_stream(std::unique_ptr<ExampleStream> stream) {
+  stream_ = std::move(stream);
+}
+
 void TrainingLoop::set_validation(const BoundData& data) {
   if (model_parallel_)
     throw ConfigError(
         "a validation set is not supported yet when layers are split over "
         "processes (model parallel); train without it, or set \"Parallel\": "
         "\"Data\" on the split layers");
-  validator_ =
-      std::make_unique<Validator>(net_, data, options_.validation_k, *data_.outputs[0].dataset,
-                                  options_.validation_rank_input_items);
+  // A streamed training set holds no arrays to look at: the validation truth says whether the
+  // outputs are single labels.
+  const ExampleSet& truth = stream_ ? *data.outputs[0].dataset : *data_.outputs[0].dataset;
+  validator_ = std::make_unique<Validator>(net_, data, options_.validation_k, truth,
+                                           options_.validation_rank_input_items);
 }
 
 void TrainingLoop::restore(const TrainingState& state, const std::string& path) {
@@ -261,6 +269,8 @@ std::vector<EpochReport> TrainingLoop::run() {
         format("model parallel: %d ranks; every rank reads every example of each minibatch and "
                "computes its slice of the split layers for all of them",
                comm_->size()));
+  if (stream_)
+    log_("streaming: " + stream_->describe() + "; block shuffle (docs/large-datasets.md)");
   if (batch_ > 0)
     log_("resuming in epoch " + std::to_string(epoch_ + 1) + " after minibatch " +
          std::to_string(batch_) + " (" + std::to_string(step_) + " updates done)");
@@ -353,10 +363,12 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
   const auto start = Clock::now();
   const uint64_t n = data_.examples;
   epoch_rng_state_ = shuffle_rng_.state();
-  std::vector<uint32_t> order(n);
-  std::iota(order.begin(), order.end(), 0u);
-  if (options_.shuffle)
-    for (uint64_t i = n - 1; i > 0; --i) std::swap(order[i], order[shuffle_rng_.below(i + 1)]);
+  std::vector<uint32_t> order;  // in memory: the epoch's order (streaming: the reader's)
+  if (!stream_) {
+    order.resize(n);
+    std::iota(order.begin(), order.end(), 0u);
+    if (options_.shuffle) shuffle_in_place(order.data(), n, shuffle_rng_);
+  }
 
   const uint32_t batch = options_.minibatch;
   const uint64_t batches = (n + batch - 1) / batch;
@@ -367,6 +379,9 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
                       " of epoch " + std::to_string(epoch_ + 1) + ", which now has only " +
                       std::to_string(batches) + " minibatches; was the training data changed?");
   const float alpha_epoch = optimizer_.learning_rate(epoch_, step_ - first);
+  if (stream_)
+    stream_->begin(shuffle_rng_, options_.shuffle, first, loader_, comm_->rank(), comm_->size(),
+                   model_parallel_);
   // Alone, the batches' errors are summed in the backend's memory (loss_sums_) and read back
   // only to report and to check for divergence: after every batch when that costs nothing (host
   // memory), else every kDivergenceCheckBatches batches, at progress lines and at the end of the
@@ -387,7 +402,12 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
   auto assemble = [&](uint64_t b, uint64_t step) {
     Batches hb;
     const RowSlice slice = rank_rows(global_rows(b), comm_->rank(), comm_->size());
-    if (model_parallel_) {
+    if (stream_ && model_parallel_) {
+      hb.second = stream_->assemble(b, step);
+      hb.first = slice_rows(hb.second, slice.first, slice.count);
+    } else if (stream_) {
+      hb.first = stream_->assemble(b, step);
+    } else if (model_parallel_) {
       loader_.assemble(order.data() + b * batch, global_rows(b), step, true, hb.second);
       hb.first = slice_rows(hb.second, slice.first, slice.count);
     } else {
@@ -430,6 +450,10 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
     // and run() stops before the next one.
     if (b + 1 < batches) {
       if (const int signal = agreed_stop_signal()) {
+        if (stream_) {
+          next.wait();  // the batch being assembled, before the reader stops
+          stream_->end();
+        }
         batch_ = b + 1;
         epoch_loss_ = per_batch ? total : read_loss_sums(batches)[math::kLossTotal];
         stop(signal);
@@ -438,6 +462,10 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
     }
   }
   if (!per_batch) total = read_loss_sums(batches)[math::kLossTotal];
+  if (stream_) {
+    shuffle_rng_ = stream_->end();  // past every window's shuffle
+    log_stream_epoch(seconds_since(start));
+  }
   ++epoch_;
   batch_ = 0;
   epoch_loss_ = 0.0;
@@ -531,6 +559,17 @@ double TrainingLoop::regularization_loss() {
   double r = sums[0], sharded = sums[1];
   if (model_parallel_) comm_->all_reduce_sum(&sharded, 1);
   return r + sharded;
+}
+
+void TrainingLoop::log_stream_epoch(double epoch_seconds) {
+  const StreamStats& s = stream_->stats();
+  log_(
+      format("streaming: epoch %.0f read %.0f examples in %.0f window(s), %s in %.0f ranges, "
+             "in %.2f s on the reader thread (%.0f%% of the epoch); minibatches waited %.2f s "
+             "for it",
+             double(epoch_ + 1), double(s.read.examples), double(s.windows),
+             format_bytes(s.read.bytes).c_str(), double(s.read.ranges), s.read_seconds,
+             100.0 * s.read_seconds / std::max(epoch_seconds, 1e-9), s.wait_seconds));
 }
 
 void TrainingLoop::clear_loss_sums(double total) {

@@ -23,6 +23,7 @@
 #include "model/batch_loader.h"
 #include "model/network.h"
 #include "train/data_parallel.h"
+#include "train/example_stream.h"
 #include "train/optimizer.h"
 #include "train/step.h"
 #include "train/validation.h"
@@ -73,6 +74,10 @@ class TrainingLoop {
   TrainingLoop(Network& net, const BoundData& data, TrainOptions options, LogSink log,
                Communicator* comm = nullptr);
 
+  // Takes the training examples from `stream` (reading windows of the files as the epochs go)
+  // instead of the bound datasets, which then only describe the data (docs/large-datasets.md).
+  // Call before set_validation() and run().
+  void set_stream(std::unique_ptr<ExampleStream> stream);
   // Evaluates `data` (bound to the same layers as the training data) during training; call before
   // run(). The datasets must outlive the trainer.
   void set_validation(const BoundData& data);
@@ -136,6 +141,8 @@ class TrainingLoop {
   double train_batch(const HostBatch& batch, const HostBatch* whole, float alpha, RowSlice slice,
                      uint32_t global_rows);
   double regularization_loss();
+  // Logs the reader's share of a streamed epoch.
+  void log_stream_epoch(double epoch_seconds);
   // Resets the loss sums at the start of an epoch, to `total` (resumed mid-epoch) or 0.
   void clear_loss_sums(double total = 0.0);
   // Reads the loss sums back (one transfer) and throws DivergenceError naming the first batch of
@@ -149,6 +156,7 @@ class TrainingLoop {
   LocalCommunicator local_comm_;
   Communicator* comm_;
   Optimizer optimizer_;
+  std::unique_ptr<ExampleStream> stream_;  // streaming input (null: datasets in memory)
   BatchLoader loader_;
   OutputLosses losses_;
   uint64_t epoch_ = 0, step_ = 0;
