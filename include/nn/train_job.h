@@ -60,6 +60,14 @@ struct TrainJob {
   uint32_t patience = 0;  // evaluations without improvement before stopping (0: never)
   bool keep_best = true;  // write the best evaluated network, not the last one
 
+  // Streaming training input (docs/large-datasets.md, "Streaming training"): the files are read
+  // in windows of examples on a reader thread and shuffled by blocks. nullopt: only when the
+  // training data do not fit the memory budget; true: always; false: never (too big is an error).
+  std::optional<bool> stream;
+  // Examples per chunk and chunks per window of the block shuffle; 0: sized from the budget.
+  uint64_t stream_chunk = 0;
+  uint64_t stream_window_chunks = 0;
+
   // Per-epoch JSON-lines log "<results stem>.epochs.jsonl" and loss curve "<stem>.curve.png"
   // (drawn when gnuplot or matplotlib is installed), written beside the results.
   bool epoch_log = true;

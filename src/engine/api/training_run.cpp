@@ -26,6 +26,7 @@
 #include "nn/train_job.h"
 #include "train/checkpoint_files.h"
 #include "train/epoch_log.h"
+#include "train/example_stream.h"
 #include "train/gradient_check.h"
 #include "train/loss_curve.h"
 
@@ -39,6 +40,8 @@ struct StopRequested {};
 // check.
 struct LoadedModel {
   std::vector<ExampleSet> sets, validation_sets;
+  // Streaming: the files' headers (what `bound` binds) and where to read the examples.
+  std::unique_ptr<StreamedFiles> streamed;
   BoundData validation;  // examples == 0 when there is no validation set
   NetworkSpec spec;
   BoundData bound;
@@ -83,14 +86,45 @@ NetworkParallel parallel_settings(const TrainJob& job, const LoadedModel& m, boo
   return parallel;
 }
 
-std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
-                                        bool split_layers) {
+// The training files opened for streaming when the job asks for it, or when it leaves it open
+// and their datasets would not fit the memory budget whole; null: read them whole.
+std::unique_ptr<StreamedFiles> open_for_streaming(const TrainJob& job, const LogSink& log) {
+  if (job.stream == false) return nullptr;
+  auto files = std::make_unique<StreamedFiles>(open_streamed_files(job.data_files));
+  std::optional<uint64_t> bytes = 0;
+  for (const StreamSource& s : files->sources)
+    bytes = checked_add(*bytes, s.file->memory_bytes(s.dataset));
+  const uint64_t budget = memory_budget() / uint64_t(std::max(ranks_on_this_host(), 1));
+  const bool fits = bytes && *bytes <= budget;
+  if (!job.stream && fits) return nullptr;
+  log("streaming the training data (" +
+      (job.stream ? std::string("asked for") : "they do not fit in memory") + ": " +
+      (bytes ? format_bytes(*bytes) : std::string("more than 16 EiB")) + " whole, memory budget " +
+      format_bytes(budget) + ")");
+  for (size_t i = 0; i < files->headers.size(); ++i) {
+    const ExampleSet& h = files->headers[i];
+    log("dataset '" + h.name + "' from " + files->sources[i].file->path() + ": " +
+        std::to_string(h.examples) + " examples, " + std::to_string(h.features()) + " features, " +
+        (h.is_sparse() ? "sparse" : "dense") + " (streamed)");
+  }
+  return files;
+}
+
+std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log, bool split_layers,
+                                        bool may_stream) {
   auto m = std::make_unique<LoadedModel>();
   m->spec = load_network_json(job.network_json);
   std::string files, validation_files;
-  m->sets = read_all(job.data_files, /*validation=*/false, files, log);
-  resolve_auto_sizes(m->spec, m->sets);
-  m->bound = bind_datasets(m->spec, m->sets, /*need_outputs=*/true, files);
+  if (may_stream) m->streamed = open_for_streaming(job, log);
+  if (m->streamed) {
+    for (const auto& f : job.data_files) files += (files.empty() ? "" : ", ") + f;
+    resolve_auto_sizes(m->spec, m->streamed->headers);
+    m->bound = bind_datasets(m->spec, m->streamed->headers, /*need_outputs=*/true, files);
+  } else {
+    m->sets = read_all(job.data_files, /*validation=*/false, files, log);
+    resolve_auto_sizes(m->spec, m->sets);
+    m->bound = bind_datasets(m->spec, m->sets, /*need_outputs=*/true, files);
+  }
   m->validation_sets = read_all(job.validation_files, /*validation=*/true, validation_files, log);
   if (!m->validation_sets.empty())
     m->validation =
@@ -221,7 +255,7 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
                                     const EpochCallback& on_epoch, const StepCallback& on_step) {
   const auto start = std::chrono::steady_clock::now();
   check_training_files(job);
-  auto model = load_model(job, log, /*split_layers=*/true);
+  auto model = load_model(job, log, /*split_layers=*/true, /*may_stream=*/true);
   Network& net = *model->net;
   TrainOptions options = train_options(job);
   apply_network_settings(model->spec, job.shuffle, options);
@@ -241,6 +275,14 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
   // only rank 0 writes the result and checkpoints.
   TrainingLoop trainer(net, model->bound, options, log, comm.get());
   trainer.on_step = on_step;
+  if (model->streamed) {
+    StreamSettings settings;
+    settings.memory = memory_budget() / uint64_t(std::max(ranks_on_this_host(), 1));
+    settings.chunk = job.stream_chunk;
+    settings.window_chunks = job.stream_window_chunks;
+    trainer.set_stream(std::make_unique<ExampleStream>(sources_for(model->bound, *model->streamed),
+                                                       model->bound, options.minibatch, settings));
+  }
   if (resumed) trainer.restore(checkpoint.training, resumed_from);
   if (model->validation.examples > 0) trainer.set_validation(model->validation);
   log("model '" + (model->spec.name.empty() ? job.network_json : model->spec.name) + "':");
@@ -288,7 +330,8 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
 
 GradientCheckResult run_gradient_check(const TrainJob& job, const GradientCheckSettings& settings,
                                        const LogSink& log) {
-  auto model = load_model(job, log, /*split_layers=*/false);
+  // The check takes one minibatch: the data are read whole.
+  auto model = load_model(job, log, /*split_layers=*/false, /*may_stream=*/false);
   Network& net = *model->net;  // initialised with job.seed by load_model
   GradientCheckOptions check;
   check.epsilon = settings.epsilon;

@@ -196,6 +196,8 @@ class CdlParser {
         t.patience = uint32_t(r_.get_int(*m.value, m.path, 0, kMaxU32));
       } else if (k == "keepbest") {
         t.keep_best = r_.get_bool(m);
+      } else if (k == "stream") {
+        t.stream = r_.get_bool(m);
       } else {
         r_.unknown_key(m, {"Epochs",
                            "MiniBatch",
@@ -217,7 +219,8 @@ class CdlParser {
                            "ValidationK",
                            "ValidationRankInputItems",
                            "Patience",
-                           "KeepBest"});
+                           "KeepBest",
+                           "Stream"});
       }
     }
   }

@@ -39,6 +39,9 @@ struct TrainingParameters {
   bool validation_rank_input_items = false;  // rank each example's input items too
   uint32_t patience = 0;
   bool keep_best = true;
+  // Stream: read the training data in windows (docs/large-datasets.md); absent: only when the
+  // data do not fit the memory budget.
+  std::optional<bool> stream;
 };
 
 struct PredictionParameters {

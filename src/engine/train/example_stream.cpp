@@ -62,6 +62,7 @@ ExampleStream::ExampleStream(std::vector<StreamSource> sources, const BoundData&
     layout_.window_chunks = settings.window_chunks ? settings.window_chunks
                                                    : std::max<uint64_t>(1, target / layout_.chunk);
   }
+  layout_.chunk = std::min<uint64_t>(layout_.chunk, std::max<uint64_t>(n, 1));
   // Every window but the last holds at least a minibatch (one short chunk included), so a
   // minibatch spans at most two windows.
   layout_.window_chunks = std::max<uint64_t>(layout_.window_chunks,
@@ -143,6 +144,7 @@ std::shared_ptr<ExampleStream::Window> ExampleStream::load(uint64_t /*w*/,
           std::lower_bound(ids.begin(), ids.end(), uint64_t(win->order[i])) - ids.begin());
   ExampleReadStats read;
   for (const StreamSource& s : unique_) win->sets.push_back(s.file->read(s.dataset, ids, &read));
+  read.examples = ids.size();  // examples, not examples times datasets
   win->bound = shell_;
   win->bound.examples = ids.size();
   size_t slot = 0;

@@ -31,6 +31,8 @@ struct Flags {
   std::string checkpoint_name, memory_limit;
   bool resume = false, quiet = false, validate = false, no_keep_best = false;
   bool rank_input_items = false;
+  bool stream = false, no_stream = false;
+  uint64_t stream_chunk = 0, stream_window = 0;
   std::vector<std::string> validation;
   uint32_t validation_interval = 0, validation_k = 0, patience = 0;
   api::GradientCheckSettings check;
@@ -139,6 +141,25 @@ void define_flags(CLI::App& app, Flags& f) {
                  "of an mpirun job on this host)");
   app.add_flag("-q,--quiet", f.quiet, "print errors only");
   add_memory_limit_option(app, f.memory_limit);
+  app.add_flag("--stream", f.stream,
+               "read the training data in windows of examples on a reader thread, shuffled by "
+               "blocks (CDL TrainingParameters.Stream; default: only when the data do not fit "
+               "the memory budget; docs/large-datasets.md)");
+  app.add_flag("--no-stream", f.no_stream,
+               "never stream: data too big for the memory budget is an error")
+      ->excludes("--stream");
+  app.add_option("--stream-chunk", f.stream_chunk,
+                 "streaming: examples per chunk of the block shuffle (default: from the budget)");
+  app.add_option("--stream-window", f.stream_window,
+                 "streaming: chunks per window (default: as many as the budget allows)");
+}
+
+// The streaming flags, over what the CDL said.
+void apply_stream_flags(const Flags& f, api::TrainJob& job) {
+  if (f.stream) job.stream = true;
+  if (f.no_stream) job.stream = false;
+  job.stream_chunk = f.stream_chunk;
+  job.stream_window_chunks = f.stream_window;
 }
 
 // The optimizer's name as the library spells it; UsageError listing the names otherwise.
@@ -252,6 +273,7 @@ api::TrainJob job_from_cdl(Flags& f, int device, std::vector<std::string>& overr
   if (f.checkpoints_kept >= 0) job.checkpoints_kept = f.checkpoints_kept;
   if (f.batch_opt->count() && f.batch == 0) throw UsageError("-b: the minibatch must be positive");
   if (f.epochs_opt->count() && f.epochs == 0) throw UsageError("-e: epochs must be positive");
+  apply_stream_flags(f, job);
   return job;
 }
 
@@ -295,6 +317,7 @@ api::TrainJob job_from_flags(const Flags& f, int device) {
                                                    : without_nc_suffix(f.network);
   job.checkpoint_interval = f.checkpoint_interval >= 0 ? f.checkpoint_interval : 10;
   job.checkpoints_kept = f.checkpoints_kept >= 0 ? f.checkpoints_kept : 3;
+  apply_stream_flags(f, job);
   return job;
 }
 
