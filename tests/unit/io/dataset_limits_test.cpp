@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "data/data_test_util.h"
+#include "io/example_file.h"
 #include "io/netcdf_dataset.h"
 
 namespace nn {
@@ -102,6 +103,30 @@ TEST(DatasetLimits, ClaimsBeyondTheStoredBytesAreRejectedWithinTheBudget) {
   const std::string m = data_error([&] { read_datasets(path); });
   EXPECT_HAS(m, path + ": sparseStart0: claims 300000 values (1.1 MiB), more than the");
   EXPECT_HAS(m, "file can hold");
+}
+
+// Reading in ranges (streaming) needs no memory for the whole claim, but a header that claims
+// more than the file holds is refused all the same.
+TEST(DatasetLimits, RangedReadsRefuseClaimsBeyondTheStoredBytes) {
+  TempDir dir;
+  const std::string path = dir.file("forged.nc");
+  write_claim(path, NC_NETCDF4, 300000, 10, false);
+  const std::string m = data_error([&] { ExampleFile file(path); });
+  EXPECT_HAS(m, path + ": sparseStart0: claims 300000 values (1.1 MiB), more than the");
+  EXPECT_HAS(m, "file can hold");
+  const std::string billions = dir.file("huge.nc");
+  write_claim(billions, NC_NETCDF4, 3000000000ull, 3000000000ull, false);
+  EXPECT_HAS(data_error([&] { ExampleFile file(billions); }), "file can hold");
+}
+
+TEST(DatasetLimits, RangedReadsNeedNoBudgetForTheWholeFile) {
+  TempDir dir;
+  const std::string path = dir.file("zeros.nc");
+  write_claim(path, NC_NETCDF4, 1, 1000000, true, 9);
+  BudgetScope budget(1 << 20);  // 1 MiB: the 4 MB of entries do not fit whole
+  EXPECT_HAS(data_error([&] { read_datasets(path); }), "more than the memory budget");
+  ExampleFile file(path);
+  EXPECT_EQ(file.header(0).examples, 1u);
 }
 
 TEST(DatasetLimits, TruncatedClassicFileIsRejectedBeforeReading) {
