@@ -48,6 +48,11 @@ struct PredictJob {
   // of columns per block. Blocks give the same rankings and scores with memory for
   // minibatch x block scores instead of minibatch x units.
   std::string score_block = "auto";
+  // Dataset files read a segment of examples at a time, results written as each is scored
+  // (docs/large-datasets.md, "Streaming prediction"): 1 always, 0 never, -1 (default) only when
+  // the examples do not fit the memory budget.
+  int stream = -1;
+  uint64_t stream_segment = 0;   // examples per segment (rounded up to minibatches); 0: budget
   std::string backend = "auto";  // "cpu", "cuda" or "auto"
   int threads = 0;               // CPU threads; 0 = every CPU this process may use
   int device = -1;               // CUDA device; -1 = this rank's default

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <numeric>
 
 #include "api/model_impl.h"
 #include "backend/backend_choice.h"
@@ -28,6 +29,7 @@
 #include "predict/recommendation_lines.h"
 #include "predict/sample_filter.h"
 #include "predict/scoring_pass.h"
+#include "train/example_stream.h"
 
 namespace nn::api {
 namespace {
@@ -75,7 +77,9 @@ class PredictionRun {
     source.dataset_base = job_.dataset_base;
     source.files = job_.data_files;
     source.sample_index = job_.sample_index;
-    inputs_ = read_examples(source, file_.spec, job_.network, log_);
+    if (job_.text_input.empty() && job_.stream != 0) streamed_ = open_for_streaming();
+    inputs_ = read_examples(source, file_.spec, job_.network, log_,
+                            streamed_ ? &streamed_->headers : nullptr);
     layer_ = scored_layer(job_.layer, file_.spec, job_.network);
   }
 
@@ -83,6 +87,22 @@ class PredictionRun {
   // the ranks (model/parallel_plan.h); prediction moves no gradients, so nothing else is. The
   // library's Model owns the network (the one Model::load builds), with input layers of the kind
   // of the data bound to them.
+  // The dataset files opened for streaming when asked (--stream) or when their examples do not
+  // fit the memory budget whole; null: they are read whole.
+  std::unique_ptr<StreamedFiles> open_for_streaming() {
+    auto files = std::make_unique<StreamedFiles>(open_streamed_files(job_.data_files));
+    uint64_t bytes = 0;
+    for (const StreamSource& s : files->sources)
+      bytes = checked_add(bytes, s.file->memory_bytes(s.dataset)).value_or(UINT64_MAX);
+    const uint64_t budget = memory_budget() / uint64_t(std::max(ranks_on_this_host(), 1));
+    if (job_.stream != 1 && bytes <= budget) return nullptr;
+    log_("streaming the examples (" +
+         (job_.stream == 1 ? std::string("asked for") : "they do not fit in memory") + ": " +
+         format_bytes(bytes) + " whole, memory budget " + format_bytes(budget) +
+         "): results are written as each segment is scored");
+    return files;
+  }
+
   void build_model() {
     comm_ = world_communicator();
     NetworkParallel parallel;
@@ -166,7 +186,10 @@ class PredictionRun {
     const bool rank_inputs = job_.rank_input_items || scored().kind() != LayerKind::Output;
     ranking_rule_ = ranking_rule(inputs_.bound, target_->truth(), rank_inputs);
     if (const ExampleSet* in = input_items_left_out(inputs_.bound, target_->truth(), rank_inputs)) {
-      leave_out_input_items(filters_, *in, 0, examples(), job_.filter_multiply);
+      if (streamed_)
+        left_out_ = in;  // segment by segment, as they are read
+      else
+        leave_out_input_items(filters_, *in, 0, examples(), job_.filter_multiply);
       ranking_rule_ += " (--rank-input-items ranks them)";
     }
   }
@@ -209,7 +232,6 @@ class PredictionRun {
   void score() {
     auto sample_name = [this](uint64_t e) { return inputs_.sample_name(e); };
     RecommendationLines lines(job_.k, score_format_, have_items_ ? &items_ : nullptr, sample_name);
-    Predictor predictor(*net_, inputs_.bound, job_.minibatch, comm_.get(), score_blocks());
     // One batch's top k (global unit numbers): recommendation lines and metrics.
     auto emit = [&](uint64_t first, uint32_t rows, const TopK& top) {
       throw_if_stop_requested("while scoring; nothing was written");
@@ -240,7 +262,59 @@ class PredictionRun {
     pass.dump_layer = dump_source_;
     pass.sample_name = sample_name;
     pass.threads = job_.threads;
-    run_scoring_pass(predictor, *net_, pass, range_, emit);
+    if (!streamed_) {
+      Predictor predictor(*net_, inputs_.bound, job_.minibatch, comm_.get(), score_blocks());
+      run_scoring_pass(predictor, *net_, pass, range_, emit);
+      return;
+    }
+    score_segments(pass, emit);
+  }
+
+  // Streaming: the rank's examples a segment at a time (a whole number of minibatches, so the
+  // batches are those of a whole read), each read, scored and its results written before the
+  // next is read.
+  void score_segments(ScoringPass& pass,
+                      const std::function<void(uint64_t, uint32_t, const TopK&)>& emit) {
+    double bytes_per_example = 0;
+    for (const LayerData& d : inputs_.bound.inputs) {
+      const StreamSource& s = streamed_->sources[size_t(d.dataset - inputs_.sets.data())];
+      bytes_per_example += s.file->bytes_per_example(s.dataset);
+    }
+    const uint64_t budget = memory_budget() / uint64_t(std::max(ranks_on_this_host(), 1));
+    const uint64_t wanted = job_.stream_segment
+                                ? job_.stream_segment + job_.minibatch - 1
+                                : uint64_t(double(budget) / 4.0 / std::max(bytes_per_example, 1.0));
+    int64_t segment = std::max<int64_t>(1, int64_t(wanted / job_.minibatch));
+    if (model_parallel_) comm_->all_reduce_min(&segment, 1);  // every rank runs every batch
+    segment *= job_.minibatch;
+    log_("streaming: segments of up to " + std::to_string(segment) + " examples (about " +
+         format_bytes(uint64_t(double(segment) * bytes_per_example)) + ")");
+    const ScoreBlocks blocks = score_blocks();
+    for (uint64_t a = range_.begin; a < range_.end; a += uint64_t(segment)) {
+      const uint64_t b = std::min(range_.end, a + uint64_t(segment));
+      std::vector<uint64_t> ids(b - a);
+      std::iota(ids.begin(), ids.end(), a);
+      std::vector<ExampleSet> sets(inputs_.sets.size());
+      std::vector<bool> read(inputs_.sets.size(), false);
+      BoundData bound = inputs_.bound;
+      bound.examples = b - a;
+      for (LayerData& d : bound.inputs) {
+        const size_t i = size_t(d.dataset - inputs_.sets.data());
+        if (!read[i]) {
+          sets[i] = streamed_->sources[i].file->read(streamed_->sources[i].dataset, ids);
+          read[i] = true;
+        }
+        d.dataset = &sets[i];
+      }
+      if (left_out_)
+        leave_out_input_items(filters_, sets[size_t(left_out_ - inputs_.sets.data())], 0, b - a,
+                              job_.filter_multiply, a);
+      Predictor predictor(*net_, bound, job_.minibatch, comm_.get(), blocks);
+      pass.first_example = a;
+      run_scoring_pass(predictor, *net_, pass, ExampleRange{0, b - a}, emit);
+      // The segment's filters are done with (streamed data need not leave them all in memory).
+      for (uint64_t e = a; e < b; ++e) filters_.erase(e);
+    }
   }
 
   // Whether the ranked layer is scored in column blocks (predict/blocked_top_k.h): only when
@@ -327,6 +401,8 @@ class PredictionRun {
   std::chrono::steady_clock::time_point start_;
   NetworkFile file_;
   PredictionInputs inputs_;
+  std::unique_ptr<StreamedFiles> streamed_;  // streaming: the files (inputs_ holds headers)
+  const ExampleSet* left_out_ = nullptr;     // streaming: input items left out, per segment
   std::string layer_;
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<Model> model_;

@@ -31,13 +31,13 @@ std::string ranking_rule(const BoundData& data, const ExampleSet& truth, bool ra
 }
 
 void leave_out_input_items(SampleFilters& filters, const ExampleSet& inputs, uint64_t begin,
-                           uint64_t end, bool multiply) {
+                           uint64_t end, bool multiply, uint64_t offset) {
   std::vector<uint32_t> items, merged;
   end = std::min<uint64_t>(end, inputs.examples);
   for (uint64_t e = begin; e < end; ++e) {
     sorted_items(inputs, e, items);
     if (items.empty()) continue;
-    FilterRow& row = filters[e];
+    FilterRow& row = filters[offset + e];
     if (multiply) {
       row.excluded = items;  // the filter's own items keep scaling their scores
       continue;

@@ -27,7 +27,8 @@ std::string ranking_rule(const BoundData& data, const ExampleSet& truth, bool ra
 // Adds the items of examples [begin, end) of `inputs` to `filters` as items left out of their
 // rankings, whatever the filters do with their own items (exclude them or, with `multiply`,
 // scale their scores).
+// `offset`: the number of `inputs`' example 0 among all examples (a streamed segment).
 void leave_out_input_items(SampleFilters& filters, const ExampleSet& inputs, uint64_t begin,
-                           uint64_t end, bool multiply);
+                           uint64_t end, bool multiply, uint64_t offset = 0);
 
 }  // namespace nn

@@ -93,15 +93,18 @@ std::string PredictionInputs::sample_name(uint64_t e) const {
 }
 
 PredictionInputs read_examples(const ExampleSource& source, const NetworkSpec& spec,
-                               const std::string& network, const LogSink& log) {
+                               const std::string& network, const LogSink& log,
+                               const std::vector<ExampleSet>* headers) {
   PredictionInputs in;
   if (!source.text.empty()) {
     in.sets.push_back(read_text_input(source, spec, network, in.samples, log));
     in.have_samples = true;
     in.files = source.text;
   } else {
+    if (headers) in.sets = *headers;
     for (const auto& f : source.files) {
-      for (auto& s : read_datasets(f)) in.sets.push_back(std::move(s));
+      if (!headers)
+        for (auto& s : read_datasets(f)) in.sets.push_back(std::move(s));
       in.files += (in.files.empty() ? "" : ", ") + f;
     }
     if (!source.sample_index.empty()) {

@@ -44,9 +44,12 @@ struct PredictionInputs {
 };
 
 // Reads and binds the examples for `spec` (the network read from `network`, named in messages).
-// A sample index must list exactly as many samples as the files have examples.
+// A sample index must list exactly as many samples as the files have examples. With `headers`
+// (the files' datasets without their arrays, for streaming) those are bound instead of reading
+// the files.
 PredictionInputs read_examples(const ExampleSource& source, const NetworkSpec& spec,
-                               const std::string& network, const LogSink& log);
+                               const std::string& network, const LogSink& log,
+                               const std::vector<ExampleSet>* headers = nullptr);
 
 // The layer to score: `requested`, else the network's output layer. ConfigError names the
 // layers (with a did-you-mean) when there is no such layer.

@@ -22,8 +22,11 @@ void run_scoring_pass(Predictor& predictor, Network& net, const ScoringPass& pas
     // top_k_filtered wants them.
     predictor.run_top_k(
         pass.layer, pass.k, pass.valid_cols,
-        [&](uint64_t e) { return row_filter(filters, e, pass.multiply); }, emit, range.begin,
-        range.end);
+        [&](uint64_t e) { return row_filter(filters, pass.first_example + e, pass.multiply); },
+        [&](uint64_t first, uint32_t rows, const TopK& top) {
+          emit(pass.first_example + first, rows, top);
+        },
+        range.begin, range.end);
     return;
   }
   // Every score comes to the host: the dump writes them (one process, so every unit is here)
@@ -34,7 +37,8 @@ void run_scoring_pass(Predictor& predictor, Network& net, const ScoringPass& pas
   Layer& scored = net.layer(pass.layer);
   predictor.run(
       pass.layer,
-      [&](uint64_t first, uint32_t rows, const float* scores_in) {
+      [&](uint64_t local_first, uint32_t rows, const float* scores_in) {
+        const uint64_t first = pass.first_example + local_first;
         if (pass.dump) {
           const float* values = scores_in;
           if (pass.dump_layer != &scored) {

@@ -27,6 +27,9 @@ struct ScoringPass {
   Layer* dump_layer = nullptr;
   std::function<std::string(uint64_t)> sample_name;  // labels of dumped rows
   int threads = 0;                                   // host ranking threads (0: OpenMP's)
+  // The number of the predictor's example 0 among all examples (a streamed segment's first):
+  // filters, the dump and `emit` see examples by that numbering.
+  uint64_t first_example = 0;
 };
 
 // Runs examples [range.begin, range.end) through `predictor` (over `net`); `emit` gets each
