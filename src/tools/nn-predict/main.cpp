@@ -71,9 +71,13 @@ void define_flags(CLI::App& app, Flags& f) {
   app.add_flag("--rank-input-items", f.job.rank_input_items,
                "with --target: rank each example's input items too (default: left out of its "
                "ranking, as nn-train's validation does)");
-  app.add_flag("--stream{1},--no-stream{0}", f.job.stream,
-               "read the dataset files a segment of examples at a time, writing results as "
-               "they are scored (default: only when the examples do not fit the memory budget)");
+  app.add_flag_callback(
+      "--stream", [&f] { f.job.stream = 1; },
+      "read the dataset files a segment of examples at a time, writing results as they are "
+      "scored (default: only when the examples do not fit the memory budget)");
+  app.add_flag_callback(
+      "--no-stream", [&f] { f.job.stream = 0; },
+      "always read the dataset files whole (examples beyond the memory budget are an error)");
   app.add_option("--stream-segment", f.job.stream_segment,
                  "streaming: examples per segment, a whole number of minibatches (default: a "
                  "quarter of the memory budget's worth)");
