@@ -52,6 +52,24 @@ l = [float(x) for x in """$(losses small.log)""".split()]
 assert len(l) == 6 and l[-1] < 0.6 * l[0], l
 PY
 [[ $(losses small.log) != "$(losses mem.log)" ]] || fail "small windows: expected another order"
+# A validation set is streamed with the training data, in segments of the window size rounded
+# down to whole minibatches: 100 validation examples in 4 segments of 28 (the window of 8 chunks
+# of 4 holds the 30 training examples, so the training is the in-memory one) give the metrics of
+# a whole read.
+awk 'BEGIN { for (u = 0; u < 100; u++) { t = u % 3; line = "v" u "\t";
+     for (j = 0; j < 6; j++) if ((u + 2 * j) % 5 != 0) line = line "m" (t * 6 + j) ":";
+     print substr(line, 1, length(line) - 1) } }' >held.txt
+"$tools/nn-generate" -d input -i held.txt -o held_in.nc -f features.idx -s held.idx 2>/dev/null
+"$tools/nn-generate" -d output -i held.txt -o held_out.nc -f features.idx -s held.idx 2>/dev/null
+validation() { grep -o 'validation after epoch.*' "$1"; }
+train val_mem.nc val_mem.log --validation held_in.nc held_out.nc
+train val_stream.nc val_stream.log --validation held_in.nc held_out.nc --stream --stream-chunk 4 \
+  --stream-window 8
+grep -q 'validation datasets from held_in.nc, held_out.nc: streamed' val_stream.log ||
+  fail "the validation set was not streamed"
+[[ $(validation val_stream.log | wc -l) == 6 ]] || fail "streamed validation: $(tail -3 val_stream.log)"
+[[ $(validation val_stream.log) == "$(validation val_mem.log)" ]] ||
+  fail "validation differs: $(diff <(validation val_stream.log) <(validation val_mem.log))"
 
 # The CDL key.
 cat >train.cdl <<'JSON'

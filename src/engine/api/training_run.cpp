@@ -41,7 +41,7 @@ struct StopRequested {};
 struct LoadedModel {
   std::vector<ExampleSet> sets, validation_sets;
   // Streaming: the files' headers (what `bound` binds) and where to read the examples.
-  std::unique_ptr<StreamedFiles> streamed;
+  std::unique_ptr<StreamedFiles> streamed, validation_streamed;
   BoundData validation;  // examples == 0 when there is no validation set
   NetworkSpec spec;
   BoundData bound;
@@ -125,10 +125,21 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
     resolve_auto_sizes(m->spec, m->sets);
     m->bound = bind_datasets(m->spec, m->sets, /*need_outputs=*/true, files);
   }
-  m->validation_sets = read_all(job.validation_files, /*validation=*/true, validation_files, log);
-  if (!m->validation_sets.empty())
-    m->validation =
-        bind_datasets(m->spec, m->validation_sets, /*need_outputs=*/true, validation_files);
+  if (m->streamed && !job.validation_files.empty()) {
+    // Streamed training data: the validation set is streamed too.
+    m->validation_streamed =
+        std::make_unique<StreamedFiles>(open_streamed_files(job.validation_files));
+    for (const auto& f : job.validation_files)
+      validation_files += (validation_files.empty() ? "" : ", ") + f;
+    log("validation datasets from " + validation_files + ": streamed");
+    m->validation = bind_datasets(m->spec, m->validation_streamed->headers, /*need_outputs=*/true,
+                                  validation_files);
+  } else {
+    m->validation_sets = read_all(job.validation_files, /*validation=*/true, validation_files, log);
+    if (!m->validation_sets.empty())
+      m->validation =
+          bind_datasets(m->spec, m->validation_sets, /*need_outputs=*/true, validation_files);
+  }
   // Under mpirun the rule picks data or model parallelism per layer; the choice and its reason
   // are printed once. Built and initialised with the run's seed the way every front end builds
   // a model (api/model_impl.h); a resumed run then loads the checkpoint's arrays over it.
@@ -284,7 +295,11 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
                                                        model->bound, options.minibatch, settings));
   }
   if (resumed) trainer.restore(checkpoint.training, resumed_from);
-  if (model->validation.examples > 0) trainer.set_validation(model->validation);
+  if (model->validation.examples > 0)
+    trainer.set_validation(model->validation,
+                           model->validation_streamed
+                               ? sources_for(model->validation, *model->validation_streamed)
+                               : std::vector<StreamSource>{});
   log("model '" + (model->spec.name.empty() ? job.network_json : model->spec.name) + "':");
   for (const auto& line : format_summary(summarize(net), net.max_batch())) log(line);
 

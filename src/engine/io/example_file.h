@@ -26,6 +26,14 @@ struct ExampleReadStats {
   }
 };
 
+class ExampleFile;
+
+// Dataset `dataset` of an open file: where a streamed binding's examples come from.
+struct StreamedDataset {
+  std::shared_ptr<ExampleFile> file;
+  size_t dataset = 0;
+};
+
 class ExampleFile {
  public:
   // Opens `path` and reads every dataset's header. DataError naming the file and the variable

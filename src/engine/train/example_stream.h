@@ -25,11 +25,8 @@
 
 namespace nn {
 
-// Where a bound slot's examples come from: dataset `dataset` of `file`.
-struct StreamSource {
-  std::shared_ptr<ExampleFile> file;
-  size_t dataset = 0;
-};
+// Where a bound slot's examples come from (io/example_file.h).
+using StreamSource = StreamedDataset;
 
 struct StreamSettings {
   uint64_t memory = 0;         // bytes the data may take in memory (0: memory_budget())

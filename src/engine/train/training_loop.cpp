@@ -128,7 +128,7 @@ void TrainingLoop::set_stream(std::unique_ptr<ExampleStream> stream) {
   stream_ = std::move(stream);
 }
 
-void TrainingLoop::set_validation(const BoundData& data) {
+void TrainingLoop::set_validation(const BoundData& data, std::vector<StreamSource> sources) {
   if (model_parallel_)
     throw ConfigError(
         "a validation set is not supported yet when layers are split over "
@@ -137,8 +137,13 @@ void TrainingLoop::set_validation(const BoundData& data) {
   // A streamed training set holds no arrays to look at: the validation truth says whether the
   // outputs are single labels.
   const ExampleSet& truth = stream_ ? *data.outputs[0].dataset : *data_.outputs[0].dataset;
+  // Segments of the training stream's window size (whole minibatches).
+  const uint64_t segment = stream_ ? stream_->layout().window_examples() : 0;
+  if (!sources.empty() && !stream_)
+    throw ConfigError("a streamed validation set needs streamed training data");
   validator_ = std::make_unique<Validator>(net_, data, options_.validation_k, truth,
-                                           options_.validation_rank_input_items);
+                                           options_.validation_rank_input_items, std::move(sources),
+                                           segment);
 }
 
 void TrainingLoop::restore(const TrainingState& state, const std::string& path) {

@@ -80,7 +80,10 @@ class TrainingLoop {
   void set_stream(std::unique_ptr<ExampleStream> stream);
   // Evaluates `data` (bound to the same layers as the training data) during training; call before
   // run(). The datasets must outlive the trainer.
-  void set_validation(const BoundData& data);
+  // `sources` (one per binding, inputs then outputs): a streamed validation set, read a segment
+  // of the training stream's window size at a time (`data` then binds headers); set_stream()
+  // first.
+  void set_validation(const BoundData& data, std::vector<StreamSource> sources = {});
   // Continues from a checkpoint's training state (weights are loaded into the network already);
   // `path` names the file it came from (a stop right away saves nothing new). ConfigError when
   // the state is mid-epoch and the minibatch size differs from the one it was saved with.

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "io/example_file.h"
 #include "model/batch_loader.h"
 #include "model/network.h"
 #include "train/step.h"
@@ -38,8 +39,13 @@ class Validator {
   // validation set that holds out one item per user stays a recommender). `rank_input_items`
   // ranks each example's input items too. Throws ConfigError when the network has no output
   // bound.
+  // Streamed (`sources` non-empty: one per binding of `data`, inputs then outputs, whose
+  // datasets are then headers without arrays): the validation set is read `segment` examples at
+  // a time (a whole number of minibatches, so the batches are those of a whole read), and a
+  // `training_truth` without arrays is judged by the validation truth's first segment.
   Validator(Network& net, const BoundData& data, uint32_t k, const ExampleSet& training_truth,
-            bool rank_input_items = false);
+            bool rank_input_items = false, std::vector<StreamedDataset> sources = {},
+            uint64_t segment = 0);
 
   // Evaluates the current weights. Leaves the network's minibatch allocation as it found it.
   ValidationResult evaluate();
@@ -57,8 +63,10 @@ class Validator {
   OutputLosses losses_;
   Mode mode_ = Mode::Loss;
   std::string metric_, ranking_rule_;
-  std::vector<int64_t> classes_;         // Classify: true class per example
-  const ExampleSet* exclude_ = nullptr;  // Rank: input dataset whose items are not ranked
+  std::vector<int64_t> classes_;          // Classify: true class per example
+  const ExampleSet* exclude_ = nullptr;   // Rank: input dataset whose items are not ranked
+  std::vector<StreamedDataset> sources_;  // streamed: where each binding's examples are
+  uint64_t segment_ = 0;
 };
 
 }  // namespace nn
