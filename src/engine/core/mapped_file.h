@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -37,6 +38,15 @@ class MappedFile {
 
   const unsigned char* data() const { return data_; }
   uint64_t size() const { return size_; }
+  // Gives back the pages of [offset, offset + length) that were read (they stay in the page
+  // cache): a pass over a file larger than memory then does not hold it all as resident memory.
+  void release(uint64_t offset, uint64_t length) const {
+    const uint64_t page = uint64_t(::sysconf(_SC_PAGESIZE));
+    const uint64_t lo = (offset + page - 1) / page * page;
+    const uint64_t hi = std::min(size_, offset + length) / page * page;
+    if (data_ && hi > lo)
+      ::madvise(const_cast<unsigned char*>(data_) + lo, size_t(hi - lo), MADV_DONTNEED);
+  }
 
  private:
   const unsigned char* data_ = nullptr;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -90,9 +91,18 @@ void check_hdf5_global_heaps(const std::string& path) {
   const unsigned len_size = length_size(f, superblock);
   const std::string_view bytes(reinterpret_cast<const char*>(f.data()), size_t(f.size()));
   const std::string_view signature(kCollection, sizeof kCollection);
-  for (size_t at = bytes.find(signature); at != std::string_view::npos;
-       at = bytes.find(signature, at + 1))
-    check_collection(path, f, at, len_size);
+  // In pieces whose pages are given back once searched: the scan of a 4 GB dataset must not
+  // make it resident (streaming training keeps within a memory budget smaller than the file).
+  constexpr size_t kPiece = size_t(64) << 20;
+  for (size_t piece = 0; piece < bytes.size(); piece += kPiece) {
+    // A signature that starts in this piece may end in the next.
+    const size_t end = std::min(bytes.size(), piece + kPiece + signature.size() - 1);
+    const std::string_view part = bytes.substr(piece, end - piece);
+    for (size_t at = part.find(signature); at != std::string_view::npos;
+         at = part.find(signature, at + 1))
+      if (piece + at < piece + kPiece) check_collection(path, f, piece + at, len_size);
+    f.release(piece, kPiece);
+  }
 }
 
 }  // namespace nn
