@@ -36,6 +36,10 @@ TrainJob train_job(const CommandFile& cdl, uint64_t default_seed) {
   job.validation_rank_input_items = t.validation_rank_input_items;
   job.patience = t.patience;
   job.keep_best = t.keep_best;
+  if (t.sampling) {
+    job.sampling_negatives = t.sampling->negatives;
+    job.sampling_distribution = to_string(t.sampling->distribution);
+  }
   if (!spec.backend.empty()) job.backend = spec.backend;
   if (spec.device) job.device = *spec.device;
   if (spec.precision) job.precision = to_string(*spec.precision);

@@ -12,6 +12,7 @@
 
 #include "config/json_reader.h"
 #include "config/parse.h"
+#include "config/sampling_json.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 
@@ -196,6 +197,8 @@ class CdlParser {
         t.patience = uint32_t(r_.get_int(*m.value, m.path, 0, kMaxU32));
       } else if (k == "keepbest") {
         t.keep_best = r_.get_bool(m);
+      } else if (k == "sampling") {
+        t.sampling = parse_sampling(r_, m);
       } else {
         r_.unknown_key(m, {"Epochs",
                            "MiniBatch",
@@ -217,7 +220,8 @@ class CdlParser {
                            "ValidationK",
                            "ValidationRankInputItems",
                            "Patience",
-                           "KeepBest"});
+                           "KeepBest",
+                           "Sampling"});
       }
     }
   }

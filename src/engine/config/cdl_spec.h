@@ -39,6 +39,9 @@ struct TrainingParameters {
   bool validation_rank_input_items = false;  // rank each example's input items too
   uint32_t patience = 0;
   bool keep_best = true;
+  // Sampling (ours): sampled output training for every Output layer without a "Sampling" key of
+  // its own (docs/wide-outputs.md); unset = none.
+  std::optional<SamplingSpec> sampling;
 };
 
 struct PredictionParameters {

@@ -100,9 +100,12 @@ TrainingLoop::TrainingLoop(Network& net, const BoundData& data, TrainOptions opt
   if (data_.outputs.empty()) throw ConfigError("training needs datasets bound to output layers");
   const uint32_t max_rows =
       static_cast<uint32_t>(std::min<uint64_t>(options_.minibatch, data_.examples));
+  // A sampled output layer computes its columns in its own buffers: the layer has none.
+  sampled_ = SampledOutput::create(net_, data_, options_.seed, comm_->size());
+  if (sampled_) losses_.skip_output(sampled_->output());
   // Model-parallel layers compute every row of the global minibatch for their units.
   net_.set_max_batch(std::max<uint32_t>(1, max_rank_rows(max_rows, comm_->size())),
-                     std::max<uint32_t>(1, max_rows));
+                     std::max<uint32_t>(1, max_rows), sampled_ ? &sampled_->layer() : nullptr);
   model_parallel_ = net_.model_parallel();
   for (Parameter* p : net_.parameters()) optimizer_.prepare(*p);
   // Split layers issue blocking collectives during backward; the communicator's contract keeps
@@ -479,9 +482,10 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
   if (run_passes) {
     load_inputs(net_, data_, hb);
     if (whole) load_full_inputs(net_, data_, *whole);
-    net_.forward(ctx);
+    net_.forward(ctx, sampled_ ? &sampled_->layer() : nullptr);
     losses_.accumulate(hb, /*write_deltas=*/true, whole, loss_sums_.data() + math::kLossBatch,
                        /*activations_deferred=*/true);
+    if (sampled_) sampled_->forward_loss(ctx, hb, loss_sums_.data() + math::kLossBatch);
     // The penalty terms (sparseness penalties, a Variational layer's KL term; 0 when there are
     // none) are part of the objective that backward() differentiates, so they are reported with
     // the data error.
@@ -506,10 +510,18 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
     // the backward pass, hook included, so its collectives come in the same order as everyone's.
     if (run_passes) net_.backward(ctx, [this](Layer& l) { reducer_->layer_done(l); });
     reducer_->finish();
+  } else if (sampled_) {
+    net_.backward(ctx, nullptr, [this, &ctx](Layer& l) {
+      if (&l != &sampled_->layer()) return false;
+      sampled_->backward(ctx);
+      return true;
+    });
   } else {
     net_.backward(ctx);
   }
-  for (Parameter* p : net_.parameters()) optimizer_.update(*p, step_, alpha);
+  for (Parameter* p : net_.parameters())
+    if (!sampled_ || !sampled_->owns(p)) optimizer_.update(*p, step_, alpha);
+  if (sampled_) sampled_->update(optimizer_, step_, alpha);
   return err;
 }
 

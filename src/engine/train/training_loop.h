@@ -24,6 +24,7 @@
 #include "model/network.h"
 #include "train/data_parallel.h"
 #include "train/optimizer.h"
+#include "train/sampled_output.h"
 #include "train/step.h"
 #include "train/validation.h"
 
@@ -151,6 +152,7 @@ class TrainingLoop {
   Optimizer optimizer_;
   BatchLoader loader_;
   OutputLosses losses_;
+  std::unique_ptr<SampledOutput> sampled_;  // the output layer with Sampling (null: none)
   uint64_t epoch_ = 0, step_ = 0;
   Rng shuffle_rng_;
   // Mid-epoch position: minibatches of epoch epoch_ + 1 done, the shuffle generator's state

@@ -1,0 +1,156 @@
+// Sampled output training: the checks, and one step's forward, loss, backward and lazy update on
+// the sampled columns (the arithmetic is in the header's comment and docs/wide-outputs.md).
+#include "train/sampled_output.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "train/loss_setup.h"
+
+namespace nn {
+namespace {
+
+std::string where(const NetworkSpec& spec, const LayerSpec& l) {
+  return (spec.source.empty() ? std::string("network") : spec.source) + ": layer '" + l.name +
+         "': Sampling";
+}
+
+// Why the output layer `layer` (bound to `targets`) cannot be sampled, or "".
+std::string obstacle(Network& net, Layer& layer, const ExampleSet& targets, int ranks) {
+  const LayerSpec& l = layer.spec();
+  if (ranks > 1)
+    return "is not supported with several processes (data or model parallel) yet; train it in "
+           "one process or without Sampling";
+  if (net.backend().precision() == Precision::BF16)
+    return "is not supported with BF16 precision yet; use FP32";
+  auto* fc = dynamic_cast<FullyConnectedLayer*>(&layer);
+  if (!fc || l.type != LayerType::FullyConnected)
+    return "needs a FullyConnected layer, but this one is " + std::string(to_string(l.type));
+  if (l.activation != Activation::SoftMax && l.activation != Activation::Sigmoid)
+    return "needs Activation SoftMax or Sigmoid, not " + std::string(to_string(l.activation));
+  if (net.spec().error_function != ErrorFunction::CrossEntropy)
+    return "needs ErrorFunction CrossEntropy, not " +
+           std::string(to_string(net.spec().error_function));
+  if (l.batch_normalization) return "is not supported with BatchNormalization";
+  if (!l.skips.empty()) return "is not supported with Skip";
+  if (l.delta_norm > 0.0f) return "is not supported with DeltaNorm";
+  if (fc->connections().size() != 1)
+    return "needs exactly one Source, not " + std::to_string(fc->connections().size());
+  const Connection& c = *fc->connections()[0];
+  if (c.shared) return "is not supported with SharedWeights";
+  if (c.users > 1) return "is not supported on a layer whose weights other layers share";
+  if (c.source->has_sparse_output())
+    return "needs a dense source (a Hidden layer), but '" + c.source->name() +
+           "' is a sparse input";
+  if (!targets.is_sparse())
+    return "needs sparse targets, but dataset '" + targets.name + "' is dense";
+  return "";
+}
+
+}  // namespace
+
+std::unique_ptr<SampledOutput> SampledOutput::create(Network& net, const BoundData& data,
+                                                     uint64_t seed, int ranks) {
+  std::unique_ptr<SampledOutput> out;
+  for (size_t o = 0; o < data.outputs.size(); ++o) {
+    Layer& l = net.layer(data.outputs[o].layer);
+    if (!l.spec().sampling.enabled()) continue;
+    if (out)
+      throw ConfigError(where(net.spec(), l.spec()) + " is supported on one output layer only; '" +
+                        out->layer().name() + "' has it too");
+    const std::string why = obstacle(net, l, *data.outputs[o].dataset, ranks);
+    if (!why.empty()) throw ConfigError(where(net.spec(), l.spec()) + " " + why);
+    out.reset(new SampledOutput(net, data, o, seed));
+  }
+  return out;
+}
+
+SampledOutput::SampledOutput(Network& net, const BoundData& data, size_t output, uint64_t seed)
+    : net_(net),
+      layer_(dynamic_cast<FullyConnectedLayer&>(net.layer(data.outputs[output].layer))),
+      connection_(*layer_.connections()[0]),
+      output_(output),
+      slot_(data.inputs.size() + output),
+      seed_(seed),
+      loss_(loss_params(net.spec(), layer_.spec(), data.outputs[output].dataset)),
+      softmax_(layer_.spec().activation == Activation::SoftMax),
+      negatives_(layer_.spec().sampling.negatives),
+      sampler_(NegativeSampler::for_spec(layer_.spec().sampling, *data.outputs[output].dataset,
+                                         layer_.units())) {}
+
+bool SampledOutput::owns(const Parameter* p) const {
+  return p == &connection_.weights || p == &connection_.bias;
+}
+
+void SampledOutput::forward_loss(const LayerContext& ctx, const HostBatch& batch, double* sum) {
+  Backend& be = ctx.backend;
+  const SparseBatch& targets = batch.sparse[slot_];
+  cols_ = sample_columns(targets, sampler_, negatives_, seed_, ctx.step, layer_.index());
+  rows_ = ctx.rows;
+  const auto m = static_cast<uint32_t>(cols_.columns.size());
+  const uint32_t n_in = connection_.source->units(), n_out = layer_.units();
+  index_.assign(be, cols_.columns);
+  // The targets, moved to their places among the positives (columns[0, positives) is sorted).
+  compact_targets_ = targets;
+  compact_targets_.cols = m;
+  const auto first = cols_.columns.begin(), last = first + cols_.positives;
+  for (uint32_t& j : compact_targets_.index)
+    j = static_cast<uint32_t>(std::lower_bound(first, last, j) - first);
+  const TargetView& tv = targets_.load_sparse(be, compact_targets_);
+  if (m == 0) return;
+  // W[:, S] and b[S]; for SoftMax the log-Q correction joins the bias of the negatives.
+  w_.resize(be, size_t(n_in) * m);
+  b_.resize(be, m);
+  be.gather_columns(connection_.weights.value.data(), n_in, n_out, index_.data(), m, w_.data());
+  be.gather_columns(connection_.bias.value.data(), 1, n_out, index_.data(), m, b_.data());
+  std::vector<float> correction(m, softmax_ ? 0.0f : 1.0f);
+  for (uint32_t k = cols_.positives; k < m; ++k)
+    correction[k] = softmax_ ? static_cast<float>(-std::log(cols_.inclusion[k]))
+                             : static_cast<float>(1.0 / cols_.inclusion[k]);
+  correction_.assign(be, correction);
+  if (softmax_) be.axpy(m, 1.0f, correction_.data(), b_.data());
+  z_.resize(be, size_t(rows_) * m);
+  delta_.resize(be, size_t(rows_) * m);
+  if (rows_ == 0) return;
+  be.broadcast_bias(z_.data(), b_.data(), rows_, m, /*accumulate=*/false);
+  be.gemm(false, false, int(rows_), int(m), int(n_in), 1.0f, connection_.source->activations(),
+          int(n_in), w_.data(), int(m), 1.0f, z_.data(), int(m));
+  be.activate_loss_accumulate(activation_params(layer_.spec()), loss_, z_.data(), tv, rows_, m,
+                              delta_.data(), sum);
+  // Sigmoid: each sampled negative's terms stand for 1 / pi of the columns outside P.
+  if (!softmax_) be.scale_columns(delta_.data(), rows_, m, correction_.data());
+}
+
+void SampledOutput::backward(const LayerContext& ctx) {
+  Backend& be = ctx.backend;
+  const auto m = static_cast<uint32_t>(cols_.columns.size());
+  const uint32_t n_in = connection_.source->units();
+  grad_w_.resize(be, size_t(n_in) * m);
+  grad_b_.resize(be, m);
+  if (m == 0) return;
+  if (rows_ == 0) {
+    be.fill(grad_w_.data(), grad_w_.size(), 0.0f);
+    be.fill(grad_b_.data(), grad_b_.size(), 0.0f);
+    return;
+  }
+  const float inv_rows = 1.0f / static_cast<float>(rows_);
+  Layer* src = connection_.source;
+  // The full layer's propagate() on the compact columns: G = x^T delta / rows, the bias the
+  // column means, and dE/dx += delta W^T.
+  be.gemm(true, false, int(n_in), int(m), int(rows_), inv_rows, src->activations(), int(n_in),
+          delta_.data(), int(m), 0.0f, grad_w_.data(), int(m));
+  be.column_sums(delta_.data(), rows_, m, inv_rows, 0.0f, grad_b_.data());
+  if (src->needs_delta())
+    be.gemm(false, true, int(rows_), int(n_in), int(m), 1.0f, delta_.data(), int(m), w_.data(),
+            int(m), 1.0f, src->delta(), int(n_in));
+}
+
+void SampledOutput::update(Optimizer& optimizer, uint64_t step, float alpha) {
+  const auto m = static_cast<uint32_t>(cols_.columns.size());
+  optimizer.update_columns(connection_.weights, connection_.source->units(), index_.data(), m,
+                           grad_w_.data(), step, alpha);
+  optimizer.update_columns(connection_.bias, 1, index_.data(), m, grad_b_.data(), step, alpha);
+}
+
+}  // namespace nn
