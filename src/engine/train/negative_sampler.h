@@ -34,7 +34,7 @@ class NegativeSampler {
   uint32_t units_ = 0;
   bool uniform_ = true;
   std::vector<double> q_;
-  std::vector<float> keep_;       // alias table: keep column j with this probability...
+  std::vector<float> keep_;      // alias table: keep column j with this probability...
   std::vector<uint32_t> alias_;  // ...else take alias_[j]
 };
 

@@ -13,7 +13,7 @@ namespace nn::math {
 
 // Offset in the full matrix of element e of the compact one.
 NN_FORCE_INLINE size_t sampled_full_offset(size_t e, uint32_t count, uint32_t cols,
-                                                 const uint32_t* index) {
+                                           const uint32_t* index) {
   const size_t r = e / count, k = e % count;
   return r * cols + index[k];
 }
