@@ -79,6 +79,15 @@ SampledOutput::SampledOutput(Network& net, const BoundData& data, size_t output,
       sampler_(NegativeSampler::for_spec(layer_.spec().sampling, *data.outputs[output].dataset,
                                          layer_.units())) {}
 
+std::string SampledOutput::describe() const {
+  const SamplingSpec& s = layer_.spec().sampling;
+  return "sampled output: layer '" + layer_.name() + "' computes each minibatch's targets and " +
+         std::to_string(s.negatives) + " " + to_string(s.distribution) + " negatives of its " +
+         std::to_string(layer_.units()) + " units (" +
+         (softmax_ ? "log-Q corrected SoftMax" : "weighted Sigmoid negatives") +
+         "; validation and prediction use the whole layer)";
+}
+
 bool SampledOutput::owns(const Parameter* p) const {
   return p == &connection_.weights || p == &connection_.bias;
 }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backend/device_array.h"
@@ -49,6 +50,8 @@ class SampledOutput {
   bool owns(const Parameter* p) const;
   void update(Optimizer& optimizer, uint64_t step, float alpha);
 
+  // One line for the training log: the layer, the negatives and their distribution.
+  std::string describe() const;
   // The last step's columns (for tests and logs).
   const SampledColumns& columns() const { return cols_; }
   // The last step's compact gradients: [source units][columns] and [columns].

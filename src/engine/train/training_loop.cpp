@@ -252,6 +252,7 @@ std::vector<EpochReport> TrainingLoop::run() {
        std::to_string(options_.minibatch) + ", " + std::to_string(parameters + split_parameters) +
        " parameters, " + describe(options_.optimizer) + ", backend " + net_.backend().name());
   for (const std::string& line : placement_) log_(line);
+  if (sampled_) log_(sampled_->describe());
   if (reducer_ && reducer_->buckets() > 0)
     log_(
         format("data parallel: %d ranks (%s), each takes its slice of every minibatch of %u; "
