@@ -6,7 +6,7 @@ clusters; within a cluster item popularity is Zipf (exponent ZIPF, ranks shuffle
 belongs to one cluster (clusters drawn uniformly) and holds PER_USER distinct items of it drawn
 by popularity. Training users see all their items as input and as target; each test user shows
 half of their items (input) and hides the other half (held out). The input is the user's items
-hashed into BUCKETS features (so the input layer stays small and the output layer is what the
+hashed into BUCKETS (16,384 in the benchmark) features (so the input layer stays small and the output layer is what the
 benchmark measures). Writes train_in.txt, train_out.txt, test_in.txt, test_filter.txt,
 test_heldout.txt (sample<TAB>feature:feature:...).
 

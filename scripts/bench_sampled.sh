@@ -36,7 +36,7 @@ synthetic() {
   local dir=$work/synthetic-$items
   mkdir -p "$dir"
   cd "$dir"
-  python3 "$py" gen . "$items" "$clusters" 10 "$users" 2000 65536 1.0 7
+  python3 "$py" gen . "$items" "$clusters" 10 "$users" 2000 16384 1.0 7
   rm -f *.idx
   "$tools/nn-generate" -q -d output -i all_items.txt -o catalog.nc -f items.idx -s catalog.idx -c --align 1
   "$tools/nn-generate" -q -d output -i train_out.txt -o train_out.nc -f items.idx -s train.idx -m --align 1

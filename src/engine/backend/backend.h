@@ -165,8 +165,8 @@ class Backend {
   // dst[r][k] = src[r][index[k]] (src[rows][cols], dst[rows][count]); scatter_columns the
   // reverse, dst[r][index[k]] = src[r][k] (the indices distinct, every one < cols); scale_columns
   // multiplies x[r][k] by w[k]. `index` and `w` are in backend memory.
-  virtual void gather_columns(const float* src, uint32_t rows, uint32_t cols,
-                              const uint32_t* index, uint32_t count, float* dst) = 0;
+  virtual void gather_columns(const float* src, uint32_t rows, uint32_t cols, const uint32_t* index,
+                              uint32_t count, float* dst) = 0;
   virtual void scatter_columns(const float* src, uint32_t rows, uint32_t count,
                                const uint32_t* index, uint32_t cols, float* dst) = 0;
   virtual void scale_columns(float* x, uint32_t rows, uint32_t cols, const float* w) = 0;

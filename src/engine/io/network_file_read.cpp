@@ -152,8 +152,8 @@ class LayoutReader {
     if (ours_ && in_.has(key("nn_samplingNegatives"))) {
       l.sampling.negatives =
           static_cast<uint32_t>(in_.unsigned_value(key("nn_samplingNegatives"), UINT32_MAX));
-      l.sampling.distribution = static_cast<SamplingDistribution>(
-          in_.unsigned_value(key("nn_samplingDistribution"), 1));
+      l.sampling.distribution =
+          static_cast<SamplingDistribution>(in_.unsigned_value(key("nn_samplingDistribution"), 1));
     }
     if (l.type == LayerType::Variational) {
       l.kl_beta = in_.finite_float(key("nn_klBeta"));

@@ -72,8 +72,7 @@ void Optimizer::update_columns(Parameter& p, uint32_t rows, const uint32_t* inde
     backend_.clip_column_norms(columns_.data(), rows, count, p.max_column_norm);
   backend_.scatter_columns(columns_.data(), rows, count, index, cols, p.value.data());
   for (size_t k = 0; k < p.state.size() && k < 2; ++k)
-    backend_.scatter_columns(column_state_[k].data(), rows, count, index, cols,
-                             p.state[k].data());
+    backend_.scatter_columns(column_state_[k].data(), rows, count, index, cols, p.state[k].data());
 }
 
 void Optimizer::update(Parameter& p, uint64_t step, float alpha) {
