@@ -74,8 +74,13 @@ uint32_t NegativeSampler::draw(double u1, double u2) const {
 
 SampledColumns sample_columns(const SparseBatch& targets, const NegativeSampler& sampler,
                               uint32_t negatives, uint64_t seed, uint64_t step, uint32_t layer) {
+  return sample_columns(targets.index, sampler, negatives, seed, step, layer);
+}
+
+SampledColumns sample_columns(std::vector<uint32_t> positives, const NegativeSampler& sampler,
+                              uint32_t negatives, uint64_t seed, uint64_t step, uint32_t layer) {
   SampledColumns s;
-  s.columns = targets.index;
+  s.columns = std::move(positives);
   std::sort(s.columns.begin(), s.columns.end());
   s.columns.erase(std::unique(s.columns.begin(), s.columns.end()), s.columns.end());
   if (!s.columns.empty() && s.columns.back() >= sampler.units())

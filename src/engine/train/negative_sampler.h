@@ -53,5 +53,9 @@ struct SampledColumns {
 // alone, so the set does not depend on threads or timing.
 SampledColumns sample_columns(const SparseBatch& targets, const NegativeSampler& sampler,
                               uint32_t negatives, uint64_t seed, uint64_t step, uint32_t layer);
+// The same from the targets' columns (any order, repeats allowed): data-parallel ranks pass the
+// union of every rank's target columns, so they all compute the same set.
+SampledColumns sample_columns(std::vector<uint32_t> positives, const NegativeSampler& sampler,
+                              uint32_t negatives, uint64_t seed, uint64_t step, uint32_t layer);
 
 }  // namespace nn

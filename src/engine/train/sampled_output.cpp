@@ -17,11 +17,11 @@ std::string where(const NetworkSpec& spec, const LayerSpec& l) {
 }
 
 // Why the output layer `layer` (bound to `targets`) cannot be sampled, or "".
-std::string obstacle(Network& net, Layer& layer, const ExampleSet& targets, int ranks) {
+std::string obstacle(Network& net, Layer& layer, const ExampleSet& targets) {
   const LayerSpec& l = layer.spec();
-  if (ranks > 1)
-    return "is not supported with several processes (data or model parallel) yet; train it in "
-           "one process or without Sampling";
+  if (net.model_parallel())
+    return "is not supported with model-parallel (split) layers yet; set \"Parallel\": "
+           "\"Data\" on the split layers (or in the command file) to train data parallel";
   if (net.backend().precision() == Precision::BF16)
     return "is not supported with BF16 precision yet; use FP32";
   auto* fc = dynamic_cast<FullyConnectedLayer*>(&layer);
@@ -51,7 +51,7 @@ std::string obstacle(Network& net, Layer& layer, const ExampleSet& targets, int 
 }  // namespace
 
 std::unique_ptr<SampledOutput> SampledOutput::create(Network& net, const BoundData& data,
-                                                     uint64_t seed, int ranks) {
+                                                     uint64_t seed, Communicator* comm) {
   std::unique_ptr<SampledOutput> out;
   for (size_t o = 0; o < data.outputs.size(); ++o) {
     Layer& l = net.layer(data.outputs[o].layer);
@@ -59,20 +59,22 @@ std::unique_ptr<SampledOutput> SampledOutput::create(Network& net, const BoundDa
     if (out)
       throw ConfigError(where(net.spec(), l.spec()) + " is supported on one output layer only; '" +
                         out->layer().name() + "' has it too");
-    const std::string why = obstacle(net, l, *data.outputs[o].dataset, ranks);
+    const std::string why = obstacle(net, l, *data.outputs[o].dataset);
     if (!why.empty()) throw ConfigError(where(net.spec(), l.spec()) + " " + why);
-    out.reset(new SampledOutput(net, data, o, seed));
+    out.reset(new SampledOutput(net, data, o, seed, comm));
   }
   return out;
 }
 
-SampledOutput::SampledOutput(Network& net, const BoundData& data, size_t output, uint64_t seed)
+SampledOutput::SampledOutput(Network& net, const BoundData& data, size_t output, uint64_t seed,
+                             Communicator* comm)
     : net_(net),
       layer_(dynamic_cast<FullyConnectedLayer&>(net.layer(data.outputs[output].layer))),
       connection_(*layer_.connections()[0]),
       output_(output),
       slot_(data.inputs.size() + output),
       seed_(seed),
+      comm_(comm && comm->size() > 1 ? comm : nullptr),
       loss_(loss_params(net.spec(), layer_.spec(), data.outputs[output].dataset)),
       softmax_(layer_.spec().activation == Activation::SoftMax),
       negatives_(layer_.spec().sampling.negatives),
@@ -95,8 +97,10 @@ bool SampledOutput::owns(const Parameter* p) const {
 void SampledOutput::forward_loss(const LayerContext& ctx, const HostBatch& batch, double* sum) {
   Backend& be = ctx.backend;
   const SparseBatch& targets = batch.sparse[slot_];
-  cols_ = sample_columns(targets, sampler_, negatives_, seed_, ctx.step, layer_.index());
+  cols_ = sample_columns(positives(targets), sampler_, negatives_, seed_, ctx.step, layer_.index());
   rows_ = ctx.rows;
+  global_rows_ = ctx.all_rows();
+  have_gradients_ = false;
   const auto m = static_cast<uint32_t>(cols_.columns.size());
   const uint32_t n_in = connection_.source->units(), n_out = layer_.units();
   index_.assign(be, cols_.columns);
@@ -131,6 +135,37 @@ void SampledOutput::forward_loss(const LayerContext& ctx, const HostBatch& batch
   if (!softmax_) be.scale_columns(delta_.data(), rows_, m, correction_.data());
 }
 
+std::vector<uint32_t> SampledOutput::positives(const SparseBatch& targets) {
+  if (!comm_) return targets.index;
+  std::vector<uint32_t> mine = targets.index;
+  std::sort(mine.begin(), mine.end());
+  mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+  std::vector<int64_t> counts(size_t(comm_->size()), 0);
+  const auto count = int64_t(mine.size());
+  comm_->all_gather(&count, 1, counts.data());
+  std::vector<size_t> sizes(counts.begin(), counts.end());
+  size_t total = 0;
+  for (size_t c : sizes) total += c;
+  // Column indices fit int32: a layer's units are limited far below 2^31 by its weights.
+  std::vector<int32_t> send(mine.begin(), mine.end()), all(total);
+  comm_->all_gather_v(send.data(), all.data(), sizes);
+  return std::vector<uint32_t>(all.begin(), all.end());
+}
+
+void SampledOutput::reduce_gradients() {
+  const size_t nw = grad_w_.size(), nb = grad_b_.size();
+  std::vector<float> host(nw + nb, 0.0f);
+  if (have_gradients_ && rows_ > 0) {
+    const std::vector<float> w = grad_w_.to_host(), b = grad_b_.to_host();
+    const float weight = float(double(rows_) / double(std::max<uint32_t>(global_rows_, 1)));
+    for (size_t i = 0; i < nw; ++i) host[i] = w[i] * weight;
+    for (size_t i = 0; i < nb; ++i) host[nw + i] = b[i] * weight;
+  }
+  comm_->all_reduce_sum(host.data(), host.size());
+  grad_w_.upload(host.data(), nw);
+  grad_b_.upload(host.data() + nw, nb);
+}
+
 void SampledOutput::backward(const LayerContext& ctx) {
   Backend& be = ctx.backend;
   const auto m = static_cast<uint32_t>(cols_.columns.size());
@@ -143,6 +178,7 @@ void SampledOutput::backward(const LayerContext& ctx) {
     be.fill(grad_b_.data(), grad_b_.size(), 0.0f);
     return;
   }
+  have_gradients_ = true;
   const float inv_rows = 1.0f / static_cast<float>(rows_);
   Layer* src = connection_.source;
   // The full layer's propagate() on the compact columns: G = x^T delta / rows, the bias the
@@ -157,6 +193,11 @@ void SampledOutput::backward(const LayerContext& ctx) {
 
 void SampledOutput::update(Optimizer& optimizer, uint64_t step, float alpha) {
   const auto m = static_cast<uint32_t>(cols_.columns.size());
+  Backend& be = net_.backend();
+  const uint32_t n_in = connection_.source->units();
+  grad_w_.resize(be, size_t(n_in) * m);
+  grad_b_.resize(be, m);
+  if (comm_) reduce_gradients();
   optimizer.update_columns(connection_.weights, connection_.source->units(), index_.data(), m,
                            grad_w_.data(), step, alpha);
   optimizer.update_columns(connection_.bias, 1, index_.data(), m, grad_b_.data(), step, alpha);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "backend/device_array.h"
+#include "distributed/communicator.h"
 #include "layers/fully_connected_layer.h"
 #include "model/batch_loader.h"
 #include "model/network.h"
@@ -31,10 +32,12 @@ class SampledOutput {
   // The sampled output layer of `data` (null when no output layer has Sampling). Throws
   // ConfigError when more than one has it, or when the one that has it cannot be sampled: not
   // a fully connected layer with one dense source and its own weights, with a SoftMax or
-  // Sigmoid activation and CrossEntropy, no batch normalisation or skips, sparse targets, one
-  // process (`ranks`).
+  // Sigmoid activation and CrossEntropy, no batch normalisation or skips, sparse targets, no
+  // model-parallel layers. With `comm` of several ranks (data parallelism) the ranks agree on
+  // the columns (the union of their targets, the same draws) and sum their compact gradients
+  // (weighted by rows, as the other gradients) through `comm`, a host communicator.
   static std::unique_ptr<SampledOutput> create(Network& net, const BoundData& data, uint64_t seed,
-                                               int ranks);
+                                               Communicator* comm);
 
   FullyConnectedLayer& layer() { return layer_; }
   size_t output() const { return output_; }  // its place in data.outputs
@@ -43,7 +46,8 @@ class SampledOutput {
   // them, the loss added into *sum (backend memory) and dE/dz kept for backward().
   void forward_loss(const LayerContext& ctx, const HostBatch& batch, double* sum);
   // The layer's backward pass (Network::backward's `instead`): the compact gradients and the
-  // source's dE/da.
+  // source's dE/da. With several ranks forward_loss() and update() are collective: every rank
+  // calls them for every step, with or without rows.
   void backward(const LayerContext& ctx);
   // True for the layer's weights and bias, which update() updates instead of the optimizer's
   // update of every parameter.
@@ -59,19 +63,26 @@ class SampledOutput {
   std::vector<float> bias_gradient() const { return grad_b_.to_host(); }
 
  private:
-  SampledOutput(Network& net, const BoundData& data, size_t output, uint64_t seed);
+  SampledOutput(Network& net, const BoundData& data, size_t output, uint64_t seed,
+                Communicator* comm);
+  // The columns of every rank's targets (this rank's alone with one process).
+  std::vector<uint32_t> positives(const SparseBatch& targets);
+  // Data parallel: the compact gradients weighted by rows / global rows, summed over the ranks.
+  void reduce_gradients();
 
   Network& net_;
   FullyConnectedLayer& layer_;
   Connection& connection_;
   size_t output_, slot_;
   uint64_t seed_;
+  Communicator* comm_;  // null or one rank: one process
   LossParams loss_;
   bool softmax_;
   uint32_t negatives_;
   NegativeSampler sampler_;
   SampledColumns cols_;
-  uint32_t rows_ = 0;
+  uint32_t rows_ = 0, global_rows_ = 0;
+  bool have_gradients_ = false;  // backward() ran for this step's rows
   SparseBatch compact_targets_;
   TargetBuffer targets_;
   DeviceArray<uint32_t> index_;

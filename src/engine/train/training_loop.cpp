@@ -101,8 +101,12 @@ TrainingLoop::TrainingLoop(Network& net, const BoundData& data, TrainOptions opt
   const uint32_t max_rows =
       static_cast<uint32_t>(std::min<uint64_t>(options_.minibatch, data_.examples));
   // A sampled output layer computes its columns in its own buffers: the layer has none.
-  sampled_ = SampledOutput::create(net_, data_, options_.seed, comm_->size());
-  if (sampled_) losses_.skip_output(sampled_->output());
+  sampled_ = SampledOutput::create(net_, data_, options_.seed, comm_);
+  if (sampled_) {
+    losses_.skip_output(sampled_->output());
+    for (Parameter* p : net_.parameters())
+      if (sampled_->owns(p)) options_.reduction.excluded.push_back(p);
+  }
   // Model-parallel layers compute every row of the global minibatch for their units.
   net_.set_max_batch(std::max<uint32_t>(1, max_rank_rows(max_rows, comm_->size())),
                      std::max<uint32_t>(1, max_rows), sampled_ ? &sampled_->layer() : nullptr);
@@ -486,12 +490,13 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
     net_.forward(ctx, sampled_ ? &sampled_->layer() : nullptr);
     losses_.accumulate(hb, /*write_deltas=*/true, whole, loss_sums_.data() + math::kLossBatch,
                        /*activations_deferred=*/true);
-    if (sampled_) sampled_->forward_loss(ctx, hb, loss_sums_.data() + math::kLossBatch);
     // The penalty terms (sparseness penalties, a Variational layer's KL term; 0 when there are
     // none) are part of the objective that backward() differentiates, so they are reported with
     // the data error.
     if (hb.rows > 0) net_.accumulate_penalties(ctx, loss_sums_.data() + math::kLossPenalty);
   }
+  // Collective with several ranks: every rank takes part, with or without rows.
+  if (sampled_) sampled_->forward_loss(ctx, hb, loss_sums_.data() + math::kLossBatch);
   double err = 0.0;
   if (comm_->size() > 1) {
     // Losses are sums over examples: the global batch's loss is the sum over ranks. The
@@ -503,22 +508,26 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
     comm_->all_reduce_sum(&err, 1);
     if (!std::isfinite(err)) return err;
   }
+  // A sampled output layer runs its own backward pass (train/sampled_output.h).
+  std::function<bool(Layer&)> instead;
+  if (sampled_)
+    instead = [this, &ctx](Layer& l) {
+      if (&l != &sampled_->layer()) return false;
+      sampled_->backward(ctx);
+      return true;
+    };
   if (reducer_) {
     // Local gradients are means over this rank's rows; weighting them by rows / global rows
     // before summing gives the global batch mean exactly, however the rows were split.
     reducer_->begin(float(double(hb.rows) / double(global_rows)));
     // A rank without rows contributes zeros (weight 0). With batch normalisation it still runs
     // the backward pass, hook included, so its collectives come in the same order as everyone's.
-    if (run_passes) net_.backward(ctx, [this](Layer& l) { reducer_->layer_done(l); });
+    if (run_passes)
+      net_.backward(
+          ctx, [this](Layer& l) { reducer_->layer_done(l); }, instead);
     reducer_->finish();
-  } else if (sampled_) {
-    net_.backward(ctx, nullptr, [this, &ctx](Layer& l) {
-      if (&l != &sampled_->layer()) return false;
-      sampled_->backward(ctx);
-      return true;
-    });
   } else {
-    net_.backward(ctx);
+    net_.backward(ctx, nullptr, instead);
   }
   for (Parameter* p : net_.parameters())
     if (!sampled_ || !sampled_->owns(p)) optimizer_.update(*p, step_, alpha);
