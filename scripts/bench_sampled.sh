@@ -4,13 +4,15 @@
 # recall@10 of each trained network (scored by nn-predict on the full layer) after the same
 # number of epochs.
 #
-#   scripts/bench_sampled.sh synthetic ITEMS [CLUSTERS TRAIN_USERS EPOCHS NEGATIVES FULL_EPOCHS]
+#   scripts/bench_sampled.sh synthetic ITEMS [CLUSTERS TRAIN_USERS EPOCHS NEGATIVES FULL_EPOCHS
+#                                             DISTRIBUTION]
 #     A catalog of ITEMS items with planted structure (scripts/bench_sampled.py gen: users of
 #     clusters of items, Zipf popularity), hidden 128, SoftMax output; 2,000 test users with half
 #     of their items held out. FULL_EPOCHS (default EPOCHS) < EPOCHS times the full layer on
 #     fewer epochs when it is too slow to train as long: its recall is then reported after
-#     FULL_EPOCHS and the sampled network's after both.
-#   scripts/bench_sampled.sh movielens [NEGATIVES]
+#     FULL_EPOCHS and the sampled network's after both. DISTRIBUTION: Uniform (default) or
+#     Popularity.
+#   scripts/bench_sampled.sh movielens [NEGATIVES DISTRIBUTION]
 #     The bundled MovieLens sample (samples/movielens), 80/20 split of each user's ratings, the
 #     Mult-DAE network of configs/recommender-mult-dae (SoftMax) and the autoencoder of
 #     configs/recommender-autoencoder (Sigmoid), each full and sampled.
@@ -32,7 +34,7 @@ rate() {
 
 synthetic() {
   local items=$1 clusters=${2:-100} users=${3:-20000} epochs=${4:-4} negatives=${5:-2048}
-  local full_epochs=${6:-$4}
+  local full_epochs=${6:-$4} distribution=${7:-Uniform}
   local dir=$work/synthetic-$items
   mkdir -p "$dir"
   cd "$dir"
@@ -45,7 +47,8 @@ synthetic() {
   rm -f catalog.nc
   for variant in full sampled; do
     local sampling=""
-    [ $variant = sampled ] && sampling=", \"Sampling\": {\"Negatives\": $negatives}"
+    [ $variant = sampled ] &&
+      sampling=", \"Sampling\": {\"Negatives\": $negatives, \"Distribution\": \"$distribution\"}"
     cat >$variant.json <<JSON
 { "Name": "catalog-$variant", "ErrorFunction": "CrossEntropy",
   "Layers": [
@@ -54,7 +57,7 @@ synthetic() {
     { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "SoftMax"$sampling } ] }
 JSON
   done
-  echo "== synthetic catalog: $items items in $clusters clusters, $users training users, hidden 128, $epochs epochs (full: $full_epochs), $negatives negatives"
+  echo "== synthetic catalog: $items items in $clusters clusters, $users training users, hidden 128, $epochs epochs (full: $full_epochs), $negatives $distribution negatives"
   printf '%-8s %7s %9s %14s %10s %s\n' variant epochs load examples/s recall@10 seconds
   for variant in full sampled; do
     local e=$epochs
@@ -81,7 +84,7 @@ JSON
 }
 
 movielens() {
-  local negatives=${1:-500}
+  local negatives=${1:-500} distribution=${2:-Uniform}
   local dir=$work/movielens
   mkdir -p "$dir"
   cd "$dir"
@@ -91,12 +94,13 @@ movielens() {
   "$tools/nn-generate" -q -d output -i train.csv --rows --header -o output.nc -f features.idx -s samples.idx
   awk -F, '$1 ~ /^[0-9]+$/ { items[$1] = items[$1] (items[$1] == "" ? "" : ":") $2 }
        END { for (u in items) print u "\t" items[u] }' train.csv >ratings.txt
-  echo "== MovieLens sample (bundled ratings, 80/20 per user), $negatives negatives"
+  echo "== MovieLens sample (bundled ratings, 80/20 per user), $negatives $distribution negatives"
   printf '%-26s %9s %14s %10s\n' network load examples/s recall@10
   for config in recommender-mult-dae recommender-autoencoder; do
     cp "$root/configs/$config/network.json" "$config.json"
     for variant in full sampled; do
-      python3 - "$root/configs/$config/train.cdl" "$config.json" $variant "$negatives" >$config-$variant.cdl <<'PY'
+      python3 - "$root/configs/$config/train.cdl" "$config.json" $variant "$negatives" \
+        "$distribution" >$config-$variant.cdl <<'PY'
 import json, sys
 cdl = json.load(open(sys.argv[1]))
 cdl["Network"] = sys.argv[2]
@@ -104,7 +108,7 @@ t = cdl["TrainingParameters"]
 t["Results"] = sys.argv[2].replace(".json", "-" + sys.argv[3] + ".nc")
 t["CheckpointInterval"] = 0
 if sys.argv[3] == "sampled":
-    t["Sampling"] = {"Negatives": int(sys.argv[4])}
+    t["Sampling"] = {"Negatives": int(sys.argv[4]), "Distribution": sys.argv[5]}
 print(json.dumps(cdl, indent=1))
 PY
       local l0
@@ -114,7 +118,7 @@ PY
         -f ratings.txt -k 10 >$config-$variant.recs 2>/dev/null
       local recall
       recall=$(/usr/bin/python3 "$root/scripts/movielens_eval.py" train.csv test.csv \
-        "x=$config-$variant.recs" | awk '$1 == "x" { print $2 }')
+        "x=$config-$variant.recs" | awk '$1 == "x" && NF > 3 { print $3 }')
       printf '%-26s %9s %14s %10s\n' "$config $variant" "$l0" "$(rate $config-$variant.log)" "$recall"
     done
   done

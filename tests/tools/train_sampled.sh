@@ -39,6 +39,13 @@ grep -q 'layer2_nn_samplingNegatives = 10U' net.cdl || fail "Sampling not stored
   fail "nn-predict: $(cat predict.log)"
 [[ $(wc -l <recs.txt) -eq 120 ]] || fail "nn-predict wrote $(wc -l <recs.txt) lines"
 
+# Validation during sampled training scores the full layer (recall@10 over every unit), and the
+# training goes on sampled after it.
+"$tools/nn-train" -c softmax.json -i input.nc -o output.nc -n val.nc -b 16 -e 3 --optimizer Adam \
+  -alpha 0.01 --validation input.nc output.nc 2>val.log || fail "validation run: $(cat val.log)"
+[[ $(grep -c '^validation after epoch [123] (120 examples): recall@10 ' val.log) -eq 3 ]] ||
+  fail "validation: $(grep validation val.log)"
+
 # The CDL's TrainingParameters.Sampling applies to the Output layer (Sigmoid here).
 network Sigmoid '' >sigmoid.json
 cat >train.cdl <<JSON
