@@ -20,8 +20,7 @@ GradientReducer::GradientReducer(Network& net, Communicator& comm, GradientReduc
   for (const LayerSpec& l : net.spec().layers)
     if (!l.shared_weights.empty()) overlap_ = false;
   auto excluded = [&options](const Parameter* p) {
-    return std::find(options.excluded.begin(), options.excluded.end(), p) !=
-           options.excluded.end();
+    return std::find(options.excluded.begin(), options.excluded.end(), p) != options.excluded.end();
   };
   // Buckets in the order backward completes the parameters: layers in reverse forward order.
   const auto& order = net.order();
