@@ -80,6 +80,11 @@ struct TrainJob {
   // key, else fp32.
   std::string precision;
   Parallelism parallel = Parallelism::Auto;
+  // Sampled output training (the CDL's TrainingParameters "Sampling", docs/wide-outputs.md) for
+  // every Output layer without a "Sampling" key of its own: negatives per minibatch (0: none)
+  // and "uniform" or "popularity" (any case).
+  uint32_t sampling_negatives = 0;
+  std::string sampling_distribution = "uniform";
 };
 
 // The run a CDL command file (Command "Train" or "Validate") describes: its Network, Data,

@@ -37,6 +37,10 @@ TrainJob train_job(const CommandFile& cdl, uint64_t default_seed) {
   job.patience = t.patience;
   job.keep_best = t.keep_best;
   job.stream = t.stream;
+  if (t.sampling) {
+    job.sampling_negatives = t.sampling->negatives;
+    job.sampling_distribution = to_string(t.sampling->distribution);
+  }
   if (!spec.backend.empty()) job.backend = spec.backend;
   if (spec.device) job.device = *spec.device;
   if (spec.precision) job.precision = to_string(*spec.precision);

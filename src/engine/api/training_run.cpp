@@ -2,6 +2,7 @@
 // network -> training loop -> result file, or the gradient check of the freshly initialised
 // network on the first minibatch. nn-train and the Python module's train() both run these.
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -110,10 +111,27 @@ std::unique_ptr<StreamedFiles> open_for_streaming(const TrainJob& job, const Log
   return files;
 }
 
+// The job's Sampling (a CDL's TrainingParameters) on the Output layers without their own.
+void apply_sampling(const TrainJob& job, NetworkSpec& spec) {
+  if (job.sampling_negatives == 0) return;
+  SamplingSpec s;
+  s.negatives = job.sampling_negatives;
+  std::string d = job.sampling_distribution;
+  for (char& c : d) c = char(std::tolower(static_cast<unsigned char>(c)));
+  if (d == "popularity")
+    s.distribution = SamplingDistribution::Popularity;
+  else if (d != "uniform")
+    throw ConfigError("Sampling: unknown Distribution \"" + job.sampling_distribution +
+                      "\"; expected \"Uniform\" or \"Popularity\"");
+  for (LayerSpec& l : spec.layers)
+    if (l.kind == LayerKind::Output && !l.sampling.enabled()) l.sampling = s;
+}
+
 std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log, bool split_layers,
                                         bool may_stream) {
   auto m = std::make_unique<LoadedModel>();
   m->spec = load_network_json(job.network_json);
+  apply_sampling(job, m->spec);
   std::string files, validation_files;
   if (may_stream) m->streamed = open_for_streaming(job, log);
   if (m->streamed) {

@@ -160,6 +160,17 @@ class Backend {
   virtual void optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
                               float* state1, size_t n) = 0;
 
+  // ---- sampled outputs (train/sampled_output.h) -----------------------------------------------
+  // Columns of a row-major matrix by index (math/sampled_math.h): gather_columns writes
+  // dst[r][k] = src[r][index[k]] (src[rows][cols], dst[rows][count]); scatter_columns the
+  // reverse, dst[r][index[k]] = src[r][k] (the indices distinct, every one < cols); scale_columns
+  // multiplies x[r][k] by w[k]. `index` and `w` are in backend memory.
+  virtual void gather_columns(const float* src, uint32_t rows, uint32_t cols, const uint32_t* index,
+                              uint32_t count, float* dst) = 0;
+  virtual void scatter_columns(const float* src, uint32_t rows, uint32_t count,
+                               const uint32_t* index, uint32_t cols, float* dst) = 0;
+  virtual void scale_columns(float* x, uint32_t rows, uint32_t cols, const float* w) = 0;
+
   // ---- prediction ----------------------------------------------------------------------------
   // Per row, the k largest values (descending; ties by lower index) and their column indices.
   // Columns with index >= valid_cols are ignored. Entries past the row's count get index

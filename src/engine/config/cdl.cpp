@@ -12,6 +12,7 @@
 
 #include "config/json_reader.h"
 #include "config/parse.h"
+#include "config/sampling_json.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 
@@ -198,6 +199,8 @@ class CdlParser {
         t.keep_best = r_.get_bool(m);
       } else if (k == "stream") {
         t.stream = r_.get_bool(m);
+      } else if (k == "sampling") {
+        t.sampling = parse_sampling(r_, m);
       } else {
         r_.unknown_key(m, {"Epochs",
                            "MiniBatch",
@@ -220,7 +223,8 @@ class CdlParser {
                            "ValidationRankInputItems",
                            "Patience",
                            "KeepBest",
-                           "Stream"});
+                           "Stream",
+                           "Sampling"});
       }
     }
   }

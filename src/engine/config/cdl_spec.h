@@ -42,6 +42,9 @@ struct TrainingParameters {
   // Stream: read the training data in windows (docs/large-datasets.md); absent: only when the
   // data do not fit the memory budget.
   std::optional<bool> stream;
+  // Sampling (ours): sampled output training for every Output layer without a "Sampling" key of
+  // its own (docs/wide-outputs.md); unset = none.
+  std::optional<SamplingSpec> sampling;
 };
 
 struct PredictionParameters {

@@ -13,6 +13,7 @@
 
 #include "config/json_reader.h"
 #include "config/parse.h"
+#include "config/sampling_json.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/nearest_name.h"
@@ -81,6 +82,8 @@ const LayerKey kLayerKeys[] = {
     // layers.
     {"Normalize", nullptr, kInputBit, TypeRule::Any},
     {"KL", nullptr, kHiddenBit, TypeRule::Variational},
+    // Ours: sampled output training (docs/wide-outputs.md).
+    {"Sampling", nullptr, kOutputBit, TypeRule::NotPooling},
 };
 
 // Keys a Variational layer refuses although its kind takes them: the layer ends in its
@@ -475,6 +478,8 @@ class NetworkParser {
       layer.normalize = r_.get_enum<RowNormalization>(m);
     } else if (key == "KL") {
       parse_kl(m, layer);
+    } else if (key == "Sampling") {
+      layer.sampling = parse_sampling(r_, m);
     } else if (key == "RELUSlope") {
       info.relu_slope = r_.get_float(m);
     } else if (key == "ELUAlpha") {

@@ -92,6 +92,9 @@ Json layer_json(const LayerSpec& l, const NetworkSpec& spec) {
   }
   if (l.type == LayerType::Variational && (l.kl_beta != 1 || l.kl_anneal_steps != 0))
     j["KL"] = {{"Beta", number(l.kl_beta)}, {"AnnealSteps", l.kl_anneal_steps}};
+  if (l.sampling.enabled())
+    j["Sampling"] = {{"Negatives", l.sampling.negatives},
+                     {"Distribution", to_string(l.sampling.distribution)}};
   if (l.kind == LayerKind::Hidden) {
     if (l.batch_normalization) j["BatchNormalization"] = true;
     if (l.sparseness_penalty_p != 0 || l.sparseness_penalty_beta != 0) {

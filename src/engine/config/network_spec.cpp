@@ -23,6 +23,14 @@ bool operator==(const SharedWeightSpec& a, const SharedWeightSpec& b) {
          std::tie(b.source_input_layer, b.source_output_layer, b.input_layer, b.transposed);
 }
 
+const char* to_string(SamplingDistribution d) {
+  return d == SamplingDistribution::Popularity ? "Popularity" : "Uniform";
+}
+
+bool operator==(const SamplingSpec& a, const SamplingSpec& b) {
+  return a.negatives == b.negatives && a.distribution == b.distribution;
+}
+
 bool operator==(const LayerSpec& a, const LayerSpec& b) {
   const auto fields = [](const LayerSpec& l) {
     return std::tie(l.name, l.kind, l.type, l.pooling, l.dataset, l.n_auto, l.n, l.dimensions,
@@ -31,7 +39,7 @@ bool operator==(const LayerSpec& a, const LayerSpec& b) {
                     l.kernel_dimensions, l.kernel_stride, l.batch_normalization,
                     l.sparseness_penalty_p, l.sparseness_penalty_beta, l.relu_slope, l.elu_alpha,
                     l.selu_lambda, l.activation_max, l.maxout_k, l.shared_weights, l.parallel,
-                    l.normalize, l.kl_beta, l.kl_anneal_steps);
+                    l.normalize, l.kl_beta, l.kl_anneal_steps, l.sampling);
   };
   return fields(a) == fields(b);
 }

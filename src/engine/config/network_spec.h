@@ -26,6 +26,19 @@ struct SharedWeightSpec {
 enum class ParallelMode { Auto, Data, Model };
 const char* to_string(ParallelMode m);
 
+// Sampled output training (the Output layer key "Sampling", docs/wide-outputs.md): each
+// training minibatch computes only its rows' target columns plus `negatives` columns drawn for
+// the whole minibatch, uniformly or in proportion to each item's count in the training targets.
+// negatives == 0: off (the full layer). Prediction and validation always use the full layer.
+enum class SamplingDistribution { Uniform, Popularity };
+const char* to_string(SamplingDistribution d);
+struct SamplingSpec {
+  uint32_t negatives = 0;
+  SamplingDistribution distribution = SamplingDistribution::Uniform;
+  bool enabled() const { return negatives > 0; }
+};
+bool operator==(const SamplingSpec& a, const SamplingSpec& b);
+
 struct LayerSpec {
   std::string name;
   LayerKind kind = LayerKind::Hidden;
@@ -66,6 +79,8 @@ struct LayerSpec {
   // kl_anneal_steps is 0.
   float kl_beta = 1.0f;
   uint64_t kl_anneal_steps = 0;
+  // Ours. Output layers: sampled output training (the key "Sampling").
+  SamplingSpec sampling;
 
   // N0 x N1 x N2 x N3; UINT64_MAX when the product does not fit 64 bits.
   uint64_t units() const {

@@ -13,6 +13,8 @@
 //   layer<i>_nn_normalize                     uint, Input layers, only when not None (1 L2)
 //   layer<i>_nn_klBeta                        float, Variational layers (layer<i>_type 3)
 //   layer<i>_nn_klAnnealSteps                 uint64, Variational layers
+//   layer<i>_nn_samplingNegatives             uint, Output layers with Sampling only
+//   layer<i>_nn_samplingDistribution          uint, with it (0 Uniform, 1 Popularity)
 //   layer<i>_nn_sharedWeights                uint count S, then per j < S:
 //     layer<i>_nn_sharedWeight<j>_sourceInputLayer / _sourceOutputLayer / _inputLayer  text
 //     layer<i>_nn_sharedWeight<j>_transposed                                           uint

@@ -148,6 +148,13 @@ class LayoutReader {
     }
     if (ours_ && in_.has(key("nn_normalize")))
       l.normalize = in_.enum_value(key("nn_normalize"), RowNormalization::L2);
+    // "Sampling" (ours; absent means off): negatives and 0 Uniform, 1 Popularity.
+    if (ours_ && in_.has(key("nn_samplingNegatives"))) {
+      l.sampling.negatives =
+          static_cast<uint32_t>(in_.unsigned_value(key("nn_samplingNegatives"), UINT32_MAX));
+      l.sampling.distribution =
+          static_cast<SamplingDistribution>(in_.unsigned_value(key("nn_samplingDistribution"), 1));
+    }
     if (l.type == LayerType::Variational) {
       l.kl_beta = in_.finite_float(key("nn_klBeta"));
       l.kl_anneal_steps = in_.unsigned_value(key("nn_klAnnealSteps"), UINT64_MAX);

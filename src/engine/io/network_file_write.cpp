@@ -168,6 +168,10 @@ class LayoutWriter {
       uint32_(key("nn_parallel"), static_cast<uint32_t>(l.parallel));
     if (l.normalize != RowNormalization::None)
       uint32_(key("nn_normalize"), static_cast<uint32_t>(l.normalize));
+    if (l.sampling.enabled()) {
+      uint32_(key("nn_samplingNegatives"), l.sampling.negatives);
+      uint32_(key("nn_samplingDistribution"), static_cast<uint32_t>(l.sampling.distribution));
+    }
     if (l.type == LayerType::Variational) {
       float_(key("nn_klBeta"), l.kl_beta);
       uint64_(key("nn_klAnnealSteps"), l.kl_anneal_steps);

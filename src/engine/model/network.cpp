@@ -327,7 +327,8 @@ void Network::forward(const LayerContext& ctx, const Layer* skip) {
     if (l != skip) l->forward(ctx);
 }
 
-void Network::backward(const LayerContext& ctx, const std::function<void(Layer&)>& after_layer) {
+void Network::backward(const LayerContext& ctx, const std::function<void(Layer&)>& after_layer,
+                       const std::function<bool(Layer&)>& instead) {
   for (auto& layer : layers_) {
     if (auto* fc = dynamic_cast<FullyConnectedLayer*>(layer.get()))
       fc->zero_shared_gradients(backend_);
@@ -341,7 +342,7 @@ void Network::backward(const LayerContext& ctx, const std::function<void(Layer&)
     // In reverse topological order every consumer has added its part of dE/da by now, so the
     // sparseness penalty's derivative completes it here, for every layer type alike.
     (*it)->add_sparseness_penalty_delta(backend_, ctx.rows);
-    (*it)->backward(ctx);
+    if (!instead || !instead(**it)) (*it)->backward(ctx);
     if (after_layer) after_layer(**it);
   }
 }

@@ -79,7 +79,10 @@ class Network {
   // Zeroes hidden deltas, then runs backward in reverse order. Output layers' deltas must
   // already hold dE/dz. `after_layer` (optional) is called as each layer's backward finishes,
   // so gradient communication can start while earlier layers still compute.
-  void backward(const LayerContext& ctx, const std::function<void(Layer&)>& after_layer = nullptr);
+  // `instead` (optional) is asked first for every layer: when it returns true it has done that
+  // layer's backward pass itself (a sampled output layer, train/sampled_output.h).
+  void backward(const LayerContext& ctx, const std::function<void(Layer&)>& after_layer = nullptr,
+                const std::function<bool(Layer&)>& instead = nullptr);
 
   const NetworkSpec& spec() const { return spec_; }
   Backend& backend() { return backend_; }

@@ -19,6 +19,9 @@ GradientReducer::GradientReducer(Network& net, Communicator& comm, GradientReduc
   // layers write into it is not visible from here, so such networks reduce after backward.
   for (const LayerSpec& l : net.spec().layers)
     if (!l.shared_weights.empty()) overlap_ = false;
+  auto excluded = [&options](const Parameter* p) {
+    return std::find(options.excluded.begin(), options.excluded.end(), p) != options.excluded.end();
+  };
   // Buckets in the order backward completes the parameters: layers in reverse forward order.
   const auto& order = net.order();
   Bucket current;
@@ -31,7 +34,7 @@ GradientReducer::GradientReducer(Network& net, Communicator& comm, GradientReduc
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     for (Parameter* p : (*it)->parameters()) {
       // A model-parallel slice is this rank's alone, its gradient already over every row.
-      if (bucket_of_.count(p) || p->sharded) continue;
+      if (bucket_of_.count(p) || p->sharded || excluded(p)) continue;
       const size_t bytes = p->size() * sizeof(float);
       if (bytes >= options.bucket_bytes) {  // a large parameter is a bucket of its own
         close();
@@ -48,7 +51,7 @@ GradientReducer::GradientReducer(Network& net, Communicator& comm, GradientReduc
   }
   close();
   for (Parameter* p : net.parameters())  // parameters of no layer in order() (none today)
-    if (!bucket_of_.count(p) && !p->sharded) {
+    if (!bucket_of_.count(p) && !p->sharded && !excluded(p)) {
       current.params.push_back(p);
       current.floats += p->size();
     }

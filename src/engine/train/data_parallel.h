@@ -27,6 +27,9 @@ namespace nn {
 struct GradientReducerOptions {
   size_t bucket_bytes = size_t(4) << 20;  // small parameters are packed up to this size
   bool overlap = true;  // start buckets during backward (false: all after it, for comparison)
+  // Parameters the reducer leaves alone: their owner reduces what it computed (a sampled output
+  // layer's columns, train/sampled_output.h).
+  std::vector<const Parameter*> excluded;
 };
 
 class GradientReducer {

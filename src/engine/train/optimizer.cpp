@@ -41,8 +41,7 @@ float Optimizer::learning_rate(uint64_t epoch, uint64_t step) const {
   return static_cast<float>(a);
 }
 
-void Optimizer::update(Parameter& p, uint64_t step, float alpha) {
-  if (p.locked) return;
+OptimizerParams Optimizer::params(const Parameter& p, uint64_t step, float alpha) const {
   OptimizerParams op;
   op.kind = settings_.kind;
   op.alpha = alpha;
@@ -51,6 +50,34 @@ void Optimizer::update(Parameter& p, uint64_t step, float alpha) {
   op.mu = settings_.mu;
   op.mu1 = settings_.mu1;
   op.step = step;
+  return op;
+}
+
+void Optimizer::update_columns(Parameter& p, uint32_t rows, const uint32_t* index, uint32_t count,
+                               const float* grad, uint64_t step, float alpha) {
+  if (p.locked || count == 0) return;
+  const auto cols = static_cast<uint32_t>(p.size() / rows);
+  const size_t n = size_t(rows) * count;
+  columns_.resize(backend_, n);
+  backend_.gather_columns(p.value.data(), rows, cols, index, count, columns_.data());
+  float* state[2] = {nullptr, nullptr};
+  for (size_t k = 0; k < p.state.size() && k < 2; ++k) {
+    column_state_[k].resize(backend_, n);
+    backend_.gather_columns(p.state[k].data(), rows, cols, index, count, column_state_[k].data());
+    state[k] = column_state_[k].data();
+  }
+  backend_.optimizer_step(params(p, step, alpha), columns_.data(), grad, state[0], state[1], n);
+  // A column's norm is over its rows, all of which are here (the matrix is [inputs][outputs]).
+  if (p.max_column_norm > 0.0f && p.norm_rows == rows && !p.norm_over_rows)
+    backend_.clip_column_norms(columns_.data(), rows, count, p.max_column_norm);
+  backend_.scatter_columns(columns_.data(), rows, count, index, cols, p.value.data());
+  for (size_t k = 0; k < p.state.size() && k < 2; ++k)
+    backend_.scatter_columns(column_state_[k].data(), rows, count, index, cols, p.state[k].data());
+}
+
+void Optimizer::update(Parameter& p, uint64_t step, float alpha) {
+  if (p.locked) return;
+  const OptimizerParams op = params(p, step, alpha);
   float* s0 = p.state.size() > 0 ? p.state[0].data() : nullptr;
   float* s1 = p.state.size() > 1 ? p.state[1].data() : nullptr;
   backend_.optimizer_step(op, p.value.data(), p.grad.data(), s0, s1, p.size());

@@ -38,10 +38,22 @@ class Optimizer {
   // Applies one update (step is 1-based) with learning rate alpha, then the parameter's
   // max-norm constraint (WeightNorm), if any.
   void update(Parameter& p, uint64_t step, float alpha);
+  // The lazy update of a sampled output layer (train/sampled_output.h): `p` viewed as
+  // [rows][p.size() / rows], only its columns `index` (`count` of them, backend memory) are
+  // updated, by `grad` ([rows][count]) exactly as update() would update them (the same rule,
+  // weight decay and WeightNorm), their optimizer state with them; every other column and its
+  // state stays as it was.
+  void update_columns(Parameter& p, uint32_t rows, const uint32_t* index, uint32_t count,
+                      const float* grad, uint64_t step, float alpha);
 
  private:
+  OptimizerParams params(const Parameter& p, uint64_t step, float alpha) const;
+
   Backend& backend_;
   OptimizerSettings settings_;
+  // update_columns' compact copies of the values and the state.
+  DeviceArray<float> columns_;
+  DeviceArray<float> column_state_[2];
 };
 
 }  // namespace nn

@@ -53,6 +53,7 @@ OutputLosses::OutputLosses(Network& net, const BoundData& data) : net_(net), dat
     params_.push_back(loss_params(net_.spec(), net_.layer(out.layer).spec(), out.dataset));
     targets_.push_back(std::make_unique<TargetBuffer>());
   }
+  skipped_.assign(data_.outputs.size(), false);
 }
 
 TargetView OutputLosses::targets(size_t o, const HostBatch& batch, const HostBatch* whole,
@@ -97,6 +98,7 @@ double OutputLosses::evaluate(const HostBatch& batch, bool write_deltas, const H
   Backend& be = net_.backend();
   double err = 0.0;
   for (size_t o = 0; o < data_.outputs.size(); ++o) {
+    if (skipped_[o]) continue;
     uint32_t rows = 0, cols = 0;
     const TargetView tv = targets(o, batch, whole, rows, cols);
     Layer& out = net_.layer(data_.outputs[o].layer);
@@ -112,6 +114,7 @@ void OutputLosses::accumulate(const HostBatch& batch, bool write_deltas, const H
                               double* sum, bool activations_deferred) {
   Backend& be = net_.backend();
   for (size_t o = 0; o < data_.outputs.size(); ++o) {
+    if (skipped_[o]) continue;
     uint32_t rows = 0, cols = 0;
     const TargetView tv = targets(o, batch, whole, rows, cols);
     Layer& out = net_.layer(data_.outputs[o].layer);

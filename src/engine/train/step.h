@@ -32,6 +32,9 @@ class OutputLosses {
   // activation first, in one operation (Backend::activate_loss_accumulate).
   void accumulate(const HostBatch& batch, bool write_deltas, const HostBatch* whole, double* sum,
                   bool activations_deferred = false);
+  // Leaves output `o` out of both sums (a sampled output layer computes its own loss:
+  // train/sampled_output.h).
+  void skip_output(size_t o) { skipped_.at(o) = true; }
 
  private:
   // Loads output o's targets for this batch; rows and cols: the part of the layer its loss covers.
@@ -43,6 +46,7 @@ class OutputLosses {
   std::vector<std::unique_ptr<TargetBuffer>> targets_;
   SparseBatch slice_;  // staging for a model-parallel layer's columns
   std::vector<float> dense_slice_, row_sum_;
+  std::vector<bool> skipped_;
 };
 
 }  // namespace nn

@@ -102,9 +102,16 @@ TrainingLoop::TrainingLoop(Network& net, const BoundData& data, TrainOptions opt
   if (data_.outputs.empty()) throw ConfigError("training needs datasets bound to output layers");
   const uint32_t max_rows =
       static_cast<uint32_t>(std::min<uint64_t>(options_.minibatch, data_.examples));
+  // A sampled output layer computes its columns in its own buffers: the layer has none.
+  sampled_ = SampledOutput::create(net_, data_, options_.seed, comm_);
+  if (sampled_) {
+    losses_.skip_output(sampled_->output());
+    for (Parameter* p : net_.parameters())
+      if (sampled_->owns(p)) options_.reduction.excluded.push_back(p);
+  }
   // Model-parallel layers compute every row of the global minibatch for their units.
   net_.set_max_batch(std::max<uint32_t>(1, max_rank_rows(max_rows, comm_->size())),
-                     std::max<uint32_t>(1, max_rows));
+                     std::max<uint32_t>(1, max_rows), sampled_ ? &sampled_->layer() : nullptr);
   model_parallel_ = net_.model_parallel();
   for (Parameter* p : net_.parameters()) optimizer_.prepare(*p);
   // Split layers issue blocking collectives during backward; the communicator's contract keeps
@@ -262,6 +269,7 @@ std::vector<EpochReport> TrainingLoop::run() {
        std::to_string(options_.minibatch) + ", " + std::to_string(parameters + split_parameters) +
        " parameters, " + describe(options_.optimizer) + ", backend " + net_.backend().name());
   for (const std::string& line : placement_) log_(line);
+  if (sampled_) log_(sampled_->describe());
   if (reducer_ && reducer_->buckets() > 0)
     log_(
         format("data parallel: %d ranks (%s), each takes its slice of every minibatch of %u; "
@@ -512,7 +520,7 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
   if (run_passes) {
     load_inputs(net_, data_, hb);
     if (whole) load_full_inputs(net_, data_, *whole);
-    net_.forward(ctx);
+    net_.forward(ctx, sampled_ ? &sampled_->layer() : nullptr);
     losses_.accumulate(hb, /*write_deltas=*/true, whole, loss_sums_.data() + math::kLossBatch,
                        /*activations_deferred=*/true);
     // The penalty terms (sparseness penalties, a Variational layer's KL term; 0 when there are
@@ -520,6 +528,8 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
     // the data error.
     if (hb.rows > 0) net_.accumulate_penalties(ctx, loss_sums_.data() + math::kLossPenalty);
   }
+  // Collective with several ranks: every rank takes part, with or without rows.
+  if (sampled_) sampled_->forward_loss(ctx, hb, loss_sums_.data() + math::kLossBatch);
   double err = 0.0;
   if (comm_->size() > 1) {
     // Losses are sums over examples: the global batch's loss is the sum over ranks. The
@@ -531,18 +541,30 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
     comm_->all_reduce_sum(&err, 1);
     if (!std::isfinite(err)) return err;
   }
+  // A sampled output layer runs its own backward pass (train/sampled_output.h).
+  std::function<bool(Layer&)> instead;
+  if (sampled_)
+    instead = [this, &ctx](Layer& l) {
+      if (&l != &sampled_->layer()) return false;
+      sampled_->backward(ctx);
+      return true;
+    };
   if (reducer_) {
     // Local gradients are means over this rank's rows; weighting them by rows / global rows
     // before summing gives the global batch mean exactly, however the rows were split.
     reducer_->begin(float(double(hb.rows) / double(global_rows)));
     // A rank without rows contributes zeros (weight 0). With batch normalisation it still runs
     // the backward pass, hook included, so its collectives come in the same order as everyone's.
-    if (run_passes) net_.backward(ctx, [this](Layer& l) { reducer_->layer_done(l); });
+    if (run_passes)
+      net_.backward(
+          ctx, [this](Layer& l) { reducer_->layer_done(l); }, instead);
     reducer_->finish();
   } else {
-    net_.backward(ctx);
+    net_.backward(ctx, nullptr, instead);
   }
-  for (Parameter* p : net_.parameters()) optimizer_.update(*p, step_, alpha);
+  for (Parameter* p : net_.parameters())
+    if (!sampled_ || !sampled_->owns(p)) optimizer_.update(*p, step_, alpha);
+  if (sampled_) sampled_->update(optimizer_, step_, alpha);
   return err;
 }
 

@@ -25,6 +25,7 @@
 #include "train/data_parallel.h"
 #include "train/example_stream.h"
 #include "train/optimizer.h"
+#include "train/sampled_output.h"
 #include "train/step.h"
 #include "train/validation.h"
 
@@ -162,6 +163,7 @@ class TrainingLoop {
   std::unique_ptr<ExampleStream> stream_;  // streaming input (null: datasets in memory)
   BatchLoader loader_;
   OutputLosses losses_;
+  std::unique_ptr<SampledOutput> sampled_;  // the output layer with Sampling (null: none)
   uint64_t epoch_ = 0, step_ = 0;
   Rng shuffle_rng_;
   // Mid-epoch position: minibatches of epoch epoch_ + 1 done, the shuffle generator's state

@@ -97,6 +97,9 @@ Validator::Validator(Network& net, const BoundData& data, uint32_t k,
 ValidationResult Validator::evaluate() {
   Backend& be = net_.backend();
   const uint32_t saved_rows = net_.max_batch();
+  // A sampled output layer trains without buffers (train/sampled_output.h); validation scores
+  // the full layer, so it gets them for the evaluation only.
+  const Layer* saved_unallocated = net_.unallocated();
   const uint32_t batch = std::max<uint32_t>(saved_rows, 1);
   const uint64_t n = data_.examples;
   net_.set_max_batch(static_cast<uint32_t>(std::min<uint64_t>(batch, n)));
@@ -187,7 +190,7 @@ ValidationResult Validator::evaluate() {
       run(part, loader, count, part_truth, classes, exclude);
     }
   }
-  net_.set_max_batch(saved_rows);
+  net_.set_max_batch(saved_rows, 0, saved_unallocated);
   const double loss = sums.to_host()[math::kLossTotal];
 
   ValidationResult r;

@@ -285,3 +285,32 @@ TEST(KernelPadding, SourceSmallerThanKernel) {
 
 }  // namespace
 }  // namespace nn::test
+
+namespace nn::test {
+namespace {
+
+// An Output layer's Sampling (ours: layer<i>_nn_samplingNegatives/_nn_samplingDistribution)
+// comes back as written.
+TEST(NetworkFileRoundTrip, SamplingKeepsNegativesAndDistribution) {
+  ScratchDir dir;
+  NetworkFile original = rich_network_file();
+  bool set = false;
+  for (LayerSpec& l : original.spec.layers)
+    if (l.kind == LayerKind::Output && !set) {
+      l.sampling.negatives = 777;
+      l.sampling.distribution = SamplingDistribution::Popularity;
+      set = true;
+    }
+  ASSERT_TRUE(set);
+  write_network_file(dir.file("sampled.nc"), original);
+  const NetworkFile loaded = read_network_file(dir.file("sampled.nc"));
+  expect_same_network_file(original, loaded);
+  bool found = false;
+  for (const LayerSpec& l : loaded.spec.layers)
+    found |=
+        l.sampling.negatives == 777 && l.sampling.distribution == SamplingDistribution::Popularity;
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace nn::test

@@ -72,3 +72,55 @@ TEST(DataParallelThreads, UnevenSplitsOverThreeRanksEqualOneProcess) {
 
 }  // namespace
 }  // namespace nn::test
+
+namespace nn::test {
+namespace {
+
+// A sampled output layer (train/sampled_output.h) trained by three ranks: they agree on the
+// columns (the union of their targets, the same draws) and sum their compact gradients weighted
+// by rows, so they end with one process's weights; ranks without rows in the short last batch
+// still take part.
+std::vector<std::vector<float>> train_sampled(int ranks, int rank,
+                                              const std::shared_ptr<ThreadGroup>& group) {
+  const auto in = random_rows(17, 40, 20, 4);
+  const auto out = random_rows(18, 40, 60, 2);
+  const char* json = R"({"ErrorFunction": "CrossEntropy", "Layers": [
+    {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},
+    {"Name": "Hidden", "Kind": "Hidden", "N": 8, "Activation": "Tanh"},
+    {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "SoftMax",
+     "Sampling": {"Negatives": 6, "Distribution": "Popularity"}}]})";
+  Fixture f(json, {sparse_set("input", 20, in), sparse_set("output", 60, out)}, 5,
+            make_backend("cpu", 1));
+  std::unique_ptr<Communicator> comm;
+  if (ranks > 1) comm = std::make_unique<ThreadCommunicator>(group, rank);
+  TrainOptions o = options();
+  o.minibatch = 13;  // 40 examples: 13, 13, 13, then 1 row (two ranks without rows)
+  o.optimizer.kind = OptimizerKind::Adam;
+  o.optimizer.alpha = 0.01f;
+  TrainingLoop loop(*f.net, f.bound, o, null_log(), comm.get());
+  loop.run();
+  std::vector<std::vector<float>> weights;
+  for (Parameter* p : f.net->parameters()) weights.push_back(p->value.to_host());
+  return weights;
+}
+
+TEST(DataParallelThreads, SampledOutputOverThreeRanksEqualsOneProcess) {
+  const auto one = train_sampled(1, 0, nullptr);
+  auto group = std::make_shared<ThreadGroup>(3);
+  std::vector<std::vector<std::vector<float>>> ranks(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] { ranks[size_t(r)] = train_sampled(3, r, group); });
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(ranks[0].size(), one.size());
+  for (size_t p = 0; p < one.size(); ++p)
+    for (size_t i = 0; i < one[p].size(); ++i) {
+      for (int r = 1; r < 3; ++r)
+        ASSERT_EQ(ranks[size_t(r)][p][i], ranks[0][p][i]) << "rank " << r << " parameter " << p;
+      EXPECT_NEAR(ranks[0][p][i], one[p][i], 2e-5f * std::max(1.0f, std::fabs(one[p][i])))
+          << "parameter " << p << " entry " << i;
+    }
+}
+
+}  // namespace
+}  // namespace nn::test

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Sampled versus full output training (docs/wide-outputs.md, "Sampled outputs"), in one run:
+# examples per second of nn-train with the full output layer and with "Sampling", and the
+# recall@10 of each trained network (scored by nn-predict on the full layer) after the same
+# number of epochs.
+#
+#   scripts/bench_sampled.sh synthetic ITEMS [CLUSTERS TRAIN_USERS EPOCHS NEGATIVES FULL_EPOCHS
+#                                             DISTRIBUTION]
+#     A catalog of ITEMS items with planted structure (scripts/bench_sampled.py gen: users of
+#     clusters of items, Zipf popularity), hidden 128, SoftMax output; 2,000 test users with half
+#     of their items held out. FULL_EPOCHS (default EPOCHS) < EPOCHS times the full layer on
+#     fewer epochs when it is too slow to train as long: its recall is then reported after
+#     FULL_EPOCHS and the sampled network's after both. DISTRIBUTION: Uniform (default) or
+#     Popularity.
+#   scripts/bench_sampled.sh movielens [NEGATIVES DISTRIBUTION]
+#     The bundled MovieLens sample (samples/movielens), 80/20 split of each user's ratings, the
+#     Mult-DAE network of configs/recommender-mult-dae (SoftMax) and the autoencoder of
+#     configs/recommender-autoencoder (Sigmoid), each full and sampled.
+#
+# NN_TOOLS: the tools (default build/src/tools); NN_BENCH_DIR: work directory (default
+# out/bench-sampled). Every line of results carries the load average at its start.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+tools=${NN_TOOLS:-$root/build/src/tools}
+work=${NN_BENCH_DIR:-$root/out/bench-sampled}
+py=$root/scripts/bench_sampled.py
+mode=${1:-synthetic}
+load() { cut -d' ' -f1 /proc/loadavg; }
+# rate LOG: the mean of the epochs' examples/s.
+rate() {
+  sed -n 's/^epoch [0-9]*\/[0-9]*: .*, \([0-9]*\) examples\/s.*/\1/p' "$1" |
+    awk '{ s += $1; n++ } END { printf "%.0f", n ? s / n : 0 }'
+}
+
+synthetic() {
+  local items=$1 clusters=${2:-100} users=${3:-20000} epochs=${4:-4} negatives=${5:-2048}
+  local full_epochs=${6:-$4} distribution=${7:-Uniform}
+  local dir=$work/synthetic-$items
+  mkdir -p "$dir"
+  cd "$dir"
+  python3 "$py" gen . "$items" "$clusters" 10 "$users" 2000 16384 1.0 7
+  rm -f *.idx
+  "$tools/nn-generate" -q -d output -i all_items.txt -o catalog.nc -f items.idx -s catalog.idx -c --align 1
+  "$tools/nn-generate" -q -d output -i train_out.txt -o train_out.nc -f items.idx -s train.idx -m --align 1
+  "$tools/nn-generate" -q -d input -i all_buckets.txt -o catalog.nc -f buckets.idx -s catalog2.idx -c --align 1
+  "$tools/nn-generate" -q -d input -i train_in.txt -o train_in.nc -f buckets.idx -s train.idx -m --align 1
+  rm -f catalog.nc
+  for variant in full sampled; do
+    local sampling=""
+    [ $variant = sampled ] &&
+      sampling=", \"Sampling\": {\"Negatives\": $negatives, \"Distribution\": \"$distribution\"}"
+    cat >$variant.json <<JSON
+{ "Name": "catalog-$variant", "ErrorFunction": "CrossEntropy",
+  "Layers": [
+    { "Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true },
+    { "Name": "Hidden", "Kind": "Hidden", "N": 128, "Activation": "Tanh" },
+    { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "SoftMax"$sampling } ] }
+JSON
+  done
+  echo "== synthetic catalog: $items items in $clusters clusters, $users training users, hidden 128, $epochs epochs (full: $full_epochs), $negatives $distribution negatives"
+  printf '%-8s %7s %9s %14s %10s %s\n' variant epochs load examples/s recall@10 seconds
+  for variant in full sampled; do
+    local e=$epochs
+    [ $variant = full ] && e=$full_epochs
+    local l0
+    l0=$(load)
+    local t0=$SECONDS
+    "$tools/nn-train" -c $variant.json -i train_in.nc -o train_out.nc -n $variant.nc -b 128 -e "$e" \
+      --optimizer Adam -alpha 0.003 -lambda 0 --seed 5 2>$variant.log
+    local secs=$((SECONDS - t0))
+    "$tools/nn-predict" -n $variant.nc -r test_in.txt -i buckets.idx -o items.idx -f test_filter.txt \
+      -k 10 >$variant.recs 2>$variant.predict.log
+    printf '%-8s %7s %9s %14s %10s %s\n' $variant "$e" "$l0" "$(rate $variant.log)" \
+      "$(python3 "$py" recall $variant.recs test_heldout.txt 10)" "$secs"
+    if [ $variant = sampled ] && [ "$full_epochs" != "$epochs" ]; then
+      "$tools/nn-train" -q -c sampled.json -i train_in.nc -o train_out.nc -n sampled_short.nc -b 128 \
+        -e "$full_epochs" --optimizer Adam -alpha 0.003 -lambda 0 --seed 5
+      "$tools/nn-predict" -n sampled_short.nc -r test_in.txt -i buckets.idx -o items.idx \
+        -f test_filter.txt -k 10 >sampled_short.recs 2>/dev/null
+      printf '%-8s %7s %9s %14s %10s\n' sampled "$full_epochs" "$(load)" "-" \
+        "$(python3 "$py" recall sampled_short.recs test_heldout.txt 10)"
+    fi
+  done
+}
+
+movielens() {
+  local negatives=${1:-500} distribution=${2:-Uniform}
+  local dir=$work/movielens
+  mkdir -p "$dir"
+  cd "$dir"
+  /usr/bin/python3 "$root/samples/movielens/split_ratings.py" -d . "$root/samples/movielens/ratings.csv" >/dev/null
+  rm -f features.idx samples.idx
+  "$tools/nn-generate" -q -d input -i train.csv --rows --header -o input.nc -f features.idx -s samples.idx -c
+  "$tools/nn-generate" -q -d output -i train.csv --rows --header -o output.nc -f features.idx -s samples.idx
+  awk -F, '$1 ~ /^[0-9]+$/ { items[$1] = items[$1] (items[$1] == "" ? "" : ":") $2 }
+       END { for (u in items) print u "\t" items[u] }' train.csv >ratings.txt
+  echo "== MovieLens sample (bundled ratings, 80/20 per user), $negatives $distribution negatives"
+  printf '%-26s %9s %14s %10s\n' network load examples/s recall@10
+  for config in recommender-mult-dae recommender-autoencoder; do
+    cp "$root/configs/$config/network.json" "$config.json"
+    for variant in full sampled; do
+      python3 - "$root/configs/$config/train.cdl" "$config.json" $variant "$negatives" \
+        "$distribution" >$config-$variant.cdl <<'PY'
+import json, sys
+cdl = json.load(open(sys.argv[1]))
+cdl["Network"] = sys.argv[2]
+t = cdl["TrainingParameters"]
+t["Results"] = sys.argv[2].replace(".json", "-" + sys.argv[3] + ".nc")
+t["CheckpointInterval"] = 0
+if sys.argv[3] == "sampled":
+    t["Sampling"] = {"Negatives": int(sys.argv[4]), "Distribution": sys.argv[5]}
+print(json.dumps(cdl, indent=1))
+PY
+      local l0
+      l0=$(load)
+      "$tools/nn-train" $config-$variant.cdl 2>$config-$variant.log
+      "$tools/nn-predict" -n $config-$variant.nc -r ratings.txt -i features.idx -o features.idx \
+        -f ratings.txt -k 10 >$config-$variant.recs 2>/dev/null
+      local recall
+      recall=$(/usr/bin/python3 "$root/scripts/movielens_eval.py" train.csv test.csv \
+        "x=$config-$variant.recs" | awk '$1 == "x" && NF > 3 { print $3 }')
+      printf '%-26s %9s %14s %10s\n' "$config $variant" "$l0" "$(rate $config-$variant.log)" "$recall"
+    done
+  done
+}
+
+case $mode in
+  synthetic) shift; synthetic "$@" ;;
+  movielens) shift; movielens "$@" ;;
+  *) echo "usage: $0 synthetic ITEMS [...] | movielens [NEGATIVES]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,206 @@
+// Sampled output training: the checks, and one step's forward, loss, backward and lazy update on
+// the sampled columns (the arithmetic is in the header's comment and docs/wide-outputs.md).
+#include "train/sampled_output.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "train/loss_setup.h"
+
+namespace nn {
+namespace {
+
+std::string where(const NetworkSpec& spec, const LayerSpec& l) {
+  return (spec.source.empty() ? std::string("network") : spec.source) + ": layer '" + l.name +
+         "': Sampling";
+}
+
+// Why the output layer `layer` (bound to `targets`) cannot be sampled, or "".
+std::string obstacle(Network& net, Layer& layer, const ExampleSet& targets) {
+  const LayerSpec& l = layer.spec();
+  if (net.model_parallel())
+    return "is not supported with model-parallel (split) layers yet; set \"Parallel\": "
+           "\"Data\" on the split layers (or in the command file) to train data parallel";
+  if (net.backend().precision() == Precision::BF16)
+    return "is not supported with BF16 precision yet; use FP32";
+  auto* fc = dynamic_cast<FullyConnectedLayer*>(&layer);
+  if (!fc || l.type != LayerType::FullyConnected)
+    return "needs a FullyConnected layer, but this one is " + std::string(to_string(l.type));
+  if (l.activation != Activation::SoftMax && l.activation != Activation::Sigmoid)
+    return "needs Activation SoftMax or Sigmoid, not " + std::string(to_string(l.activation));
+  if (net.spec().error_function != ErrorFunction::CrossEntropy)
+    return "needs ErrorFunction CrossEntropy, not " +
+           std::string(to_string(net.spec().error_function));
+  if (l.batch_normalization) return "is not supported with BatchNormalization";
+  if (!l.skips.empty()) return "is not supported with Skip";
+  if (l.delta_norm > 0.0f) return "is not supported with DeltaNorm";
+  if (fc->connections().size() != 1)
+    return "needs exactly one Source, not " + std::to_string(fc->connections().size());
+  const Connection& c = *fc->connections()[0];
+  if (c.shared) return "is not supported with SharedWeights";
+  if (c.users > 1) return "is not supported on a layer whose weights other layers share";
+  if (c.source->has_sparse_output())
+    return "needs a dense source (a Hidden layer), but '" + c.source->name() +
+           "' is a sparse input";
+  if (!targets.is_sparse())
+    return "needs sparse targets, but dataset '" + targets.name + "' is dense";
+  return "";
+}
+
+}  // namespace
+
+std::unique_ptr<SampledOutput> SampledOutput::create(Network& net, const BoundData& data,
+                                                     uint64_t seed, Communicator* comm) {
+  std::unique_ptr<SampledOutput> out;
+  for (size_t o = 0; o < data.outputs.size(); ++o) {
+    Layer& l = net.layer(data.outputs[o].layer);
+    if (!l.spec().sampling.enabled()) continue;
+    if (out)
+      throw ConfigError(where(net.spec(), l.spec()) + " is supported on one output layer only; '" +
+                        out->layer().name() + "' has it too");
+    const std::string why = obstacle(net, l, *data.outputs[o].dataset);
+    if (!why.empty()) throw ConfigError(where(net.spec(), l.spec()) + " " + why);
+    out.reset(new SampledOutput(net, data, o, seed, comm));
+  }
+  return out;
+}
+
+SampledOutput::SampledOutput(Network& net, const BoundData& data, size_t output, uint64_t seed,
+                             Communicator* comm)
+    : net_(net),
+      layer_(dynamic_cast<FullyConnectedLayer&>(net.layer(data.outputs[output].layer))),
+      connection_(*layer_.connections()[0]),
+      output_(output),
+      slot_(data.inputs.size() + output),
+      seed_(seed),
+      comm_(comm && comm->size() > 1 ? comm : nullptr),
+      loss_(loss_params(net.spec(), layer_.spec(), data.outputs[output].dataset)),
+      softmax_(layer_.spec().activation == Activation::SoftMax),
+      negatives_(layer_.spec().sampling.negatives),
+      sampler_(NegativeSampler::for_spec(layer_.spec().sampling, *data.outputs[output].dataset,
+                                         layer_.units())) {}
+
+std::string SampledOutput::describe() const {
+  const SamplingSpec& s = layer_.spec().sampling;
+  return "sampled output: layer '" + layer_.name() + "' computes each minibatch's targets and " +
+         std::to_string(s.negatives) + " " + to_string(s.distribution) + " negatives of its " +
+         std::to_string(layer_.units()) + " units (" +
+         (softmax_ ? "log-Q corrected SoftMax" : "weighted Sigmoid negatives") +
+         "; validation and prediction use the whole layer)";
+}
+
+bool SampledOutput::owns(const Parameter* p) const {
+  return p == &connection_.weights || p == &connection_.bias;
+}
+
+void SampledOutput::forward_loss(const LayerContext& ctx, const HostBatch& batch, double* sum) {
+  Backend& be = ctx.backend;
+  const SparseBatch& targets = batch.sparse[slot_];
+  cols_ = sample_columns(positives(targets), sampler_, negatives_, seed_, ctx.step, layer_.index());
+  rows_ = ctx.rows;
+  global_rows_ = ctx.all_rows();
+  have_gradients_ = false;
+  const auto m = static_cast<uint32_t>(cols_.columns.size());
+  const uint32_t n_in = connection_.source->units(), n_out = layer_.units();
+  index_.assign(be, cols_.columns);
+  // The targets, moved to their places among the positives (columns[0, positives) is sorted).
+  compact_targets_ = targets;
+  compact_targets_.cols = m;
+  const auto first = cols_.columns.begin(), last = first + cols_.positives;
+  for (uint32_t& j : compact_targets_.index)
+    j = static_cast<uint32_t>(std::lower_bound(first, last, j) - first);
+  const TargetView& tv = targets_.load_sparse(be, compact_targets_);
+  if (m == 0) return;
+  // W[:, S] and b[S]; for SoftMax the log-Q correction joins the bias of the negatives.
+  w_.resize(be, size_t(n_in) * m);
+  b_.resize(be, m);
+  be.gather_columns(connection_.weights.value.data(), n_in, n_out, index_.data(), m, w_.data());
+  be.gather_columns(connection_.bias.value.data(), 1, n_out, index_.data(), m, b_.data());
+  std::vector<float> correction(m, softmax_ ? 0.0f : 1.0f);
+  for (uint32_t k = cols_.positives; k < m; ++k)
+    correction[k] = softmax_ ? static_cast<float>(-std::log(cols_.inclusion[k]))
+                             : static_cast<float>(1.0 / cols_.inclusion[k]);
+  correction_.assign(be, correction);
+  if (softmax_) be.axpy(m, 1.0f, correction_.data(), b_.data());
+  z_.resize(be, size_t(rows_) * m);
+  delta_.resize(be, size_t(rows_) * m);
+  if (rows_ == 0) return;
+  be.broadcast_bias(z_.data(), b_.data(), rows_, m, /*accumulate=*/false);
+  be.gemm(false, false, int(rows_), int(m), int(n_in), 1.0f, connection_.source->activations(),
+          int(n_in), w_.data(), int(m), 1.0f, z_.data(), int(m));
+  be.activate_loss_accumulate(activation_params(layer_.spec()), loss_, z_.data(), tv, rows_, m,
+                              delta_.data(), sum);
+  // Sigmoid: each sampled negative's terms stand for 1 / pi of the columns outside P.
+  if (!softmax_) be.scale_columns(delta_.data(), rows_, m, correction_.data());
+}
+
+std::vector<uint32_t> SampledOutput::positives(const SparseBatch& targets) {
+  if (!comm_) return targets.index;
+  std::vector<uint32_t> mine = targets.index;
+  std::sort(mine.begin(), mine.end());
+  mine.erase(std::unique(mine.begin(), mine.end()), mine.end());
+  std::vector<int64_t> counts(size_t(comm_->size()), 0);
+  const auto count = int64_t(mine.size());
+  comm_->all_gather(&count, 1, counts.data());
+  std::vector<size_t> sizes(counts.begin(), counts.end());
+  size_t total = 0;
+  for (size_t c : sizes) total += c;
+  // Column indices fit int32: a layer's units are limited far below 2^31 by its weights.
+  std::vector<int32_t> send(mine.begin(), mine.end()), all(total);
+  comm_->all_gather_v(send.data(), all.data(), sizes);
+  return std::vector<uint32_t>(all.begin(), all.end());
+}
+
+void SampledOutput::reduce_gradients() {
+  const size_t nw = grad_w_.size(), nb = grad_b_.size();
+  std::vector<float> host(nw + nb, 0.0f);
+  if (have_gradients_ && rows_ > 0) {
+    const std::vector<float> w = grad_w_.to_host(), b = grad_b_.to_host();
+    const float weight = float(double(rows_) / double(std::max<uint32_t>(global_rows_, 1)));
+    for (size_t i = 0; i < nw; ++i) host[i] = w[i] * weight;
+    for (size_t i = 0; i < nb; ++i) host[nw + i] = b[i] * weight;
+  }
+  comm_->all_reduce_sum(host.data(), host.size());
+  grad_w_.upload(host.data(), nw);
+  grad_b_.upload(host.data() + nw, nb);
+}
+
+void SampledOutput::backward(const LayerContext& ctx) {
+  Backend& be = ctx.backend;
+  const auto m = static_cast<uint32_t>(cols_.columns.size());
+  const uint32_t n_in = connection_.source->units();
+  grad_w_.resize(be, size_t(n_in) * m);
+  grad_b_.resize(be, m);
+  if (m == 0) return;
+  if (rows_ == 0) {
+    be.fill(grad_w_.data(), grad_w_.size(), 0.0f);
+    be.fill(grad_b_.data(), grad_b_.size(), 0.0f);
+    return;
+  }
+  have_gradients_ = true;
+  const float inv_rows = 1.0f / static_cast<float>(rows_);
+  Layer* src = connection_.source;
+  // The full layer's propagate() on the compact columns: G = x^T delta / rows, the bias the
+  // column means, and dE/dx += delta W^T.
+  be.gemm(true, false, int(n_in), int(m), int(rows_), inv_rows, src->activations(), int(n_in),
+          delta_.data(), int(m), 0.0f, grad_w_.data(), int(m));
+  be.column_sums(delta_.data(), rows_, m, inv_rows, 0.0f, grad_b_.data());
+  if (src->needs_delta())
+    be.gemm(false, true, int(rows_), int(n_in), int(m), 1.0f, delta_.data(), int(m), w_.data(),
+            int(m), 1.0f, src->delta(), int(n_in));
+}
+
+void SampledOutput::update(Optimizer& optimizer, uint64_t step, float alpha) {
+  const auto m = static_cast<uint32_t>(cols_.columns.size());
+  Backend& be = net_.backend();
+  const uint32_t n_in = connection_.source->units();
+  grad_w_.resize(be, size_t(n_in) * m);
+  grad_b_.resize(be, m);
+  if (comm_) reduce_gradients();
+  optimizer.update_columns(connection_.weights, connection_.source->units(), index_.data(), m,
+                           grad_w_.data(), step, alpha);
+  optimizer.update_columns(connection_.bias, 1, index_.data(), m, grad_b_.data(), step, alpha);
+}
+
+}  // namespace nn

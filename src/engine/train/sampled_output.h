@@ -1,0 +1,92 @@
+// Sampled output training (the Output layer key "Sampling", docs/wide-outputs.md): a training
+// step computes only some columns of a wide fully connected output layer. For a minibatch with
+// targets P (every column some row targets) and drawn negatives D (accidental hits removed,
+// train/negative_sampler.h), S = P then D, and with h the source's activations:
+//   z = h W[:, S] + b[S] (+ -log pi_j on the columns of D for SoftMax: the log-Q correction),
+//   the layer's loss on z against the targets moved to their places in S, dE/dz = delta,
+//   Sigmoid: delta of a column j of D multiplied by 1 / pi_j (Horvitz-Thompson: the sampled
+//   negatives' terms estimate the sum over every column outside P without bias),
+//   gradients dW[:, S] = h^T delta / rows, db[S] = column sums / rows, dE/dh += delta W[:, S]^T,
+//   and the optimizer updates the columns of S only (Optimizer::update_columns: lazy updates).
+// pi_j is the probability that column j is in D. The full layer's activations are never formed
+// in training (the layer has no buffers then); validation and prediction use the full layer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/device_array.h"
+#include "distributed/communicator.h"
+#include "layers/fully_connected_layer.h"
+#include "model/batch_loader.h"
+#include "model/network.h"
+#include "train/negative_sampler.h"
+#include "train/optimizer.h"
+#include "train/target_buffer.h"
+
+namespace nn {
+
+class SampledOutput {
+ public:
+  // The sampled output layer of `data` (null when no output layer has Sampling). Throws
+  // ConfigError when more than one has it, or when the one that has it cannot be sampled: not
+  // a fully connected layer with one dense source and its own weights, with a SoftMax or
+  // Sigmoid activation and CrossEntropy, no batch normalisation or skips, sparse targets, no
+  // model-parallel layers. With `comm` of several ranks (data parallelism) the ranks agree on
+  // the columns (the union of their targets, the same draws) and sum their compact gradients
+  // (weighted by rows, as the other gradients) through `comm`, a host communicator.
+  static std::unique_ptr<SampledOutput> create(Network& net, const BoundData& data, uint64_t seed,
+                                               Communicator* comm);
+
+  FullyConnectedLayer& layer() { return layer_; }
+  size_t output() const { return output_; }  // its place in data.outputs
+
+  // After the forward pass of every other layer: the columns of this step (`ctx.step`), z on
+  // them, the loss added into *sum (backend memory) and dE/dz kept for backward().
+  void forward_loss(const LayerContext& ctx, const HostBatch& batch, double* sum);
+  // The layer's backward pass (Network::backward's `instead`): the compact gradients and the
+  // source's dE/da. With several ranks forward_loss() and update() are collective: every rank
+  // calls them for every step, with or without rows.
+  void backward(const LayerContext& ctx);
+  // True for the layer's weights and bias, which update() updates instead of the optimizer's
+  // update of every parameter.
+  bool owns(const Parameter* p) const;
+  void update(Optimizer& optimizer, uint64_t step, float alpha);
+
+  // One line for the training log: the layer, the negatives and their distribution.
+  std::string describe() const;
+  // The last step's columns (for tests and logs).
+  const SampledColumns& columns() const { return cols_; }
+  // The last step's compact gradients: [source units][columns] and [columns].
+  std::vector<float> weight_gradient() const { return grad_w_.to_host(); }
+  std::vector<float> bias_gradient() const { return grad_b_.to_host(); }
+
+ private:
+  SampledOutput(Network& net, const BoundData& data, size_t output, uint64_t seed,
+                Communicator* comm);
+  // The columns of every rank's targets (this rank's alone with one process).
+  std::vector<uint32_t> positives(const SparseBatch& targets);
+  // Data parallel: the compact gradients weighted by rows / global rows, summed over the ranks.
+  void reduce_gradients();
+
+  Network& net_;
+  FullyConnectedLayer& layer_;
+  Connection& connection_;
+  size_t output_, slot_;
+  uint64_t seed_;
+  Communicator* comm_;  // null or one rank: one process
+  LossParams loss_;
+  bool softmax_;
+  uint32_t negatives_;
+  NegativeSampler sampler_;
+  SampledColumns cols_;
+  uint32_t rows_ = 0, global_rows_ = 0;
+  bool have_gradients_ = false;  // backward() ran for this step's rows
+  SparseBatch compact_targets_;
+  TargetBuffer targets_;
+  DeviceArray<uint32_t> index_;
+  DeviceArray<float> w_, b_, correction_, z_, delta_, grad_w_, grad_b_;
+};
+
+}  // namespace nn

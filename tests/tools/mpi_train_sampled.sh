@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Sampled output training (docs/wide-outputs.md, "Sampled outputs") data parallel under mpirun
+# (CTest label mpi): 2 and 3 ranks, the last batch of one row leaving two ranks idle, match one
+# process (losses per epoch and final weights); a model-parallel (split) layer is refused with
+# the reason.
+# Usage: mpi_train_sampled.sh <tool-dir> <source-dir>
+set -euo pipefail
+tools=$1
+here=$(dirname "$(realpath "$0")")
+source "$here/lib/common.sh"
+enter_work_dir
+require_netcdf_bin
+source "$here/lib/mpi.sh"
+sed 's/"Activation": "Sigmoid" }/"Activation": "SoftMax", "Sampling": {"Negatives": 5, "Distribution": "Popularity"} }/' \
+  config.json >sampled.json
+grep -q Sampling sampled.json || fail "no Sampling in sampled.json"
+pin_parallel Data sampled.json config.json
+
+train_cdl 13
+run_np 1 "$tools/nn-train" train.cdl 2>one.log
+grep -q "^sampled output: layer 'Output'" one.log || fail "not sampled: $(cat one.log)"
+mv net.nc one.nc
+losses one.log >one.loss
+for np in 2 3; do
+  rm -f net.nc ck*.nc
+  run_np $np "$tools/nn-train" train.cdl 2>dp.log || fail "np $np: $(tail -5 dp.log)"
+  grep -q "data parallel: $np ranks" dp.log || fail "np $np: not data parallel"
+  losses dp.log >dp.loss
+  close dp.loss one.loss 1e-5 || fail "np $np: losses differ: $(paste dp.loss one.loss)"
+  weights net.nc >a.txt
+  weights one.nc >b.txt
+  close a.txt b.txt 1e-3 || fail "np $np: final weights differ"
+done
+
+# A split Output layer is refused, naming the layer and what to do instead.
+pin_parallel Model sampled.json model.json
+sed 's/config.json/model.json/' train.cdl >model.cdl
+if run_np 2 "$tools/nn-train" model.cdl 2>err.txt; then fail "a split sampled layer was accepted"; fi
+grep -q "layer 'Output': Sampling is not supported with model-parallel (split) layers yet" err.txt ||
+  fail "model parallel: $(tail -3 err.txt)"
+echo "mpi_train_sampled: ok"
