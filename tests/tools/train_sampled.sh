@@ -60,6 +60,25 @@ grep -q "^sampled output: layer 'Output' computes each minibatch's targets and 7
 ncdump -h cdl.nc >cdl.cdl
 grep -q 'layer2_nn_samplingNegatives = 7U' cdl.cdl || fail "CDL Sampling not stored"
 
+# Streamed training data (docs/large-datasets.md): one window holds these files, so a streamed
+# Uniform-sampled run trains the in-memory run's model, loss for loss. Popularity counts need the
+# targets in memory and are refused when they are streamed.
+network Sigmoid ', "Sampling": {"Negatives": 7}' >uniform.json
+for mode in memory stream; do
+  flag=()
+  [[ $mode == stream ]] && flag=(--stream)
+  "$tools/nn-train" -c uniform.json -i input.nc -o output.nc -n $mode.nc -b 16 -e 3 --seed 5 \
+    "${flag[@]}" 2>$mode.log || fail "$mode run: $(cat $mode.log)"
+done
+grep -q '^streaming the training data' stream.log || fail "not streamed: $(cat stream.log)"
+diff <(grep -o '^epoch [0-9]*/3: loss [0-9.]*' memory.log) \
+  <(grep -o '^epoch [0-9]*/3: loss [0-9.]*' stream.log) >/dev/null ||
+  fail "streamed sampled losses differ: $(grep '^epoch' memory.log stream.log)"
+if "$tools/nn-train" -c softmax.json -i input.nc -o output.nc -n x.nc -e 1 --stream 2>err.txt; then
+  fail "Popularity sampling of streamed targets was accepted"
+fi
+grep -q 'Popularity.*streamed' err.txt || fail "popularity streamed: $(cat err.txt)"
+
 # Refusals: on a Hidden layer (the JSON path), with a bad distribution, on a dense target.
 sed 's/"Activation": "Relu"/"Activation": "Relu", "Sampling": {"Negatives": 3}/' sigmoid.json >hidden.json
 if "$tools/nn-train" -c hidden.json -i input.nc -o output.nc -n x.nc -e 1 2>err.txt; then
