@@ -3,7 +3,7 @@
 # examples its rows of the global minibatches take (rank 0's count of examples read is checked:
 # 17 of the 40 per epoch with minibatches of 7 over 2 ranks), and -np 2 trains the model -np 1
 # trains, with small windows and with one window holding the file (then it is the in-memory
-# model too).
+# model too); without --stream the data are sharded the same way by default.
 # Usage: mpi_train_streaming.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
@@ -40,4 +40,17 @@ for window in "" "--stream-chunk 5 --stream-window 3"; do
     cmp -s one.txt mem.txt || fail "one window: not the in-memory weights"
   fi
 done
+# Without --stream the data are sharded by default under mpirun: one window holding the file,
+# rank 0 reading only its 17 examples an epoch, the in-memory model; --no-stream reads them whole.
+run_np 2 "$tools/nn-train" train.cdl --backend cpu 2>auto.log || fail "np 2 default: $(tail -3 auto.log)"
+weights net.nc >auto.txt
+grep -q '^data sharded over the ranks' auto.log || fail "np 2 default: not sharded: $(head -20 auto.log)"
+[[ $(grep -c 'streaming: epoch [0-9] read 17 examples' auto.log) == 6 ]] ||
+  fail "np 2 default: rank 0 should read 17 examples per epoch: $(grep read auto.log)"
+close <(losses auto.log) <(losses mem.log) 1e-5 ||
+  fail "np 2 default: losses differ from np 1 in memory: $(paste <(losses auto.log) <(losses mem.log))"
+close auto.txt mem.txt 1e-3 || fail "np 2 default: weights differ from np 1 in memory"
+run_np 2 "$tools/nn-train" train.cdl --backend cpu --no-stream 2>whole.log ||
+  fail "np 2 --no-stream: $(tail -3 whole.log)"
+if grep -q 'data sharded\|streaming' whole.log; then fail "np 2 --no-stream streamed"; fi
 echo "mpi_train_streaming: ok"

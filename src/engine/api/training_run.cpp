@@ -43,6 +43,8 @@ struct LoadedModel {
   std::vector<ExampleSet> sets, validation_sets;
   // Streaming: the files' headers (what `bound` binds) and where to read the examples.
   std::unique_ptr<StreamedFiles> streamed, validation_streamed;
+  // Streamed only to shard the data over mpirun's ranks (one window holding the whole file).
+  bool sharded = false;
   BoundData validation;  // examples == 0 when there is no validation set
   NetworkSpec spec;
   BoundData bound;
@@ -134,6 +136,22 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
   apply_sampling(job, m->spec);
   std::string files, validation_files;
   if (may_stream) m->streamed = open_for_streaming(job, log);
+  if (may_stream && !m->streamed && !job.stream.has_value() && world_size() > 1) {
+    // Under mpirun the data are sharded by default: each rank reads only the examples its rows
+    // take, from one window holding the whole file (the in-memory order, so the model is the one
+    // an in-memory run trains). Undone below when the plan splits a layer (every rank then needs
+    // every row), and not tried where streaming cannot go.
+    auto headers = std::make_unique<StreamedFiles>(open_streamed_files(job.data_files));
+    bool can_shard = true;
+    for (const ExampleSet& h : headers->headers) can_shard = can_shard && !h.is_indexed();
+    for (const LayerSpec& l : m->spec.layers)
+      can_shard = can_shard && !(l.sampling.enabled() &&
+                                 l.sampling.distribution == SamplingDistribution::Popularity);
+    if (can_shard) {
+      m->streamed = std::move(headers);
+      m->sharded = true;
+    }
+  }
   if (m->streamed) {
     for (const auto& f : job.data_files) files += (files.empty() ? "" : ", ") + f;
     resolve_auto_sizes(m->spec, m->streamed->headers);
@@ -143,7 +161,7 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
     resolve_auto_sizes(m->spec, m->sets);
     m->bound = bind_datasets(m->spec, m->sets, /*need_outputs=*/true, files);
   }
-  if (m->streamed && !job.validation_files.empty()) {
+  if (m->streamed && !m->sharded && !job.validation_files.empty()) {
     // Streamed training data: the validation set is streamed too.
     m->validation_streamed =
         std::make_unique<StreamedFiles>(open_streamed_files(job.validation_files));
@@ -177,6 +195,20 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
     log("parallel plan for " + std::to_string(world_size()) +
         " processes (per layer; \"Parallel\" in the network or the command file overrides it):");
     for (const LayerChoice& c : m->net->parallel_plan()) log("  " + describe(c));
+  }
+  if (m->sharded) {
+    bool split = false;
+    for (const LayerChoice& c : m->net->parallel_plan()) split = split || c.model_parallel;
+    if (split) {  // model-parallel layers take every row of each minibatch: read the data whole
+      m->streamed.reset();
+      m->sharded = false;
+      files.clear();
+      m->sets = read_all(job.data_files, /*validation=*/false, files, log);
+      m->bound = bind_datasets(m->spec, m->sets, /*need_outputs=*/true, files);
+    } else {
+      log("data sharded over the ranks: each rank reads only the examples of its rows of each "
+          "minibatch, in the in-memory order (--no-stream reads the data whole on every rank)");
+    }
   }
   return m;
 }
@@ -309,6 +341,10 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
     settings.memory = memory_budget() / uint64_t(std::max(ranks_on_this_host(), 1));
     settings.chunk = job.stream_chunk;
     settings.window_chunks = job.stream_window_chunks;
+    if (model->sharded) {  // one window holding the file: the in-memory order
+      settings.window_chunks = 64;
+      settings.chunk = std::max<uint64_t>(1, (model->bound.examples + 63) / 64);
+    }
     trainer.set_stream(std::make_unique<ExampleStream>(sources_for(model->bound, *model->streamed),
                                                        model->bound, options.minibatch, settings));
   }
