@@ -7,6 +7,8 @@
 # Usage: scripts/bench_generate.sh [WORK_DIR] [-- extra nn-generate flags]
 #   EXAMPLES=20000000 ITEMS_PER=50 ITEMS=100000 NN_BUILD=build KEEP=0
 #   NN_GENERATE=path/to/nn-generate (another build's, e.g. to compare with one before streaming)
+#   ORDER=reversed: convert with a sample index that numbers the lines backwards, so every
+#   example is out of sample index order (put in order through a temporary file beside out.nc)
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-/tmp/nn-bench-generate}
@@ -58,6 +60,10 @@ fi
 text_bytes=$(stat -c %s "$input")
 
 rm -f out.nc features.idx samples.idx
+if [[ ${ORDER:-} == reversed ]]; then
+  awk -v n="$examples" 'BEGIN { for (i = 0; i < n; i++) print "u" i "\t" (n - 1 - i) }' >samples.idx
+  echo "bench_generate: samples.idx numbers the $examples lines backwards (out of order)"
+fi
 echo "bench_generate: load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$tool" "$input" "$examples" "$text_bytes" "$@" <<'PY'
 import os, resource, subprocess, sys, time

@@ -27,7 +27,8 @@ struct GenerateJob {
   // Streaming (docs/large-datasets.md): the input is read twice and the file written in slices
   // of at most this many bytes of arrays, so memory holds the index files and these buffers,
   // not the data. Input whose samples are out of order (an existing sample index numbers them
-  // otherwise, or rows of one sample are apart) is read into memory as a whole instead.
+  // otherwise, or rows of one sample are apart) is put in order through an unnamed temporary
+  // file beside the output (4 bytes per entry, 8 with values), also in buffers of this size.
   uint64_t buffer_bytes = uint64_t(64) << 20;
   uint64_t chunk_entries = 0;  // NetCDF-4 chunks of this many entries; 0: contiguous arrays
   int deflate_level = 0;       // 1..9: deflate (needs chunks; 1M entries when chunk_entries is 0)
@@ -42,7 +43,8 @@ struct GenerateReport {
   uint64_t skipped_lines = 0;               // lines without a TAB
   uint64_t extra_values = 0;                // values after a feature's first
   uint64_t extra_columns = 0;               // rows with more columns than sample,feature,value
-  bool streamed = false;                    // written in slices (false: read whole into memory)
+  bool streamed = false;   // written in slices (always, since out-of-order input too)
+  bool reordered = false;  // out of sample index order: via a temporary file
 };
 
 class DatasetGenerator {

@@ -3,11 +3,14 @@
 //
 // Streaming (docs/large-datasets.md): a first pass over the input builds the feature and sample
 // indices (in the order the in-memory reader builds them, so the numbers are the same) and counts
-// examples and entries; a second pass writes the examples in slices straight into the NetCDF file
-// (io/sparse_dataset_writer.h). Standard input is copied to an unnamed temporary file during the
-// first pass and the second pass reads that copy. Only input whose examples come in ascending
-// sample index order can be written as it is read; other input (an existing sample index that
-// numbers the samples otherwise, rows of one sample far apart) is read into memory as before.
+// each sample's entries; a second pass writes the examples in slices straight into the NetCDF
+// file (io/sparse_dataset_writer.h). Standard input is copied to an unnamed temporary file during
+// the first pass and the second pass reads that copy. Input whose examples come in ascending
+// sample index order is written as it is read. Other input (an existing sample index that
+// numbers the samples otherwise, rows of one sample far apart) is put in order through an
+// unnamed scratch file beside the output: the counts give every entry its place, the second pass
+// writes buffered entries there sorted by place, and a third reads the scratch file in order
+// into the dataset. Memory holds the indices, 16 bytes per sample and the buffers either way.
 #include "nn/generate.h"
 
 #include <fcntl.h>
@@ -40,18 +43,18 @@ bool file_exists(const std::string& path) {
 // How often (examples or rows) the passes look for a stop request.
 constexpr uint64_t kStopCheck = uint64_t(1) << 16;
 
-// Standard input kept for the second pass: a file in $TMPDIR without a name (or one removed at
-// once), so nothing is left behind whatever happens to the process.
-class Spool {
+// A temporary file without a name (or one removed at once) in `dir`, so nothing is left behind
+// whatever happens to the process: standard input kept for the second pass, and the entries of
+// out-of-order input on their way into order. `what` names it in messages.
+class ScratchFile {
  public:
-  Spool() {
-    const std::string dir = temporary_directory();
+  ScratchFile(std::string dir, std::string what) : dir_(std::move(dir)), what_(std::move(what)) {
     int fd = -1;
 #ifdef O_TMPFILE
-    fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    fd = ::open(dir_.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 #endif
     if (fd < 0) {
-      std::string name = dir + "/.nn-generate-stdin.XXXXXX";
+      std::string name = dir_ + "/.nn-generate-scratch.XXXXXX";
       fd = ::mkstemp(&name[0]);
       if (fd >= 0) ::unlink(name.c_str());
     }
@@ -59,31 +62,59 @@ class Spool {
     if (!file_) {
       const int err = errno;
       if (fd >= 0) ::close(fd);
-      throw IoError("<standard input>: cannot create a temporary copy in '" + dir +
-                    "' for the second pass (set TMPDIR): " + std::strerror(err));
+      throw IoError(what_ + ": cannot create a temporary file in '" + dir_ +
+                    "': " + std::strerror(err));
     }
   }
-  ~Spool() {
+  ~ScratchFile() {
     std::fclose(file_);
   }
-  Spool(const Spool&) = delete;
-  Spool& operator=(const Spool&) = delete;
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
 
   std::FILE* file() const {
     return file_;
   }
   void flush() const {
-    if (std::fflush(file_) != 0)
-      throw IoError("<standard input>: cannot keep a copy in '" + temporary_directory() +
-                    "' for the second pass: " + std::strerror(errno));
+    if (std::fflush(file_) != 0) fail("cannot write");
+  }
+  // Raw positioned writes and reads (not through the FILE buffer).
+  void write_at(uint64_t offset, const void* data, size_t bytes) const {
+    const char* p = static_cast<const char*>(data);
+    while (bytes > 0) {
+      const ssize_t n = ::pwrite(fileno(file_), p, bytes, off_t(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail("cannot write");
+      p += n;
+      offset += uint64_t(n);
+      bytes -= size_t(n);
+    }
+  }
+  void read_at(uint64_t offset, void* data, size_t bytes) const {
+    char* p = static_cast<char*>(data);
+    while (bytes > 0) {
+      const ssize_t n = ::pread(fileno(file_), p, bytes, off_t(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) fail("cannot read back");
+      p += n;
+      offset += uint64_t(n);
+      bytes -= size_t(n);
+    }
   }
 
  private:
+  [[noreturn]] void fail(const std::string& action) const {
+    const int err = errno;
+    throw IoError(what_ + ": " + action + " its temporary file in '" + dir_ +
+                  "': " + (err ? std::strerror(err) : "end of file"));
+  }
+
+  std::string dir_, what_;
   std::FILE* file_ = nullptr;
 };
 
-// First pass: how many examples and entries, and whether they come in ascending sample index
-// order (rows of one sample together), the order of the dataset.
+// First pass: how many examples and entries, each sample's entries, and whether the examples
+// come in ascending sample index order (rows of one sample together), the order of the dataset.
 class Census : public ExampleSink {
  public:
   explicit Census(std::string stop_what) : stop_what_(std::move(stop_what)) {}
@@ -91,20 +122,28 @@ class Census : public ExampleSink {
   void add(uint64_t sample, const uint32_t*, const float*, size_t n) override {
     if (!started_ || sample != last_) {
       if (started_ && sample < last_) in_order_ = false;
-      ++examples_;
       last_ = sample;
       started_ = true;
     }
+    if (sample >= counts_.size()) counts_.resize(sample + 1);
+    if (counts_[sample] == 0) {  // a new example (0 means absent, so counts are one more)
+      counts_[sample] = 1;
+      ++examples_;
+    }
+    counts_[sample] += n;
     entries_ += n;
     if ((++calls_ & (kStopCheck - 1)) == 0) throw_if_stop_requested(stop_what_);
   }
 
   bool in_order() const { return in_order_; }
-  uint64_t examples() const { return examples_; }  // exact when in_order()
+  uint64_t examples() const { return examples_; }
   uint64_t entries() const { return entries_; }
+  // By sample index: 0 for a sample this input does not have, else 1 + its entries. Taken.
+  std::vector<uint64_t> take_counts() { return std::move(counts_); }
 
  private:
   std::string stop_what_;
+  std::vector<uint64_t> counts_;
   uint64_t last_ = 0, examples_ = 0, entries_ = 0, calls_ = 0;
   bool started_ = false, in_order_ = true;
 };
@@ -199,6 +238,133 @@ class Emitter : public ExampleSink {
   bool started_ = false;
 };
 
+// Out-of-order input, second pass: every entry has its place in the dataset (its sample's start,
+// from the first pass's counts, plus the sample's entries before it in input order, as the
+// in-memory reader keeps them). Entries are buffered with their places, sorted by place when the
+// buffer is full, and written to the scratch file in runs of consecutive places: sparseIndex at
+// [0, 4 * entries), the values (analog) after it. finish() then copies the scratch file in order
+// into the dataset, with the offsets from the counts.
+class Scatter : public ExampleSink {
+ public:
+  Scatter(std::vector<uint64_t> counts, uint64_t samples, uint64_t entries, uint64_t buffer,
+          bool analog, const ScratchFile& scratch, std::string input, std::string stop_what)
+      : end_(std::move(counts)),
+        entries_(entries),
+        buffer_(std::max<uint64_t>(buffer, 1)),
+        analog_(analog),
+        scratch_(scratch),
+        input_(std::move(input)),
+        stop_what_(std::move(stop_what)) {
+    // end_ holds 1 + count per present sample; next_ becomes each one's start, end_ its end.
+    end_.resize(std::max<uint64_t>(end_.size(), samples), 0);
+    next_.assign(end_.size(), 0);
+    uint64_t at = 0;
+    for (size_t s = 0; s < end_.size(); ++s) {
+      if (end_[s] == 0) {
+        end_[s] = kAbsent;
+        continue;
+      }
+      next_[s] = at;
+      at += end_[s] - 1;
+      end_[s] = at;
+    }
+    if (at != entries_) changed();
+    pending_.reserve(size_t(std::min<uint64_t>(buffer_, entries_)));
+  }
+
+  void add(uint64_t sample, const uint32_t* features, const float* values, size_t n) override {
+    if (sample >= end_.size() || end_[sample] == kAbsent || end_[sample] - next_[sample] < n)
+      changed();
+    uint64_t& at = next_[sample];
+    for (size_t k = 0; k < n; ++k) {
+      pending_.push_back(Entry{at++, features[k], analog_ ? values[k] : 0.0f});
+      if (pending_.size() == buffer_) flush();
+    }
+    if ((++calls_ & (kStopCheck - 1)) == 0) throw_if_stop_requested(stop_what_);
+  }
+
+  // The last buffer, the checks against the first pass, then the dataset in slices of `slice`.
+  void finish(SparseDatasetWriter& writer, uint64_t slice) {
+    flush();
+    for (size_t s = 0; s < end_.size(); ++s)
+      if (end_[s] != kAbsent && next_[s] != end_[s]) changed();
+    next_.clear();
+    next_.shrink_to_fit();
+    std::vector<uint64_t> starts, ends;
+    uint64_t at = 0, done = 0;
+    for (uint64_t e : end_) {
+      if (e == kAbsent) continue;
+      starts.push_back(at);
+      ends.push_back(e);
+      at = e;
+      if (starts.size() == slice) {
+        writer.put_offsets(done, starts, ends);
+        done += starts.size();
+        starts.clear();
+        ends.clear();
+      }
+    }
+    if (!starts.empty()) writer.put_offsets(done, starts, ends);
+    std::vector<uint32_t> index;
+    std::vector<float> values;
+    for (uint64_t first = 0; first < entries_; first += slice) {
+      const uint64_t n = std::min<uint64_t>(slice, entries_ - first);
+      index.resize(size_t(n));
+      scratch_.read_at(first * 4, index.data(), size_t(n) * 4);
+      if (analog_) {
+        values.resize(size_t(n));
+        scratch_.read_at((entries_ + first) * 4, values.data(), size_t(n) * 4);
+      }
+      writer.put_entries(first, index, values);
+      throw_if_stop_requested(stop_what_);
+    }
+  }
+
+ private:
+  static constexpr uint64_t kAbsent = ~uint64_t(0);
+  struct Entry {
+    uint64_t at;
+    uint32_t feature;
+    float value;
+  };
+
+  [[noreturn]] void changed() const {
+    throw DataError(input_ + ": the input changed between the two passes over it; nothing " +
+                    "was written");
+  }
+
+  void flush() {
+    if (pending_.empty()) return;
+    std::sort(pending_.begin(), pending_.end(),
+              [](const Entry& a, const Entry& b) { return a.at < b.at; });
+    run_index_.resize(pending_.size());
+    if (analog_) run_values_.resize(pending_.size());
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      run_index_[i] = pending_[i].feature;
+      if (analog_) run_values_[i] = pending_[i].value;
+    }
+    for (size_t i = 0; i < pending_.size();) {
+      size_t j = i + 1;
+      while (j < pending_.size() && pending_[j].at == pending_[j - 1].at + 1) ++j;
+      const uint64_t at = pending_[i].at;
+      scratch_.write_at(at * 4, run_index_.data() + i, (j - i) * 4);
+      if (analog_) scratch_.write_at((entries_ + at) * 4, run_values_.data() + i, (j - i) * 4);
+      i = j;
+    }
+    pending_.clear();
+  }
+
+  std::vector<uint64_t> end_, next_;
+  const uint64_t entries_, buffer_;
+  const bool analog_;
+  const ScratchFile& scratch_;
+  const std::string input_, stop_what_;
+  std::vector<Entry> pending_;
+  std::vector<uint32_t> run_index_;
+  std::vector<float> run_values_;
+  uint64_t calls_ = 0;
+};
+
 }  // namespace
 
 struct DatasetGenerator::Impl {
@@ -248,8 +414,10 @@ GenerateReport DatasetGenerator::generate() {
 
   // First pass: the indices, the counts, the order.
   const std::vector<std::string> files = text_example_files({j.input});
-  std::optional<Spool> spool;
-  if (std::find(files.begin(), files.end(), "-") != files.end()) spool.emplace();
+  std::optional<ScratchFile> spool;
+  if (std::find(files.begin(), files.end(), "-") != files.end())
+    spool.emplace(temporary_directory(),
+                  "<standard input> (kept for the second pass; set TMPDIR for another place)");
   TextExamplesStats stats;
   Census census(stop_what);
   scan_text_examples(files, features, samples, opt, census, &stats,
@@ -269,43 +437,51 @@ GenerateReport DatasetGenerator::generate() {
   GenerateReport r;
   std::vector<std::unique_ptr<AtomicFile>> outputs;
   // netCDF writes the streamed file by name (see AtomicFile's `named`).
-  outputs.push_back(std::make_unique<AtomicFile>(j.output, census.in_order()));
+  outputs.push_back(std::make_unique<AtomicFile>(j.output, true));
   const StdinSpool reread{nullptr, spool ? spool->file() : nullptr};
+  DatasetLayout layout;
+  layout.chunk_entries = j.chunk_entries;
+  layout.deflate_level = j.deflate_level;
+  if (layout.deflate_level > 0 && layout.chunk_entries == 0) layout.chunk_entries = 1 << 20;
+  // Slices of whole chunks: each write fills chunks completely, none is read back.
+  const uint64_t fit = std::max<uint64_t>(j.buffer_bytes / 32, 4096);
+  const uint64_t slice = layout.chunk_entries ? std::max<uint64_t>(fit / layout.chunk_entries, 1) *
+                                                    layout.chunk_entries
+                                              : fit;
+  SparseDatasetWriter writer(*outputs.back(), describe_examples(j.dataset, features, opt),
+                             census.examples(), census.entries(), layout);
+  // Second pass: every label is known now, so lookups add nothing and give the same numbers.
+  TextExamplesOptions again = opt;
+  again.allow_new_features = false;
+  again.allow_new_samples = false;
+  TextExamplesStats second;
+  std::vector<uint64_t> counts = census.take_counts();
   if (census.in_order()) {
-    // Second pass: every label is known now, so lookups add nothing and give the same numbers.
-    DatasetLayout layout;
-    layout.chunk_entries = j.chunk_entries;
-    layout.deflate_level = j.deflate_level;
-    if (layout.deflate_level > 0 && layout.chunk_entries == 0) layout.chunk_entries = 1 << 20;
-    // Slices of whole chunks: each write fills chunks completely, none is read back.
-    const uint64_t fit = std::max<uint64_t>(j.buffer_bytes / 32, 4096);
-    const uint64_t slice =
-        layout.chunk_entries
-            ? std::max<uint64_t>(fit / layout.chunk_entries, 1) * layout.chunk_entries
-            : fit;
-    SparseDatasetWriter writer(*outputs.back(), describe_examples(j.dataset, features, opt),
-                               census.examples(), census.entries(), layout);
-    TextExamplesOptions again = opt;
-    again.allow_new_features = false;
-    again.allow_new_samples = false;
-    TextExamplesStats second;
+    counts = {};
     Emitter emitter(writer, slice, j.analog, census, j.input, stop_what);
     scan_text_examples(files, features, samples, again, emitter, &second, reread);
     emitter.finish();
-    writer.finish();
-    r.samples = census.examples();
-    r.entries = census.entries();
-    r.width = describe_examples(j.dataset, features, opt).width;
-    r.streamed = true;
   } else {
-    // Out of order: the in-memory reader sorts the examples (all labels are known by now).
-    TextExamplesStats whole;
-    ExampleSet ds = read_text_examples(files, j.dataset, features, samples, opt, &whole, reread);
-    write_datasets(*outputs.back(), {ds});
-    r.samples = whole.samples;
-    r.entries = whole.entries;
-    r.width = ds.width;
+    // Out of order: the entries go to their places in a scratch file beside the output (where
+    // there is room for the output), then in order into the dataset.
+    const std::string out_dir = j.output == kStandardOutput ? temporary_directory()
+                                : std::filesystem::path(j.output).parent_path().empty()
+                                    ? std::string(".")
+                                    : std::filesystem::path(j.output).parent_path().string();
+    ScratchFile scratch(out_dir, j.output +
+                                     " (examples out of sample index order, put in "
+                                     "order through a temporary file)");
+    Scatter scatter(std::move(counts), samples.size(), census.entries(), fit, j.analog, scratch,
+                    j.input, stop_what);
+    scan_text_examples(files, features, samples, again, scatter, &second, reread);
+    scatter.finish(writer, slice);
+    r.reordered = true;
   }
+  writer.finish();
+  r.samples = census.examples();
+  r.entries = census.entries();
+  r.width = describe_examples(j.dataset, features, opt).width;
+  r.streamed = true;
   if (features.changed() || j.create_features) {
     outputs.push_back(std::make_unique<AtomicFile>(j.features));
     write_index(*outputs.back(), features);
