@@ -258,6 +258,7 @@ METHODS = {
     "nn-recommender-autoencoder": nn_network("recommender-autoencoder"),
     "nn-mult-dae": nn_network("recommender-mult-dae"),
     "nn-mult-vae": nn_network("recommender-mult-vae"),
+    "nn-linear-dae": nn_network("recommender-linear-dae"),
 }
 
 

@@ -64,6 +64,10 @@ struct TrainJob {
   // in windows of examples on a reader thread and shuffled by blocks. nullopt: only when the
   // training data do not fit the memory budget; true: always; false: never (too big is an error).
   std::optional<bool> stream;
+  // "Gradient" (minibatch steps) or "LeastSquares": the weights of a linear Input -> Output
+  // network with the L2 error solved in closed form (docs/quality.md, "Closed-form training").
+  std::string solver = "Gradient";
+  bool fit_bias = true;  // LeastSquares: solve the biases too (false: they stay 0)
   // Examples per chunk and chunks per window of the block shuffle; 0: sized from the budget.
   uint64_t stream_chunk = 0;
   uint64_t stream_window_chunks = 0;

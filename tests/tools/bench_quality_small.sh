@@ -31,10 +31,10 @@ NN_TOOLS=$tools bash "$src/scripts/bench_quality.sh" ratings.csv -w bench --fold
   --json records.jsonl >table.txt 2>progress.txt || fail "bench_quality.sh: $(tail -5 progress.txt)"
 cat table.txt
 for row in popularity ease mult-dae-torch mult-vae-torch nn-recommender-autoencoder nn-mult-dae \
-  nn-mult-vae; do
+  nn-mult-vae nn-linear-dae; do
   grep -Eq "^$row +([01]\.[0-9]{4} +){4}[0-9]+$" table.txt || fail "no row for $row: $(cat table.txt)"
 done
-[[ $(wc -l <records.jsonl) == 21 ]] || fail "expected 21 JSON records (3 folds x 7 rows)"
+[[ $(wc -l <records.jsonl) == 24 ]] || fail "expected 24 JSON records (3 folds x 8 rows)"
 # The tastes are easy: EASE finds them.
 awk '$1 == "ease" && $2 < 0.5 { exit 1 }' table.txt || fail "EASE recall@10 below 0.5"
 echo "bench_quality.sh: every row on the tiny data"

@@ -5,6 +5,7 @@
 #include "api/command_file_impl.h"
 #include "api/train_setup.h"
 #include "config/enums.h"
+#include "nn/error.h"
 
 namespace nn::api {
 
@@ -37,6 +38,8 @@ TrainJob train_job(const CommandFile& cdl, uint64_t default_seed) {
   job.patience = t.patience;
   job.keep_best = t.keep_best;
   job.stream = t.stream;
+  job.solver = t.solver;
+  job.fit_bias = t.fit_bias;
   if (t.sampling) {
     job.sampling_negatives = t.sampling->negatives;
     job.sampling_distribution = to_string(t.sampling->distribution);
@@ -93,6 +96,10 @@ TrainOptions train_options(const TrainJob& job) {
   o.validation_rank_input_items = job.validation_rank_input_items;
   o.patience = job.patience;
   o.keep_best = job.keep_best;
+  if (job.solver != "Gradient" && job.solver != "LeastSquares")
+    throw ArgumentError("solver \"" + job.solver + "\": expected Gradient or LeastSquares");
+  o.least_squares = job.solver == "LeastSquares";
+  o.least_squares_bias = job.fit_bias;
   return o;
 }
 

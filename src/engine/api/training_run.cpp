@@ -316,7 +316,9 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
                                     const EpochCallback& on_epoch, const StepCallback& on_step) {
   const auto start = std::chrono::steady_clock::now();
   check_training_files(job);
-  auto model = load_model(job, log, /*split_layers=*/true, /*may_stream=*/true);
+  // Closed-form training needs the datasets in memory.
+  auto model = load_model(job, log, /*split_layers=*/true,
+                          /*may_stream=*/job.solver != "LeastSquares");
   Network& net = *model->net;
   TrainOptions options = train_options(job);
   apply_network_settings(model->spec, job.shuffle, options);

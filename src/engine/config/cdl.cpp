@@ -106,7 +106,8 @@ class CdlParser {
     // A server reads its examples from requests.
     if (!has_data && spec.command != Command::Serve)
       r_.fail("Data", "missing; required (a NetCDF dataset file or an array of them)");
-    if (spec.command == Command::Train && !has_epochs_) {
+    // Closed-form training is one solve: no epochs to give.
+    if (spec.command == Command::Train && !has_epochs_ && spec.training.solver != "LeastSquares") {
       r_.fail("TrainingParameters.Epochs",
               "missing; required when Command is Train (a number of epochs > 0)");
     }
@@ -201,6 +202,12 @@ class CdlParser {
         t.stream = r_.get_bool(m);
       } else if (k == "sampling") {
         t.sampling = parse_sampling(r_, m);
+      } else if (k == "fitbias") {
+        t.fit_bias = r_.get_bool(m);
+      } else if (k == "solver") {
+        t.solver = r_.get_string(*m.value, m.path);
+        if (t.solver != "Gradient" && t.solver != "LeastSquares")
+          r_.fail(m.path, "expected \"Gradient\" or \"LeastSquares\", got \"" + t.solver + "\"");
       } else {
         r_.unknown_key(m, {"Epochs",
                            "MiniBatch",
@@ -224,7 +231,9 @@ class CdlParser {
                            "Patience",
                            "KeepBest",
                            "Stream",
-                           "Sampling"});
+                           "Sampling",
+                           "Solver",
+                           "FitBias"});
       }
     }
   }

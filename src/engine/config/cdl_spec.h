@@ -42,6 +42,8 @@ struct TrainingParameters {
   // Stream: read the training data in windows (docs/large-datasets.md); absent: only when the
   // data do not fit the memory budget.
   std::optional<bool> stream;
+  std::string solver = "Gradient";  // or "LeastSquares" (train/least_squares.h)
+  bool fit_bias = true;             // LeastSquares: solve the biases too (false: held at 0)
   // Sampling (ours): sampled output training for every Output layer without a "Sampling" key of
   // its own (docs/wide-outputs.md); unset = none.
   std::optional<SamplingSpec> sampling;

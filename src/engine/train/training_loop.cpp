@@ -16,6 +16,7 @@
 #include "distributed/device_placement.h"
 #include "io/network_file.h"
 #include "train/checkpoint_files.h"
+#include "train/least_squares.h"
 
 namespace nn {
 namespace {
@@ -100,6 +101,14 @@ TrainingLoop::TrainingLoop(Network& net, const BoundData& data, TrainOptions opt
       shuffle_rng_(mix64(options.seed ^ 0x5348554646ull)) {
   if (options_.minibatch == 0) throw ConfigError("minibatch must be positive");
   if (data_.outputs.empty()) throw ConfigError("training needs datasets bound to output layers");
+  if (options_.least_squares) {
+    if (comm_->size() > 1)
+      throw ConfigError(
+          "closed-form training (Solver LeastSquares) runs in one process; run "
+          "nn-train without mpirun");
+    check_least_squares(net_, data_, options_.optimizer.lambda1);
+    options_.epochs = 1;
+  }
   const uint32_t max_rows =
       static_cast<uint32_t>(std::min<uint64_t>(options_.minibatch, data_.examples));
   // A sampled output layer computes its columns in its own buffers: the layer has none.
@@ -304,7 +313,10 @@ std::vector<EpochReport> TrainingLoop::run() {
       return reports;
     }
     EpochReport report;
-    if (!run_epoch(report)) return reports;  // stopped mid-epoch
+    if (options_.least_squares)
+      solve_epoch(report);
+    else if (!run_epoch(report))
+      return reports;  // stopped mid-epoch
     reports.push_back(report);
     if (reducer_ && reducer_->buckets() > 0)
       log_(
@@ -501,6 +513,37 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
            r.examples_per_second, r.seconds) +
        (epoch_ < options_.epochs ? ", ETA " + format_duration(remaining) : std::string()));
   return true;
+}
+
+void TrainingLoop::solve_epoch(EpochReport& r) {
+  if (stream_)
+    throw ConfigError(
+        "closed-form training (Solver LeastSquares) needs the datasets in memory (give "
+        "--no-stream)");
+  const LeastSquaresReport s = solve_least_squares(
+      net_, data_, options_.optimizer.lambda, net_.spec().denoising_p, options_.least_squares_bias);
+  ++epoch_;
+  ++step_;
+  state_file_.clear();
+  r.epoch = epoch_;
+  r.loss = s.loss;
+  r.reg_loss = s.reg_loss;
+  r.data_loss = s.loss - s.reg_loss;
+  r.seconds = s.seconds;
+  r.examples_per_second = double(s.examples) / std::max(s.seconds, 1e-9);
+  log_(
+      format("solved in closed form: %.0f examples, %.0f inputs%s -> %.0f outputs%s, "
+             "denoising p %g, ridge N*lambda %g (the loss below is the expected one over the "
+             "denoising masks)",
+             double(s.examples), double(s.inputs),
+             options_.least_squares_bias ? " + bias" : " (biases held at 0)", double(s.outputs),
+             s.targets_are_inputs ? " (the targets are the inputs)" : "",
+             double(net_.spec().denoising_p), s.ridge));
+  // The line every epoch logs, for whatever reads the log.
+  log_(format(
+      "epoch %.0f/%.0f: loss %.6f (data %.6f + regularisation %.6f), %.0f examples/s, %.2f s",
+      double(r.epoch), double(options_.epochs), r.loss, r.data_loss, r.reg_loss,
+      r.examples_per_second, r.seconds));
 }
 
 double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, float alpha,

@@ -56,6 +56,10 @@ struct TrainOptions {
   bool validation_rank_input_items = false;  // rank each example's input items too
   uint32_t patience = 0;
   bool keep_best = true;
+  // Closed-form training (train/least_squares.h) instead of minibatch steps: one "epoch" that
+  // solves the network's weights exactly (epochs are then 1).
+  bool least_squares = false;
+  bool least_squares_bias = true;  // and the biases with them (false: held at 0)
 };
 
 struct EpochReport {
@@ -128,6 +132,8 @@ class TrainingLoop {
   // One epoch (or, resumed mid-epoch, the rest of it). Returns false when a stop request ended
   // it before its last minibatch (batch_ says how far it got).
   bool run_epoch(EpochReport& report);
+  // The closed-form solution as epoch 1 (options_.least_squares).
+  void solve_epoch(EpochReport& report);
   // The stop request all ranks agree on (the largest signal number of any rank; 0: none).
   // Collective when there are several ranks.
   int agreed_stop_signal();

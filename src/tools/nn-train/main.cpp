@@ -32,6 +32,7 @@ struct Flags {
   bool resume = false, quiet = false, validate = false, no_keep_best = false;
   bool rank_input_items = false;
   bool stream = false, no_stream = false;
+  std::string solver;
   uint64_t stream_chunk = 0, stream_window = 0;
   std::vector<std::string> validation;
   uint32_t validation_interval = 0, validation_k = 0, patience = 0;
@@ -152,12 +153,19 @@ void define_flags(CLI::App& app, Flags& f) {
                  "streaming: examples per chunk of the block shuffle (default: from the budget)");
   app.add_option("--stream-window", f.stream_window,
                  "streaming: chunks per window (default: as many as the budget allows)");
+  app.add_option("--solver", f.solver,
+                 "Gradient (minibatch steps with the optimizer) or LeastSquares: a linear Input "
+                 "-> Output network with the L2 error solved in closed form, the exact minimiser "
+                 "of its expected objective with Denoising and Lambda (CDL "
+                 "TrainingParameters.Solver; docs/quality.md)")
+      ->transform(CLI::IsMember({"Gradient", "LeastSquares"}, CLI::ignore_case));
 }
 
 // The streaming flags, over what the CDL said.
 void apply_stream_flags(const Flags& f, api::TrainJob& job) {
   if (f.stream) job.stream = true;
   if (f.no_stream) job.stream = false;
+  if (!f.solver.empty()) job.solver = f.solver;
   job.stream_chunk = f.stream_chunk;
   job.stream_window_chunks = f.stream_window;
 }
