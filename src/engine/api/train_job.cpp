@@ -99,6 +99,7 @@ TrainOptions train_options(const TrainJob& job) {
   if (job.solver != "Gradient" && job.solver != "LeastSquares")
     throw ArgumentError("solver \"" + job.solver + "\": expected Gradient or LeastSquares");
   o.least_squares = job.solver == "LeastSquares";
+  if (o.least_squares) o.epochs = 1;  // one solve
   o.least_squares_bias = job.fit_bias;
   return o;
 }

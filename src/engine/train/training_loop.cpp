@@ -276,7 +276,12 @@ std::vector<EpochReport> TrainingLoop::run() {
   if (model_parallel_) comm_->all_reduce_sum(&split_parameters, 1);
   log_("training: " + std::to_string(data_.examples) + " examples, minibatch " +
        std::to_string(options_.minibatch) + ", " + std::to_string(parameters + split_parameters) +
-       " parameters, " + describe(options_.optimizer) + ", backend " + net_.backend().name());
+       " parameters, " +
+       (options_.least_squares
+            ? format("closed-form least squares (no optimizer steps) lambda=%g",
+                     double(options_.optimizer.lambda))
+            : describe(options_.optimizer)) +
+       ", backend " + net_.backend().name());
   for (const std::string& line : placement_) log_(line);
   if (sampled_) log_(sampled_->describe());
   if (reducer_ && reducer_->buckets() > 0)
