@@ -277,10 +277,9 @@ std::vector<EpochReport> TrainingLoop::run() {
   log_("training: " + std::to_string(data_.examples) + " examples, minibatch " +
        std::to_string(options_.minibatch) + ", " + std::to_string(parameters + split_parameters) +
        " parameters, " +
-       (options_.least_squares
-            ? format("closed-form least squares (no optimizer steps) lambda=%g",
-                     double(options_.optimizer.lambda))
-            : describe(options_.optimizer)) +
+       (options_.least_squares ? format("closed-form least squares (no optimizer steps) lambda=%g",
+                                        double(options_.optimizer.lambda))
+                               : describe(options_.optimizer)) +
        ", backend " + net_.backend().name());
   for (const std::string& line : placement_) log_(line);
   if (sampled_) log_(sampled_->describe());
