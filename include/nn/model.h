@@ -25,6 +25,12 @@ struct ModelOptions {
   // backend: a fixed-order gemm instead of OpenBLAS's, im2col convolutions). For serving, where
   // concurrent requests share a minibatch; a little slower than the default for large batches.
   bool batch_invariant = false;
+  // Arithmetic of the dense products: "fp32", or "bf16" (BF16 operands, FP32 accumulation and
+  // FP32 weights; CPUs with AVX512-BF16 through oneDNN, CUDA devices of compute capability 8.0
+  // or later; docs/wide-outputs.md, "BF16 arithmetic"). "" takes the network's "Precision" key,
+  // else fp32. ConfigError where BF16 cannot run, and with batch_invariant (BF16 products are
+  // not batch-invariant).
+  std::string precision;
 };
 
 // The shape of one dataset a JSON network names (its layers' "DataSet"), for "N": "auto" sizes

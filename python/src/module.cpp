@@ -141,11 +141,17 @@ py::object predict(Evaluator& ev, const py::handle& x, const py::object& k_obj,
   return py::make_tuple(index, score);
 }
 
-ModelOptions model_options(const std::string& backend, int threads) {
+ModelOptions model_options(const std::string& backend, int threads, const std::string& precision) {
   if (threads < 0) throw py::value_error("threads: must be 0 (all CPUs) or positive");
   if (backend != "cpu" && backend != "cuda" && backend != "auto")
     throw py::value_error("backend: expected 'cpu', 'cuda' or 'auto'; got '" + backend + "'");
-  return {backend, threads};
+  if (!precision.empty() && precision != "fp32" && precision != "bf16")
+    throw py::value_error("precision: expected 'fp32' or 'bf16'; got '" + precision + "'");
+  ModelOptions o;
+  o.backend = backend;
+  o.threads = threads;
+  o.precision = precision;
+  return o;
 }
 
 // Dataset shapes for Model.from_json: {name: int | tuple | dict(shape=..., sparse=...) |
@@ -368,9 +374,10 @@ PYBIND11_MODULE(_core, m) {
   py::class_<PyModel>(m, "Model")
       .def_static(
           "load",
-          [](const py::object& path_obj, const std::string& backend, int threads) {
+          [](const py::object& path_obj, const std::string& backend, int threads,
+             const std::string& precision) {
             const std::string path = path_arg(path_obj, "path");
-            auto opt = model_options(backend, threads);
+            auto opt = model_options(backend, threads, precision);
             std::shared_ptr<Model> mdl;
             {
               py::gil_scoped_release release;
@@ -378,11 +385,12 @@ PYBIND11_MODULE(_core, m) {
             }
             return std::make_unique<PyModel>(mdl);
           },
-          py::arg("path"), py::arg("backend") = "cpu", py::arg("threads") = 0)
+          py::arg("path"), py::arg("backend") = "cpu", py::arg("threads") = 0,
+          py::arg("precision") = "")
       .def_static(
           "from_json",
           [](const py::object& json, const py::object& datasets, uint64_t seed,
-             const std::string& backend, int threads) {
+             const std::string& backend, int threads, const std::string& precision) {
             std::string text;
             if (py::isinstance<py::dict>(json))
               text = py::module_::import("json").attr("dumps")(json).cast<std::string>();
@@ -399,11 +407,11 @@ PYBIND11_MODULE(_core, m) {
                 shapes[name] = data_shape(name, item.second);
               }
             }
-            auto opt = model_options(backend, threads);
+            auto opt = model_options(backend, threads, precision);
             return std::make_unique<PyModel>(Model::from_json(text, shapes, seed, opt));
           },
           py::arg("json"), py::arg("datasets") = py::none(), py::arg("seed") = 1,
-          py::arg("backend") = "cpu", py::arg("threads") = 0)
+          py::arg("backend") = "cpu", py::arg("threads") = 0, py::arg("precision") = "")
       .def(
           "save",
           [](PyModel& m, const py::object& path) {
@@ -529,7 +537,7 @@ PYBIND11_MODULE(_core, m) {
       [](const py::object& cdl, const py::object& callback, const std::string& backend, int threads,
          const py::object& log) {
         const std::string path = path_arg(cdl, "cdl");
-        auto opt = model_options(backend, threads);
+        auto opt = model_options(backend, threads, "");  // the CDL names its precision
         std::shared_ptr<Model> model;
         auto log_fn = CallbackBridge{}.log_fn(log);
         run_training(

@@ -55,3 +55,22 @@ def test_from_json_with_shapes(work):
     w = "Hidden<-Input:weights"
     np.testing.assert_array_equal(m.get_weights(w), same.get_weights(w))
     assert not np.array_equal(m.get_weights(w), other.get_weights(w))
+
+
+def test_bf16_precision(work):
+    """precision="bf16": BF16 products with FP32 accumulation, within BF16's rounding of FP32;
+    refused with the reason on a CPU without AVX512-BF16 (skipped there)."""
+    fp32 = nnsuite.Model.load(work / "net.nc")
+    try:
+        bf16 = nnsuite.Model.load(work / "net.nc", precision="bf16")
+    except Exception as e:  # the library's ConfigError
+        if "BF16" in str(e) and "avx512" in str(e).lower():
+            pytest.skip(str(e))
+        raise
+    data = nnsuite.read_datasets(work / "input.nc")["input"]
+    a, b = fp32.outputs(data), bf16.outputs(data)
+    assert a.shape == b.shape
+    assert not np.array_equal(a, b)  # BF16 products round differently
+    np.testing.assert_allclose(b, a, rtol=0.03, atol=0.01)
+    with pytest.raises(ValueError, match=r"^precision: expected 'fp32' or 'bf16'; got 'fp16'"):
+        nnsuite.Model.load(work / "net.nc", precision="fp16")

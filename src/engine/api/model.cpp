@@ -35,6 +35,8 @@ std::unique_ptr<Backend> options_backend(const NetworkSpec& spec, const ModelOpt
       make_backend_for(spec, options.backend, options.threads, resolve_device(options.device));
   if (options.batch_invariant)
     if (auto* cpu = dynamic_cast<CpuBackend*>(backend.get())) cpu->set_batch_invariant(true);
+  if (resolve_precision(options.precision, spec) == Precision::BF16)
+    backend->set_precision(Precision::BF16);  // refuses where BF16 cannot run
   return backend;
 }
 

@@ -84,6 +84,33 @@ TEST(Api, WeightsRoundTripAndEvaluatorsSeeTheModelsWeights) {
   EXPECT_THROW(m->set_weights("Output<-Hidden:bias", bias.data(), 3), ConfigError);
 }
 
+TEST(Api, Bf16PrecisionIsCloseToFp32AndRefusedWithBatchInvariance) {
+  auto fp32 = make_model();
+  ModelOptions o{"cpu", 2};
+  o.precision = "bf16";
+  std::shared_ptr<Model> bf16;
+  try {
+    bf16 = Model::from_json(kNetwork, {{"input", {kCols, 1, 1, true}}, {"output", {kCols}}}, 5, o);
+  } catch (const ConfigError& e) {
+    GTEST_SKIP() << e.what();  // no AVX512-BF16 here: refused with the reason
+  }
+  Csr rows = make_rows();
+  std::vector<float> a(size_t(kRows) * kCols), b(a.size());
+  Evaluator(fp32).outputs(rows.view(), "", a.data());
+  Evaluator(bf16).outputs(rows.view(), "", b.data());
+  EXPECT_NE(a, b);  // the products were rounded to BF16
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 0.02f) << i;
+  o.batch_invariant = true;
+  EXPECT_THROW(
+      Model::from_json(kNetwork, {{"input", {kCols, 1, 1, true}}, {"output", {kCols}}}, 5, o),
+      ConfigError);
+  o.batch_invariant = false;
+  o.precision = "fp16";
+  EXPECT_THROW(
+      Model::from_json(kNetwork, {{"input", {kCols, 1, 1, true}}, {"output", {kCols}}}, 5, o),
+      ConfigError);
+}
+
 TEST(Api, DenseAndCsrInputsAgree) {
   auto m = make_model();
   Csr rows = make_rows();
