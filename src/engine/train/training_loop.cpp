@@ -524,6 +524,8 @@ void TrainingLoop::solve_epoch(EpochReport& r) {
     throw ConfigError(
         "closed-form training (Solver LeastSquares) needs the datasets in memory (give "
         "--no-stream)");
+  // No steps follow: the gradients' memory (as large as the weights) goes to the solve.
+  for (Parameter* p : net_.parameters()) p->grad.reset();
   const LeastSquaresReport s = solve_least_squares(
       net_, data_, options_.optimizer.lambda, net_.spec().denoising_p, options_.least_squares_bias);
   ++epoch_;
