@@ -80,29 +80,27 @@ class ScratchFile {
   }
   // Raw positioned writes and reads (not through the FILE buffer).
   void write_at(uint64_t offset, const void* data, size_t bytes) const {
-    const char* p = static_cast<const char*>(data);
-    while (bytes > 0) {
-      const ssize_t n = ::pwrite(fileno(file_), p, bytes, off_t(offset));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) fail("cannot write");
-      p += n;
-      offset += uint64_t(n);
-      bytes -= size_t(n);
-    }
+    transfer(offset, const_cast<void*>(data), bytes, true);
   }
   void read_at(uint64_t offset, void* data, size_t bytes) const {
+    transfer(offset, data, bytes, false);
+  }
+
+ private:
+  // pwrite/pread until every byte has gone (they may do part of it, or be interrupted).
+  void transfer(uint64_t offset, void* data, size_t bytes, bool write) const {
     char* p = static_cast<char*>(data);
     while (bytes > 0) {
-      const ssize_t n = ::pread(fileno(file_), p, bytes, off_t(offset));
+      const ssize_t n = write ? ::pwrite(fileno(file_), p, bytes, off_t(offset))
+                              : ::pread(fileno(file_), p, bytes, off_t(offset));
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) fail("cannot read back");
+      if (n <= 0) fail(write ? "cannot write" : "cannot read back");
       p += n;
       offset += uint64_t(n);
       bytes -= size_t(n);
     }
   }
 
- private:
   [[noreturn]] void fail(const std::string& action) const {
     const int err = errno;
     throw IoError(what_ + ": " + action + " its temporary file in '" + dir_ +

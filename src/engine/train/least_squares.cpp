@@ -149,7 +149,7 @@ LeastSquaresReport solve_least_squares(Network& net, const BoundData& data, floa
     diag_ridge[i] = noise * d + ridge;
     d = float(d + diag_ridge[i]);
   }
-  // Kept for the objective's value: [X 1]^T Y's trace against the solution needs G itself.
+  // sum ||y||^2: the objective at the optimum is this minus tr(C^T Z).
   double y_squares = 0;
   for (uint64_t e = 0; e < y.sparse_index.size(); ++e)
     y_squares += double(value_at(y, e)) * value_at(y, e);
@@ -159,6 +159,11 @@ LeastSquaresReport solve_least_squares(Network& net, const BoundData& data, floa
   double explained = 0;  // tr(C^T Z): the objective at the optimum is sum ||y||^2 - this
   const int n = int(units);
   int info = 0;
+  const auto refuse_if_singular = [&info] {
+    if (info != 0)
+      refuse("found the system singular (LAPACK info " + std::to_string(info) +
+             "): an input unit no example has needs Lambda > 0");
+  };
   {
     BlasThreads threads(available_cpus());
     if (autoencoder) {
@@ -167,9 +172,7 @@ LeastSquaresReport solve_least_squares(Network& net, const BoundData& data, floa
       for (uint64_t i = 0; i < n_in; ++i) a_diag[i] = a[size_t(i * units + i)];
       spotrf_("L", &n, a.data(), &n, &info, 1);
       if (info == 0) spotri_("L", &n, a.data(), &n, &info, 1);
-      if (info != 0)
-        refuse("found the system singular (LAPACK info " + std::to_string(info) +
-               "): an input unit no example has needs Lambda > 0");
+      refuse_if_singular();
       const auto inv = [&](uint64_t i, uint64_t j) {  // A^-1 (i, j) from its lower triangle
         return i >= j ? a[size_t(j * units + i)] : a[size_t(i * units + j)];
       };
@@ -198,9 +201,7 @@ LeastSquaresReport solve_least_squares(Network& net, const BoundData& data, floa
       std::vector<float> z = c;
       const int rhs = int(n_out);
       sposv_("L", &n, &rhs, a.data(), &n, z.data(), &n, &info, 1);
-      if (info != 0)
-        refuse("found the system singular (LAPACK info " + std::to_string(info) +
-               "): an input unit no example has needs Lambda > 0");
+      refuse_if_singular();
       for (uint64_t j = 0; j < n_out; ++j) {
         for (uint64_t i = 0; i < n_in; ++i) w[size_t(i * n_out + j)] = z[size_t(j * units + i)];
         if (fit_bias) bias[j] = z[size_t(j * units + n_in)];
@@ -213,13 +214,14 @@ LeastSquaresReport solve_least_squares(Network& net, const BoundData& data, floa
   // Into the layer: its weights (n_in x n_out) and its bias (n_out).
   Layer& layer = net.layer(net.spec().layers[1].name);
   Parameter *weights = nullptr, *biases = nullptr;
+  const auto ends_with = [](const std::string& s, const std::string& end) {
+    return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
+  };
   for (Parameter* p : layer.parameters()) {
-    if (p->size() == w.size() && !weights)
-      weights = p;
-    else if (p->size() == bias.size() && !biases)
-      biases = p;
+    if (ends_with(p->name, ":weights")) weights = p;
+    if (ends_with(p->name, ":bias")) biases = p;
   }
-  if (!weights || !biases || weights == biases)
+  if (!weights || !biases || weights->size() != w.size() || biases->size() != bias.size())
     throw ConfigError("closed-form training: layer '" + layer.name() +
                       "' does not hold one weight matrix and one bias of the expected sizes");
   weights->value.upload(w);
