@@ -5,10 +5,12 @@ gen: a synthetic catalog with planted structure. ITEMS items fall into CLUSTERS 
 clusters; within a cluster item popularity is Zipf (exponent ZIPF, ranks shuffled). A user
 belongs to one cluster (clusters drawn uniformly) and holds PER_USER distinct items of it drawn
 by popularity. Training users see all their items as input and as target; each test user shows
-half of their items (input) and hides the other half (held out). The input is the user's items
-hashed into BUCKETS (16,384 in the benchmark) features (so the input layer stays small and the output layer is what the
-benchmark measures). Writes train_in.txt, train_out.txt, test_in.txt, test_filter.txt,
-test_heldout.txt (sample<TAB>feature:feature:...).
+half of their items (input) and hides the other half (held out); as many validation users,
+drawn after the test users, are split the same way (to choose each network's epoch). The input
+is the user's items hashed into BUCKETS (16,384 in the benchmark) features, so that the input
+layer stays small and the output layer is what the benchmark measures. Writes train_in.txt,
+train_out.txt, test_in.txt, test_filter.txt, test_heldout.txt and the same three val_*.txt
+(sample<TAB>feature:feature:...).
 
 recall: recall@K of a recs file (nn-predict's sample<TAB>item,score:...) against
 test_heldout.txt: the mean over test users of |top K & held out| / min(K, |held out|).
@@ -61,16 +63,19 @@ def gen(out, items, clusters, per_user, train_users, test_users, buckets, zipf, 
         f.write(line("catalog", [f"i{i}" for i in range(items)]))
     with open(f"{out}/all_buckets.txt", "w") as f:
         f.write(line("catalog", [f"b{b}" for b in range(buckets)]))
-    with open(f"{out}/test_in.txt", "w") as fi, open(f"{out}/test_filter.txt", "w") as ff, open(
-        f"{out}/test_heldout.txt", "w"
-    ) as fh:
-        for u in range(test_users):
-            its = user_items()
-            rng.shuffle(its)
-            shown, hidden = its[: per_user // 2], its[per_user // 2 :]
-            fi.write(line(f"t{u}", sorted({f"b{bucket(i)}" for i in shown})))
-            ff.write(line(f"t{u}", [f"i{i}" for i in shown]))
-            fh.write(line(f"t{u}", [f"i{i}" for i in hidden]))
+    # Test users first, then as many validation users (drawn after them, so the test users of a
+    # seed are the same with or without validation users).
+    for kind, prefix in (("test", "t"), ("val", "v")):
+        with open(f"{out}/{kind}_in.txt", "w") as fi, open(f"{out}/{kind}_filter.txt", "w") as ff, open(
+            f"{out}/{kind}_heldout.txt", "w"
+        ) as fh:
+            for u in range(test_users):
+                its = user_items()
+                rng.shuffle(its)
+                shown, hidden = its[: per_user // 2], its[per_user // 2 :]
+                fi.write(line(f"{prefix}{u}", sorted({f"b{bucket(i)}" for i in shown})))
+                ff.write(line(f"{prefix}{u}", [f"i{i}" for i in shown]))
+                fh.write(line(f"{prefix}{u}", [f"i{i}" for i in hidden]))
 
 
 def read_lists(path, with_scores=False):

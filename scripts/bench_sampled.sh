@@ -7,11 +7,13 @@
 #   scripts/bench_sampled.sh synthetic ITEMS [CLUSTERS TRAIN_USERS EPOCHS NEGATIVES FULL_EPOCHS
 #                                             DISTRIBUTION]
 #     A catalog of ITEMS items with planted structure (scripts/bench_sampled.py gen: users of
-#     clusters of items, Zipf popularity), hidden 128, SoftMax output; 2,000 test users with half
-#     of their items held out. FULL_EPOCHS (default EPOCHS) < EPOCHS times the full layer on
-#     fewer epochs when it is too slow to train as long: its recall is then reported after
-#     FULL_EPOCHS and the sampled network's after both. DISTRIBUTION: Uniform (default) or
-#     Popularity.
+#     clusters of items, Zipf popularity), input Denoising (NN_BENCH_DENOISING, default 0.5; 0 =
+#     none), hidden 128, SoftMax output; 2,000 test and 2,000 validation users with half of
+#     their items held out. Both networks are checkpointed every epoch and each epoch's network
+#     is scored on both user sets: the summary gives each variant's best epoch on the validation
+#     users, its test recall and the training seconds up to it. FULL_EPOCHS (default EPOCHS)
+#     trains the full layer on fewer epochs when it is too slow to train as long.
+#     DISTRIBUTION: Uniform (default) or Popularity.
 #   scripts/bench_sampled.sh movielens [NEGATIVES DISTRIBUTION]
 #     The bundled MovieLens sample (samples/movielens), 80/20 split of each user's ratings, the
 #     Mult-DAE network of configs/recommender-mult-dae (SoftMax) and the autoencoder of
@@ -35,6 +37,7 @@ rate() {
 synthetic() {
   local items=$1 clusters=${2:-100} users=${3:-20000} epochs=${4:-4} negatives=${5:-2048}
   local full_epochs=${6:-$4} distribution=${7:-Uniform}
+  local denoising=${NN_BENCH_DENOISING:-0.5}
   local dir=$work/synthetic-$items
   mkdir -p "$dir"
   cd "$dir"
@@ -45,42 +48,57 @@ synthetic() {
   "$tools/nn-generate" -q -d input -i all_buckets.txt -o catalog.nc -f buckets.idx -s catalog2.idx -c --align 1
   "$tools/nn-generate" -q -d input -i train_in.txt -o train_in.nc -f buckets.idx -s train.idx -m --align 1
   rm -f catalog.nc
+  local noise=""
+  [ "$denoising" != 0 ] && noise="\"Denoising\": { \"p\": $denoising }, "
   for variant in full sampled; do
     local sampling=""
     [ $variant = sampled ] &&
       sampling=", \"Sampling\": {\"Negatives\": $negatives, \"Distribution\": \"$distribution\"}"
     cat >$variant.json <<JSON
-{ "Name": "catalog-$variant", "ErrorFunction": "CrossEntropy",
+{ "Name": "catalog-$variant", ${noise}"ErrorFunction": "CrossEntropy",
   "Layers": [
     { "Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true },
     { "Name": "Hidden", "Kind": "Hidden", "N": 128, "Activation": "Tanh" },
     { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "SoftMax"$sampling } ] }
 JSON
   done
-  echo "== synthetic catalog: $items items in $clusters clusters, $users training users, hidden 128, $epochs epochs (full: $full_epochs), $negatives $distribution negatives"
-  printf '%-8s %7s %9s %14s %10s %s\n' variant epochs load examples/s recall@10 seconds
+  echo "== synthetic catalog: $items items in $clusters clusters, $users training users, hidden 128," \
+    "input Denoising $denoising, $epochs epochs (full: $full_epochs), $negatives $distribution negatives"
+  echo "   recall@10 of the 2,000 test users after every epoch; 'best' = the epoch whose network ranks the 2,000 validation users best"
+  printf '%-8s %6s %6s %11s %10s %10s %9s\n' variant epoch load examples/s val-recall recall@10 seconds
+  local summary=""
   for variant in full sampled; do
     local e=$epochs
     [ $variant = full ] && e=$full_epochs
     local l0
     l0=$(load)
-    local t0=$SECONDS
+    rm -f $variant-e*.nc
     "$tools/nn-train" -c $variant.json -i train_in.nc -o train_out.nc -n $variant.nc -b 128 -e "$e" \
-      --optimizer Adam -alpha 0.003 -lambda 0 --seed 5 2>$variant.log
-    local secs=$((SECONDS - t0))
-    "$tools/nn-predict" -n $variant.nc -r test_in.txt -i buckets.idx -o items.idx -f test_filter.txt \
-      -k 10 >$variant.recs 2>$variant.predict.log
-    printf '%-8s %7s %9s %14s %10s %s\n' $variant "$e" "$l0" "$(rate $variant.log)" \
-      "$(python3 "$py" recall $variant.recs test_heldout.txt 10)" "$secs"
-    if [ $variant = sampled ] && [ "$full_epochs" != "$epochs" ]; then
-      "$tools/nn-train" -q -c sampled.json -i train_in.nc -o train_out.nc -n sampled_short.nc -b 128 \
-        -e "$full_epochs" --optimizer Adam -alpha 0.003 -lambda 0 --seed 5
-      "$tools/nn-predict" -n sampled_short.nc -r test_in.txt -i buckets.idx -o items.idx \
-        -f test_filter.txt -k 10 >sampled_short.recs 2>/dev/null
-      printf '%-8s %7s %9s %14s %10s\n' sampled "$full_epochs" "$(load)" "-" \
-        "$(python3 "$py" recall sampled_short.recs test_heldout.txt 10)"
-    fi
+      --optimizer Adam -alpha 0.003 -lambda 0 --seed 5 --checkpoint-interval 1 --checkpoints-kept 0 \
+      --checkpoint-name $variant-e 2>$variant.log
+    local best=0 best_val=-1 best_test="" secs=0 best_secs=0
+    for ((k = 1; k <= e; k++)); do
+      local line rate_k secs_k val test
+      line=$(grep "^epoch $k/$e: " $variant.log)
+      rate_k=$(sed -n 's/.*, \([0-9]*\) examples\/s.*/\1/p' <<<"$line")
+      secs_k=$(sed -n 's/.* examples\/s, \([0-9.]*\) s.*/\1/p' <<<"$line")
+      secs=$(awk -v a="$secs" -v b="$secs_k" 'BEGIN { printf "%.1f", a + b }')
+      for set in val test; do
+        "$tools/nn-predict" -n $variant-e$k.nc -r ${set}_in.txt -i buckets.idx -o items.idx \
+          -f ${set}_filter.txt -k 10 >$variant-$set.recs 2>$variant.predict.log
+      done
+      val=$(python3 "$py" recall $variant-val.recs val_heldout.txt 10)
+      test=$(python3 "$py" recall $variant-test.recs test_heldout.txt 10)
+      printf '%-8s %6s %6s %11s %10s %10s %9s\n' $variant $k "$l0" "$rate_k" "$val" "$test" "$secs"
+      if awk -v a="$val" -v b="$best_val" 'BEGIN { exit !(a > b) }'; then
+        best=$k best_val=$val best_test=$test best_secs=$secs
+      fi
+      rm -f $variant-e$k.nc
+    done
+    summary+=$(printf '%-8s best epoch %s of %s: recall@10 %s after %s s of training, %s examples/s (mean of the epochs)' \
+      $variant $best "$e" "$best_test" "$best_secs" "$(rate $variant.log)")$'\n'
   done
+  printf '%s' "$summary"
 }
 
 movielens() {

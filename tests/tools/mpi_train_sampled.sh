@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sampled output training (docs/wide-outputs.md, "Sampled outputs") data parallel under mpirun
 # (CTest label mpi): 2 and 3 ranks, the last batch of one row leaving two ranks idle, match one
-# process (losses per epoch and final weights); a model-parallel (split) layer is refused with
-# the reason.
+# process (losses per epoch and final weights), data parallel and with the Output and Hidden
+# layers split over the ranks (model parallel).
 # Usage: mpi_train_sampled.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$1
@@ -32,10 +32,19 @@ for np in 2 3; do
   close a.txt b.txt 1e-3 || fail "np $np: final weights differ"
 done
 
-# A split Output layer is refused, naming the layer and what to do instead.
+# Split (model-parallel) layers: the sampled Output layer and the Hidden layer split over 2 and
+# 3 ranks match one process too.
 pin_parallel Model sampled.json model.json
 sed 's/config.json/model.json/' train.cdl >model.cdl
-if run_np 2 "$tools/nn-train" model.cdl 2>err.txt; then fail "a split sampled layer was accepted"; fi
-grep -q "layer 'Output': Sampling is not supported with model-parallel (split) layers yet" err.txt ||
-  fail "model parallel: $(tail -3 err.txt)"
+for np in 2 3; do
+  rm -f net.nc ck*.nc
+  run_np $np "$tools/nn-train" model.cdl 2>mp.log || fail "model parallel, np $np: $(tail -5 mp.log)"
+  grep -q "^sampled output: layer 'Output'.*split over $np ranks" mp.log ||
+    fail "model parallel, np $np: not split: $(cat mp.log)"
+  losses mp.log >mp.loss
+  close mp.loss one.loss 1e-5 || fail "model parallel, np $np: losses differ: $(paste mp.loss one.loss)"
+  weights net.nc >a.txt
+  weights one.nc >b.txt
+  close a.txt b.txt 1e-3 || fail "model parallel, np $np: final weights differ"
+done
 echo "mpi_train_sampled: ok"

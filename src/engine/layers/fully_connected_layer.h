@@ -72,6 +72,17 @@ class FullyConnectedLayer : public WeightedLayer<Connection> {
   // product over the column slice of its matrix, then the activation), so the values match it.
   void forward_columns(const LayerContext& ctx, uint32_t first, uint32_t count, float* out);
 
+  // ---- model parallelism, also used by a sampled split output (train/sampled_output.h) ------
+  // The whole minibatch of dense source k ([global rows][source units]): every rank's rows,
+  // gathered (an input layer holds them already). Collective over the shard's ranks.
+  const float* gathered_input(size_t k, const LayerContext& ctx);
+  // SoftMax of the rows of x [rows][cols] (this rank's columns of each row) over the columns of
+  // every rank: row maxima and sums all-reduced. Collective.
+  void sharded_softmax(Backend& be, float* x, uint32_t rows, uint32_t cols);
+  // dx [global rows][source units]: this rank's part of dE/dx for source k; the ranks' parts
+  // are summed onto each rank's rows and added to the source's delta. Collective.
+  void add_source_delta(const LayerContext& ctx, size_t k, const float* dx);
+
  protected:
   const char* weights_noun() const override { return "matrix"; }
   std::pair<size_t, size_t> weight_fans(const Connection& c) const override;
@@ -90,12 +101,8 @@ class FullyConnectedLayer : public WeightedLayer<Connection> {
   // ---- model parallelism (fully_connected_sharded.cpp) ----------------------------------------
   void forward_sharded(const LayerContext& ctx);
   void backward_sharded(const LayerContext& ctx);
-  // The whole minibatch of dense source k ([global rows][source units]).
-  const float* gathered_input(size_t k, const LayerContext& ctx);
   // Row counts of every rank times `width` (counts for collectives over rows).
   std::vector<size_t> row_counts(const LayerContext& ctx, size_t width) const;
-  // SoftMax over the whole layer of x [rows][count] (this rank's columns).
-  void sharded_softmax(Backend& be, float* x, uint32_t rows);
   // [global rows][count] (local) -> this rank's rows of every unit, and back.
   void local_to_rows(Backend& be, const LayerContext& ctx, const float* local, float* out);
   void rows_to_local(Backend& be, const LayerContext& ctx, const float* in, float* local);

@@ -84,6 +84,9 @@ const float* FullyConnectedLayer::gathered_input(size_t k, const LayerContext& c
   Communicator& comm = *shard_.comm;
   const size_t width = src->units();
   const std::vector<size_t> counts = row_counts(ctx, width);
+  // Sized by allocate(); a layer that allocate() skipped (a sampled output) sizes it here.
+  if (x_full_.size() < connections_.size()) x_full_.resize(connections_.size());
+  x_full_[k].resize(be, size_t(ctx.all_rows()) * width);
   float* out = x_full_[k].data();
   NN_CHECK(counts[size_t(shard_.rank)] == size_t(ctx.rows) * width,
            "layer '" + name() + "': this rank's rows differ from the row split");
@@ -99,9 +102,9 @@ const float* FullyConnectedLayer::gathered_input(size_t k, const LayerContext& c
   return out;
 }
 
-void FullyConnectedLayer::sharded_softmax(Backend& be, float* x, uint32_t rows) {
+void FullyConnectedLayer::sharded_softmax(Backend& be, float* x, uint32_t rows, uint32_t cols) {
   Communicator& comm = *shard_.comm;
-  const uint32_t n = shard_.count;
+  const uint32_t n = cols;
   host_a_.resize(size_t(rows) * n);
   be.download(host_a_.data(), x, host_a_.size() * sizeof(float));
   std::vector<float> row_max(rows, -std::numeric_limits<float>::infinity());
@@ -193,7 +196,7 @@ void FullyConnectedLayer::forward_sharded(const LayerContext& ctx) {
   }
   if (first) be.fill(z, size_t(g) * n, 0.0f);
   if (spec_.activation == Activation::SoftMax)
-    sharded_softmax(be, z, g);
+    sharded_softmax(be, z, g, n);
   else
     be.activate(activation_params(spec_), z, g, n);
   if (kind() == LayerKind::Output) return;
@@ -207,7 +210,6 @@ void FullyConnectedLayer::forward_sharded(const LayerContext& ctx) {
 
 void FullyConnectedLayer::backward_sharded(const LayerContext& ctx) {
   Backend& be = ctx.backend;
-  Communicator& comm = *shard_.comm;
   const uint32_t g = ctx.all_rows(), n = shard_.count;
   float* d = delta_.data();  // Output: dE/dz of this rank's columns, from the loss
   if (kind() != LayerKind::Output) {
@@ -246,19 +248,28 @@ void FullyConnectedLayer::backward_sharded(const LayerContext& ctx) {
               0.0f, dx, n_in);
     else
       be.fill(dx, size_t(g) * n_in, 0.0f);
-    const std::vector<size_t> counts = row_counts(ctx, size_t(n_in));
-    const size_t mine = size_t(ctx.rows) * n_in;
-    if (host_memory(be, comm)) {
-      comm.reduce_scatter_sum_v(dx, dx_rows_.data(), counts);
-    } else {
-      host_a_.resize(size_t(g) * n_in);
-      host_b_.resize(mine);
-      be.download(host_a_.data(), dx, host_a_.size() * sizeof(float));
-      comm.reduce_scatter_sum_v(host_a_.data(), host_b_.data(), counts);
-      be.upload(dx_rows_.data(), host_b_.data(), mine * sizeof(float));
-    }
-    if (mine) be.axpy(mine, 1.0f, dx_rows_.data(), src->delta());
+    add_source_delta(ctx, k, dx);
   }
+}
+
+void FullyConnectedLayer::add_source_delta(const LayerContext& ctx, size_t k, const float* dx) {
+  Backend& be = ctx.backend;
+  Communicator& comm = *shard_.comm;
+  Layer* src = connections_[k]->source;
+  const size_t n_in = src->units(), g = ctx.all_rows();
+  const std::vector<size_t> counts = row_counts(ctx, n_in);
+  const size_t mine = size_t(ctx.rows) * n_in;
+  dx_rows_.resize(be, mine);
+  if (host_memory(be, comm)) {
+    comm.reduce_scatter_sum_v(dx, dx_rows_.data(), counts);
+  } else {
+    host_a_.resize(g * n_in);
+    host_b_.resize(mine);
+    be.download(host_a_.data(), dx, host_a_.size() * sizeof(float));
+    comm.reduce_scatter_sum_v(host_a_.data(), host_b_.data(), counts);
+    be.upload(dx_rows_.data(), host_b_.data(), mine * sizeof(float));
+  }
+  if (mine) be.axpy(mine, 1.0f, dx_rows_.data(), src->delta());
 }
 
 // ---- file form -------------------------------------------------------------------------------

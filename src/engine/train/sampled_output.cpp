@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "train/loss_setup.h"
+#include "train/step.h"
 
 namespace nn {
 namespace {
@@ -19,9 +20,6 @@ std::string where(const NetworkSpec& spec, const LayerSpec& l) {
 // Why the output layer `layer` (bound to `targets`) cannot be sampled, or "".
 std::string obstacle(Network& net, Layer& layer, const ExampleSet& targets) {
   const LayerSpec& l = layer.spec();
-  if (net.model_parallel())
-    return "is not supported with model-parallel (split) layers yet; set \"Parallel\": "
-           "\"Data\" on the split layers (or in the command file) to train data parallel";
   if (net.backend().precision() == Precision::BF16)
     return "is not supported with BF16 precision yet; use FP32";
   auto* fc = dynamic_cast<FullyConnectedLayer*>(&layer);
@@ -79,7 +77,8 @@ SampledOutput::SampledOutput(Network& net, const BoundData& data, size_t output,
       softmax_(layer_.spec().activation == Activation::SoftMax),
       negatives_(layer_.spec().sampling.negatives),
       sampler_(NegativeSampler::for_spec(layer_.spec().sampling, *data.outputs[output].dataset,
-                                         layer_.units())) {}
+                                         layer_.units())),
+      split_(layer_.sharded()) {}
 
 std::string SampledOutput::describe() const {
   const SamplingSpec& s = layer_.spec().sampling;
@@ -87,6 +86,7 @@ std::string SampledOutput::describe() const {
          std::to_string(s.negatives) + " " + to_string(s.distribution) + " negatives of its " +
          std::to_string(layer_.units()) + " units (" +
          (softmax_ ? "log-Q corrected SoftMax" : "weighted Sigmoid negatives") +
+         (split_ ? "; split over " + std::to_string(layer_.shard().ranks) + " ranks" : "") +
          "; validation and prediction use the whole layer)";
 }
 
@@ -94,45 +94,104 @@ bool SampledOutput::owns(const Parameter* p) const {
   return p == &connection_.weights || p == &connection_.bias;
 }
 
-void SampledOutput::forward_loss(const LayerContext& ctx, const HostBatch& batch, double* sum) {
+void SampledOutput::forward_loss(const LayerContext& ctx, const HostBatch& batch,
+                                 const HostBatch* whole, double* sum) {
+  have_gradients_ = false;
+  if (split_) {
+    NN_CHECK(whole != nullptr, "a split sampled output layer without the whole minibatch");
+    return forward_split(ctx, *whole, sum);
+  }
   Backend& be = ctx.backend;
   const SparseBatch& targets = batch.sparse[slot_];
   cols_ = sample_columns(positives(targets), sampler_, negatives_, seed_, ctx.step, layer_.index());
   rows_ = ctx.rows;
   global_rows_ = ctx.all_rows();
-  have_gradients_ = false;
-  const auto m = static_cast<uint32_t>(cols_.columns.size());
-  const uint32_t n_in = connection_.source->units(), n_out = layer_.units();
-  index_.assign(be, cols_.columns);
+  x_ = connection_.source->activations();
   // The targets, moved to their places among the positives (columns[0, positives) is sorted).
   compact_targets_ = targets;
-  compact_targets_.cols = m;
+  compact_targets_.cols = static_cast<uint32_t>(cols_.columns.size());
   const auto first = cols_.columns.begin(), last = first + cols_.positives;
   for (uint32_t& j : compact_targets_.index)
     j = static_cast<uint32_t>(std::lower_bound(first, last, j) - first);
   const TargetView& tv = targets_.load_sparse(be, compact_targets_);
-  if (m == 0) return;
+  prepare_columns(be, cols_.columns, cols_.inclusion);
+  if (!cols_.columns.empty() && rows_ > 0) compute_loss(be, tv, sum);
+}
+
+void SampledOutput::forward_split(const LayerContext& ctx, const HostBatch& whole, double* sum) {
+  Backend& be = ctx.backend;
+  const ShardInfo& sh = layer_.shard();
+  const SparseBatch& targets = whole.sparse[slot_];
+  // The same S on every rank: the whole minibatch's targets and the same draws.
+  cols_ = sample_columns(targets, sampler_, negatives_, seed_, ctx.step, layer_.index());
+  rows_ = global_rows_ = whole.rows;
+  // This rank's columns of S, in S's order (its positives sorted, then its negatives),
+  // numbered within the slice.
+  std::vector<uint32_t> local;
+  std::vector<double> inclusion;
+  local_positives_ = 0;
+  for (size_t k = 0; k < cols_.columns.size(); ++k) {
+    const uint32_t j = cols_.columns[k];
+    if (j < sh.first || j - sh.first >= sh.count) continue;
+    local.push_back(j - sh.first);
+    inclusion.push_back(cols_.inclusion[k]);
+    if (k < cols_.positives) ++local_positives_;
+  }
+  // The slice's target entries, moved to their places among this rank's positives; every
+  // row's target sum over the whole layer (SoftMax's targets are normalised by it).
+  slice_sparse_columns(targets, sh.first, sh.count, compact_targets_, row_sum_);
+  compact_targets_.cols = static_cast<uint32_t>(local.size());
+  const auto first = local.begin(), last = first + local_positives_;
+  for (uint32_t& j : compact_targets_.index)
+    j = static_cast<uint32_t>(std::lower_bound(first, last, j) - first);
+  TargetView tv = targets_.load_sparse(be, compact_targets_);
+  tv.row_sum = targets_.load_row_sum(be, row_sum_);
+  prepare_columns(be, local, inclusion);
+  x_ = layer_.gathered_input(0, ctx);  // collective
+  compute_loss(be, tv, sum);           // collective for SoftMax
+}
+
+void SampledOutput::prepare_columns(Backend& be, const std::vector<uint32_t>& columns,
+                                    const std::vector<double>& inclusion) {
+  const auto m = static_cast<uint32_t>(columns.size());
+  const uint32_t n_in = connection_.source->units(), n_out = layer_.local_units();
+  index_.assign(be, columns);
   // W[:, S] and b[S]; for SoftMax the log-Q correction joins the bias of the negatives.
   w_.resize(be, size_t(n_in) * m);
   b_.resize(be, m);
+  z_.resize(be, size_t(rows_) * m);
+  delta_.resize(be, size_t(rows_) * m);
+  if (m == 0) return;
   be.gather_columns(connection_.weights.value.data(), n_in, n_out, index_.data(), m, w_.data());
   be.gather_columns(connection_.bias.value.data(), 1, n_out, index_.data(), m, b_.data());
   std::vector<float> correction(m, softmax_ ? 0.0f : 1.0f);
-  for (uint32_t k = cols_.positives; k < m; ++k)
-    correction[k] = softmax_ ? static_cast<float>(-std::log(cols_.inclusion[k]))
-                             : static_cast<float>(1.0 / cols_.inclusion[k]);
+  for (uint32_t k = 0; k < m; ++k)
+    if (inclusion[k] < 1.0)
+      correction[k] = softmax_ ? static_cast<float>(-std::log(inclusion[k]))
+                               : static_cast<float>(1.0 / inclusion[k]);
   correction_.assign(be, correction);
   if (softmax_) be.axpy(m, 1.0f, correction_.data(), b_.data());
-  z_.resize(be, size_t(rows_) * m);
-  delta_.resize(be, size_t(rows_) * m);
-  if (rows_ == 0) return;
-  be.broadcast_bias(z_.data(), b_.data(), rows_, m, /*accumulate=*/false);
-  be.gemm(false, false, int(rows_), int(m), int(n_in), 1.0f, connection_.source->activations(),
-          int(n_in), w_.data(), int(m), 1.0f, z_.data(), int(m));
-  be.activate_loss_accumulate(activation_params(layer_.spec()), loss_, z_.data(), tv, rows_, m,
-                              delta_.data(), sum);
+}
+
+void SampledOutput::compute_loss(Backend& be, const TargetView& tv, double* sum) {
+  const auto m = static_cast<uint32_t>(index_.size());
+  const uint32_t n_in = connection_.source->units();
+  const bool any = m > 0 && rows_ > 0;
+  if (any) {
+    be.broadcast_bias(z_.data(), b_.data(), rows_, m, /*accumulate=*/false);
+    be.gemm(false, false, int(rows_), int(m), int(n_in), 1.0f, x_, int(n_in), w_.data(), int(m),
+            1.0f, z_.data(), int(m));
+  }
+  if (split_ && softmax_) {
+    // Normalised over every rank's columns of S; every rank takes part, with columns or not.
+    layer_.sharded_softmax(be, z_.data(), rows_, m);
+    if (any) be.loss_accumulate(loss_, z_.data(), tv, rows_, m, delta_.data(), sum);
+  } else if (any) {
+    be.activate_loss_accumulate(activation_params(layer_.spec()), loss_, z_.data(), tv, rows_, m,
+                                delta_.data(), sum);
+  }
   // Sigmoid: each sampled negative's terms stand for 1 / pi of the columns outside P.
-  if (!softmax_) be.scale_columns(delta_.data(), rows_, m, correction_.data());
+  if (any && !softmax_) be.scale_columns(delta_.data(), rows_, m, correction_.data());
 }
 
 std::vector<uint32_t> SampledOutput::positives(const SparseBatch& targets) {
@@ -168,36 +227,48 @@ void SampledOutput::reduce_gradients() {
 
 void SampledOutput::backward(const LayerContext& ctx) {
   Backend& be = ctx.backend;
-  const auto m = static_cast<uint32_t>(cols_.columns.size());
-  const uint32_t n_in = connection_.source->units();
+  const auto m = static_cast<uint32_t>(index_.size());
+  Layer* src = connection_.source;
+  const uint32_t n_in = src->units();
   grad_w_.resize(be, size_t(n_in) * m);
   grad_b_.resize(be, m);
-  if (m == 0) return;
-  if (rows_ == 0) {
+  const bool any = m > 0 && rows_ > 0;
+  if (any) {
+    have_gradients_ = true;
+    const float inv_rows = 1.0f / static_cast<float>(rows_);
+    // The full layer's propagate() on the compact columns: G = x^T delta / rows, the bias the
+    // column means, and dE/dx += delta W^T.
+    be.gemm(true, false, int(n_in), int(m), int(rows_), inv_rows, x_, int(n_in), delta_.data(),
+            int(m), 0.0f, grad_w_.data(), int(m));
+    be.column_sums(delta_.data(), rows_, m, inv_rows, 0.0f, grad_b_.data());
+  } else if (m > 0) {
     be.fill(grad_w_.data(), grad_w_.size(), 0.0f);
     be.fill(grad_b_.data(), grad_b_.size(), 0.0f);
-    return;
   }
-  have_gradients_ = true;
-  const float inv_rows = 1.0f / static_cast<float>(rows_);
-  Layer* src = connection_.source;
-  // The full layer's propagate() on the compact columns: G = x^T delta / rows, the bias the
-  // column means, and dE/dx += delta W^T.
-  be.gemm(true, false, int(n_in), int(m), int(rows_), inv_rows, src->activations(), int(n_in),
-          delta_.data(), int(m), 0.0f, grad_w_.data(), int(m));
-  be.column_sums(delta_.data(), rows_, m, inv_rows, 0.0f, grad_b_.data());
-  if (src->needs_delta())
+  if (!src->needs_delta()) return;
+  if (split_) {
+    // dE/dx of every row from this rank's columns; the ranks' parts are summed onto their rows.
+    dx_.resize(be, size_t(rows_) * n_in);
+    if (any)
+      be.gemm(false, true, int(rows_), int(n_in), int(m), 1.0f, delta_.data(), int(m), w_.data(),
+              int(m), 0.0f, dx_.data(), int(n_in));
+    else if (!dx_.empty())
+      be.fill(dx_.data(), dx_.size(), 0.0f);
+    layer_.add_source_delta(ctx, 0, dx_.data());  // collective
+  } else if (any) {
     be.gemm(false, true, int(rows_), int(n_in), int(m), 1.0f, delta_.data(), int(m), w_.data(),
             int(m), 1.0f, src->delta(), int(n_in));
+  }
 }
 
 void SampledOutput::update(Optimizer& optimizer, uint64_t step, float alpha) {
-  const auto m = static_cast<uint32_t>(cols_.columns.size());
+  const auto m = static_cast<uint32_t>(index_.size());
   Backend& be = net_.backend();
   const uint32_t n_in = connection_.source->units();
   grad_w_.resize(be, size_t(n_in) * m);
   grad_b_.resize(be, m);
-  if (comm_) reduce_gradients();
+  // A split layer's ranks hold different columns, each computed from every row: nothing to sum.
+  if (comm_ && !split_) reduce_gradients();
   optimizer.update_columns(connection_.weights, connection_.source->units(), index_.data(), m,
                            grad_w_.data(), step, alpha);
   optimizer.update_columns(connection_.bias, 1, index_.data(), m, grad_b_.data(), step, alpha);

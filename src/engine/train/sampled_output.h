@@ -10,6 +10,11 @@
 //   and the optimizer updates the columns of S only (Optimizer::update_columns: lazy updates).
 // pi_j is the probability that column j is in D. The full layer's activations are never formed
 // in training (the layer has no buffers then); validation and prediction use the full layer.
+// A model-parallel (split) layer: every rank computes the same S from the whole minibatch's
+// targets and the same draws, and computes the columns of S in its slice for every row of the
+// global minibatch (the source's rows gathered); SoftMax normalises over the ranks (row maxima
+// and sums all-reduced), dE/dh is summed back onto the ranks' rows, and each rank updates its
+// own columns (no gradient reduction: it holds them alone).
 #pragma once
 
 #include <memory>
@@ -32,10 +37,11 @@ class SampledOutput {
   // The sampled output layer of `data` (null when no output layer has Sampling). Throws
   // ConfigError when more than one has it, or when the one that has it cannot be sampled: not
   // a fully connected layer with one dense source and its own weights, with a SoftMax or
-  // Sigmoid activation and CrossEntropy, no batch normalisation or skips, sparse targets, no
-  // model-parallel layers. With `comm` of several ranks (data parallelism) the ranks agree on
-  // the columns (the union of their targets, the same draws) and sum their compact gradients
-  // (weighted by rows, as the other gradients) through `comm`, a host communicator.
+  // Sigmoid activation and CrossEntropy, no batch normalisation or skips, sparse targets. With
+  // `comm` of several ranks (data parallelism) the ranks agree on the columns (the union of
+  // their targets, the same draws) and sum their compact gradients (weighted by rows, as the
+  // other gradients) through `comm`, a host communicator. A split layer uses its shard's
+  // communicator instead (see above).
   static std::unique_ptr<SampledOutput> create(Network& net, const BoundData& data, uint64_t seed,
                                                Communicator* comm);
 
@@ -43,8 +49,10 @@ class SampledOutput {
   size_t output() const { return output_; }  // its place in data.outputs
 
   // After the forward pass of every other layer: the columns of this step (`ctx.step`), z on
-  // them, the loss added into *sum (backend memory) and dE/dz kept for backward().
-  void forward_loss(const LayerContext& ctx, const HostBatch& batch, double* sum);
+  // them, the loss added into *sum (backend memory) and dE/dz kept for backward(). `whole`: the
+  // global minibatch, required when the layer is split (its rows are every rank's).
+  void forward_loss(const LayerContext& ctx, const HostBatch& batch, const HostBatch* whole,
+                    double* sum);
   // The layer's backward pass (Network::backward's `instead`): the compact gradients and the
   // source's dE/da. With several ranks forward_loss() and update() are collective: every rank
   // calls them for every step, with or without rows.
@@ -69,6 +77,16 @@ class SampledOutput {
   std::vector<uint32_t> positives(const SparseBatch& targets);
   // Data parallel: the compact gradients weighted by rows / global rows, summed over the ranks.
   void reduce_gradients();
+  // A split layer's forward_loss: this rank's columns of S for every row of `whole`.
+  void forward_split(const LayerContext& ctx, const HostBatch& whole, double* sum);
+  // index_, w_ = W[:, columns], b_ = b[columns] (+ the log-Q correction of the columns whose
+  // inclusion is below 1, for SoftMax; correction_ holds 1 / inclusion for Sigmoid), and the
+  // z_/delta_ buffers for rows_ rows.
+  void prepare_columns(Backend& be, const std::vector<uint32_t>& columns,
+                       const std::vector<double>& inclusion);
+  // z [rows_][m] = b_ + x_ w_ (b_ holding the log-Q correction for SoftMax), then the activation
+  // and the loss into delta_ (for a split SoftMax, normalised over the ranks).
+  void compute_loss(Backend& be, const TargetView& tv, double* sum);
 
   Network& net_;
   FullyConnectedLayer& layer_;
@@ -82,11 +100,15 @@ class SampledOutput {
   NegativeSampler sampler_;
   SampledColumns cols_;
   uint32_t rows_ = 0, global_rows_ = 0;
-  bool have_gradients_ = false;  // backward() ran for this step's rows
+  bool have_gradients_ = false;   // backward() ran for this step's rows
+  bool split_;                    // the layer is model parallel: rows_ are the global rows
+  const float* x_ = nullptr;      // the source's activations of rows_ rows (this step)
+  uint32_t local_positives_ = 0;  // split: the columns of the targets among this rank's
+  std::vector<float> row_sum_;    // split: every row's target sum over the whole layer
   SparseBatch compact_targets_;
   TargetBuffer targets_;
   DeviceArray<uint32_t> index_;
-  DeviceArray<float> w_, b_, correction_, z_, delta_, grad_w_, grad_b_;
+  DeviceArray<float> w_, b_, correction_, z_, delta_, grad_w_, grad_b_, dx_;
 };
 
 }  // namespace nn

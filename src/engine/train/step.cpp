@@ -8,13 +8,8 @@
 
 namespace nn {
 
-namespace {
-
-// Columns [first, first + count) of a sparse batch, re-based to 0, and every row's target sum
-// over all its columns (duplicates merged as the loss merges them: values add, Boolean
-// entries count once).
-void sparse_columns(const SparseBatch& in, uint32_t first, uint32_t count, SparseBatch& out,
-                    std::vector<float>& row_sum) {
+void slice_sparse_columns(const SparseBatch& in, uint32_t first, uint32_t count, SparseBatch& out,
+                          std::vector<float>& row_sum) {
   out.rows = in.rows;
   out.cols = count;
   out.ignore_zero = in.ignore_zero;
@@ -46,8 +41,6 @@ void sparse_columns(const SparseBatch& in, uint32_t first, uint32_t count, Spars
   }
 }
 
-}  // namespace
-
 OutputLosses::OutputLosses(Network& net, const BoundData& data) : net_(net), data_(data) {
   for (const auto& out : data_.outputs) {
     params_.push_back(loss_params(net_.spec(), net_.layer(out.layer).spec(), out.dataset));
@@ -74,7 +67,7 @@ TargetView OutputLosses::targets(size_t o, const HostBatch& batch, const HostBat
   cols = sh.count;
   TargetView tv;
   if (data_.outputs[o].dataset->is_sparse()) {
-    sparse_columns(whole->sparse[slot], sh.first, sh.count, slice_, row_sum_);
+    slice_sparse_columns(whole->sparse[slot], sh.first, sh.count, slice_, row_sum_);
     tv = targets_[o]->load_sparse(be, slice_);
   } else {
     const std::vector<float>& d = whole->dense[slot];

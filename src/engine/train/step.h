@@ -14,6 +14,12 @@
 
 namespace nn {
 
+// Columns [first, first + count) of a sparse batch, re-based to 0, and every row's target sum
+// over all its columns (duplicates merged as the loss merges them: values add, Boolean entries
+// count once): a model-parallel output layer's targets.
+void slice_sparse_columns(const SparseBatch& in, uint32_t first, uint32_t count, SparseBatch& out,
+                          std::vector<float>& row_sum);
+
 class OutputLosses {
  public:
   // Checks every output layer's ErrorFunction/activation/target pairing (ConfigError if bad).

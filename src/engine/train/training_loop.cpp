@@ -578,7 +578,7 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
     if (hb.rows > 0) net_.accumulate_penalties(ctx, loss_sums_.data() + math::kLossPenalty);
   }
   // Collective with several ranks: every rank takes part, with or without rows.
-  if (sampled_) sampled_->forward_loss(ctx, hb, loss_sums_.data() + math::kLossBatch);
+  if (sampled_) sampled_->forward_loss(ctx, hb, whole, loss_sums_.data() + math::kLossBatch);
   double err = 0.0;
   if (comm_->size() > 1) {
     // Losses are sums over examples: the global batch's loss is the sum over ranks. The

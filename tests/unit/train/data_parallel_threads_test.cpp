@@ -124,3 +124,104 @@ TEST(DataParallelThreads, SampledOutputOverThreeRanksEqualsOneProcess) {
 
 }  // namespace
 }  // namespace nn::test
+
+namespace nn::test {
+namespace {
+
+// A sampled output layer split over three ranks (model parallel): every rank computes the same
+// columns from the whole minibatch's targets and the columns of them in its slice for every
+// row; SoftMax is normalised over the ranks, dE/dh summed back onto the ranks' rows. The
+// gathered network equals one process's, for SoftMax and for Sigmoid, with the Hidden layer
+// whole (data parallel) or split too, and with a last batch of one row. Also a whole sampled
+// layer (data parallel) over a split Hidden layer.
+struct SplitCase {
+  const char* activation;
+  const char* hidden_parallel;
+  const char* output_parallel;
+};
+
+void PrintTo(const SplitCase& c, std::ostream* os) {
+  *os << c.activation << ", Hidden " << c.hidden_parallel << ", Output " << c.output_parallel;
+}
+
+std::vector<std::vector<float>> train_sampled_split(const SplitCase& c, int ranks, int rank,
+                                                    const std::shared_ptr<ThreadGroup>& group) {
+  const auto in = random_rows(17, 40, 20, 4);
+  const auto out = random_rows(18, 40, 61, 3);
+  const std::string json = std::string(R"({"ErrorFunction": "CrossEntropy", "Layers": [
+    {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},
+    {"Name": "Hidden", "Kind": "Hidden", "N": 8, "Activation": "Tanh", "Parallel": ")") +
+                           c.hidden_parallel + R"("},
+    {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": ")" +
+                           c.activation + R"(", "Parallel": ")" + c.output_parallel + R"(",
+     "Sampling": {"Negatives": 9, "Distribution": "Popularity"}}]})";
+  auto backend = make_backend("cpu", 1);
+  std::vector<ExampleSet> sets{sparse_set("input", 20, in), sparse_set("output", 61, out)};
+  NetworkSpec spec = parse_network_json(json, "test.json");
+  resolve_auto_sizes(spec, sets);
+  const BoundData bound = bind_datasets(spec, sets, true, "test data");
+  std::unique_ptr<Communicator> comm;
+  if (ranks > 1) comm = std::make_unique<ThreadCommunicator>(group, rank);
+  NetworkParallel parallel;
+  parallel.comm = comm.get();
+  parallel.settings.minibatch = 13;
+  parallel.settings.optimizer_states = 2;
+  Network net(*backend, spec, bound.sparse_inputs(), parallel);
+  if (ranks > 1) {
+    EXPECT_EQ(net.layer("Output").sharded(), std::string(c.output_parallel) == "Model");
+    EXPECT_EQ(net.layer("Hidden").sharded(), std::string(c.hidden_parallel) == "Model");
+  }
+  net.initialize(5);
+  TrainOptions o = options();
+  o.minibatch = 13;  // 40 examples: 13, 13, 13, then 1 row (two ranks without rows)
+  o.optimizer.kind = OptimizerKind::Adam;
+  o.optimizer.alpha = 0.01f;
+  TrainingLoop loop(net, bound, o, null_log(), comm.get());
+  loop.run();
+  const NetworkFile file = net.to_file();  // collective: the slices gathered on rank 0
+  std::vector<std::vector<float>> weights;
+  for (const WeightArrays& w : file.weights) {
+    weights.push_back(w.weights);
+    weights.push_back(w.bias);
+  }
+  return weights;
+}
+
+class SampledOutputWithSplitLayers : public ::testing::TestWithParam<SplitCase> {};
+
+TEST_P(SampledOutputWithSplitLayers, OverThreeRanksEqualsOneProcess) {
+  const auto one = train_sampled_split(GetParam(), 1, 0, nullptr);
+  auto group = std::make_shared<ThreadGroup>(3);
+  std::vector<std::vector<std::vector<float>>> ranks(3);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back(
+        [&, r] { ranks[size_t(r)] = train_sampled_split(GetParam(), 3, r, group); });
+  for (auto& t : threads) t.join();
+  const auto& split = ranks[0];  // rank 0's file is the whole network
+  ASSERT_EQ(split.size(), one.size());
+  double largest_change = 0;
+  for (size_t p = 0; p < one.size(); ++p) {
+    ASSERT_EQ(split[p].size(), one[p].size()) << "array " << p;
+    for (size_t i = 0; i < one[p].size(); ++i) {
+      EXPECT_NEAR(split[p][i], one[p][i], 2e-5f * std::max(1.0f, std::fabs(one[p][i])))
+          << "array " << p << " entry " << i;
+      largest_change = std::max(largest_change, double(std::fabs(one[p][i])));
+    }
+  }
+  EXPECT_GT(largest_change, 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, SampledOutputWithSplitLayers,
+                         ::testing::Values(SplitCase{"SoftMax", "Data", "Model"},
+                                           SplitCase{"SoftMax", "Model", "Model"},
+                                           SplitCase{"Sigmoid", "Model", "Model"},
+                                           SplitCase{"SoftMax", "Model", "Data"}),
+                         [](const auto& info) {
+                           return std::string(info.param.activation) + "Hidden" +
+                                  info.param.hidden_parallel + "Output" +
+                                  info.param.output_parallel;
+                         });
+
+}  // namespace
+}  // namespace nn::test
