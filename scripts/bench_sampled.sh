@@ -13,7 +13,8 @@
 #     is scored on both user sets: the summary gives each variant's best epoch on the validation
 #     users, its test recall and the training seconds up to it. FULL_EPOCHS (default EPOCHS)
 #     trains the full layer on fewer epochs when it is too slow to train as long.
-#     DISTRIBUTION: Uniform (default) or Popularity.
+#     DISTRIBUTION: Uniform (default) or Popularity. NN_BENCH_VARIANTS="sampled" skips the full
+#     layer (e.g. to try other negatives on a catalog whose full run is known).
 #   scripts/bench_sampled.sh movielens [NEGATIVES DISTRIBUTION]
 #     The bundled MovieLens sample (samples/movielens), 80/20 split of each user's ratings, the
 #     Mult-DAE network of configs/recommender-mult-dae (SoftMax) and the autoencoder of
@@ -67,7 +68,7 @@ JSON
   echo "   recall@10 of the 2,000 test users after every epoch; 'best' = the epoch whose network ranks the 2,000 validation users best"
   printf '%-8s %6s %6s %11s %10s %10s %9s\n' variant epoch load examples/s val-recall recall@10 seconds
   local summary=""
-  for variant in full sampled; do
+  for variant in ${NN_BENCH_VARIANTS:-full sampled}; do
     local e=$epochs
     [ $variant = full ] && e=$full_epochs
     local l0
