@@ -20,8 +20,6 @@ std::string where(const NetworkSpec& spec, const LayerSpec& l) {
 // Why the output layer `layer` (bound to `targets`) cannot be sampled, or "".
 std::string obstacle(Network& net, Layer& layer, const ExampleSet& targets) {
   const LayerSpec& l = layer.spec();
-  if (net.backend().precision() == Precision::BF16)
-    return "is not supported with BF16 precision yet; use FP32";
   auto* fc = dynamic_cast<FullyConnectedLayer*>(&layer);
   if (!fc || l.type != LayerType::FullyConnected)
     return "needs a FullyConnected layer, but this one is " + std::string(to_string(l.type));

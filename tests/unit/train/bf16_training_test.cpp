@@ -1,8 +1,8 @@
 // Training in BF16 precision (docs/wide-outputs.md, "BF16 arithmetic"): fully connected layers
 // convert each dense weight matrix once per step and use the copy for both the forward product
 // and the backward pass's dE/dx; the sparse input product stays FP32; and the losses of a BF16
-// run differ from FP32's (the arithmetic changed) but stay within 1% of them. Skipped where the
-// CPU refuses BF16 (no AVX512-BF16).
+// run differ from FP32's (the arithmetic changed) but stay within 1% of them, with a full and
+// with a sampled output layer. Skipped where the CPU refuses BF16 (no AVX512-BF16).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -97,6 +97,37 @@ TEST(Bf16Training, LossesDifferFromFp32ButStayWithinOnePercent) {
   }
   EXPECT_TRUE(differ) << "BF16 products should change the arithmetic";
   // Both learned: the last epoch's loss is well below the first's.
+  EXPECT_LT(rb.back().data_loss, 0.8 * rb.front().data_loss);
+}
+
+// A sampled output layer (train/sampled_output.h) in BF16: its three products (z = h W[:, S],
+// the weight gradient, dE/dh) go through the backend's gemm, which rounds both operands in BF16
+// mode. The network's only dense products are the sampled layer's (the hidden layer's source is
+// sparse, which stays FP32), so a loss that differs from FP32's shows they ran in BF16.
+TEST(Bf16Training, SampledOutputLossesDifferFromFp32ButStayWithinOnePercent) {
+  const char* json = R"({"ErrorFunction": "CrossEntropy", "Layers": [
+    {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},
+    {"Name": "Hidden", "Kind": "Hidden", "N": 16, "Activation": "Tanh"},
+    {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output",
+     "Activation": "SoftMax", "Sampling": {"Negatives": 6, "Distribution": "Popularity"}}]})";
+  Fixture fp32(json, data(), 7);
+  Fixture bf16(json, data(), 7);
+  std::string why;
+  if (!try_bf16(*bf16.backend, &why)) GTEST_SKIP() << why;
+  std::vector<std::string> log;
+  TrainingLoop a(*fp32.net, fp32.bound, epochs(6), [](const std::string&) {});
+  TrainingLoop b(*bf16.net, bf16.bound, epochs(6), [&](const std::string& l) { log.push_back(l); });
+  const auto ra = a.run(), rb = b.run();
+  bool sampled = false;
+  for (const auto& l : log) sampled = sampled || l.rfind("sampled output:", 0) == 0;
+  EXPECT_TRUE(sampled) << "the BF16 run did not sample its output layer";
+  ASSERT_EQ(ra.size(), rb.size());
+  bool differ = false;
+  for (size_t e = 0; e < ra.size(); ++e) {
+    differ = differ || ra[e].data_loss != rb[e].data_loss;
+    EXPECT_NEAR(rb[e].data_loss, ra[e].data_loss, 0.01 * ra[e].data_loss) << "epoch " << e;
+  }
+  EXPECT_TRUE(differ) << "BF16 products should change the arithmetic";
   EXPECT_LT(rb.back().data_loss, 0.8 * rb.front().data_loss);
 }
 
