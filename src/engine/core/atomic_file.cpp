@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -23,6 +24,7 @@ namespace nn {
 namespace {
 
 constexpr size_t kBufferSize = size_t(1) << 16;
+constexpr size_t kWriteChunk = size_t(8) << 20;
 
 std::string directory_of(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -224,11 +226,11 @@ void AtomicFile::fail(const std::string& action, int err) {
                               : " (temporary file '" + temp + "' removed)"));
 }
 
-void AtomicFile::flush_buffer() {
-  const char* p = buffer_.data();
-  size_t left = buffer_.size();
+void AtomicFile::write_through(const char* p, size_t left) {
   while (left > 0) {
-    const ssize_t n = ::write(fd_, p, left);
+    // Pieces of at most kWriteChunk: one write of a whole large block (a network file of a
+    // million-item layer is 1.5 GB) ran at a sixth of the speed of the same bytes in pieces.
+    const ssize_t n = ::write(fd_, p, std::min(left, kWriteChunk));
     if (n < 0) {
       if (errno == EINTR) continue;
       fail("write", errno);
@@ -238,6 +240,10 @@ void AtomicFile::flush_buffer() {
     left -= size_t(n);
     written_ += uint64_t(n);
   }
+}
+
+void AtomicFile::flush_buffer() {
+  write_through(buffer_.data(), buffer_.size());
   buffer_.clear();
 }
 
@@ -253,11 +259,8 @@ void AtomicFile::write(const void* data, size_t size) {
     buffer_.append(p, size);
     return;
   }
-  // Large blocks go straight to the file.
-  buffer_.assign(p, size);
-  flush_buffer();
-  buffer_.shrink_to_fit();
-  buffer_.reserve(kBufferSize);
+  // Large blocks go straight to the file, from where they are (no copy).
+  write_through(p, size);
 }
 
 std::string AtomicFile::content_path() const {

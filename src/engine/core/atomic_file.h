@@ -81,6 +81,8 @@ class AtomicFile {
 
  private:
   void flush_buffer();
+  // Writes p[0, size) to the file (in pieces), counting it in written_.
+  void write_through(const char* p, size_t size);
   void set_temp_name(const std::string& name);  // registers it for remove_live_temp_files()
   [[noreturn]] void fail(const std::string& action, int err);
 

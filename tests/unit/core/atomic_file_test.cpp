@@ -72,6 +72,22 @@ TEST(AtomicFile, CommitReplacesTheTargetAndLeavesNoTemporaryFile) {
   EXPECT_EQ(entries(dir.path()), std::vector<std::string>{"out.txt"});
 }
 
+// A block larger than the file's write pieces (8 MiB) goes through in several writes, between
+// buffered small ones, and arrives whole and in order.
+TEST(AtomicFile, BlocksLargerThanOneWriteArriveWholeAndInOrder) {
+  ScratchDir dir;
+  const std::string target = dir.path() + "/big.bin";
+  std::string big(size_t(20) << 20, '\0');
+  for (size_t i = 0; i < big.size(); ++i) big[i] = char('a' + (i * 7919) % 26);
+  big += "end";
+  AtomicFile f(target);
+  f.write("head ");
+  f.write(big);
+  f.write(" tail");
+  f.commit();
+  EXPECT_TRUE(slurp(target) == "head " + big + " tail") << "size " << fs::file_size(target);
+}
+
 // A FIFO (like /dev/null or a terminal) is not replaced by a rename: the bytes are spooled in
 // TMPDIR and written into it at commit, and the FIFO stays a FIFO.
 TEST(AtomicFile, SpecialFilesAreWrittenIntoNotReplaced) {
