@@ -86,7 +86,7 @@ for f in "$top"/lib/*; do patchelf --set-rpath '$ORIGIN' "$f"; done
 cp "$root/scripts/gpu-check.sh" "$root/scripts/bench_peer_torch.py" "$top/scripts/"
 cp -r "$root/configs/image-cnn-cifar10" "$top/configs/"
 commit=$(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo unknown)
-dirty=$(git -C "$root" status --porcelain 2> /dev/null | grep -qv '^??' && echo "+changes" || true)
+dirty=$(git -C "$root" status --porcelain 2> /dev/null | grep -v '^??' > /dev/null && echo "+changes" || true)
 {
   echo "commit=$commit$dirty"
   echo "built=$(date -u '+%Y-%m-%d %H:%M UTC') on $(uname -m), $(nvcc --version | tail -1)"

@@ -173,7 +173,7 @@ for py in python3 /opt/torch/.venv/bin/python3 /usr/bin/python3; do
 done
 libpath=()
 for lib in "${needed[@]}"; do
-  ldconfig -p 2> /dev/null | grep -q " $lib " && continue
+  ldconfig -p 2> /dev/null | grep " $lib " > /dev/null && continue
   for d in "${candidates[@]}"; do
     if [ -e "$d/$lib" ]; then
       [[ " ${libpath[*]} " == *" $d "* ]] || libpath+=("$d")
@@ -196,7 +196,7 @@ for f in "$bin"/*; do
 done
 absent=""
 for lib in "${needed[@]}"; do
-  ldconfig -p 2> /dev/null | grep -q " $lib " && continue
+  ldconfig -p 2> /dev/null | grep " $lib " > /dev/null && continue
   found=0
   for d in "${libpath[@]}"; do [ -e "$d/$lib" ] && found=1; done
   [ $found = 1 ] || absent+="$lib "
