@@ -168,6 +168,10 @@ void SampledOutput::prepare_columns(Backend& be, const std::vector<uint32_t>& co
       correction[k] = softmax_ ? static_cast<float>(-std::log(inclusion[k]))
                                : static_cast<float>(1.0 / inclusion[k]);
   correction_.assign(be, correction);
+  step_weight_host_.assign(m, 1.0f);
+  for (uint32_t k = 0; k < m; ++k)
+    if (inclusion[k] < 1.0)
+      step_weight_host_[k] = static_cast<float>(std::min(1.0 / inclusion[k], kMaxStepWeight));
   if (softmax_) be.axpy(m, 1.0f, correction_.data(), b_.data());
 }
 
@@ -267,9 +271,49 @@ void SampledOutput::update(Optimizer& optimizer, uint64_t step, float alpha) {
   grad_b_.resize(be, m);
   // A split layer's ranks hold different columns, each computed from every row: nothing to sum.
   if (comm_ && !split_) reduce_gradients();
-  optimizer.update_columns(connection_.weights, connection_.source->units(), index_.data(), m,
-                           grad_w_.data(), step, alpha);
+  if (weights_steps(optimizer) && m > 0) {
+    step_weight_.assign(be, step_weight_host_);
+    weighted_update(optimizer, connection_.weights, n_in, grad_w_.data(), step, alpha);
+    weighted_update(optimizer, connection_.bias, 1, grad_b_.data(), step, alpha);
+    return;
+  }
+  optimizer.update_columns(connection_.weights, n_in, index_.data(), m, grad_w_.data(), step,
+                           alpha);
   optimizer.update_columns(connection_.bias, 1, index_.data(), m, grad_b_.data(), step, alpha);
+}
+
+bool SampledOutput::weights_steps(const Optimizer& optimizer) const {
+  switch (optimizer.settings().kind) {
+    case OptimizerKind::AdaGrad:
+    case OptimizerKind::RMSProp:
+    case OptimizerKind::AdaDelta:
+    case OptimizerKind::Adam:
+      return !softmax_;
+    default:  // SGD, Momentum, Nesterov move by the gradient, which carries 1 / pi already
+      return false;
+  }
+}
+
+void SampledOutput::weighted_update(Optimizer& optimizer, Parameter& p, uint32_t rows,
+                                    const float* grad, uint64_t step, float alpha) {
+  if (p.locked) return;
+  Backend& be = net_.backend();
+  const auto m = static_cast<uint32_t>(index_.size());
+  const uint32_t cols = layer_.local_units();
+  const size_t n = size_t(rows) * m;
+  before_.resize(be, n);
+  after_.resize(be, n);
+  be.gather_columns(p.value.data(), rows, cols, index_.data(), m, before_.data());
+  optimizer.update_columns(p, rows, index_.data(), m, grad, step, alpha);
+  be.gather_columns(p.value.data(), rows, cols, index_.data(), m, after_.data());
+  // after = before + w (after - before), column by column.
+  be.axpy(n, -1.0f, before_.data(), after_.data());
+  be.scale_columns(after_.data(), rows, m, step_weight_.data());
+  be.axpy(n, 1.0f, before_.data(), after_.data());
+  // WeightNorm bounds the weighted columns as update_columns bounded the unweighted ones.
+  if (p.max_column_norm > 0.0f && p.norm_rows == rows && !p.norm_over_rows)
+    be.clip_column_norms(after_.data(), rows, m, p.max_column_norm);
+  be.scatter_columns(after_.data(), rows, m, index_.data(), cols, p.value.data());
 }
 
 }  // namespace nn

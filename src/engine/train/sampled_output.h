@@ -8,6 +8,10 @@
 //   negatives' terms estimate the sum over every column outside P without bias),
 //   gradients dW[:, S] = h^T delta / rows, db[S] = column sums / rows, dE/dh += delta W[:, S]^T,
 //   and the optimizer updates the columns of S only (Optimizer::update_columns: lazy updates).
+//   Sigmoid with an adaptive optimizer (AdaGrad, RMSProp, AdaDelta, Adam), which divides each
+//   weight's gradient by its own running size and so divides the 1 / pi weight away: the update
+//   of a column of D is multiplied by min(1 / pi_j, kMaxStepWeight) instead (step weights: the
+//   column moves in the steps that draw it about as far as the full layer moves it in all).
 // pi_j is the probability that column j is in D. The full layer's activations are never formed
 // in training (the layer has no buffers then); validation and prediction use the full layer.
 // A model-parallel (split) layer: every rank computes the same S from the whole minibatch's
@@ -34,6 +38,10 @@ namespace nn {
 
 class SampledOutput {
  public:
+  // The largest step weight (see above): larger weights made single steps unstable (measured
+  // on the MovieLens sample, docs/wide-outputs.md).
+  static constexpr double kMaxStepWeight = 5.0;
+
   // The sampled output layer of `data` (null when no output layer has Sampling). Throws
   // ConfigError when more than one has it, or when the one that has it cannot be sampled: not
   // a fully connected layer with one dense source and its own weights, with a SoftMax or
@@ -79,9 +87,15 @@ class SampledOutput {
   void reduce_gradients();
   // A split layer's forward_loss: this rank's columns of S for every row of `whole`.
   void forward_split(const LayerContext& ctx, const HostBatch& whole, double* sum);
+  // True when update() weights the steps of the drawn columns (Sigmoid, adaptive optimizer).
+  bool weights_steps(const Optimizer& optimizer) const;
+  // optimizer.update_columns of p's columns index_, each column's change multiplied by
+  // step_weight_ (the values before the update are gathered first).
+  void weighted_update(Optimizer& optimizer, Parameter& p, uint32_t rows, const float* grad,
+                       uint64_t step, float alpha);
   // index_, w_ = W[:, columns], b_ = b[columns] (+ the log-Q correction of the columns whose
-  // inclusion is below 1, for SoftMax; correction_ holds 1 / inclusion for Sigmoid), and the
-  // z_/delta_ buffers for rows_ rows.
+  // inclusion is below 1, for SoftMax; correction_ holds 1 / inclusion for Sigmoid), the step
+  // weights, and the z_/delta_ buffers for rows_ rows.
   void prepare_columns(Backend& be, const std::vector<uint32_t>& columns,
                        const std::vector<double>& inclusion);
   // z [rows_][m] = b_ + x_ w_ (b_ holding the log-Q correction for SoftMax), then the activation
@@ -109,6 +123,8 @@ class SampledOutput {
   TargetBuffer targets_;
   DeviceArray<uint32_t> index_;
   DeviceArray<float> w_, b_, correction_, z_, delta_, grad_w_, grad_b_, dx_;
+  std::vector<float> step_weight_host_;  // per column: 1, or min(1 / pi, kMaxStepWeight)
+  DeviceArray<float> step_weight_, before_, after_;  // weighted_update()'s buffers
 };
 
 }  // namespace nn

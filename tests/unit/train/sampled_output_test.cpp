@@ -240,6 +240,46 @@ TEST(SampledOutput, LazyUpdatesLeaveUnsampledColumnsAndTheirStateAlone) {
   EXPECT_GT(moved, sampled.size()) << "the sampled columns were updated";
 }
 
+// Sigmoid with an adaptive optimizer: the update of a drawn (negative) column is multiplied by
+// its step weight min(1 / pi, SampledOutput::kMaxStepWeight). One Adam step from zero state
+// moves every weight by alpha (m / sqrt(v) = g / |g|), so a drawn column moves by w x alpha and
+// a target's column by alpha; with SoftMax (log-Q corrected) nothing is weighted. 5 negatives
+// of 50 units give 1 / pi = 10.4 (capped at 5), 20 give 3.0. (SGD steps are not weighted: the
+// gradient carries 1 / pi already, which SampledGradient's SGD steps check.)
+TEST(SampledOutput, AdaptiveOptimizersWeightTheStepsOfDrawnSigmoidColumns) {
+  const uint32_t units = 50, examples = 8, hidden = 6;
+  const auto in_rows = random_rows(5, examples, 20, 3);
+  const auto out_rows = random_rows(6, examples, 10, 2);
+  for (const std::string activation : {"Sigmoid", "SoftMax"})
+    for (uint32_t negatives : {5u, 20u}) {
+      SCOPED_TRACE(activation + ", " + std::to_string(negatives) + " negatives");
+      const std::string sampling = "{\"Negatives\": " + std::to_string(negatives) + "}";
+      Fixture f(network(activation.c_str(), sampling.c_str(), units),
+                {sparse_set("input", 20, in_rows), sparse_set("output", units, out_rows)});
+      const std::vector<float> w0 = values(*f.net, "Output<-Hidden:weights");
+      TrainingLoop(*f.net, f.bound, one_step(examples, OptimizerKind::Adam), nullptr).run();
+      const std::vector<float> w1 = values(*f.net, "Output<-Hidden:weights");
+      const SampledColumns s =
+          sample_columns(batch_of(out_rows, units), NegativeSampler(units), negatives, 11, 1, 2);
+      const bool weighted = activation == "Sigmoid";
+      double largest = 0.0;
+      size_t checked = 0;
+      for (size_t k = 0; k < s.columns.size(); ++k) {
+        const double w = weighted && k >= s.positives ? std::min(1.0 / s.inclusion[k], 5.0) : 1.0;
+        largest = std::max(largest, w);
+        for (uint32_t i = 0; i < hidden; ++i) {
+          const size_t at = size_t(i) * units + s.columns[k];
+          const double moved = std::fabs(double(w1[at]) - double(w0[at]));
+          if (moved == 0.0) continue;  // a zero gradient (a hidden unit at 0)
+          EXPECT_NEAR(moved / 0.5, w, 1e-3 * w) << "column " << s.columns[k] << " row " << i;
+          ++checked;
+        }
+      }
+      EXPECT_GT(checked, s.columns.size() * hidden / 2);
+      if (weighted) EXPECT_GT(largest, 2.9) << "no drawn column was weighted";
+    }
+}
+
 TEST(SampledOutput, TrainingIsDeterministicForASeedWhateverTheThreads) {
   const auto in_rows = random_rows(7, 64, 30, 4);
   const auto out_rows = random_rows(8, 64, 200, 3);
