@@ -8,7 +8,7 @@
 #                                             DISTRIBUTION]
 #     A catalog of ITEMS items with planted structure (scripts/bench_sampled.py gen: users of
 #     clusters of items, Zipf popularity), input Denoising (NN_BENCH_DENOISING, default 0.5; 0 =
-#     none), hidden 128, SoftMax output; 2,000 test and 2,000 validation users with half of
+#     none), hidden 128, SoftMax output (NN_BENCH_ACTIVATION=Sigmoid for independent outputs); 2,000 test and 2,000 validation users with half of
 #     their items held out. Both networks are checkpointed every epoch and each epoch's network
 #     is scored on both user sets: the summary gives each variant's best epoch on the validation
 #     users, its test recall and the training seconds up to it. FULL_EPOCHS (default EPOCHS)
@@ -38,7 +38,7 @@ rate() {
 synthetic() {
   local items=$1 clusters=${2:-100} users=${3:-20000} epochs=${4:-4} negatives=${5:-2048}
   local full_epochs=${6:-$4} distribution=${7:-Uniform}
-  local denoising=${NN_BENCH_DENOISING:-0.5}
+  local denoising=${NN_BENCH_DENOISING:-0.5} activation=${NN_BENCH_ACTIVATION:-SoftMax}
   local dir=$work/synthetic-$items
   mkdir -p "$dir"
   cd "$dir"
@@ -60,11 +60,11 @@ synthetic() {
   "Layers": [
     { "Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true },
     { "Name": "Hidden", "Kind": "Hidden", "N": 128, "Activation": "Tanh" },
-    { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "SoftMax"$sampling } ] }
+    { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "$activation"$sampling } ] }
 JSON
   done
   echo "== synthetic catalog: $items items in $clusters clusters, $users training users, hidden 128," \
-    "input Denoising $denoising, $epochs epochs (full: $full_epochs), $negatives $distribution negatives"
+    "input Denoising $denoising, $activation output, $epochs epochs (full: $full_epochs), $negatives $distribution negatives"
   echo "   recall@10 of the 2,000 test users after every epoch; 'best' = the epoch whose network ranks the 2,000 validation users best"
   printf '%-8s %6s %6s %11s %10s %10s %9s\n' variant epoch load examples/s val-recall recall@10 seconds
   local summary=""
