@@ -8,8 +8,8 @@
 #                                             DISTRIBUTION]
 #     A catalog of ITEMS items with planted structure (scripts/bench_sampled.py gen: users of
 #     clusters of items, Zipf popularity), input Denoising (NN_BENCH_DENOISING, default 0.5; 0 =
-#     none), hidden 128, SoftMax output (NN_BENCH_ACTIVATION=Sigmoid for independent outputs); 2,000 test and 2,000 validation users with half of
-#     their items held out. Both networks are checkpointed every epoch and each epoch's network
+#     none), hidden 128, SoftMax output (NN_BENCH_ACTIVATION=Sigmoid: independent outputs);
+#     2,000 test and 2,000 validation users with half of their items held out. Both networks are checkpointed every epoch and each epoch's network
 #     is scored on both user sets: the summary gives each variant's best epoch on the validation
 #     users, its test recall and the training seconds up to it. FULL_EPOCHS (default EPOCHS)
 #     trains the full layer on fewer epochs when it is too slow to train as long.
