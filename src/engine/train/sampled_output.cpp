@@ -44,6 +44,15 @@ std::string obstacle(Network& net, Layer& layer, const ExampleSet& targets) {
   return "";
 }
 
+// The targets' column numbers replaced by their places among columns[0, positives) (sorted,
+// holding every target column), and the batch made as wide as `columns`.
+void to_places(SparseBatch& targets, const std::vector<uint32_t>& columns, uint32_t positives) {
+  targets.cols = static_cast<uint32_t>(columns.size());
+  const auto first = columns.begin(), last = first + positives;
+  for (uint32_t& j : targets.index)
+    j = static_cast<uint32_t>(std::lower_bound(first, last, j) - first);
+}
+
 }  // namespace
 
 std::unique_ptr<SampledOutput> SampledOutput::create(Network& net, const BoundData& data,
@@ -105,12 +114,8 @@ void SampledOutput::forward_loss(const LayerContext& ctx, const HostBatch& batch
   rows_ = ctx.rows;
   global_rows_ = ctx.all_rows();
   x_ = connection_.source->activations();
-  // The targets, moved to their places among the positives (columns[0, positives) is sorted).
   compact_targets_ = targets;
-  compact_targets_.cols = static_cast<uint32_t>(cols_.columns.size());
-  const auto first = cols_.columns.begin(), last = first + cols_.positives;
-  for (uint32_t& j : compact_targets_.index)
-    j = static_cast<uint32_t>(std::lower_bound(first, last, j) - first);
+  to_places(compact_targets_, cols_.columns, cols_.positives);
   const TargetView& tv = targets_.load_sparse(be, compact_targets_);
   prepare_columns(be, cols_.columns, cols_.inclusion);
   if (!cols_.columns.empty() && rows_ > 0) compute_loss(be, tv, sum);
@@ -127,21 +132,19 @@ void SampledOutput::forward_split(const LayerContext& ctx, const HostBatch& whol
   // numbered within the slice.
   std::vector<uint32_t> local;
   std::vector<double> inclusion;
-  local_positives_ = 0;
+  uint32_t local_positives = 0;
   for (size_t k = 0; k < cols_.columns.size(); ++k) {
     const uint32_t j = cols_.columns[k];
     if (j < sh.first || j - sh.first >= sh.count) continue;
     local.push_back(j - sh.first);
     inclusion.push_back(cols_.inclusion[k]);
-    if (k < cols_.positives) ++local_positives_;
+    if (k < cols_.positives) ++local_positives;
   }
-  // The slice's target entries, moved to their places among this rank's positives; every
-  // row's target sum over the whole layer (SoftMax's targets are normalised by it).
+  // The slice's target entries, numbered within the slice, then moved to their places among
+  // this rank's positives; every row's target sum over the whole layer (SoftMax's targets are
+  // normalised by it).
   slice_sparse_columns(targets, sh.first, sh.count, compact_targets_, row_sum_);
-  compact_targets_.cols = static_cast<uint32_t>(local.size());
-  const auto first = local.begin(), last = first + local_positives_;
-  for (uint32_t& j : compact_targets_.index)
-    j = static_cast<uint32_t>(std::lower_bound(first, last, j) - first);
+  to_places(compact_targets_, local, local_positives);
   TargetView tv = targets_.load_sparse(be, compact_targets_);
   tv.row_sum = targets_.load_row_sum(be, row_sum_);
   prepare_columns(be, local, inclusion);
@@ -273,8 +276,10 @@ void SampledOutput::update(Optimizer& optimizer, uint64_t step, float alpha) {
   if (comm_ && !split_) reduce_gradients();
   if (weights_steps(optimizer) && m > 0) {
     step_weight_.assign(be, step_weight_host_);
-    weighted_update(optimizer, connection_.weights, n_in, grad_w_.data(), step, alpha);
-    weighted_update(optimizer, connection_.bias, 1, grad_b_.data(), step, alpha);
+    // w_ and b_ still hold this step's W[:, S] and b[S] (nothing changed them since the forward
+    // pass; b_ has no correction in it: step weights are for Sigmoid only).
+    weighted_update(optimizer, connection_.weights, n_in, w_.data(), grad_w_.data(), step, alpha);
+    weighted_update(optimizer, connection_.bias, 1, b_.data(), grad_b_.data(), step, alpha);
     return;
   }
   optimizer.update_columns(connection_.weights, n_in, index_.data(), m, grad_w_.data(), step,
@@ -295,21 +300,20 @@ bool SampledOutput::weights_steps(const Optimizer& optimizer) const {
 }
 
 void SampledOutput::weighted_update(Optimizer& optimizer, Parameter& p, uint32_t rows,
-                                    const float* grad, uint64_t step, float alpha) {
+                                    const float* before, const float* grad, uint64_t step,
+                                    float alpha) {
   if (p.locked) return;
   Backend& be = net_.backend();
   const auto m = static_cast<uint32_t>(index_.size());
   const uint32_t cols = layer_.local_units();
   const size_t n = size_t(rows) * m;
-  before_.resize(be, n);
   after_.resize(be, n);
-  be.gather_columns(p.value.data(), rows, cols, index_.data(), m, before_.data());
   optimizer.update_columns(p, rows, index_.data(), m, grad, step, alpha);
   be.gather_columns(p.value.data(), rows, cols, index_.data(), m, after_.data());
   // after = before + w (after - before), column by column.
-  be.axpy(n, -1.0f, before_.data(), after_.data());
+  be.axpy(n, -1.0f, before, after_.data());
   be.scale_columns(after_.data(), rows, m, step_weight_.data());
-  be.axpy(n, 1.0f, before_.data(), after_.data());
+  be.axpy(n, 1.0f, before, after_.data());
   // WeightNorm bounds the weighted columns as update_columns bounded the unweighted ones.
   if (p.max_column_norm > 0.0f && p.norm_rows == rows && !p.norm_over_rows)
     be.clip_column_norms(after_.data(), rows, m, p.max_column_norm);

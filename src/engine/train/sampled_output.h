@@ -89,10 +89,10 @@ class SampledOutput {
   void forward_split(const LayerContext& ctx, const HostBatch& whole, double* sum);
   // True when update() weights the steps of the drawn columns (Sigmoid, adaptive optimizer).
   bool weights_steps(const Optimizer& optimizer) const;
-  // optimizer.update_columns of p's columns index_, each column's change multiplied by
-  // step_weight_ (the values before the update are gathered first).
-  void weighted_update(Optimizer& optimizer, Parameter& p, uint32_t rows, const float* grad,
-                       uint64_t step, float alpha);
+  // optimizer.update_columns of p's columns index_, each column's change from `before` (their
+  // values before the update, [rows][columns]) multiplied by step_weight_.
+  void weighted_update(Optimizer& optimizer, Parameter& p, uint32_t rows, const float* before,
+                       const float* grad, uint64_t step, float alpha);
   // index_, w_ = W[:, columns], b_ = b[columns] (+ the log-Q correction of the columns whose
   // inclusion is below 1, for SoftMax; correction_ holds 1 / inclusion for Sigmoid), the step
   // weights, and the z_/delta_ buffers for rows_ rows.
@@ -114,17 +114,16 @@ class SampledOutput {
   NegativeSampler sampler_;
   SampledColumns cols_;
   uint32_t rows_ = 0, global_rows_ = 0;
-  bool have_gradients_ = false;   // backward() ran for this step's rows
-  bool split_;                    // the layer is model parallel: rows_ are the global rows
-  const float* x_ = nullptr;      // the source's activations of rows_ rows (this step)
-  uint32_t local_positives_ = 0;  // split: the columns of the targets among this rank's
-  std::vector<float> row_sum_;    // split: every row's target sum over the whole layer
+  bool have_gradients_ = false;  // backward() ran for this step's rows
+  bool split_;                   // the layer is model parallel: rows_ are the global rows
+  const float* x_ = nullptr;     // the source's activations of rows_ rows (this step)
+  std::vector<float> row_sum_;   // split: every row's target sum over the whole layer
   SparseBatch compact_targets_;
   TargetBuffer targets_;
   DeviceArray<uint32_t> index_;
   DeviceArray<float> w_, b_, correction_, z_, delta_, grad_w_, grad_b_, dx_;
-  std::vector<float> step_weight_host_;  // per column: 1, or min(1 / pi, kMaxStepWeight)
-  DeviceArray<float> step_weight_, before_, after_;  // weighted_update()'s buffers
+  std::vector<float> step_weight_host_;     // per column: 1, or min(1 / pi, kMaxStepWeight)
+  DeviceArray<float> step_weight_, after_;  // weighted_update()'s buffers
 };
 
 }  // namespace nn
