@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 bench=${NN_BUILD_DIR:-$root/build}/bench/nn-bench-autoencoder
-[ -x "$bench" ] || bash "$root/scripts/setup.sh"
+[ -x "$bench" ] || bash "$root/scripts/setup.sh" nn-bench-autoencoder
 threads=$(nproc)
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT

@@ -25,7 +25,7 @@ done
 [ -f "$data/train-images-idx3-ubyte.gz" ] || {
   echo "$0: no Fashion-MNIST in $data (apt-get install dataset-fashion-mnist)" >&2; exit 1; }
 bench=${NN_BUILD_DIR:-$root/build}/bench/nn-bench-cnn
-[ -x "$bench" ] || bash "$root/scripts/setup.sh"
+[ -x "$bench" ] || bash "$root/scripts/setup.sh" nn-bench-cnn
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 args=(--epochs "$epochs" --threads "$threads" --limit "$limit" --data "$data")

@@ -5,5 +5,5 @@
 set -e
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-${NN_BUILD_DIR:-$root/build}}
-[ -x "$build/bench/nn-bench-gather" ] || NN_BUILD_DIR=$build bash "$root/scripts/setup.sh"
+[ -x "$build/bench/nn-bench-gather" ] || NN_BUILD_DIR=$build bash "$root/scripts/setup.sh" nn-bench-gather
 "$build/bench/nn-bench-gather"

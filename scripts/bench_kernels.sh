@@ -5,5 +5,5 @@
 set -e
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-${NN_BUILD_DIR:-$root/build}}
-[ -x "$build/bench/nn-bench-kernels" ] || NN_BUILD_DIR=$build bash "$root/scripts/setup.sh"
+[ -x "$build/bench/nn-bench-kernels" ] || NN_BUILD_DIR=$build bash "$root/scripts/setup.sh" nn-bench-kernels
 "$build/bench/nn-bench-kernels" "${2:-0}" "${3:-10}"

@@ -34,7 +34,7 @@ done
 build=${NN_BUILD_DIR:-$root/build}
 tools=$build/src/tools
 load=$build/bench/nn-bench-serve-load
-[ -x "$tools/nn-serve" ] && [ -x "$load" ] || bash "$root/scripts/setup.sh"
+[ -x "$tools/nn-serve" ] && [ -x "$load" ] || bash "$root/scripts/setup.sh" tools nn-bench-serve-load
 work=${NN_BENCH_DIR:-$build/bench-serve}
 mkdir -p "$work"
 cd "$work"

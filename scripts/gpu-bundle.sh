@@ -46,7 +46,8 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DNN_ENABLE_CUDA=ON -DNN
   -DNN_CUDA_STATIC_RUNTIME=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" -DNN_BUILD_PYTHON=OFF \
   "${launcher[@]}" > "$build/configure.log" 2>&1 || { tail -30 "$build/configure.log" >&2; die "configure failed"; }
 grep -q "nn: CUDA backend ON" "$build/configure.log" || die "no CUDA backend (nvcc not found?)"
-targets=(nn_cuda_tests nn_backend_tests nn-train nn-generate nn-predict nn-encode nn-bench-autoencoder)
+targets=(nn_cuda nn_cuda_tests nn_backend_tests nn-train nn-generate nn-predict nn-encode
+         nn-bench-autoencoder)
 grep -q "nn: NCCL communicator ON" "$build/configure.log" && targets+=(nn_nccl_tests)
 say "building ${targets[*]}"
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$build/build.log" 2>&1 ||
@@ -77,6 +78,15 @@ for bin in "${binaries[@]}"; do
   done < <(ldd "$bin" | awk '$2 == "=>" { print $1, $3 }')
   cp "$bin" "$top/bin/"
 done
+# The CUDA backend is a module the tools open at run time (bin/../lib/libnn_cuda.so): it travels
+# in lib/ with what it needs.
+module=$build/lib/libnn_cuda.so
+[ -f "$module" ] || die "$module was not built"
+while read -r name path; do
+  [[ $name =~ $provided_re ]] && continue
+  [ -n "$path" ] && [ -f "$path" ] && libs[$name]=$path
+done < <(ldd "$module" | awk '$2 == "=>" { print $1, $3 }')
+libs[libnn_cuda.so]=$module
 for name in "${!libs[@]}"; do cp -L "${libs[$name]}" "$top/lib/$name"; done
 chmod u+w "$top"/bin/* "$top"/lib/*
 strip --strip-unneeded "$top"/bin/* "$top"/lib/* 2> /dev/null || true

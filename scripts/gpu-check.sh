@@ -127,7 +127,8 @@ else
   if cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DNN_ENABLE_CUDA=ON \
        -DCMAKE_CUDA_ARCHITECTURES="${NN_CUDA_ARCH:-90}" > "$logs/configure.log" 2>&1 &&
      grep -q "nn: CUDA backend ON" "$logs/configure.log"; then
-    targets=(nn_cuda_tests nn_backend_tests nn-train nn-generate nn-predict nn-encode nn-bench-autoencoder)
+    targets=(nn_cuda nn_cuda_tests nn_backend_tests nn-train nn-generate nn-predict nn-encode
+             nn-bench-autoencoder)
     grep -q "nn: NCCL communicator ON" "$logs/configure.log" && targets+=(nn_nccl_tests)
     if cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$logs/build.log" 2>&1; then
       result build PASS ""
@@ -190,7 +191,16 @@ for d in "${libpath[@]}"; do
 done
 say "library path added: ${LD_LIBRARY_PATH:-(none)}"
 missing_report=""
-for f in "$bin"/*; do
+# The tools open the CUDA backend at run time (libnn_cuda.so beside them, in ../lib, or in the
+# build tree): it and its libraries must load too.
+cuda_module=$bin/../lib/libnn_cuda.so
+[ -f "$cuda_module" ] || cuda_module=${build:-}/lib/libnn_cuda.so
+if [ -f "$cuda_module" ]; then
+  export NN_CUDA_MODULE=$(realpath "$cuda_module")
+else
+  missing_report+="libnn_cuda.so: not built"$'\n'
+fi
+for f in "$bin"/* ${NN_CUDA_MODULE:+"$NN_CUDA_MODULE"}; do
   m=$(ldd "$f" 2>&1 | awk '/not found/ { print $1 }' | tr '\n' ' ')
   [ -n "$m" ] && missing_report+="$(basename "$f"): $m"$'\n'
 done

@@ -2,7 +2,8 @@
 // memory (dense row-major floats or CSR) and returns a layer's full outputs or its top K per row.
 // Each Evaluator owns its activation buffers and reads the Model's weights in place (no copy), so
 // several threads may each hold an Evaluator over one Model and predict at the same time with no
-// lock. One Evaluator must not be used by two threads at once.
+// lock; on a GPU each Evaluator also has its own CUDA stream and scratch memory (a backend of its
+// own on the Model's device). One Evaluator must not be used by two threads at once.
 #pragma once
 
 #include <cstddef>

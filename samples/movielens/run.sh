@@ -22,6 +22,8 @@ if [ ! -x "$tools/nn-train" ] || [ ! -x "$tools/nn-predict" ] || [ ! -x "$tools/
 fi
 mkdir -p "$out"
 out=$(realpath "$out")
+begin=$SECONDS
+took() { echo "($((SECONDS - begin)) s so far)"; }
 cd "$out"
 echo "== generating datasets from $ratings (one row per rating: nn-generate --rows)"
 rm -f features.idx samples.idx
@@ -42,14 +44,14 @@ default_config=recommender-linear-dae
 config=${NN_CONFIG:-$default_config}
 [ -f "$root/configs/$config/network.json" ] || { echo "run.sh: no configs/$config/network.json" >&2; exit 2; }
 cp "$root/configs/$config/"{network.json,train.cdl,predict.cdl} .
-echo "== training configs/$config (live progress; per-epoch log in network.epochs.jsonl)"
+echo "== training configs/$config (live progress; per-epoch log in network.epochs.jsonl) $(took)"
 rm -f checkpoint*.nc network.nc
 precision=()
 [ -n "${NN_PRECISION:-}" ] && precision=(--precision "$NN_PRECISION")
 ${NN_LAUNCH:-} "$tools/nn-train" train.cdl "${precision[@]}" 2>&1
-echo "== recommending (top 10 unseen movies per user)"
+echo "== recommending (top 10 unseen movies per user) $(took)"
 ${NN_LAUNCH:-} "$tools/nn-predict" predict.cdl "${precision[@]}"
-echo "== $(wc -l < recs) users written to $out/recs; the first three:"
+echo "== $(wc -l < recs) users written to $out/recs $(took); the first three:"
 movies="$(dirname "$ratings")/movies.csv"
 [ -f "$movies" ] || movies="$here/movies.csv"
 python3 - "$movies" <<'PY'

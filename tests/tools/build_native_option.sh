@@ -9,7 +9,14 @@ source "$(dirname "$(realpath "$0")")/lib/common.sh"
 enter_work_dir
 build=$(realpath "$tools/../..")
 # native_flags DIR: the -march=native occurrences in the C++ compile flags of the tools.
-native_flags() { cat "$1"/src/tools/CMakeFiles/nn-train.dir/flags.make | grep -c -- '-march=native' || true; }
+# (Ninja keeps the flags in build.ninja, Make in each target's flags.make.)
+native_flags() {
+  if [[ -f $1/build.ninja ]]; then
+    ninja -C "$1" -t commands nn-train | grep -c -- '-march=native' || true
+  else
+    grep -c -- '-march=native' "$1"/src/tools/CMakeFiles/nn-train.dir/flags.make || true
+  fi
+}
 
 cmake -S "$2" -B off -DNN_NATIVE=OFF -DNN_ENABLE_CUDA=OFF -DNN_ENABLE_MPI=OFF -DNN_BUILD_TESTS=OFF \
   -DNN_BUILD_BENCHMARKS=OFF >configure.log 2>&1 || fail "configure with NN_NATIVE=OFF: $(tail configure.log)"

@@ -26,6 +26,10 @@ struct InputSlot {
 
 struct Evaluator::Impl {
   const Model* model = nullptr;
+  // The evaluator's own backend where the model's cannot be shared between threads (CUDA:
+  // Backend::make_peer), so evaluators on different threads never meet in one stream or scratch
+  // buffer; null where it can (the CPU). Declared before net: destroyed after it.
+  std::unique_ptr<Backend> peer;
   std::unique_ptr<Network> net;
   std::vector<InputSlot> slots;  // one per input layer, in the network's order
   uint32_t max_batch = 0;
@@ -194,7 +198,9 @@ Evaluator::Evaluator(std::shared_ptr<const Model> model, uint32_t max_batch)
   if (max_batch == 0) throw ConfigError("max_batch: must be positive");
   Model::Impl& m = model_->impl();
   impl_->model = model_.get();
-  impl_->net = std::make_unique<Network>(*m.backend, m.net->spec(), m.sparse_inputs);
+  impl_->peer = m.backend->make_peer();
+  Backend& backend = impl_->peer ? *impl_->peer : *m.backend;
+  impl_->net = std::make_unique<Network>(backend, m.net->spec(), m.sparse_inputs);
   impl_->net->share_weights_of(*m.net);
   for (InputLayer* in : impl_->net->inputs()) {
     impl_->slots.emplace_back();

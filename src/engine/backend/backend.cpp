@@ -1,5 +1,5 @@
-// make_backend: the table of backends selectable by name, plus the CUDA probe's fallback for
-// builds without CUDA (the real probe is backend/cuda/device_probe.cu).
+// make_backend: the table of backends selectable by name. CUDA comes from the module of
+// backend/cuda_module.h, which also answers the device probes.
 #include "backend/backend.h"
 
 #include <memory>
@@ -7,11 +7,8 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cuda/device_probe.h"
+#include "backend/cuda_module.h"
 #include "core/error.h"
-
-#ifdef NN_HAVE_CUDA
-#include "backend/cuda/cuda_factory.h"
-#endif
 
 namespace nn {
 
@@ -24,11 +21,9 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int threads, int 
                       "; expected a CUDA device index >= 0");
   if (name == "cpu") return std::make_unique<CpuBackend>(threads);
   if (name == "auto") {
-    // CUDA when it is built in and the requested device exists; the CPU otherwise (a machine
+    // CUDA when its module loads and the requested device exists; the CPU otherwise (a machine
     // without a driver reports 0 devices).
-#ifdef NN_HAVE_CUDA
-    if (device < cuda_device_count()) return make_cuda_backend(device);
-#endif
+    if (device < cuda_device_count()) return cuda_module()->make_backend(device);
     return std::make_unique<CpuBackend>(threads);
   }
   if (name == "cuda") {
@@ -41,28 +36,12 @@ std::unique_ptr<Backend> make_backend(const std::string& name, int threads, int 
       throw ConfigError("backend 'cuda': device " + std::to_string(device) + " does not exist (" +
                         std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s") +
                         ": indices 0.." + std::to_string(count - 1) + ")");
-    return make_cuda_backend(device);
+    return cuda_module()->make_backend(device);
 #else
     throw ConfigError("backend 'cuda': this build has no CUDA support; use --backend cpu");
 #endif
   }
   throw ConfigError("backend '" + name + "': unknown; expected one of cpu, cuda, auto");
 }
-
-#ifndef NN_HAVE_CUDA
-int cuda_device_count() noexcept {
-  return 0;
-}
-std::string cuda_device_summary() {
-  return "no CUDA device: this build has no CUDA support";
-}
-bool cuda_smoke_test() noexcept {
-  return false;
-}
-bool cudnn_loadable(std::string* why) noexcept {
-  if (why) *why = "this build has no CUDA support";
-  return false;
-}
-#endif
 
 }  // namespace nn

@@ -38,6 +38,17 @@ class Backend {
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
   virtual void synchronize() = 0;
 
+  // ---- threads -------------------------------------------------------------------------------
+  // A backend for another thread, or null when this one may be called from several threads at
+  // once. The CPU backend may (its thread pool runs one job at a time and runs a second caller's
+  // tasks inline; no kernel keeps scratch between calls): null. A CUDA backend keeps one stream,
+  // a staging ring, scratch slots and a pinned read-back buffer, none of them locked: its peer is
+  // a second backend on the same device with its own of each, and the same settings (precision,
+  // TF32, cuDNN's), whose calls may use this backend's arrays (every stream of a device sees its
+  // memory). This backend synchronizes first, so all it has written is there for the peer.
+  // api::Evaluator gives each evaluator a peer where there is one (nn-serve's workers).
+  virtual std::unique_ptr<Backend> make_peer() = 0;
+
   // ---- elementwise / reductions --------------------------------------------------------------
   virtual void fill(float* x, size_t n, float value) = 0;
   virtual void axpy(size_t n, float a, const float* x, float* y) = 0;  // y += a*x

@@ -24,7 +24,6 @@ std::string cudnn_feature(const NetworkSpec& spec) {
 std::unique_ptr<Backend> make_backend_for(const NetworkSpec& spec, const std::string& name,
                                           int threads, int device, std::string* note) {
   if (note) note->clear();
-#ifdef NN_HAVE_CUDA
   if (name == "auto" && device >= 0 && device < cuda_device_count()) {
     const std::string needs = cudnn_feature(spec);
     std::string why;
@@ -34,7 +33,6 @@ std::unique_ptr<Backend> make_backend_for(const NetworkSpec& spec, const std::st
       return make_backend("cpu", threads, device);
     }
   }
-#endif
   return make_backend(name, threads, device);
 }
 

@@ -10,14 +10,9 @@
 #include <cstring>
 
 #include "backend/cuda/device_probe.h"
+#include "backend/cuda_module.h"
 #include "core/error.h"
 #include "distributed/process.h"
-#ifdef NN_HAVE_CUDA
-#include "backend/cuda/cuda_backend.h"
-#endif
-#ifdef NN_HAVE_NCCL
-#include "distributed/nccl/nccl_communicator.h"
-#endif
 
 namespace nn {
 namespace {
@@ -33,30 +28,20 @@ std::string host_name() {
   return buf;
 }
 
-// The CUDA device a backend runs on, or -1 for a host backend.
+// The CUDA device a backend runs on, or -1 for a host backend. Only a backend of the CUDA
+// module can be CUDA's, so the module is loaded already when one exists.
 int device_of(const Backend& backend) {
-#ifdef NN_HAVE_CUDA
-  if (auto* cuda = dynamic_cast<const CudaBackend*>(&backend)) return cuda->device();
-#else
-  (void)backend;
-#endif
-  return -1;
+  if (backend.name() != "cuda") return -1;
+  const CudaModule* m = cuda_module();
+  return m ? m->device_of(backend) : -1;
 }
 
 // The physical GPU of a CUDA backend (its UUID, so ranks that each see "device 0" through
 // CUDA_VISIBLE_DEVICES are told apart), or "" for a host backend.
 std::string gpu_identity(const Backend& backend) {
-#ifdef NN_HAVE_CUDA
-  if (auto* cuda = dynamic_cast<const CudaBackend*>(&backend)) {
-    cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, cuda->device()) == cudaSuccess)
-      return std::string(prop.uuid.bytes, sizeof prop.uuid.bytes);
-    return "device " + std::to_string(cuda->device());
-  }
-#else
-  (void)backend;
-#endif
-  return "";
+  if (backend.name() != "cuda") return "";
+  const CudaModule* m = cuda_module();
+  return m ? m->gpu_identity(backend) : "";
 }
 
 // Strings of every rank to rank 0, rank order (empty vector elsewhere).
@@ -123,11 +108,8 @@ bool gpus_shared(const std::vector<std::string>& identities) {
 }
 
 bool nccl_built() {
-#ifdef NN_HAVE_NCCL
-  return true;
-#else
-  return false;
-#endif
+  const CudaModule* m = cuda_module();
+  return m && m->make_nccl_communicator;
 }
 
 CommunicatorChoice choose_backend_communicator(const std::string& backend, int ranks,
@@ -144,8 +126,8 @@ CommunicatorChoice choose_backend_communicator(const std::string& backend, int r
 
 std::unique_ptr<Communicator> make_backend_communicator(Backend& backend, Communicator& host,
                                                         std::string* note) {
-  CommunicatorChoice choice =
-      choose_backend_communicator(backend.name(), host.size(), nccl_built(), env("NN_NCCL"));
+  CommunicatorChoice choice = choose_backend_communicator(
+      backend.name(), host.size(), backend.name() == "cuda" && nccl_built(), env("NN_NCCL"));
   // Every rank must agree, and NCCL refuses two ranks on one device: ranks of a host compare
   // their devices, then the world takes the minimum of the votes.
   int32_t vote = choice.nccl ? 1 : 0;
@@ -170,12 +152,9 @@ std::unique_ptr<Communicator> make_backend_communicator(Backend& backend, Commun
   }
   if (note) *note = choice.reason;
   if (!vote) return nullptr;
-#ifdef NN_HAVE_NCCL
-  auto& cuda = dynamic_cast<CudaBackend&>(backend);
-  return std::make_unique<NcclCommunicator>(host, cuda.device(), cuda.stream());
-#else
-  throw InternalError("NCCL chosen in a build without NCCL");
-#endif
+  const CudaModule* m = cuda_module();
+  if (!m || !m->make_nccl_communicator) throw InternalError("NCCL chosen in a build without NCCL");
+  return m->make_nccl_communicator(backend, host);
 }
 
 std::vector<std::string> describe_placement(Communicator& host, const Backend& backend,
@@ -188,25 +167,6 @@ std::vector<std::string> describe_placement(Communicator& host, const Backend& b
           (backend_comm || backend.name() == "cpu" ? "" : " (host staging)") +
           ", host collectives over " + host.name();
   return gather_strings(host, line);
-}
-
-void broadcast_unique_id(Communicator& host, void* id, size_t bytes,
-                         const std::function<void(void*)>& make_on_root) {
-  std::string error;
-  if (host.rank() == 0) {
-    try {
-      make_on_root(id);
-    } catch (const std::exception& e) {
-      error = e.what();
-      if (error.empty()) error = "unknown error";
-    }
-  }
-  // The root's outcome first, so a failure there ends every rank rather than leaving them in
-  // the broadcast of an id that never comes.
-  host.broadcast_string(error, 0);
-  if (!error.empty())
-    throw BackendError("device communicator bootstrap failed on rank 0: " + error);
-  host.broadcast_bytes(id, bytes, 0);
 }
 
 }  // namespace nn

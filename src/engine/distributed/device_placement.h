@@ -65,10 +65,4 @@ std::unique_ptr<Communicator> make_backend_communicator(Backend& backend, Commun
 std::vector<std::string> describe_placement(Communicator& host, const Backend& backend,
                                             const Communicator* backend_comm);
 
-// The bootstrap of a device communicator: `make_on_root` fills `bytes` bytes at `id` on rank 0
-// of `host` (ncclGetUniqueId), which are then broadcast over `host`. When it throws on the root,
-// every rank throws BackendError with the root's message instead of the others waiting forever.
-void broadcast_unique_id(Communicator& host, void* id, size_t bytes,
-                         const std::function<void(void*)>& make_on_root);
-
 }  // namespace nn

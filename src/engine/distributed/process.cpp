@@ -136,12 +136,4 @@ void abort_job(int status) {
   std::exit(status);
 }
 
-double collective_timeout_seconds() {
-  const char* v = env("NN_MPI_TIMEOUT");
-  if (!v) return 600.0;
-  char* end = nullptr;
-  const double s = std::strtod(v, &end);
-  return end != v && s >= 0 ? s : 600.0;
-}
-
 }  // namespace nn

@@ -1,12 +1,17 @@
 // A Backend that forwards every operation to a CpuBackend and counts the calls that matter for
 // device backends: allocations, transfers, and the operations that return a value to the host
 // (each one a synchronisation on a GPU). With `host_memory` false it poses as a device backend,
-// so code that reads back less often on a GPU (the trainer's loss sums) can be tested here.
+// so code that reads back less often on a GPU (the trainer's loss sums) can be tested here. With
+// a ThreadProbe it also poses as a backend that must not be shared between threads (as CUDA's):
+// it notes calls that overlap another thread's, and make_peer() can hand out peers.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
@@ -28,6 +33,17 @@ class CountingBackend final : public Backend {
     gemms = bf16_conversions = bf16_b_gemms = 0;
   }
 
+  // Thread probe: the calls of a forward pass (transfers, products, activations, top-K) note when
+  // another thread is inside the same backend (overlaps, summed over a backend and its peers),
+  // each call held open for 100 us so that threads sharing a backend do meet. With give_peers,
+  // make_peer() returns a new CountingBackend with the same probe (as a device backend would);
+  // without, null (share me).
+  struct ThreadProbe {
+    bool give_peers = true;
+    std::atomic<int> overlaps{0}, peers{0};
+  };
+  std::shared_ptr<ThreadProbe> probe;
+
   std::string name() const override { return "counting-cpu"; }
   bool host_memory() const override { return host_memory_; }
 
@@ -37,15 +53,24 @@ class CountingBackend final : public Backend {
   }
   void release(void* ptr) noexcept override { inner_->release(ptr); }
   void upload(void* dst, const void* src, size_t bytes) override {
+    const Inside inside(*this);
     ++uploads;
     inner_->upload(dst, src, bytes);
   }
   void download(void* dst, const void* src, size_t bytes) override {
+    const Inside inside(*this);
     ++downloads;
     inner_->download(dst, src, bytes);
   }
   void copy(void* dst, const void* src, size_t bytes) override { inner_->copy(dst, src, bytes); }
   void synchronize() override { inner_->synchronize(); }
+  std::unique_ptr<Backend> make_peer() override {
+    if (!probe || !probe->give_peers) return nullptr;
+    auto peer = std::make_unique<CountingBackend>(host_memory_, 1);
+    peer->probe = probe;
+    ++probe->peers;
+    return peer;
+  }
 
   void fill(float* x, size_t n, float value) override { inner_->fill(x, n, value); }
   void axpy(size_t n, float a, const float* x, float* y) override { inner_->axpy(n, a, x, y); }
@@ -61,6 +86,7 @@ class CountingBackend final : public Backend {
 
   void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) override {
+    const Inside inside(*this);
     ++gemms;
     inner_->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
@@ -77,6 +103,7 @@ class CountingBackend final : public Backend {
   }
   void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
                       bool accumulate) override {
+    const Inside inside(*this);
     inner_->broadcast_bias(z, bias, rows, cols, accumulate);
   }
   void column_sums(const float* x, uint32_t rows, uint32_t cols, float alpha, float beta,
@@ -84,6 +111,7 @@ class CountingBackend final : public Backend {
     inner_->column_sums(x, rows, cols, alpha, beta, out);
   }
   void sparse_matmul(const SparseView& x, const float* w, uint32_t n_out, float* z) override {
+    const Inside inside(*this);
     inner_->sparse_matmul(x, w, n_out, z);
   }
   void sparse_weight_gradient(const SparseView& x, const float* delta, uint32_t n_out, float alpha,
@@ -91,6 +119,7 @@ class CountingBackend final : public Backend {
     inner_->sparse_weight_gradient(x, delta, n_out, alpha, g);
   }
   void activate(const ActivationParams& p, float* x, uint32_t rows, uint32_t cols) override {
+    const Inside inside(*this);
     inner_->activate(p, x, rows, cols);
   }
   void activation_backward(const ActivationParams& p, const float* a, float* delta, uint32_t rows,
@@ -167,6 +196,7 @@ class CountingBackend final : public Backend {
   }
   void top_k_filtered(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
                       const TopKFilter& filter, float* values, uint32_t* indices) override {
+    const Inside inside(*this);
     inner_->top_k_filtered(x, rows, cols, valid_cols, k, filter, values, indices);
   }
   double sparseness_penalty(const float* a, uint32_t rows, uint32_t cols, float p, float beta,
@@ -269,8 +299,25 @@ class CountingBackend final : public Backend {
   }
 
  private:
+  // Marks a call of the probe's: an overlap when another thread is inside already.
+  class Inside {
+   public:
+    explicit Inside(CountingBackend& b) : b_(b) {
+      if (!b_.probe) return;
+      if (b_.active_.fetch_add(1) > 0) ++b_.probe->overlaps;
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    ~Inside() {
+      if (b_.probe) b_.active_.fetch_sub(1);
+    }
+
+   private:
+    CountingBackend& b_;
+  };
+
   std::unique_ptr<CpuBackend> inner_;
   bool host_memory_;
+  std::atomic<int> active_{0};  // threads inside a probed call
 };
 
 }  // namespace nn::test

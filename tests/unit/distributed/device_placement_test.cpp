@@ -15,6 +15,7 @@
 #include "backend/backend.h"
 #include "backend/cuda/device_probe.h"
 #include "core/error.h"
+#include "distributed/bootstrap_id.h"
 #include "distributed/process.h"
 #ifdef NN_HAVE_NCCL
 #include <nccl.h>

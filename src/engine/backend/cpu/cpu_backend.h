@@ -55,6 +55,8 @@ class CpuBackend final : public Backend {
   void download(void* host_dst, const void* src, size_t bytes) override;
   void copy(void* dst, const void* src, size_t bytes) override;
   void synchronize() override {}
+  // Safe to share between threads (backend.h): no peer.
+  std::unique_ptr<Backend> make_peer() override { return nullptr; }
 
   void fill(float* x, size_t n, float value) override;
   void axpy(size_t n, float a, const float* x, float* y) override;

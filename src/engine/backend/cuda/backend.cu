@@ -103,7 +103,7 @@ void* CudaBackend::allocate(size_t bytes) {
   const cudaError_t status = cudaMalloc(&p, bytes ? bytes : 1);
   if (status == cudaErrorMemoryAllocation) {
     cudaGetLastError();
-    const std::string& what = current_allocation();
+    const std::string& what = cuda::host_allocation();
     size_t free_bytes = 0, total_bytes = 0;
     cudaMemGetInfo(&free_bytes, &total_bytes);
     cudaGetLastError();
@@ -267,6 +267,16 @@ void CudaBackend::check_data_errors() {
   NN_CUDA_CALL(cudaMemsetAsync(error_flag_, 0xff, sizeof flag, stream_));
   throw DataError(error_prefix_ + std::to_string(flag >> 32) + ": index " +
                   std::to_string(flag & 0xffffffffull) + error_suffix_);
+}
+
+std::unique_ptr<Backend> CudaBackend::make_peer() {
+  const cuda::DeviceGuard guard(device_);
+  // Everything this backend's stream was asked to write is in device memory before the peer's
+  // stream, which knows nothing of this one, reads it.
+  NN_CUDA_CALL(cudaStreamSynchronize(stream_));
+  auto peer = std::make_unique<CudaBackend>(device_, tf32_, cudnn_settings_);
+  peer->set_precision(precision_);
+  return peer;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(int device) {

@@ -49,6 +49,9 @@ class CudaBackend final : public Backend {
   void download(void* host_dst, const void* src, size_t bytes) override;
   void copy(void* dst, const void* src, size_t bytes) override;
   void synchronize() override;
+  // A second backend on this device with its own stream, staging, scratch and read-back buffer,
+  // for another thread (backend.h).
+  std::unique_ptr<Backend> make_peer() override;
 
   void fill(float* x, size_t n, float value) override;
   void axpy(size_t n, float a, const float* x, float* y) override;

@@ -8,8 +8,8 @@
 
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_factory.h"
 #include "backend/cuda/device_guard.h"
-#include "backend/cuda/device_probe.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 
@@ -277,10 +277,6 @@ const ConvPlan& Cudnn::conv_plan(const ConvGeometry& g, uint32_t rows, size_t he
   return *plans_.emplace(std::move(key), std::move(plan)).first->second;
 }
 
-}  // namespace nn::cuda
-
-namespace nn {
-
 bool cudnn_loadable(std::string* why) noexcept {
   try {
     const std::string& error = cuda::loaded().error;
@@ -290,6 +286,10 @@ bool cudnn_loadable(std::string* why) noexcept {
     return false;
   }
 }
+
+}  // namespace nn::cuda
+
+namespace nn {
 
 cuda::Cudnn& CudaBackend::cudnn() {
   const cuda::DeviceGuard guard(device_);

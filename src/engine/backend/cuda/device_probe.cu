@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/cuda_factory.h"
 #include "backend/cuda/device_guard.h"
-#include "backend/cuda/device_probe.h"
 
 namespace nn {
 namespace {
@@ -19,7 +19,7 @@ __global__ void smoke_kernel(float* x, unsigned n, float value) {
 
 }  // namespace
 
-int cuda_device_count() noexcept {
+int cuda::device_count() noexcept {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
     cudaGetLastError();  // clear the sticky error so later calls start clean
@@ -28,7 +28,7 @@ int cuda_device_count() noexcept {
   return n;
 }
 
-std::string cuda_device_summary() {
+std::string cuda::device_summary() {
   int n = 0;
   const cudaError_t err = cudaGetDeviceCount(&n);
   if (err != cudaSuccess) {
@@ -58,8 +58,8 @@ std::string cuda_device_summary() {
   return out;
 }
 
-bool cuda_smoke_test() noexcept {
-  if (cuda_device_count() == 0) return false;
+bool cuda::smoke_test() noexcept {
+  if (cuda::device_count() == 0) return false;
   constexpr unsigned kN = 1u << 16;
   float* dev = nullptr;
   // On device 0, giving the caller its current device back (a probe must not move later CUDA

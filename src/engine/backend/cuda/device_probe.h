@@ -1,4 +1,5 @@
-// Minimal CUDA presence checks, usable from any build: without CUDA support (NN_HAVE_CUDA unset)
+// Minimal CUDA presence checks, usable from any build: without CUDA support (NN_HAVE_CUDA unset),
+// without NVIDIA's driver or without the CUDA module (backend/cuda_module.h, which answers them)
 // they report no device. Used by `auto` backend selection, tool diagnostics and GPU-only tests.
 #pragma once
 

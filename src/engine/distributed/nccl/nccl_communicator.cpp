@@ -7,7 +7,7 @@
 
 #include "backend/cuda/cuda_check.h"
 #include "core/error.h"
-#include "distributed/device_placement.h"
+#include "distributed/bootstrap_id.h"
 #include "distributed/nccl/nccl_check.h"
 #include "distributed/nccl_plan.h"
 #include "distributed/process.h"
