@@ -31,10 +31,10 @@ class Communicator;
 // the program's copy, and a stale module would always match).
 static inline std::string cuda_module_fingerprint() {
   constexpr int kTableVersion = 1;
-  const size_t sizes[] = {sizeof(LossParams),  sizeof(OptimizerParams), sizeof(ActivationParams),
-                          sizeof(SparseView),  sizeof(TargetView),      sizeof(TopKFilter),
+  const size_t sizes[] = {sizeof(LossParams),   sizeof(OptimizerParams), sizeof(ActivationParams),
+                          sizeof(SparseView),   sizeof(TargetView),      sizeof(TopKFilter),
                           sizeof(ConvGeometry), sizeof(BatchNormParams), sizeof(PoolParams),
-                          sizeof(LrnParams),   sizeof(std::string),     sizeof(void*)};
+                          sizeof(LrnParams),    sizeof(std::string),     sizeof(void*)};
   std::string f = "nn-cuda-module " + std::to_string(kTableVersion);
   for (size_t s : sizes) f += " " + std::to_string(s);
   return f;

@@ -45,12 +45,13 @@ Batch make_batch(uint32_t seed) {
 
 // The model of kNet with the weights of a CPU model, on a probed CountingBackend.
 std::shared_ptr<Model> probed_model(const std::shared_ptr<test::CountingBackend::ThreadProbe>& p) {
-  auto cpu = Model::from_json(kNet, {{"input", {kIn, 1, 1, true}}, {"output", {kOut}}}, 7, {"cpu", 1});
+  auto cpu =
+      Model::from_json(kNet, {{"input", {kIn, 1, 1, true}}, {"output", {kOut}}}, 7, {"cpu", 1});
   const NetworkFile file = cpu->impl().net->to_file();
   auto backend = std::make_unique<test::CountingBackend>(true, 1);
   backend->probe = p;
-  return Model::Impl::create(std::move(backend), cpu->impl().net->spec(),
-                             cpu->impl().sparse_inputs, &file, 7);
+  return Model::Impl::create(std::move(backend), cpu->impl().net->spec(), cpu->impl().sparse_inputs,
+                             &file, 7);
 }
 
 struct TopK {
