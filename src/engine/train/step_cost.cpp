@@ -2,7 +2,11 @@
 #include "train/step_cost.h"
 
 #include <algorithm>
+#include <chrono>
+#include <vector>
 
+#include "backend/backend.h"
+#include "backend/device_array.h"
 #include "backend/kernel_params.h"
 #include "model/network.h"
 
@@ -128,6 +132,44 @@ StepCost step_cost(const std::vector<LayerShape>& layers, uint32_t batch, Optimi
     cost.phases.push_back(update);
   }
   return cost;
+}
+
+MachinePeaks measure_peaks(Backend& backend, int n, size_t bytes) {
+  using Clock = std::chrono::steady_clock;
+  auto best_of = [&](int repeats, auto&& run) {
+    run();  // warm-up (first-use set-up, lazy allocation)
+    backend.synchronize();
+    double best = 1e30;
+    for (int r = 0; r < repeats; ++r) {
+      const auto t = Clock::now();
+      run();
+      backend.synchronize();
+      best = std::min(best, std::chrono::duration<double>(Clock::now() - t).count());
+    }
+    return std::max(best, 1e-12);
+  };
+  MachinePeaks peaks;
+  {
+    const size_t elements = size_t(n) * size_t(n);
+    DeviceArray<float> a(backend, elements), b(backend, elements), c(backend, elements);
+    backend.fill(a.data(), elements, 0.5f);
+    backend.fill(b.data(), elements, 0.25f);
+    const double s = best_of(3, [&] {
+      backend.gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    });
+    peaks.tensor_flops = peaks.fp32_flops = 2.0 * n * double(n) * n / s;
+  }
+  {
+    // y += a x: two arrays read, one written, spread over the backend's threads (a copy may run
+    // on one CPU core and understate the memory system).
+    const size_t elements = bytes / sizeof(float);
+    DeviceArray<float> x(backend, elements), y(backend, elements);
+    backend.fill(x.data(), elements, 1.0f);
+    backend.fill(y.data(), elements, 0.0f);
+    const double s = best_of(3, [&] { backend.axpy(elements, 1e-3f, x.data(), y.data()); });
+    peaks.bytes_per_s = 3.0 * double(elements * sizeof(float)) / s;
+  }
+  return peaks;
 }
 
 std::vector<LayerShape> layer_shapes(const Network& net,

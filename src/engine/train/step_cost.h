@@ -25,6 +25,7 @@
 // named in StepCost::unmodelled.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -34,6 +35,7 @@
 
 namespace nn {
 
+class Backend;
 class Network;
 
 // One layer as the cost model sees it.
@@ -73,6 +75,11 @@ struct StepCost {
   // The step's floor split by phase name (forward, loss, backward, update).
   std::map<std::string, double> floor_by_phase(const MachinePeaks& peaks) const;
 };
+
+// The peaks of `backend` as measured here: a square gemm of `n` in its current precision and math
+// mode (tensor_flops; also fp32_flops, which a TF32 or BF16 run cannot measure apart), and
+// y += a·x over two arrays of `bytes` (three arrays' traffic). A few tenths of a second on a CPU.
+MachinePeaks measure_peaks(Backend& backend, int n = 2048, size_t bytes = size_t(256) << 20);
 
 // `tensor`: dense products run at the tensor peak (TF32 or BF16); `target_nnz`: non-zeros per row
 // of the targets of each sparse output layer (by layer name; absent: dense targets).

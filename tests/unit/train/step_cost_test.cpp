@@ -133,5 +133,15 @@ TEST(StepCost, ShapesComeFromTheNetwork) {
   EXPECT_DOUBLE_EQ(sparse_forward, 2.0 * 4 * 5 * 8);
 }
 
+TEST(StepCost, PeaksAreMeasuredOnTheBackend) {
+  CpuBackend backend(1);
+  const MachinePeaks p = measure_peaks(backend, 256, size_t(16) << 20);
+  // Any CPU this runs on does more than 0.1 GFLOP/s and 0.1 GB/s, and no core 10 TFLOP/s.
+  EXPECT_GT(p.fp32_flops, 1e8);
+  EXPECT_LT(p.fp32_flops, 1e13);
+  EXPECT_EQ(p.tensor_flops, p.fp32_flops);
+  EXPECT_GT(p.bytes_per_s, 1e8);
+}
+
 }  // namespace
 }  // namespace nn
