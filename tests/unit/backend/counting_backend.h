@@ -46,6 +46,9 @@ class CountingBackend final : public Backend {
   }
   void copy(void* dst, const void* src, size_t bytes) override { inner_->copy(dst, src, bytes); }
   void synchronize() override { inner_->synchronize(); }
+  std::unique_ptr<ProfileClock> make_profile_clock() override {
+    return inner_->make_profile_clock();
+  }
 
   void fill(float* x, size_t n, float value) override { inner_->fill(x, n, value); }
   void axpy(size_t n, float a, const float* x, float* y) override { inner_->axpy(n, a, x, y); }

@@ -49,6 +49,8 @@ class CudaBackend final : public Backend {
   void download(void* host_dst, const void* src, size_t bytes) override;
   void copy(void* dst, const void* src, size_t bytes) override;
   void synchronize() override;
+  // Events on stream_, resolved when complete, and NVTX ranges (cuda/profile_clock.cu).
+  std::unique_ptr<ProfileClock> make_profile_clock() override;
 
   void fill(float* x, size_t n, float value) override;
   void axpy(size_t n, float a, const float* x, float* y) override;
