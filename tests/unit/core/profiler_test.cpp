@@ -66,6 +66,18 @@ void step(Profiler& p, FakeClockState& c, uint64_t number, uint64_t epoch) {
   p.end_step();
 }
 
+// A profiler on a FakeClock of `c` after `steps` steps of epoch 1 (0.1 ms of wall time), the
+// end of that epoch and finish(); `trace`: keeping events.
+std::unique_ptr<Profiler> one_epoch(FakeClockState& c, int steps, bool trace = false) {
+  ProfilerOptions o;
+  o.trace = trace;
+  auto p = std::make_unique<Profiler>(std::make_unique<FakeClock>(c), o);
+  for (int s = 1; s <= steps; ++s) step(*p, c, uint64_t(s), 1);
+  p->end_epoch(1e-4);
+  p->finish();
+  return p;
+}
+
 std::map<std::string, double> totals_by_name(const Profiler& p) {
   std::map<std::string, double> out;
   for (const ProfileTotal& t : p.totals()) out[p.key(t.key).name] = t.microseconds;
@@ -74,10 +86,8 @@ std::map<std::string, double> totals_by_name(const Profiler& p) {
 
 TEST(Profiler, SumsRangesPerPhaseAndLabel) {
   FakeClockState c;
-  Profiler p(std::make_unique<FakeClock>(c));
-  for (uint64_t s = 1; s <= 4; ++s) step(p, c, s, 1);
-  p.end_epoch(1e-4);
-  p.finish();
+  const auto profiler = one_epoch(c, 4);
+  const Profiler& p = *profiler;
   EXPECT_EQ(p.steps(), 4u);
   EXPECT_EQ(p.epochs(), 1u);
   EXPECT_DOUBLE_EQ(p.step_microseconds(), 40);
@@ -99,10 +109,8 @@ TEST(Profiler, SumsRangesPerPhaseAndLabel) {
 
 TEST(Profiler, TableSharesAddUpToTheStep) {
   FakeClockState c;
-  Profiler p(std::make_unique<FakeClock>(c));
-  for (uint64_t s = 1; s <= 2; ++s) step(p, c, s, 1);
-  p.end_epoch(1e-4);
-  p.finish();
+  const auto profiler = one_epoch(c, 2);
+  const Profiler& p = *profiler;
   const auto lines = profile_table(p, {0, 1, "cpu"});
   ASSERT_GE(lines.size(), 8u);
   EXPECT_CONTAINS(lines[0],
@@ -209,12 +217,8 @@ TEST(Profiler, TraceKeepsTheFirstStepsOfEachEpochUpToACap) {
 
 TEST(Profiler, TraceIsChromeTraceJson) {
   FakeClockState c;
-  ProfilerOptions o;
-  o.trace = true;
-  Profiler p(std::make_unique<FakeClock>(c), o);
-  step(p, c, 1, 1);
-  step(p, c, 2, 1);
-  p.finish();
+  const auto profiler = one_epoch(c, 2, /*trace=*/true);
+  const Profiler& p = *profiler;
   const nlohmann::json j = nlohmann::json::parse(profile_trace_json(p, {1, 2, "cpu"}));
   ASSERT_TRUE(j.at("traceEvents").is_array());
   std::map<std::string, int> names;
@@ -247,11 +251,8 @@ TEST(Profiler, TraceIsChromeTraceJson) {
 TEST(Profiler, TraceIsWrittenAtomically) {
   test::ScratchDir dir;
   FakeClockState c;
-  ProfilerOptions o;
-  o.trace = true;
-  Profiler p(std::make_unique<FakeClock>(c), o);
-  step(p, c, 1, 1);
-  p.finish();
+  const auto profiler = one_epoch(c, 1, /*trace=*/true);
+  const Profiler& p = *profiler;
   const std::string path = dir.path() + "/t.json";
   write_profile_trace(p, {0, 1, "cpu"}, path);
   std::ifstream in(path);
