@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/kernel_params.h"
+#include "core/profiler.h"
 #include "model/batch_inputs.h"
 #include "model/batch_loader.h"
 #include "model/network.h"

@@ -18,6 +18,7 @@
 
 #include "backend/device_array.h"
 #include "core/log.h"
+#include "core/profiler.h"
 #include "core/random.h"
 #include "distributed/communicator.h"
 #include "model/batch_loader.h"
