@@ -76,6 +76,17 @@ struct TrainJob {
   // (drawn when gnuplot or matplotlib is installed), written beside the results.
   bool epoch_log = true;
 
+  // Profiling (docs/performance.md). `profile`: at the end of the run, log the time per phase
+  // (data, forward, loss, backward, communication, update) and layer of the training step with
+  // each one's share of the step (rank 0 only under mpirun). `trace`: a file ("" = none) for a
+  // Chrome trace of the first `trace_steps` steps of every epoch (0: every step; at most 200,000
+  // events), which ui.perfetto.dev and chrome://tracing open. Either one times the steps (on the
+  // CUDA backend with events on its stream, read at epoch ends, and NVTX ranges for Nsight
+  // Systems); with both off nothing is timed.
+  bool profile = false;
+  std::string trace;
+  uint32_t trace_steps = 20;
+
   std::string backend = "auto";  // "cpu", "cuda" or "auto"
   int threads = 0;               // CPU threads; 0 = every CPU this process may use
   int device = -1;               // CUDA device; -1 = this rank's default (nn/process.h)

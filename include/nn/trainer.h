@@ -34,6 +34,12 @@ struct TrainSettings {
   int checkpoint_interval = 0;  // epochs between checkpoints
   // Progress lines (training start, validation); null = silent.
   std::function<void(const std::string&)> log;
+  // Profiling (docs/performance.md; as TrainJob's fields of the same names): at the end of each
+  // run(), the time per phase and layer of the steps so far to `log`, and a Chrome trace of the
+  // first `trace_steps` steps of every epoch to the file `trace` ("" = none).
+  bool profile = false;
+  std::string trace;
+  uint32_t trace_steps = 20;
 };
 
 struct EpochStats {

@@ -495,7 +495,8 @@ PYBIND11_MODULE(_core, m) {
                        const std::string& optimizer, float alpha, float lambda_, float lambda1,
                        float mu, float mu1, uint64_t seed, const py::object& shuffle,
                        const std::string& checkpoint_name, int checkpoint_interval,
-                       const py::object& log) {
+                       const py::object& log, bool profile, const std::string& trace,
+                       uint32_t trace_steps) {
              std::vector<Dataset> sets;
              for (auto item : data) {
                if (!py::isinstance<py::str>(item.first))
@@ -517,13 +518,18 @@ PYBIND11_MODULE(_core, m) {
              s.checkpoint_name = checkpoint_name;
              s.checkpoint_interval = checkpoint_interval;
              s.log = CallbackBridge{}.log_fn(log);
+             s.profile = profile;
+             s.trace = trace;
+             s.trace_steps = trace_steps;
              return std::make_unique<Trainer>(model.model, std::move(sets), s);
            }),
            py::arg("model"), py::arg("data"), py::arg("epochs") = 1, py::arg("minibatch") = 1024,
            py::arg("optimizer") = "SGD", py::arg("alpha") = 0.1f, py::arg("lambda_") = 0.001f,
            py::arg("lambda1") = 0.0f, py::arg("mu") = 0.9f, py::arg("mu1") = 0.999f,
            py::arg("seed") = 1, py::arg("shuffle") = py::none(), py::arg("checkpoint_name") = "",
-           py::arg("checkpoint_interval") = 0, py::arg("log") = py::none(), py::keep_alive<1, 2>())
+           py::arg("checkpoint_interval") = 0, py::arg("log") = py::none(),
+           py::arg("profile") = false, py::arg("trace") = "", py::arg("trace_steps") = 20,
+           py::keep_alive<1, 2>())
       .def(
           "run",
           [](Trainer& t, const py::object& callback) {

@@ -1,5 +1,6 @@
 # Training from Python equals training from the CDL with nn-train (same seed), the per-epoch
 # callback (loss, examples/s) and stopping early.
+import json
 import os
 
 import numpy as np
@@ -63,3 +64,23 @@ def test_dense_training_data(tmp_path):
     model.save(tmp_path / "dense.nc")
     np.testing.assert_array_equal(nnsuite.Model.load(tmp_path / "dense.nc").outputs(x),
                                   model.outputs(x))
+
+
+def test_trainer_profile_and_trace(work, tmp_path):
+    # docs/performance.md: the table goes to the log, the trace to its file; the weights are
+    # those of the unprofiled run.
+    x = nnsuite.read_datasets(work / "input.nc")["input"]
+    y = nnsuite.read_datasets(work / "output.nc")["output"]
+    model = nnsuite.Model.from_json(str(work / "network.json"),
+                                    datasets={"input": x, "output": y}, seed=7)
+    lines = []
+    trace = tmp_path / "trace.json"
+    nnsuite.Trainer(model, {"input": x, "output": y}, epochs=4, minibatch=8, optimizer="adam",
+                    alpha=0.01, mu=0.9, lambda_=0.001, seed=7, log=lines.append, profile=True,
+                    trace=str(trace), trace_steps=1).run()
+    table = [line for line in lines if line.startswith("profile: ")]
+    assert table and "steps in 4 epoch(s)" in table[0], table
+    assert any(line.startswith("profile: forward") for line in table), table
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert len({e["args"]["step"] for e in events if e["ph"] == "X"}) == 4  # one per epoch
+    assert_same_weights(model, nnsuite.Model.load(work / "net.nc"))

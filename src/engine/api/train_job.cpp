@@ -40,6 +40,9 @@ TrainJob train_job(const CommandFile& cdl, uint64_t default_seed) {
   job.stream = t.stream;
   job.solver = t.solver;
   job.fit_bias = t.fit_bias;
+  job.profile = t.profile;
+  job.trace = t.trace;
+  if (t.trace_steps) job.trace_steps = *t.trace_steps;
   if (t.sampling) {
     job.sampling_negatives = t.sampling->negatives;
     job.sampling_distribution = to_string(t.sampling->distribution);

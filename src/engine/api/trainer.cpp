@@ -41,6 +41,7 @@ struct Trainer::Impl {
   std::vector<Dataset> data;
   std::vector<ExampleSet> sets;  // the engine's binding takes a vector of ExampleSets
   BoundData bound;
+  std::unique_ptr<Profiler> profiler;  // null: not profiling; outlives the loop that holds it
   std::unique_ptr<nn::TrainingLoop> trainer;
   std::shared_ptr<Communicator> comm;
 };
@@ -110,6 +111,14 @@ Trainer::Trainer(std::shared_ptr<Model> model, std::vector<Dataset> data, TrainS
   if (!model) throw ConfigError("Trainer: no model");
   apply_network_settings(model->impl().net->spec(), s.shuffle, o);
   impl_ = make_impl(std::move(model), std::move(data), std::move(o), s.log, "the given datasets");
+  if (s.profile || !s.trace.empty()) {
+    ProfilerOptions settings;
+    settings.trace = !s.trace.empty();
+    settings.trace_steps = s.trace_steps;
+    impl_->profiler = std::make_unique<Profiler>(
+        impl_->model->impl().net->backend().make_profile_clock(), settings);
+    impl_->trainer->set_profiler(impl_->profiler.get(), {s.profile, s.trace});
+  }
 }
 
 Trainer::~Trainer() = default;

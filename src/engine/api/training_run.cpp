@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/file_identity.h"
 #include "core/memory_budget.h"
+#include "core/profiler.h"
 #include "core/stop_request.h"
 #include "distributed/device_placement.h"
 #include "distributed/process.h"
@@ -229,6 +230,7 @@ void remove_stale_outputs(const TrainJob& job, const TrainOptions& options, cons
   if (job.results != kStandardOutput) add(remove_stale_temp_files(job.results));
   add(remove_stale_temp_files(beside_results(job.results, ".epochs.jsonl")));
   add(remove_stale_temp_files(beside_results(job.results, ".curve.png")));
+  if (!job.trace.empty() && job.trace != kStandardOutput) add(remove_stale_temp_files(job.trace));
   if (!state_prefix(options).empty()) add(remove_stale_temp_files(state_prefix(options), true));
   for (const std::string& stale : removed) log("removed stale temporary file " + stale);
 }
@@ -307,6 +309,7 @@ void check_training_files(const TrainJob& job) {
     outputs.push_back({"the per-epoch log", beside_results(job.results, ".epochs.jsonl")});
     outputs.push_back({"the loss curve", beside_results(job.results, ".curve.png")});
   }
+  outputs.push_back({"trace", job.trace});
   check_distinct_files(outputs, inputs);
 }
 
@@ -336,8 +339,16 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
 
   // Under mpirun every rank trains on its slice of each minibatch (train/data_parallel.h);
   // only rank 0 writes the result and checkpoints.
+  std::unique_ptr<Profiler> profiler;  // outlives the trainer, which holds it
   TrainingLoop trainer(net, model->bound, options, log, comm.get());
   trainer.on_step = on_step;
+  if (job.profile || !job.trace.empty()) {
+    ProfilerOptions settings;
+    settings.trace = !job.trace.empty();
+    settings.trace_steps = job.trace_steps;
+    profiler = std::make_unique<Profiler>(net.backend().make_profile_clock(), settings);
+    trainer.set_profiler(profiler.get(), {job.profile, job.trace});
+  }
   if (model->streamed) {
     StreamSettings settings;
     settings.memory = memory_budget() / uint64_t(std::max(ranks_on_this_host(), 1));

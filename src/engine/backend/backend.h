@@ -22,6 +22,7 @@
 #include "backend/conv_params.h"
 #include "backend/kernel_params.h"
 #include "config/enums.h"
+#include "core/profile_clock.h"
 
 namespace nn {
 
@@ -48,6 +49,13 @@ class Backend {
   // memory). This backend synchronizes first, so all it has written is there for the peer.
   // api::Evaluator gives each evaluator a peer where there is one (nn-serve's workers).
   virtual std::unique_ptr<Backend> make_peer() = 0;
+
+  // ---- profiling (core/profiler.h, docs/performance.md) ---------------------------------------
+  // A clock whose marks follow this backend's order of work, for nn-train --profile: the host's
+  // steady clock where the backend is synchronous (CPU); events recorded on the stream where it
+  // is not (CUDA, which also names the ranges for Nsight Systems through NVTX), read without
+  // waiting for the device until the profiler asks for every mark. Made only when profiling.
+  virtual std::unique_ptr<ProfileClock> make_profile_clock() = 0;
 
   // ---- elementwise / reductions --------------------------------------------------------------
   virtual void fill(float* x, size_t n, float value) = 0;

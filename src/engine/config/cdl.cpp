@@ -204,6 +204,12 @@ class CdlParser {
         t.sampling = parse_sampling(r_, m);
       } else if (k == "fitbias") {
         t.fit_bias = r_.get_bool(m);
+      } else if (k == "profile") {
+        t.profile = r_.get_bool(m);
+      } else if (k == "trace") {
+        t.trace = non_empty_string(m);
+      } else if (k == "tracesteps") {
+        t.trace_steps = uint32_t(r_.get_int(*m.value, m.path, 0, kMaxU32));
       } else if (k == "solver") {
         t.solver = r_.get_string(*m.value, m.path);
         if (t.solver != "Gradient" && t.solver != "LeastSquares")
@@ -233,7 +239,10 @@ class CdlParser {
                            "Stream",
                            "Sampling",
                            "Solver",
-                           "FitBias"});
+                           "FitBias",
+                           "Profile",
+                           "Trace",
+                           "TraceSteps"});
       }
     }
   }
@@ -354,6 +363,7 @@ CdlSpec parse_cdl(const std::string& text, const std::string& source) {
   TrainingParameters& t = spec.training;
   t.results = resolve_path(base, t.results);
   t.checkpoint_name = resolve_path(base, t.checkpoint_name);
+  t.trace = resolve_path(base, t.trace);
   for (auto& d : t.validation_data) d = resolve_path(base, d);
   PredictionParameters& p = spec.prediction;
   for (std::string* path :

@@ -47,6 +47,12 @@ struct TrainingParameters {
   // Sampling (ours): sampled output training for every Output layer without a "Sampling" key of
   // its own (docs/wide-outputs.md); unset = none.
   std::optional<SamplingSpec> sampling;
+  // Profiling (ours; docs/performance.md): the table of time per phase and layer at the end of
+  // the run, a Chrome trace file ("" = none) and the steps per epoch it holds (unset: the
+  // tool's default).
+  bool profile = false;
+  std::string trace;
+  std::optional<uint32_t> trace_steps;
 };
 
 struct PredictionParameters {

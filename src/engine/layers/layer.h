@@ -11,6 +11,7 @@
 #include "backend/backend.h"
 #include "backend/device_array.h"
 #include "config/network_spec.h"
+#include "core/profiler.h"
 #include "core/random.h"
 #include "distributed/communicator.h"
 #include "io/network_file.h"
@@ -39,6 +40,8 @@ struct LayerContext {
   // (Backend::activate_loss_accumulate): output layers with Layer::activation_deferrable() stop
   // at z in activations() and the loss turns it into a. Set by the trainer only.
   bool defer_output_activation = false;
+  // Times the passes per layer (nn-train --profile; core/profiler.h); null: not profiled.
+  Profiler* profiler = nullptr;
 };
 
 // Model parallelism (model/parallel_plan.h): a layer whose units are split over the ranks of

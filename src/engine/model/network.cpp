@@ -323,26 +323,35 @@ void Network::forward(const LayerContext& ctx, const Layer* skip) {
   NN_CHECK(ctx.rows <= max_batch_, "batch larger than allocated");
   NN_CHECK(unallocated_ == nullptr || skip == unallocated_,
            "a forward pass over a layer without buffers");
-  for (Layer* l : order_)
-    if (l != skip) l->forward(ctx);
+  for (Layer* l : order_) {
+    if (l == skip) continue;
+    ProfileRange range(ctx.profiler, ProfilePhase::Forward, l->name());
+    l->forward(ctx);
+  }
 }
 
 void Network::backward(const LayerContext& ctx, const std::function<void(Layer&)>& after_layer,
                        const std::function<bool(Layer&)>& instead) {
-  for (auto& layer : layers_) {
-    if (auto* fc = dynamic_cast<FullyConnectedLayer*>(layer.get()))
-      fc->zero_shared_gradients(backend_);
-    else if (auto* conv = dynamic_cast<ConvolutionalLayer*>(layer.get()))
-      conv->zero_shared_gradients(backend_);
+  {
+    ProfileRange range(ctx.profiler, ProfilePhase::Backward, "clear deltas");
+    for (auto& layer : layers_) {
+      if (auto* fc = dynamic_cast<FullyConnectedLayer*>(layer.get()))
+        fc->zero_shared_gradients(backend_);
+      else if (auto* conv = dynamic_cast<ConvolutionalLayer*>(layer.get()))
+        conv->zero_shared_gradients(backend_);
+    }
+    for (Layer* l : order_)
+      if (l->kind() == LayerKind::Hidden && l->needs_delta())
+        backend_.fill(l->delta(), size_t(ctx.rows) * l->units(), 0.0f);
   }
-  for (Layer* l : order_)
-    if (l->kind() == LayerKind::Hidden && l->needs_delta())
-      backend_.fill(l->delta(), size_t(ctx.rows) * l->units(), 0.0f);
   for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
     // In reverse topological order every consumer has added its part of dE/da by now, so the
     // sparseness penalty's derivative completes it here, for every layer type alike.
-    (*it)->add_sparseness_penalty_delta(backend_, ctx.rows);
-    if (!instead || !instead(**it)) (*it)->backward(ctx);
+    {
+      ProfileRange range(ctx.profiler, ProfilePhase::Backward, (*it)->name());
+      (*it)->add_sparseness_penalty_delta(backend_, ctx.rows);
+      if (!instead || !instead(**it)) (*it)->backward(ctx);
+    }
     if (after_layer) after_layer(**it);
   }
 }

@@ -104,13 +104,18 @@ double OutputLosses::evaluate(const HostBatch& batch, bool write_deltas, const H
 }
 
 void OutputLosses::accumulate(const HostBatch& batch, bool write_deltas, const HostBatch* whole,
-                              double* sum, bool activations_deferred) {
+                              double* sum, bool activations_deferred, Profiler* profiler) {
   Backend& be = net_.backend();
   for (size_t o = 0; o < data_.outputs.size(); ++o) {
     if (skipped_[o]) continue;
     uint32_t rows = 0, cols = 0;
-    const TargetView tv = targets(o, batch, whole, rows, cols);
+    TargetView tv;
+    {
+      ProfileRange range(profiler, ProfilePhase::Data, "upload targets");
+      tv = targets(o, batch, whole, rows, cols);
+    }
     Layer& out = net_.layer(data_.outputs[o].layer);
+    ProfileRange range(profiler, ProfilePhase::Loss, out.name());
     float* delta = write_deltas ? out.delta() : nullptr;
     if (activations_deferred && out.activation_deferrable())
       be.activate_loss_accumulate(activation_params(out.spec()), params_[o], out.activations(), tv,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/kernel_params.h"
+#include "core/profiler.h"
 #include "model/batch_inputs.h"
 #include "model/batch_loader.h"
 #include "model/network.h"
@@ -36,8 +37,9 @@ class OutputLosses {
   // `activations_deferred`: the forward pass ran with LayerContext::defer_output_activation, so
   // the output layers with Layer::activation_deferrable() hold z; their loss applies the
   // activation first, in one operation (Backend::activate_loss_accumulate).
+  // `profiler` (optional) times the targets' upload and each layer's loss.
   void accumulate(const HostBatch& batch, bool write_deltas, const HostBatch* whole, double* sum,
-                  bool activations_deferred = false);
+                  bool activations_deferred = false, Profiler* profiler = nullptr);
   // Leaves output `o` out of both sums (a sampled output layer computes its own loss:
   // train/sampled_output.h).
   void skip_output(size_t o) { skipped_.at(o) = true; }

@@ -11,6 +11,7 @@
 #include "backend/math/loss_sums.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "core/profile_report.h"
 #include "core/stop_request.h"
 #include "data/block_order.h"
 #include "distributed/device_placement.h"
@@ -123,6 +124,14 @@ TrainingLoop::TrainingLoop(Network& net, const BoundData& data, TrainOptions opt
                      std::max<uint32_t>(1, max_rows), sampled_ ? &sampled_->layer() : nullptr);
   model_parallel_ = net_.model_parallel();
   for (Parameter* p : net_.parameters()) optimizer_.prepare(*p);
+  // The same parameters, in the same order, as net_.parameters() (layers in declaration order).
+  for (const LayerSpec& spec : net_.spec().layers) {
+    Layer& layer = net_.layer(spec.name);
+    UpdateGroup group{&layer, {}};
+    for (Parameter* p : layer.parameters())
+      if (!sampled_ || !sampled_->owns(p)) group.params.push_back(p);
+    if (!group.params.empty()) update_groups_.push_back(std::move(group));
+  }
   // Split layers issue blocking collectives during backward; the communicator's contract keeps
   // those apart from asynchronous all-reduces, so with split layers the data-parallel gradients
   // are reduced after the backward pass.
@@ -138,6 +147,11 @@ TrainingLoop::TrainingLoop(Network& net, const BoundData& data, TrainOptions opt
                                                  options_.reduction);
   }
   for (const LayerSpec& l : net_.spec().layers) has_batch_norm_ |= l.batch_normalization;
+}
+
+void TrainingLoop::set_profiler(Profiler* profiler, ProfileOutputs outputs) {
+  profiler_ = profiler;
+  profile_outputs_ = std::move(outputs);
 }
 
 void TrainingLoop::set_stream(std::unique_ptr<ExampleStream> stream) {
@@ -266,6 +280,25 @@ NetworkFile TrainingLoop::snapshot() const {
 }
 
 std::vector<EpochReport> TrainingLoop::run() {
+  std::vector<EpochReport> reports = run_epochs();
+  if (profiler_) report_profile();
+  return reports;
+}
+
+void TrainingLoop::report_profile() {
+  profiler_->finish();
+  if (comm_->rank() != 0) return;
+  const ProfileSource source{comm_->rank(), comm_->size(), net_.backend().name()};
+  if (profile_outputs_.table)
+    for (const std::string& line : profile_table(*profiler_, source)) log_(line);
+  if (!profile_outputs_.trace_path.empty()) {
+    write_profile_trace(*profiler_, source, profile_outputs_.trace_path);
+    log_("profile: trace of " + std::to_string(profiler_->events().size()) + " events in " +
+         profile_outputs_.trace_path + " (open it in ui.perfetto.dev or chrome://tracing)");
+  }
+}
+
+std::vector<EpochReport> TrainingLoop::run_epochs() {
   std::vector<EpochReport> reports;
   stopped_signal_ = 0;
   stop_checkpoint_.clear();
@@ -429,6 +462,7 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
   };
   using Batches = std::pair<HostBatch, HostBatch>;  // this rank's rows, the whole batch
   auto assemble = [&](uint64_t b, uint64_t step) {
+    const auto assembly_start = profiler_ ? Clock::now() : Clock::time_point();
     Batches hb;
     const RowSlice slice = rank_rows(global_rows(b), comm_->rank(), comm_->size());
     if (stream_ && model_parallel_) {
@@ -442,12 +476,19 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
     } else {
       loader_.assemble(order.data() + b * batch + slice.first, slice.count, step, true, hb.first);
     }
+    if (profiler_) profiler_->add_loader_seconds(seconds_since(assembly_start));
     return hb;
   };
   // Double buffering: batch b+1 is assembled while batch b trains.
   std::future<Batches> next = std::async(std::launch::async, assemble, first, step_ + 1);
   for (uint64_t b = first; b < batches; ++b) {
-    Batches current = next.get();
+    // The step's range: from waiting for its batch to the stop check after it.
+    ProfileStep profile_step(profiler_, step_ + 1, epoch_ + 1);
+    Batches current;
+    {
+      ProfileRange range(profiler_, ProfilePhase::Data, "wait for batch");
+      current = next.get();
+    }
     if (b + 1 < batches) next = std::async(std::launch::async, assemble, b + 1, step_ + 2);
     const float alpha = optimizer_.learning_rate(epoch_, step_);
     const uint32_t rows = global_rows(b);
@@ -478,13 +519,21 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
     // A stop request ends the epoch here; after its last minibatch, the epoch ends as usual
     // and run() stops before the next one.
     if (b + 1 < batches) {
-      if (const int signal = agreed_stop_signal()) {
+      int signal = 0;
+      {
+        // With several ranks the stop check is a collective: it waits for the slowest rank.
+        ProfileRange range(comm_->size() > 1 ? profiler_ : nullptr, ProfilePhase::Communication,
+                           "stop-request agreement");
+        signal = agreed_stop_signal();
+      }
+      if (signal) {
         if (stream_) {
           next.wait();  // the batch being assembled, before the reader stops
           stream_->end();
         }
         batch_ = b + 1;
         epoch_loss_ = per_batch ? total : read_loss_sums(batches)[math::kLossTotal];
+        if (profiler_) profiler_->end_epoch(seconds_since(start));
         stop(signal);
         return false;
       }
@@ -506,6 +555,8 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
   // (A resumed epoch ran only the minibatches after `first`.)
   r.examples_per_second =
       double(n - std::min<uint64_t>(n, first * batch)) / std::max(r.seconds, 1e-9);
+  // Outside the steps: the profiler may wait for the device here.
+  if (profiler_) profiler_->end_epoch(r.seconds);
   r.alpha = alpha_epoch;
   epoch_seconds_sum_ += r.seconds;
   ++epochs_timed_;
@@ -562,25 +613,36 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
   // Nothing reads the output layers' activations between the forward pass and the loss here,
   // so the loss applies them (one pass over each wide output layer instead of two on a GPU).
   ctx.defer_output_activation = true;
+  ctx.profiler = profiler_;
   // A rank can get no rows of a short last batch. It still joins the reductions; with batch
   // normalisation or model-parallel layers it runs the (empty) passes too, whose collectives
   // run layer by layer.
   const bool run_passes = hb.rows > 0 || has_batch_norm_ || model_parallel_;
   if (run_passes) {
-    load_inputs(net_, data_, hb);
-    if (whole) load_full_inputs(net_, data_, *whole);
+    {
+      ProfileRange range(profiler_, ProfilePhase::Data, "upload inputs");
+      load_inputs(net_, data_, hb);
+      if (whole) load_full_inputs(net_, data_, *whole);
+    }
     net_.forward(ctx, sampled_ ? &sampled_->layer() : nullptr);
     losses_.accumulate(hb, /*write_deltas=*/true, whole, loss_sums_.data() + math::kLossBatch,
-                       /*activations_deferred=*/true);
+                       /*activations_deferred=*/true, profiler_);
     // The penalty terms (sparseness penalties, a Variational layer's KL term; 0 when there are
     // none) are part of the objective that backward() differentiates, so they are reported with
     // the data error.
-    if (hb.rows > 0) net_.accumulate_penalties(ctx, loss_sums_.data() + math::kLossPenalty);
+    if (hb.rows > 0) {
+      ProfileRange range(profiler_, ProfilePhase::Loss, "penalties");
+      net_.accumulate_penalties(ctx, loss_sums_.data() + math::kLossPenalty);
+    }
   }
   // Collective with several ranks: every rank takes part, with or without rows.
-  if (sampled_) sampled_->forward_loss(ctx, hb, whole, loss_sums_.data() + math::kLossBatch);
+  if (sampled_) {
+    ProfileRange range(profiler_, ProfilePhase::Loss, sampled_->layer().name());
+    sampled_->forward_loss(ctx, hb, whole, loss_sums_.data() + math::kLossBatch);
+  }
   double err = 0.0;
   if (comm_->size() > 1) {
+    ProfileRange range(profiler_, ProfilePhase::Communication, "loss all-reduce");
     // Losses are sums over examples: the global batch's loss is the sum over ranks. The
     // communicator reduces host values, so this batch's sums are read now (the fold then only
     // clears them; its total is not used).
@@ -606,14 +668,25 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
     // the backward pass, hook included, so its collectives come in the same order as everyone's.
     if (run_passes)
       net_.backward(
-          ctx, [this](Layer& l) { reducer_->layer_done(l); }, instead);
+          ctx,
+          [this](Layer& l) {
+            ProfileRange range(profiler_, ProfilePhase::Communication, "gradient buckets started");
+            reducer_->layer_done(l);
+          },
+          instead);
+    ProfileRange range(profiler_, ProfilePhase::Communication, "gradient all-reduce wait");
     reducer_->finish();
   } else {
     net_.backward(ctx, nullptr, instead);
   }
-  for (Parameter* p : net_.parameters())
-    if (!sampled_ || !sampled_->owns(p)) optimizer_.update(*p, step_, alpha);
-  if (sampled_) sampled_->update(optimizer_, step_, alpha);
+  for (const UpdateGroup& group : update_groups_) {
+    ProfileRange range(profiler_, ProfilePhase::Update, group.layer->name());
+    for (Parameter* p : group.params) optimizer_.update(*p, step_, alpha);
+  }
+  if (sampled_) {
+    ProfileRange range(profiler_, ProfilePhase::Update, sampled_->layer().name());
+    sampled_->update(optimizer_, step_, alpha);
+  }
   return err;
 }
 

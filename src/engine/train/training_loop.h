@@ -18,6 +18,7 @@
 
 #include "backend/device_array.h"
 #include "core/log.h"
+#include "core/profiler.h"
 #include "core/random.h"
 #include "distributed/communicator.h"
 #include "model/batch_loader.h"
@@ -62,6 +63,13 @@ struct TrainOptions {
   bool least_squares_bias = true;  // and the biases with them (false: held at 0)
 };
 
+// What run() does at its end with the results of a profiler (set_profiler), on rank 0 only: the
+// table to the log (core/profile_report.h) and the Chrome trace to a file ("" for none).
+struct ProfileOutputs {
+  bool table = true;
+  std::string trace_path;
+};
+
 struct EpochReport {
   uint64_t epoch = 0;  // 1-based
   double loss = 0;     // mean per example: data term + regularisation
@@ -93,6 +101,10 @@ class TrainingLoop {
   // `path` names the file it came from (a stop right away saves nothing new). ConfigError when
   // the state is mid-epoch and the minibatch size differs from the one it was saved with.
   void restore(const TrainingState& state, const std::string& path = "");
+  // Times every step's phases and layers on `profiler` (core/profiler.h; it must outlive run());
+  // run() then reports as `outputs` says. Null (the default): nothing is timed, and a step costs
+  // one pointer test per range more than without the profiling code.
+  void set_profiler(Profiler* profiler, ProfileOutputs outputs = {});
   // Runs the remaining epochs; returns one report per epoch completed. Throws DivergenceError on
   // a NaN/infinite loss (the last checkpoint on disk stays intact). After a stop request it
   // returns early (stopped() says so) with the state saved in stop_checkpoint().
@@ -132,6 +144,10 @@ class TrainingLoop {
   // One epoch (or, resumed mid-epoch, the rest of it). Returns false when a stop request ended
   // it before its last minibatch (batch_ says how far it got).
   bool run_epoch(EpochReport& report);
+  // run() without the profile report at its end.
+  std::vector<EpochReport> run_epochs();
+  // The profiler's table and trace (rank 0), after the last step run() takes.
+  void report_profile();
   // The closed-form solution as epoch 1 (options_.least_squares).
   void solve_epoch(EpochReport& report);
   // The stop request all ranks agree on (the largest signal number of any rank; 0: none).
@@ -170,6 +186,15 @@ class TrainingLoop {
   BatchLoader loader_;
   OutputLosses losses_;
   std::unique_ptr<SampledOutput> sampled_;  // the output layer with Sampling (null: none)
+  // The parameters the optimizer updates after each step (not the sampled layer's), grouped by
+  // layer in the network's declaration order, so each layer's update can be timed as a range.
+  struct UpdateGroup {
+    const Layer* layer;
+    std::vector<Parameter*> params;
+  };
+  std::vector<UpdateGroup> update_groups_;
+  Profiler* profiler_ = nullptr;  // null: not profiling
+  ProfileOutputs profile_outputs_;
   uint64_t epoch_ = 0, step_ = 0;
   Rng shuffle_rng_;
   // Mid-epoch position: minibatches of epoch epoch_ + 1 done, the shuffle generator's state

@@ -32,6 +32,9 @@ struct Flags {
   bool resume = false, quiet = false, validate = false, no_keep_best = false;
   bool rank_input_items = false;
   bool stream = false, no_stream = false;
+  bool profile = false;
+  std::string trace;
+  uint32_t trace_steps = 20;
   std::string solver;
   uint64_t stream_chunk = 0, stream_window = 0;
   std::vector<std::string> validation;
@@ -41,7 +44,7 @@ struct Flags {
       *optimizer_opt, *seed_opt, *checkpoint_name_opt, *checkpoint_interval_opt,
       *checkpoints_kept_opt, *validation_opt, *validation_interval_opt, *validation_k_opt,
       *patience_opt, *no_keep_best_opt, *rank_input_items_opt, *backend_opt, *device_opt,
-      *precision_opt;
+      *precision_opt, *profile_opt, *trace_opt, *trace_steps_opt;
 };
 
 void define_flags(CLI::App& app, Flags& f) {
@@ -159,6 +162,27 @@ void define_flags(CLI::App& app, Flags& f) {
                  "of its expected objective with Denoising and Lambda (CDL "
                  "TrainingParameters.Solver; docs/quality.md)")
       ->transform(CLI::IsMember({"Gradient", "LeastSquares"}, CLI::ignore_case));
+  f.profile_opt = app.add_flag(
+      "--profile", f.profile,
+      "at the end, print the time per phase (data, forward, loss, backward, communication, "
+      "update) and layer of the training step, with each one's share of the step; rank 0's "
+      "under mpirun, printed even with -q (CDL TrainingParameters.Profile; docs/performance.md)");
+  f.trace_opt = app.add_option(
+      "--trace", f.trace,
+      "write a Chrome trace of the first --trace-steps steps of every epoch to this JSON file, "
+      "for ui.perfetto.dev or chrome://tracing (CDL TrainingParameters.Trace)");
+  f.trace_steps_opt = app.add_option(
+      "--trace-steps", f.trace_steps,
+      "steps per epoch in the --trace file, 0 = every step; at most 200000 events are kept "
+      "(default 20; CDL TrainingParameters.TraceSteps)");
+}
+
+// The profiling flags, over what the CDL said.
+void apply_profile_flags(const Flags& f, api::TrainJob& job) {
+  if (f.profile) job.profile = true;
+  if (f.trace_opt->count()) job.trace = f.trace;
+  if (f.trace_steps_opt->count()) job.trace_steps = f.trace_steps;
+  if (f.trace_opt->count() && f.trace.empty()) throw UsageError("--trace: the file name is empty");
 }
 
 // The streaming flags, over what the CDL said.
@@ -241,7 +265,10 @@ std::vector<std::string> cdl_overrides(const Flags& f, const api::CommandFile& c
        {f.no_keep_best_opt, "KeepBest", t.keep_best ? "true" : "false"},
        {f.rank_input_items_opt, "ValidationRankInputItems",
         t.validation_rank_input_items ? "true" : "false"},
-       {f.precision_opt, "Precision", t.precision}});
+       {f.precision_opt, "Precision", t.precision},
+       {f.profile_opt, "Profile", t.profile ? "true" : "false"},
+       {f.trace_opt, "Trace", t.trace},
+       {f.trace_steps_opt, "TraceSteps", std::to_string(t.trace_steps)}});
 }
 
 // The job of a CDL file with the flags given beside it applied (each override is described in
@@ -353,7 +380,20 @@ void check_files(const Flags& f, const api::TrainJob& job) {
     inputs.push_back({cdl ? "Data" : i == 0 ? "-i" : "-o", job.data_files[i]});
   for (const std::string& v : job.validation_files)
     inputs.push_back({f.validation.empty() ? "ValidationData" : "--validation", v});
-  api::check_distinct_files({{cdl ? "Results" : "-n", job.results}}, inputs);
+  api::check_distinct_files({{cdl ? "Results" : "-n", job.results},
+                             {f.trace_opt->count() || !cdl ? "--trace" : "Trace", job.trace}},
+                            inputs);
+}
+
+// The run's log on standard error (rank 0's lines); with -q none, except the profile table,
+// which was asked for.
+LogSink tool_log(bool quiet, bool profile) {
+  const LogSink full = stream_log(stderr);
+  if (!quiet) return full;
+  if (!profile) return null_log();
+  return [full](const std::string& line) {
+    if (line.rfind("profile: ", 0) == 0) full(line);
+  };
 }
 
 // The gradient check; exit status 1 (reported by rank 0) when an array fails it.
@@ -403,9 +443,10 @@ int run(int argc, char** argv) {
   job.threads = threads;
   job.resume = f.resume;
   apply_validation_flags(f, job);
+  apply_profile_flags(f, job);
   // Logs go to stderr like every other tool's; nn-train's results are the files it writes, so
   // standard output stays empty (and free for a pipeline).
-  const LogSink log = f.quiet ? null_log() : stream_log(stderr);
+  const LogSink log = tool_log(f.quiet, job.profile);
   for (const std::string& line : overrides) log(line);
   if (seed_chosen)
     log("random seed " + std::to_string(job.seed) +

@@ -71,6 +71,9 @@ class CountingBackend final : public Backend {
     ++probe->peers;
     return peer;
   }
+  std::unique_ptr<ProfileClock> make_profile_clock() override {
+    return inner_->make_profile_clock();
+  }
 
   void fill(float* x, size_t n, float value) override { inner_->fill(x, n, value); }
   void axpy(size_t n, float a, const float* x, float* y) override { inner_->axpy(n, a, x, y); }

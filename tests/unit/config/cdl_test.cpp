@@ -157,6 +157,30 @@ TEST(Cdl, LoadResolvesPathsAgainstTheFilesDirectory) {
   EXPECT_EQ(c.training.checkpoint_name, (base / "check").string());
 }
 
+TEST(Cdl, ProfilingKeys) {
+  const CdlSpec off = parse_cdl(kTrain, "run.cdl");
+  EXPECT_FALSE(off.training.profile);
+  EXPECT_EQ(off.training.trace, "");
+  EXPECT_FALSE(off.training.trace_steps.has_value());
+  const CdlSpec on = parse_cdl(R"({"Network": "n", "Command": "Train", "Data": "d",
+      "TrainingParameters": {"Epochs": 1, "profile": true, "Trace": "t.json", "TraceSteps": 0}})",
+                               "run.cdl");
+  EXPECT_TRUE(on.training.profile);
+  EXPECT_EQ(on.training.trace, "t.json");
+  EXPECT_EQ(on.training.trace_steps, 0u);
+  test::ScratchDir dir;
+  const CdlSpec loaded = load_cdl(dir.write("exp/train.cdl", R"({"Network": "n", "Command": "Train",
+      "Data": "d", "TrainingParameters": {"Epochs": 1, "Trace": "t.json"}})"));
+  EXPECT_EQ(loaded.training.trace,
+            (std::filesystem::path(dir.path()) / "exp" / "t.json").string());  // beside the file
+  EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
+                                "TrainingParameters": {"Epochs": 1, "Trace": ""}})"),
+                  "run.cdl: TrainingParameters.Trace: must not be empty");
+  EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
+                                "TrainingParameters": {"Epochs": 1, "Profile": "yes"}})"),
+                  "TrainingParameters.Profile");
+}
+
 TEST(CdlErrors, MissingRequiredKeys) {
   EXPECT_CONTAINS(error_for(R"({"Command": "Train", "Data": "d",
                                 "TrainingParameters": {"Epochs": 1}})"),

@@ -7,7 +7,8 @@
 // One kernel family per file, each named as its CUDA twin (cpu/<family>.cpp <->
 // cuda/<family>.cu): backend (memory, transfers, the loss-sum fold), dense (gemm, bias, column
 // sums), elementwise (fill, axpy, scale, reductions), dropout, activation, loss, sparse,
-// sparse_transposed, optimizer, top_k, norm, batch_norm, conv, pool, lrn, similarity. CPU-only
+// sparse_transposed, optimizer, top_k, norm, batch_norm, conv, pool, lrn, similarity,
+// profile_clock (the clock of nn-train --profile). CPU-only
 // helpers: conv_dnnl.cpp and conv_gemm.cpp (the two convolution implementations, conv.h),
 // thread_pool.{h,cpp} and stream.h (chunking, prefetch), dense_invariant.cpp (the gemm of the
 // batch-invariant mode below). Per-element formulas shared with the
@@ -57,6 +58,8 @@ class CpuBackend final : public Backend {
   void synchronize() override {}
   // Safe to share between threads (backend.h): no peer.
   std::unique_ptr<Backend> make_peer() override { return nullptr; }
+  // The host's steady clock (cpu/profile_clock.cpp): every kernel has finished when it returns.
+  std::unique_ptr<ProfileClock> make_profile_clock() override;
 
   void fill(float* x, size_t n, float value) override;
   void axpy(size_t n, float a, const float* x, float* y) override;

@@ -52,6 +52,8 @@ class CudaBackend final : public Backend {
   // A second backend on this device with its own stream, staging, scratch and read-back buffer,
   // for another thread (backend.h).
   std::unique_ptr<Backend> make_peer() override;
+  // Events on stream_, resolved when complete, and NVTX ranges (cuda/profile_clock.cu).
+  std::unique_ptr<ProfileClock> make_profile_clock() override;
 
   void fill(float* x, size_t n, float value) override;
   void axpy(size_t n, float a, const float* x, float* y) override;
