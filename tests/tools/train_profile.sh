@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # nn-train --profile and --trace (docs/performance.md) on the CPU backend: the table's heading,
-# a row for every layer in forward, backward and update, shares of the step adding up to 100%;
+# a row for every layer in forward, backward and update, shares of the step adding up to 100%,
+# then each phase beside its floor;
 # the Chrome trace as valid JSON with the expected events, bounded by --trace-steps and written
 # atomically; the same losses with and without profiling; -q keeps the table; the CDL keys
 # Profile, Trace and TraceSteps.
@@ -42,12 +43,19 @@ grep -Eq '^profile: step +\(all\) +[0-9.]+ +[0-9.]+ +100.0%$' prof.log || fail "
 # row left out).
 python3 - prof.log <<'PY' || fail "shares do not add up: $(grep '^profile' prof.log)"
 import re, sys
-total = sum(float(m.group(1)) for line in open(sys.argv[1])
+lines = open(sys.argv[1]).read().splitlines()
+lines = lines[:next((i for i, l in enumerate(lines) if l.startswith("profile: floors:")), len(lines))]
+total = sum(float(m.group(1)) for line in lines
             if line.startswith("profile: ") and "(all)" not in line
             and not line.startswith("profile: step")
             for m in [re.search(r" ([0-9.]+)%$", line.rstrip())] if m and "steps took" not in line)
 assert abs(total - 100) < 1.5, total
 PY
+# Then the floors: the step's measured time, its floor and the share of the floor reached.
+grep -Eq '^profile: floors: the least time this machine needs per step' prof.log || fail "floors heading"
+grep -Eq '^profile: step +\(all\) +[0-9.]+ +[0-9.]+ +[0-9.]+%$' prof.log || fail "floor of the step"
+grep -Eq "^profile: floors counted from the network's shapes \(8 rows, [0-9.]+ non-zeros per row of Input\)" \
+  prof.log || fail "floors' basis: $(grep '^profile: floors counted' prof.log)"
 grep -q '^profile: trace of [0-9]* events in t.json (open it in ui.perfetto.dev or chrome://tracing)$' prof.log ||
   fail "trace line: $(grep trace prof.log)"
 python3 - t.json <<'PY' || fail "trace: $(head -c 600 t.json)"

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <future>
 #include <numeric>
@@ -17,7 +19,9 @@
 #include "distributed/device_placement.h"
 #include "io/network_file.h"
 #include "train/checkpoint_files.h"
+#include "train/floor_report.h"
 #include "train/least_squares.h"
+#include "train/step_cost.h"
 
 namespace nn {
 namespace {
@@ -289,13 +293,52 @@ void TrainingLoop::report_profile() {
   profiler_->finish();
   if (comm_->rank() != 0) return;
   const ProfileSource source{comm_->rank(), comm_->size(), net_.backend().name()};
-  if (profile_outputs_.table)
+  if (profile_outputs_.table) {
     for (const std::string& line : profile_table(*profiler_, source)) log_(line);
+    for (const std::string& line : profile_floors()) log_(line);
+  }
   if (!profile_outputs_.trace_path.empty()) {
     write_profile_trace(*profiler_, source, profile_outputs_.trace_path);
     log_("profile: trace of " + std::to_string(profiler_->events().size()) + " events in " +
          profile_outputs_.trace_path + " (open it in ui.perfetto.dev or chrome://tracing)");
   }
+}
+
+std::vector<std::string> TrainingLoop::profile_floors() {
+  // What the floors' model does not describe is left out with the reason.
+  if (options_.least_squares) return {};
+  if (model_parallel_) return {"profile: floors: not computed for layers split over processes"};
+  if (sampled_) return {"profile: floors: not computed for a sampled output layer"};
+  if (stream_)
+    return {
+        "profile: floors: not computed for streamed data (its non-zeros per row are not "
+        "known up front)"};
+  // Mean non-zeros per row of the sparse inputs and targets.
+  std::map<std::string, double> input_nnz, target_nnz;
+  auto mean_nnz = [](const ExampleSet& d) {
+    return double(d.nnz()) / double(std::max<uint64_t>(1, d.unique_examples));
+  };
+  for (const LayerData& in : data_.inputs)
+    if (in.dataset->is_sparse()) input_nnz[in.layer] = mean_nnz(*in.dataset);
+  for (const LayerData& out : data_.outputs)
+    if (out.dataset->is_sparse()) target_nnz[out.layer] = mean_nnz(*out.dataset);
+  // This process's rows of a full minibatch; dense products in TF32 or BF16 at the tensor peak.
+  const uint32_t batch =
+      static_cast<uint32_t>(std::min<uint64_t>(options_.minibatch, data_.examples));
+  const uint32_t rows = rank_rows(batch, comm_->rank(), comm_->size()).count;
+  Backend& be = net_.backend();
+  const char* tf32 = std::getenv("NN_CUDA_TF32");
+  const bool tensor = be.precision() == Precision::BF16 ||
+                      (be.name() == "cuda" && tf32 && std::strcmp(tf32, "1") == 0);
+  const StepCost cost =
+      step_cost(layer_shapes(net_, input_nnz), rows, options_.optimizer.kind, tensor, target_nnz);
+  // A GPU needs larger operands than a CPU to reach its peaks.
+  const MachinePeaks peaks = be.host_memory() ? measure_peaks(be, 1024, size_t(128) << 20)
+                                              : measure_peaks(be, 8192, size_t(1) << 30);
+  std::string basis = std::to_string(rows) + " rows";
+  for (const auto& [layer, nnz] : input_nnz)
+    basis += format(", %.1f non-zeros per row of ", nnz) + layer;
+  return floor_table(*profiler_, cost, peaks, basis);
 }
 
 std::vector<EpochReport> TrainingLoop::run_epochs() {

@@ -148,6 +148,8 @@ class TrainingLoop {
   std::vector<EpochReport> run_epochs();
   // The profiler's table and trace (rank 0), after the last step run() takes.
   void report_profile();
+  // The profile's phases beside their floors (train/floor_report.h), after training; rank 0.
+  std::vector<std::string> profile_floors();
   // The closed-form solution as epoch 1 (options_.least_squares).
   void solve_epoch(EpochReport& report);
   // The stop request all ranks agree on (the largest signal number of any rank; 0: none).

@@ -126,11 +126,39 @@ TEST(ProfileTraining, EveryLayerAndPhaseHasItsRange) {
   double shares = 0;
   for (size_t i = 2; i < lines.size(); ++i) {
     const std::string& l = lines[i];
+    if (l.rfind("profile: floors:", 0) == 0) break;  // the floors' table follows the shares
     if (l.find("(all)") != std::string::npos || l.back() != '%' || l.rfind("profile: step", 0) == 0)
       continue;
     shares += std::stod(l.substr(l.rfind(' ') + 1));
   }
   EXPECT_NEAR(shares, 100.0, 2.0);  // 20 rows rounded to 0.1% each
+
+  // Then the floors (train/floor_report.h): a row per layer of the four phases the model counts,
+  // the step's, and what they were counted from; the step's floor is positive and below what
+  // the step took (a network this small runs far from any limit).
+  size_t heading = 0;
+  while (heading < lines.size() && lines[heading].rfind("profile: floors:", 0) != 0) ++heading;
+  ASSERT_LT(heading, lines.size());
+  std::set<std::string> rows;
+  std::string step_row;
+  for (size_t i = heading + 2; i + 1 < lines.size(); ++i) {
+    std::istringstream row(lines[i].substr(9));
+    std::string phase, part;
+    row >> phase >> part;
+    rows.insert(phase + " " + part);
+    if (phase == "step") step_row = lines[i];
+  }
+  for (const char* name : {"forward Hidden1", "forward Hidden2", "forward Output", "loss Output",
+                           "backward Output", "backward Hidden2", "backward Hidden1",
+                           "update Hidden1", "update Hidden2", "update Output", "step (all)"})
+    EXPECT_EQ(rows.count(name), 1u) << name;
+  std::istringstream step(step_row.substr(9));
+  std::string phase, part;
+  double measured = 0, floor = 0;
+  step >> phase >> part >> measured >> floor;
+  EXPECT_GT(floor, 0);
+  EXPECT_LT(floor, measured);
+  EXPECT_CONTAINS(lines.back(), "floors counted from the network's shapes (8 rows, ");
 }
 
 TEST(ProfileTraining, ProfilingChangesNoResult) {
