@@ -6,16 +6,10 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
+#include "core/format.h"
 
 namespace nn {
 namespace {
-
-template <typename... Args>
-std::string format(const char* fmt, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
-}
 
 std::string heading(const Profiler& p, const ProfileSource& s) {
   std::string who = s.ranks > 1 ? format("rank %d of %d, ", s.rank, s.ranks) : std::string();

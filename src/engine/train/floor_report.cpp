@@ -2,21 +2,12 @@
 #include "train/floor_report.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <utility>
 
+#include "core/format.h"
+
 namespace nn {
-namespace {
-
-template <typename... Args>
-std::string format(const char* fmt, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
-}
-
-}  // namespace
 
 std::vector<std::string> floor_table(const Profiler& p, const StepCost& cost,
                                      const MachinePeaks& peaks, const std::string& basis) {

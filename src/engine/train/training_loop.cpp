@@ -12,6 +12,7 @@
 
 #include "backend/math/loss_sums.h"
 #include "core/error.h"
+#include "core/format.h"
 #include "core/memory_budget.h"
 #include "core/profile_report.h"
 #include "core/stop_request.h"
@@ -30,13 +31,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-template <typename... Args>
-std::string format(const char* fmt, Args... args) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, fmt, args...);
-  return buf;
 }
 
 // "45 s", "3 min 20 s", "2 h 05 min": for ETAs.
