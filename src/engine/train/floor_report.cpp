@@ -31,8 +31,7 @@ std::vector<std::string> floor_table(const Profiler& p, const StepCost& cost,
   for (const auto& [key, ms] : floor_ms) width = std::max(width, key.second.size() + 2);
   lines.push_back(format("profile: %-14s %-*s %10s %12s %9s", "phase", int(width), "part",
                          "ms/step", "floor ms", "of floor"));
-  auto row = [&](const std::string& phase, const std::string& part, double measured,
-                 double floor) {
+  auto row = [&](const std::string& phase, const std::string& part, double measured, double floor) {
     std::string line = format("profile: %-14s %-*s %10.3f %12.3f", phase.c_str(), int(width),
                               part.c_str(), measured, floor);
     if (measured > 0) line += format(" %8.1f%%", 100.0 * floor / measured);
@@ -56,10 +55,10 @@ std::vector<std::string> floor_table(const Profiler& p, const StepCost& cost,
     total_floor += phase_floor;
   }
   lines.push_back(row("step", "(all)", p.step_microseconds() / 1e3 / steps, total_floor));
-  std::string counted =
-      format("profile: floors counted from the network's shapes (%s): %.3f GFLOP and %.1f MB per "
-             "step; the step's time beyond them is data, communication, launches and waits",
-             basis.c_str(), cost.flops() / 1e9, cost.bytes() / 1e6);
+  std::string counted = format(
+      "profile: floors counted from the network's shapes (%s): %.3f GFLOP and %.1f MB per "
+      "step; the step's time beyond them is data, communication, launches and waits",
+      basis.c_str(), cost.flops() / 1e9, cost.bytes() / 1e6);
   if (!cost.unmodelled.empty()) {
     counted += "; not counted beyond their activations' traffic:";
     for (const std::string& l : cost.unmodelled) counted += " " + l;
