@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <future>
 #include <numeric>
 
 #include "backend/math/loss_sums.h"
@@ -516,17 +515,24 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
     if (profiler_) profiler_->add_loader_seconds(seconds_since(assembly_start));
     return hb;
   };
-  // Double buffering: batch b+1 is assembled while batch b trains.
-  std::future<Batches> next = std::async(std::launch::async, assemble, first, step_ + 1);
+  // Double buffering: batch b+1 is assembled (on the prefetcher's thread) while batch b trains.
+  // Its job refers to this function's locals: however the epoch ends (a stop, a throw), it has
+  // finished before they go.
+  struct WaitForPrefetch {
+    const Prefetcher<Batches>& prefetcher;
+    ~WaitForPrefetch() { prefetcher.wait(); }
+  } wait_for_prefetch{prefetcher_};
+  prefetcher_.start([&assemble, first, step = step_ + 1] { return assemble(first, step); });
   for (uint64_t b = first; b < batches; ++b) {
     // The step's range: from waiting for its batch to the stop check after it.
     ProfileStep profile_step(profiler_, step_ + 1, epoch_ + 1);
     Batches current;
     {
       ProfileRange range(profiler_, ProfilePhase::Data, "wait for batch");
-      current = next.get();
+      current = prefetcher_.take();
     }
-    if (b + 1 < batches) next = std::async(std::launch::async, assemble, b + 1, step_ + 2);
+    if (b + 1 < batches)
+      prefetcher_.start([&assemble, b, step = step_ + 2] { return assemble(b + 1, step); });
     const float alpha = optimizer_.learning_rate(epoch_, step_);
     const uint32_t rows = global_rows(b);
     const double err = train_batch(current.first, model_parallel_ ? &current.second : nullptr,
@@ -565,7 +571,7 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
       }
       if (signal) {
         if (stream_) {
-          next.wait();  // the batch being assembled, before the reader stops
+          prefetcher_.wait();  // the batch being assembled, before the reader stops
           stream_->end();
         }
         batch_ = b + 1;

@@ -14,6 +14,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/device_array.h"
@@ -26,6 +27,7 @@
 #include "train/data_parallel.h"
 #include "train/example_stream.h"
 #include "train/optimizer.h"
+#include "train/prefetcher.h"
 #include "train/sampled_output.h"
 #include "train/step.h"
 #include "train/validation.h"
@@ -186,6 +188,9 @@ class TrainingLoop {
   Optimizer optimizer_;
   std::unique_ptr<ExampleStream> stream_;  // streaming input (null: datasets in memory)
   BatchLoader loader_;
+  // Assembles the next minibatch (this rank's rows, and the whole batch for model-parallel
+  // layers) while the current one trains.
+  Prefetcher<std::pair<HostBatch, HostBatch>> prefetcher_;
   OutputLosses losses_;
   std::unique_ptr<SampledOutput> sampled_;  // the output layer with Sampling (null: none)
   // The parameters the optimizer updates after each step (not the sampled layer's), grouped by
