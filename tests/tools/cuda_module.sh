@@ -23,7 +23,7 @@ for t in nn-generate nn-train nn-predict nn-encode nn-serve nn-export; do
     fail "$t links CUDA libraries: $(grep -E 'cuda|cublas|nccl|curand' <<<"$libs")"
   fi
   if [[ $asan == 0 ]]; then
-    rss=$( { /usr/bin/time -f '%M' "$tools/$t" --help >/dev/null; } 2>&1 | tail -1)
+    rss=$(peak_kib "$tools/$t" --help) || fail "$t --help: $rss"
     ((rss < 64 * 1024)) || fail "$t --help used $rss KB (limit 64 MB)"
   fi
 done

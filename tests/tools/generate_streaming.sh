@@ -22,16 +22,6 @@ examples() {
        print line } }' >"$1"
 }
 
-# peak_kib command...: runs the command and prints its peak resident memory in KiB.
-peak_kib() {
-  python3 -c '
-import resource, subprocess, sys
-r = subprocess.run(sys.argv[1:], stderr=subprocess.PIPE)
-if r.returncode != 0:
-    sys.exit("failed: " + " ".join(sys.argv[1:]) + ": " + r.stderr.decode())
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"
-}
-
 # reversed_samples FILE LINES: a sample index that numbers s0..s(LINES-1) backwards, so the
 # examples come out of index order.
 reversed_samples() {

@@ -65,3 +65,14 @@ hdf5_bytes() {
   python3 -c 'import sys; d = open(sys.argv[1], "rb").read()
 print(int.from_bytes(d[-32:-24], "little") if d[-40:-32] == b"NN-CSUM1" else len(d))' "$1"
 }
+
+# peak_kib command...: runs the command (its standard output discarded) and prints its peak
+# resident memory in KiB (Python's getrusage: GNU time is not on a minimal Debian).
+peak_kib() {
+  python3 -c '
+import resource, subprocess, sys
+r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+if r.returncode != 0:
+    sys.exit("failed: " + " ".join(sys.argv[1:]) + ": " + r.stderr.decode())
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)' "$@"
+}
