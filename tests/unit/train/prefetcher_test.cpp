@@ -7,8 +7,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <stdexcept>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 namespace nn {
