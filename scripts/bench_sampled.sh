@@ -15,6 +15,10 @@
 #     trains the full layer on fewer epochs when it is too slow to train as long.
 #     DISTRIBUTION: Uniform (default) or Popularity. NN_BENCH_VARIANTS="sampled" skips the full
 #     layer (e.g. to try other negatives on a catalog whose full run is known).
+#     NN_BENCH_INPUT=items feeds the network the items themselves (an autoencoder whose input
+#     layer spans the whole catalog) instead of 16,384 hashed buckets; NN_BENCH_UPDATE (Exact,
+#     Dense or Lazy; default Exact) is its --sparse-update (docs/wide-outputs.md, "Row-sparse
+#     input updates"). The summary gives each run's peak resident memory.
 #   scripts/bench_sampled.sh movielens [NEGATIVES DISTRIBUTION]
 #     The bundled MovieLens sample (samples/movielens), 80/20 split of each user's ratings, the
 #     Mult-DAE network of configs/recommender-mult-dae (SoftMax) and the autoencoder of
@@ -39,6 +43,7 @@ synthetic() {
   local items=$1 clusters=${2:-100} users=${3:-20000} epochs=${4:-4} negatives=${5:-2048}
   local full_epochs=${6:-$4} distribution=${7:-Uniform}
   local denoising=${NN_BENCH_DENOISING:-0.5} activation=${NN_BENCH_ACTIVATION:-SoftMax}
+  local input=${NN_BENCH_INPUT:-buckets} update=${NN_BENCH_UPDATE:-Exact}
   local dir=$work/synthetic-$items
   mkdir -p "$dir"
   cd "$dir"
@@ -46,8 +51,13 @@ synthetic() {
   rm -f *.idx
   "$tools/nn-generate" -q -d output -i all_items.txt -o catalog.nc -f items.idx -s catalog.idx -c --align 1
   "$tools/nn-generate" -q -d output -i train_out.txt -o train_out.nc -f items.idx -s train.idx -m --align 1
-  "$tools/nn-generate" -q -d input -i all_buckets.txt -o catalog.nc -f buckets.idx -s catalog2.idx -c --align 1
-  "$tools/nn-generate" -q -d input -i train_in.txt -o train_in.nc -f buckets.idx -s train.idx -m --align 1
+  # Inputs: the hashed buckets, or (an autoencoder) the items, indexed over the whole catalog.
+  local in_index=buckets.idx in_all=all_buckets.txt in_train=train_in.txt in_suffix=in
+  if [ "$input" = items ]; then
+    in_index=items.idx in_all=all_items.txt in_train=train_out.txt in_suffix=filter
+  fi
+  "$tools/nn-generate" -q -d input -i $in_all -o catalog.nc -f $in_index -s catalog2.idx -c --align 1
+  "$tools/nn-generate" -q -d input -i $in_train -o train_in.nc -f $in_index -s train.idx -m --align 1
   rm -f catalog.nc
   local noise=""
   [ "$denoising" != 0 ] && noise="\"Denoising\": { \"p\": $denoising }, "
@@ -63,8 +73,8 @@ synthetic() {
     { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "$activation"$sampling } ] }
 JSON
   done
-  echo "== synthetic catalog: $items items in $clusters clusters, $users training users, hidden 128," \
-    "input Denoising $denoising, $activation output, $epochs epochs (full: $full_epochs), $negatives $distribution negatives"
+  echo "== synthetic catalog: $items items in $clusters clusters, $users training users, input $input" \
+    "(--sparse-update $update), hidden 128, input Denoising $denoising, $activation output, $epochs epochs (full: $full_epochs), $negatives $distribution negatives"
   echo "   recall@10 of the 2,000 test users after every epoch; 'best' = the epoch whose network ranks the 2,000 validation users best"
   printf '%-8s %6s %6s %11s %10s %10s %9s\n' variant epoch load examples/s val-recall recall@10 seconds
   local summary=""
@@ -74,9 +84,14 @@ JSON
     local l0
     l0=$(load)
     rm -f $variant-e*.nc
-    "$tools/nn-train" -c $variant.json -i train_in.nc -o train_out.nc -n $variant.nc -b 128 -e "$e" \
-      --optimizer Adam -alpha 0.003 -lambda 0 --seed 5 --checkpoint-interval 1 --checkpoints-kept 0 \
-      --checkpoint-name $variant-e 2>$variant.log
+    # Peak resident memory of the training process (getrusage of the child: GNU time is not
+    # always installed).
+    python3 -c 'import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:], stderr=open(sys.argv[1], "w"))
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+sys.exit(rc)' $variant.log "$tools/nn-train" -c $variant.json -i train_in.nc -o train_out.nc -n $variant.nc \
+      -b 128 -e "$e" --optimizer Adam -alpha 0.003 -lambda 0 --seed 5 --checkpoint-interval 1 \
+      --checkpoints-kept 0 --checkpoint-name $variant-e --sparse-update "$update" >$variant.peak
     local best=0 best_val=-1 best_test="" secs=0 best_secs=0
     for ((k = 1; k <= e; k++)); do
       local line rate_k secs_k val test
@@ -85,7 +100,7 @@ JSON
       secs_k=$(sed -n 's/.* examples\/s, \([0-9.]*\) s.*/\1/p' <<<"$line")
       secs=$(awk -v a="$secs" -v b="$secs_k" 'BEGIN { printf "%.1f", a + b }')
       for set in val test; do
-        "$tools/nn-predict" -n $variant-e$k.nc -r ${set}_in.txt -i buckets.idx -o items.idx \
+        "$tools/nn-predict" -n $variant-e$k.nc -r ${set}_${in_suffix}.txt -i $in_index -o items.idx \
           -f ${set}_filter.txt -k 10 >$variant-$set.recs 2>$variant.predict.log
       done
       val=$(python3 "$py" recall $variant-val.recs val_heldout.txt 10)
@@ -96,8 +111,8 @@ JSON
       fi
       rm -f $variant-e$k.nc
     done
-    summary+=$(printf '%-8s best epoch %s of %s: recall@10 %s after %s s of training, %s examples/s (mean of the epochs)' \
-      $variant $best "$e" "$best_test" "$best_secs" "$(rate $variant.log)")$'\n'
+    summary+=$(printf '%-8s best epoch %s of %s: recall@10 %s after %s s of training, %s examples/s (mean of the epochs), peak %s MB' \
+      $variant $best "$e" "$best_test" "$best_secs" "$(rate $variant.log)" "$(cat $variant.peak)")$'\n'
   done
   printf '%s' "$summary"
 }

@@ -68,6 +68,12 @@ struct TrainJob {
   // network with the L2 error solved in closed form (docs/quality.md, "Closed-form training").
   std::string solver = "Gradient";
   bool fit_bias = true;  // LeastSquares: solve the biases too (false: they stay 0)
+  // How the weight matrices fed by sparse inputs are updated (docs/wide-outputs.md, "Row-sparse
+  // input updates"): "Exact" (any case; the touched rows only wherever that equals the dense
+  // update, skipped optimizer steps caught up in closed form; otherwise densely), "Dense" (every
+  // weight every step) or "Lazy" (the touched rows only; untouched rows' optimizer state is not
+  // decayed, as LazyAdam).
+  std::string sparse_update = "Exact";
   // Examples per chunk and chunks per window of the block shuffle; 0: sized from the budget.
   uint64_t stream_chunk = 0;
   uint64_t stream_window_chunks = 0;

@@ -40,6 +40,8 @@ struct TrainSettings {
   bool profile = false;
   std::string trace;
   uint32_t trace_steps = 20;
+  // "Exact", "Dense" or "Lazy": as TrainJob::sparse_update.
+  std::string sparse_update = "Exact";
 };
 
 struct EpochStats {

@@ -496,7 +496,7 @@ PYBIND11_MODULE(_core, m) {
                        float mu, float mu1, uint64_t seed, const py::object& shuffle,
                        const std::string& checkpoint_name, int checkpoint_interval,
                        const py::object& log, bool profile, const std::string& trace,
-                       uint32_t trace_steps) {
+                       uint32_t trace_steps, const std::string& sparse_update) {
              std::vector<Dataset> sets;
              for (auto item : data) {
                if (!py::isinstance<py::str>(item.first))
@@ -521,6 +521,7 @@ PYBIND11_MODULE(_core, m) {
              s.profile = profile;
              s.trace = trace;
              s.trace_steps = trace_steps;
+             s.sparse_update = sparse_update;
              return std::make_unique<Trainer>(model.model, std::move(sets), s);
            }),
            py::arg("model"), py::arg("data"), py::arg("epochs") = 1, py::arg("minibatch") = 1024,
@@ -529,7 +530,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("seed") = 1, py::arg("shuffle") = py::none(), py::arg("checkpoint_name") = "",
            py::arg("checkpoint_interval") = 0, py::arg("log") = py::none(),
            py::arg("profile") = false, py::arg("trace") = "", py::arg("trace_steps") = 20,
-           py::keep_alive<1, 2>())
+           py::arg("sparse_update") = "Exact", py::keep_alive<1, 2>())
       .def(
           "run",
           [](Trainer& t, const py::object& callback) {

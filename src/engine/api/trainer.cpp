@@ -108,6 +108,7 @@ Trainer::Trainer(std::shared_ptr<Model> model, std::vector<Dataset> data, TrainS
                  s.alpha_multiplier};
   o.checkpoint_name = s.checkpoint_name;
   o.checkpoint_interval = s.checkpoint_interval;
+  o.sparse_update = sparse_update_mode(s.sparse_update);
   if (!model) throw ConfigError("Trainer: no model");
   apply_network_settings(model->impl().net->spec(), s.shuffle, o);
   impl_ = make_impl(std::move(model), std::move(data), std::move(o), s.log, "the given datasets");

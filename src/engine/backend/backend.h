@@ -178,6 +178,20 @@ class Backend {
   // state0/state1 hold optimizer_state_count(p.kind) arrays of n floats (may be null if unused).
   virtual void optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
                               float* state1, size_t n) = 0;
+  // Row-sparse form (train/row_sparse.h): w, state0 and state1 viewed as [*][width]; rows
+  // rows[0..count) (distinct, backend memory) take the update optimizer_step would give them with
+  // gradient g ([count][width], compact), element for element the same arithmetic; every other
+  // row and its state are left alone.
+  virtual void optimizer_step_rows(const OptimizerParams& p, float* w, const float* g,
+                                   float* state0, float* state1, uint32_t width,
+                                   const uint32_t* rows, uint32_t count) = 0;
+  // Steps a row-sparse update skipped, caught up in closed form (math::skip_unit): row rows[i]
+  // (row i when rows is null) of the [*][width] arrays with factors[2i], factors[2i + 1]
+  // (math::SkipFactors, computed on the host; backend memory). Rules whose skipped steps change
+  // nothing, or have no closed form, do nothing.
+  virtual void optimizer_skip_rows(OptimizerKind kind, float* w, float* state0, float* state1,
+                                   uint32_t width, const uint32_t* rows, const float* factors,
+                                   uint32_t count) = 0;
 
   // ---- sampled outputs (train/sampled_output.h) -----------------------------------------------
   // Columns of a row-major matrix by index (math/sampled_math.h): gather_columns writes

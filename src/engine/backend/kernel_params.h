@@ -25,6 +25,12 @@ struct SparseView {
   const float* value = nullptr;
   const float* row_weight = nullptr;
   uint64_t nnz = 0;
+  // Row-sparse gradients (train/row_sparse.h), when the batch was indexed: the batch's distinct
+  // indices, ascending (touched[0..touched_count)), and for each entry the position of its index
+  // among them (slot[e]: touched[slot[e]] == index[e]). Null otherwise.
+  const uint32_t* touched = nullptr;
+  const uint32_t* slot = nullptr;
+  uint32_t touched_count = 0;
 };
 
 // Per-row filters of Backend::top_k_filtered, in backend memory, each a CSR over the rows (a part

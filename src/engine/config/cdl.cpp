@@ -204,6 +204,15 @@ class CdlParser {
         t.sampling = parse_sampling(r_, m);
       } else if (k == "fitbias") {
         t.fit_bias = r_.get_bool(m);
+      } else if (k == "sparseupdate") {
+        t.sparse_update = r_.get_string(*m.value, m.path);
+        std::string lower = t.sparse_update;
+        for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+        if (lower != "exact" && lower != "dense" && lower != "lazy")
+          r_.fail(m.path,
+                  "expected \"Exact\", \"Dense\" or \"Lazy\", got \"" + t.sparse_update + "\"");
+      } else if (k == "lazyupdate") {
+        t.sparse_update = r_.get_bool(m) ? "Lazy" : "Exact";
       } else if (k == "profile") {
         t.profile = r_.get_bool(m);
       } else if (k == "trace") {
@@ -240,6 +249,8 @@ class CdlParser {
                            "Sampling",
                            "Solver",
                            "FitBias",
+                           "SparseUpdate",
+                           "LazyUpdate",
                            "Profile",
                            "Trace",
                            "TraceSteps"});

@@ -44,6 +44,9 @@ struct TrainingParameters {
   std::optional<bool> stream;
   std::string solver = "Gradient";  // or "LeastSquares" (train/least_squares.h)
   bool fit_bias = true;             // LeastSquares: solve the biases too (false: held at 0)
+  // SparseUpdate (ours; train/row_sparse.h): "Exact", "Dense" or "Lazy" (LazyUpdate true is
+  // "Lazy").
+  std::string sparse_update = "Exact";
   // Sampling (ours): sampled output training for every Output layer without a "Sampling" key of
   // its own (docs/wide-outputs.md); unset = none.
   std::optional<SamplingSpec> sampling;

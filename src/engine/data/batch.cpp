@@ -27,6 +27,7 @@ void check_ids(const ExampleSet& ds, const uint32_t* ids, uint32_t count, const 
 }  // namespace
 
 void gather_sparse(const ExampleSet& ds, const uint32_t* ids, uint32_t count, SparseBatch& out) {
+  out.indexed = false;
   if (!ds.is_sparse())
     throw DataError("gather_sparse: dataset \"" + ds.name + "\" is dense, not Sparse");
   check_ids(ds, ids, count, "gather_sparse");
@@ -139,6 +140,26 @@ void normalize_rows_l2(float* x, uint32_t rows, uint64_t cols) {
     const double inv = 1.0 / std::sqrt(sq);
     for (uint64_t j = 0; j < cols; ++j) row[j] = static_cast<float>(row[j] * inv);
   }
+}
+
+void index_touched(SparseBatch& b, std::vector<uint32_t>& mark) {
+  if (mark.size() < b.cols) mark.resize(b.cols, 0);
+  b.touched.clear();
+  b.slot.resize(b.index.size());
+  for (const uint32_t j : b.index) {
+    if (j >= b.cols)
+      throw DataError("sparse index " + std::to_string(j) + " is outside the " +
+                      std::to_string(b.cols) + " columns of the layer");
+    if (!mark[j]) {
+      mark[j] = 1;
+      b.touched.push_back(j);
+    }
+  }
+  std::sort(b.touched.begin(), b.touched.end());
+  for (size_t i = 0; i < b.touched.size(); ++i) mark[b.touched[i]] = static_cast<uint32_t>(i + 1);
+  for (size_t e = 0; e < b.index.size(); ++e) b.slot[e] = mark[b.index[e]] - 1;
+  for (const uint32_t j : b.touched) mark[j] = 0;
+  b.indexed = true;
 }
 
 }  // namespace nn

@@ -17,8 +17,17 @@ struct SparseBatch {
   std::vector<float> value;       // empty => every entry is 1
   std::vector<float> row_weight;  // empty => every example weight is 1
   bool ignore_zero = false;       // SparseIgnoreZero: only stored entries count in losses
+  // Filled by index_touched() (row-sparse gradients, train/row_sparse.h): the distinct indices,
+  // ascending, and each entry's position among them. `indexed` says they belong to this batch.
+  bool indexed = false;
+  std::vector<uint32_t> touched;
+  std::vector<uint32_t> slot;
   uint64_t nnz() const { return index.size(); }
 };
+
+// Fills b.touched and b.slot from b.index. `mark` is scratch of at least b.cols entries, all
+// zero on entry and on return (kept by the caller so a wide catalog is not cleared per batch).
+void index_touched(SparseBatch& b, std::vector<uint32_t>& mark);
 
 // Gathers examples ids[0..count) of a sparse dataset. Duplicate indices inside an example are kept.
 void gather_sparse(const ExampleSet& ds, const uint32_t* ids, uint32_t count, SparseBatch& out);

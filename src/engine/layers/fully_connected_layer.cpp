@@ -151,7 +151,23 @@ void FullyConnectedLayer::propagate(const LayerContext& ctx, const float* d) {
     float* gw = m.grad.data();
     // A matrix used by several connections sums their gradients (zeroed by the Network first).
     const bool accumulate = c->matrix_users() > 1;
-    if (src->has_sparse_output()) {
+    if (src->has_sparse_output() && m.row_grad.enabled) {
+      // Row-sparse (train/row_sparse.h): the gradient of the rows the batch touched only, the
+      // same sums as below with each index replaced by its row's position among them.
+      const SparseView& x = src->sparse_output();
+      NN_CHECK(x.slot != nullptr && !accumulate && !c->transposed,
+               "row-sparse gradient of " + m.name + " without an indexed batch");
+      SparseView compact = x;
+      compact.index = x.slot;
+      compact.cols = x.touched_count;
+      RowGradient& rg = m.row_grad;
+      rg.values.resize(be, size_t(x.touched_count) * n_out);
+      be.fill(rg.values.data(), rg.values.size(), 0.0f);
+      be.sparse_weight_gradient(compact, d, n_out, inv_rows, rg.values.data());
+      rg.width = n_out;
+      rg.rows = x.touched;
+      rg.count = x.touched_count;
+    } else if (src->has_sparse_output()) {
       if (!accumulate) be.fill(gw, m.grad.size(), 0.0f);
       if (c->transposed)
         be.sparse_weight_gradient_transposed(src->sparse_output(), d, n_out, inv_rows, gw);

@@ -41,6 +41,8 @@ void upload_sparse(Backend& backend, const SparseBatch& batch, uint32_t units,
   view.value = batch.value.empty() ? nullptr : value.data();
   view.row_weight = batch.row_weight.empty() ? nullptr : row_weight.data();
   view.nnz = batch.index.size();
+  view.touched = view.slot = nullptr;
+  view.touched_count = 0;
 }
 
 }  // namespace
@@ -64,6 +66,13 @@ void InputLayer::load_dense(Backend& backend, const float* host, uint32_t rows) 
 void InputLayer::load_sparse(Backend& backend, const SparseBatch& batch) {
   NN_CHECK(sparse_, "sparse batch for dense input layer " + name());
   upload_sparse(backend, batch, units(), row_ptr_, index_, value_, row_weight_, view_);
+  if (batch.indexed) {  // row-sparse gradients (train/row_sparse.h)
+    touched_.assign(backend, batch.touched);
+    slot_.assign(backend, batch.slot);
+    view_.touched = touched_.data();
+    view_.slot = slot_.data();
+    view_.touched_count = static_cast<uint32_t>(batch.touched.size());
+  }
 }
 
 void InputLayer::forward(const LayerContext& ctx) {

@@ -9,6 +9,17 @@
 
 namespace nn {
 
+// A gradient held by rows (train/row_sparse.h): rows rows[0..count) (backend memory, ascending)
+// of the parameter viewed as [*][width], their gradient in values ([count][width]); every other
+// row's gradient is zero.
+struct RowGradient {
+  bool enabled = false;  // the layer writes this instead of Parameter::grad
+  uint32_t width = 0;
+  uint32_t count = 0;
+  const uint32_t* rows = nullptr;
+  DeviceArray<float> values;
+};
+
 struct Parameter {
   std::string name;  // e.g. "Hidden1<-Input0:weights" (for messages)
   DeviceArray<float> value;
@@ -29,6 +40,7 @@ struct Parameter {
   // A model-parallel slice (layers/layer.h ShardInfo): each rank holds different values, so the
   // data-parallel gradient reduction leaves it alone and regularisation sums it over the ranks.
   bool sharded = false;
+  RowGradient row_grad;  // sparse input matrices under row-sparse updates
   size_t size() const { return value.size(); }
 };
 

@@ -53,6 +53,14 @@ OptimizerParams Optimizer::params(const Parameter& p, uint64_t step, float alpha
   return op;
 }
 
+void Optimizer::skip_rows(Parameter& p, uint32_t width, const uint32_t* rows, const float* factors,
+                          uint32_t count) {
+  if (p.locked || count == 0) return;
+  float* s0 = p.state.size() > 0 ? p.state[0].data() : nullptr;
+  float* s1 = p.state.size() > 1 ? p.state[1].data() : nullptr;
+  backend_.optimizer_skip_rows(settings_.kind, p.value.data(), s0, s1, width, rows, factors, count);
+}
+
 void Optimizer::update_columns(Parameter& p, uint32_t rows, const uint32_t* index, uint32_t count,
                                const float* grad, uint64_t step, float alpha) {
   if (p.locked || count == 0) return;
@@ -80,6 +88,12 @@ void Optimizer::update(Parameter& p, uint64_t step, float alpha) {
   const OptimizerParams op = params(p, step, alpha);
   float* s0 = p.state.size() > 0 ? p.state[0].data() : nullptr;
   float* s1 = p.state.size() > 1 ? p.state[1].data() : nullptr;
+  if (p.row_grad.enabled) {  // train/row_sparse.h (which leaves WeightNorm to the dense update)
+    const RowGradient& rg = p.row_grad;
+    backend_.optimizer_step_rows(op, p.value.data(), rg.values.data(), s0, s1, rg.width, rg.rows,
+                                 rg.count);
+    return;
+  }
   backend_.optimizer_step(op, p.value.data(), p.grad.data(), s0, s1, p.size());
   if (p.max_column_norm > 0.0f && p.norm_rows > 0) {
     const auto cols = static_cast<uint32_t>(p.size() / p.norm_rows);

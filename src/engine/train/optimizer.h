@@ -37,7 +37,13 @@ class Optimizer {
   float learning_rate(uint64_t epoch, uint64_t step) const;
   // Applies one update (step is 1-based) with learning rate alpha, then the parameter's
   // max-norm constraint (WeightNorm), if any.
+  // A parameter whose gradient is held by rows (p.row_grad.enabled, train/row_sparse.h) updates
+  // those rows only.
   void update(Parameter& p, uint64_t step, float alpha);
+  // The steps rows of `p` ([*][width]) skipped, caught up (Backend::optimizer_skip_rows; `rows`
+  // and `factors` in backend memory, rows null for rows 0..count).
+  void skip_rows(Parameter& p, uint32_t width, const uint32_t* rows, const float* factors,
+                 uint32_t count);
   // The lazy update of a sampled output layer (train/sampled_output.h): `p` viewed as
   // [rows][p.size() / rows], only its columns `index` (`count` of them, backend memory) are
   // updated, by `grad` ([rows][count]) exactly as update() would update them (the same rule,

@@ -129,6 +129,10 @@ TrainingLoop::TrainingLoop(Network& net, const BoundData& data, TrainOptions opt
       if (!sampled_ || !sampled_->owns(p)) group.params.push_back(p);
     if (!group.params.empty()) update_groups_.push_back(std::move(group));
   }
+  if (!options_.least_squares)
+    row_sparse_ = RowSparseUpdates::create(
+        net_, data_, optimizer_, options_.sparse_update, comm_->size() == 1 && !model_parallel_,
+        [this](const Parameter* p) { return sampled_ && sampled_->owns(p); }, row_sparse_notes_);
   // Split layers issue blocking collectives during backward; the communicator's contract keeps
   // those apart from asynchronous all-reduces, so with split layers the data-parallel gradients
   // are reduced after the backward pass.
@@ -351,6 +355,7 @@ std::vector<EpochReport> TrainingLoop::run_epochs() {
                                : describe(options_.optimizer)) +
        ", backend " + net_.backend().name());
   for (const std::string& line : placement_) log_(line);
+  for (const std::string& line : row_sparse_notes_) log_(line);
   if (sampled_) log_(sampled_->describe());
   if (reducer_ && reducer_->buckets() > 0)
     log_(
@@ -477,6 +482,7 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
                       " of epoch " + std::to_string(epoch_ + 1) + ", which now has only " +
                       std::to_string(batches) + " minibatches; was the training data changed?");
   const float alpha_epoch = optimizer_.learning_rate(epoch_, step_ - first);
+  if (row_sparse_) row_sparse_->begin(step_);  // every row is current here
   if (stream_)
     stream_->begin(shuffle_rng_, options_.shuffle, first, loader_, comm_->rank(), comm_->size(),
                    model_parallel_);
@@ -512,6 +518,7 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
     } else {
       loader_.assemble(order.data() + b * batch + slice.first, slice.count, step, true, hb.first);
     }
+    if (row_sparse_) row_sparse_->index(hb.first);
     if (profiler_) profiler_->add_loader_seconds(seconds_since(assembly_start));
     return hb;
   };
@@ -570,6 +577,7 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
         signal = agreed_stop_signal();
       }
       if (signal) {
+        if (row_sparse_) row_sparse_->flush(step_);  // the checkpoint holds every row current
         if (stream_) {
           prefetcher_.wait();  // the batch being assembled, before the reader stops
           stream_->end();
@@ -583,6 +591,11 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
     }
   }
   if (!per_batch) total = read_loss_sums(batches)[math::kLossTotal];
+  if (row_sparse_) {
+    // Validation, checkpoints and the saved network read every row.
+    ProfileRange range(profiler_, ProfilePhase::Update, "row-sparse catch-up of all rows");
+    row_sparse_->flush(step_);
+  }
   if (stream_) {
     shuffle_rng_ = stream_->end();  // past every window's shuffle
     log_stream_epoch(seconds_since(start));
@@ -666,6 +679,10 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
       ProfileRange range(profiler_, ProfilePhase::Data, "upload inputs");
       load_inputs(net_, data_, hb);
       if (whole) load_full_inputs(net_, data_, *whole);
+    }
+    if (row_sparse_) {
+      ProfileRange range(profiler_, ProfilePhase::Update, "row-sparse catch-up");
+      row_sparse_->before_forward(hb, step_);
     }
     net_.forward(ctx, sampled_ ? &sampled_->layer() : nullptr);
     losses_.accumulate(hb, /*write_deltas=*/true, whole, loss_sums_.data() + math::kLossBatch,

@@ -28,6 +28,7 @@
 #include "train/example_stream.h"
 #include "train/optimizer.h"
 #include "train/prefetcher.h"
+#include "train/row_sparse.h"
 #include "train/sampled_output.h"
 #include "train/step.h"
 #include "train/validation.h"
@@ -63,6 +64,8 @@ struct TrainOptions {
   // solves the network's weights exactly (epochs are then 1).
   bool least_squares = false;
   bool least_squares_bias = true;  // and the biases with them (false: held at 0)
+  // How sparse input layers' matrices are updated (train/row_sparse.h).
+  SparseUpdateMode sparse_update = SparseUpdateMode::Exact;
 };
 
 // What run() does at its end with the results of a profiler (set_profiler), on rank 0 only: the
@@ -193,6 +196,10 @@ class TrainingLoop {
   Prefetcher<std::pair<HostBatch, HostBatch>> prefetcher_;
   OutputLosses losses_;
   std::unique_ptr<SampledOutput> sampled_;  // the output layer with Sampling (null: none)
+  // Row-sparse updates of sparse inputs' matrices (null: none), and how each such matrix is
+  // updated (logged when the run starts).
+  std::unique_ptr<RowSparseUpdates> row_sparse_;
+  std::vector<std::string> row_sparse_notes_;
   // The parameters the optimizer updates after each step (not the sampled layer's), grouped by
   // layer in the network's declaration order, so each layer's update can be timed as a range.
   struct UpdateGroup {

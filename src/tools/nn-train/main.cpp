@@ -35,7 +35,7 @@ struct Flags {
   bool profile = false;
   std::string trace;
   uint32_t trace_steps = 20;
-  std::string solver;
+  std::string solver, sparse_update;
   uint64_t stream_chunk = 0, stream_window = 0;
   std::vector<std::string> validation;
   uint32_t validation_interval = 0, validation_k = 0, patience = 0;
@@ -44,7 +44,7 @@ struct Flags {
       *optimizer_opt, *seed_opt, *checkpoint_name_opt, *checkpoint_interval_opt,
       *checkpoints_kept_opt, *validation_opt, *validation_interval_opt, *validation_k_opt,
       *patience_opt, *no_keep_best_opt, *rank_input_items_opt, *backend_opt, *device_opt,
-      *precision_opt, *profile_opt, *trace_opt, *trace_steps_opt;
+      *precision_opt, *profile_opt, *trace_opt, *trace_steps_opt, *sparse_update_opt;
 };
 
 void define_flags(CLI::App& app, Flags& f) {
@@ -162,6 +162,14 @@ void define_flags(CLI::App& app, Flags& f) {
                  "of its expected objective with Denoising and Lambda (CDL "
                  "TrainingParameters.Solver; docs/quality.md)")
       ->transform(CLI::IsMember({"Gradient", "LeastSquares"}, CLI::ignore_case));
+  f.sparse_update_opt =
+      app.add_option("--sparse-update", f.sparse_update,
+                     "how matrices fed by sparse inputs are updated: Exact (default: only the "
+                     "rows a minibatch touched wherever that equals the dense update, skipped "
+                     "optimizer steps caught up in closed form), Dense (every weight every step) "
+                     "or Lazy (touched rows only, untouched rows' optimizer state not decayed, as "
+                     "LazyAdam) (CDL TrainingParameters.SparseUpdate; docs/wide-outputs.md)")
+          ->transform(CLI::IsMember({"Exact", "Dense", "Lazy"}, CLI::ignore_case));
   f.profile_opt = app.add_flag(
       "--profile", f.profile,
       "at the end, print the time per phase (data, forward, loss, backward, communication, "
@@ -190,6 +198,7 @@ void apply_stream_flags(const Flags& f, api::TrainJob& job) {
   if (f.stream) job.stream = true;
   if (f.no_stream) job.stream = false;
   if (!f.solver.empty()) job.solver = f.solver;
+  if (!f.sparse_update.empty()) job.sparse_update = f.sparse_update;
   job.stream_chunk = f.stream_chunk;
   job.stream_window_chunks = f.stream_window;
 }
@@ -268,7 +277,8 @@ std::vector<std::string> cdl_overrides(const Flags& f, const api::CommandFile& c
        {f.precision_opt, "Precision", t.precision},
        {f.profile_opt, "Profile", t.profile ? "true" : "false"},
        {f.trace_opt, "Trace", t.trace},
-       {f.trace_steps_opt, "TraceSteps", std::to_string(t.trace_steps)}});
+       {f.trace_steps_opt, "TraceSteps", std::to_string(t.trace_steps)},
+       {f.sparse_update_opt, "SparseUpdate", t.sparse_update}});
 }
 
 // The job of a CDL file with the flags given beside it applied (each override is described in

@@ -193,6 +193,14 @@ class CountingBackend final : public Backend {
                       size_t n) override {
     inner_->optimizer_step(p, w, g, s0, s1, n);
   }
+  void optimizer_step_rows(const OptimizerParams& p, float* w, const float* g, float* s0, float* s1,
+                           uint32_t width, const uint32_t* rows, uint32_t count) override {
+    inner_->optimizer_step_rows(p, w, g, s0, s1, width, rows, count);
+  }
+  void optimizer_skip_rows(OptimizerKind kind, float* w, float* s0, float* s1, uint32_t width,
+                           const uint32_t* rows, const float* factors, uint32_t count) override {
+    inner_->optimizer_skip_rows(kind, w, s0, s1, width, rows, factors, count);
+  }
   void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
              float* values, uint32_t* indices) override {
     inner_->top_k(x, rows, cols, valid_cols, k, values, indices);

@@ -181,6 +181,25 @@ TEST(Cdl, ProfilingKeys) {
                   "TrainingParameters.Profile");
 }
 
+TEST(Cdl, SparseUpdateKeys) {
+  EXPECT_EQ(parse_cdl(kTrain, "run.cdl").training.sparse_update, "Exact");
+  const auto with = [](const std::string& params) {
+    return parse_cdl(R"({"Network": "n", "Command": "Train", "Data": "d",
+        "TrainingParameters": {"Epochs": 1, )" +
+                         params + "}}",
+                     "run.cdl")
+        .training.sparse_update;
+  };
+  EXPECT_EQ(with(R"("SparseUpdate": "lazy")"), "lazy");  // any case (train_options reads it)
+  EXPECT_EQ(with(R"("SparseUpdate": "Dense")"), "Dense");
+  EXPECT_EQ(with(R"("LazyUpdate": true)"), "Lazy");
+  EXPECT_EQ(with(R"("LazyUpdate": false)"), "Exact");
+  EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
+                                "TrainingParameters": {"Epochs": 1, "SparseUpdate": "Sparse"}})"),
+                  "run.cdl: TrainingParameters.SparseUpdate: expected \"Exact\", \"Dense\" or "
+                  "\"Lazy\", got \"Sparse\"");
+}
+
 TEST(CdlErrors, MissingRequiredKeys) {
   EXPECT_CONTAINS(error_for(R"({"Command": "Train", "Data": "d",
                                 "TrainingParameters": {"Epochs": 1}})"),

@@ -123,6 +123,12 @@ class CpuBackend final : public Backend {
   void scale_columns(float* x, uint32_t rows, uint32_t cols, const float* w) override;
   void optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
                       float* state1, size_t n) override;
+  void optimizer_step_rows(const OptimizerParams& p, float* w, const float* g, float* state0,
+                           float* state1, uint32_t width, const uint32_t* rows,
+                           uint32_t count) override;
+  void optimizer_skip_rows(OptimizerKind kind, float* w, float* state0, float* state1,
+                           uint32_t width, const uint32_t* rows, const float* factors,
+                           uint32_t count) override;
 
   void top_k(const float* x, uint32_t rows, uint32_t cols, uint32_t valid_cols, uint32_t k,
              float* values, uint32_t* indices) override;

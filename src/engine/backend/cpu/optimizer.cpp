@@ -16,6 +16,8 @@
 // carry over. Each rule is one memory-bound pass, vectorised and spread over the pool in chunks;
 // the per-parameter arithmetic and its constants are math::optimizer_unit / optimizer_consts
 // (backend/math/optimizer_math.h), which the CUDA kernel (cuda/optimizer.cu) runs too.
+#include <algorithm>
+
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
@@ -27,9 +29,23 @@ namespace {
 
 constexpr size_t kParallelMin = size_t(1) << 15;
 
-// Applies rule(w, g[, s0[, s1]]) to every parameter in chunks spread over the pool, with
-// software prefetch (stream.h). The rule gets element references, not indices: GCC vectorised
-// index-taking lambdas with gathers and scatters.
+// rule(w, g[, s0[, s1]]) over elements [lo, hi) of the arrays (at most kChunk of them): the
+// inner loop of every pass below, the dense one and the row-sparse one alike, so an element gets
+// the same instructions either way. The rule gets element references, not indices: GCC
+// vectorised index-taking lambdas with gathers and scatters.
+template <int kStates, typename Rule>
+inline void apply_span(size_t lo, size_t hi, float* w, const float* g, float* s0, float* s1,
+                       const Rule& rule) {
+#pragma omp simd
+  for (size_t i = lo; i < hi; ++i) {
+    if constexpr (kStates == 0) rule(w[i], g[i]);
+    if constexpr (kStates == 1) rule(w[i], g[i], s0[i]);
+    if constexpr (kStates == 2) rule(w[i], g[i], s0[i], s1[i]);
+  }
+}
+
+// Applies the rule to every parameter in chunks spread over the pool, with software prefetch
+// (stream.h).
 template <int kStates, typename Rule>
 void update(cpu::ThreadPool& pool, size_t n, float* w, const float* g, float* s0, float* s1,
             const Rule& rule) {
@@ -38,36 +54,83 @@ void update(cpu::ThreadPool& pool, size_t n, float* w, const float* g, float* s0
     cpu::prefetch_ahead(g, lo);
     if constexpr (kStates >= 1) cpu::prefetch_ahead<1>(s0, lo);
     if constexpr (kStates >= 2) cpu::prefetch_ahead<1>(s1, lo);
-#pragma omp simd
+    apply_span<kStates>(lo, hi, w, g, s0, s1, rule);
+  });
+}
+
+// The same rule on rows rows[0..count) of [*][width] arrays, with the gradient compact
+// ([count][width]); rows spread over the pool.
+template <int kStates, typename Rule>
+void update_rows(cpu::ThreadPool& pool, uint32_t width, const uint32_t* rows, uint32_t count,
+                 float* w, const float* g, float* s0, float* s1, const Rule& rule) {
+  const size_t grain = std::max<size_t>(1, kParallelMin / std::max<uint32_t>(width, 1));
+  cpu::parallel_ranges(pool, count, grain, [=](size_t lo, size_t hi) {
+    const Rule local = rule;
     for (size_t i = lo; i < hi; ++i) {
-      if constexpr (kStates == 0) rule(w[i], g[i]);
-      if constexpr (kStates == 1) rule(w[i], g[i], s0[i]);
-      if constexpr (kStates == 2) rule(w[i], g[i], s0[i], s1[i]);
+      const size_t at = size_t(rows[i]) * width;
+      float* wr = w + at;
+      const float* gr = g + i * width;
+      float* s0r = kStates >= 1 ? s0 + at : nullptr;
+      float* s1r = kStates >= 2 ? s1 + at : nullptr;
+      for (size_t b = 0; b < width; b += cpu::kChunk)
+        apply_span<kStates>(b, std::min<size_t>(width, b + cpu::kChunk), wr, gr, s0r, s1r, local);
     }
   });
 }
 
-// One pass of rule K (math::optimizer_unit, the arithmetic the CUDA kernel runs per element).
-// Rules without a second (or any) state get a local dummy, which the compiler removes.
+// The element rule of optimizer K (math::optimizer_unit, the arithmetic the CUDA kernel runs per
+// element), with as many state references as K has. Rules without a second (or any) state get a
+// local dummy, which the compiler removes.
 template <OptimizerKind K>
-void step(cpu::ThreadPool& pool, const math::OptConsts& c, size_t n, float* w, const float* g,
-          float* s0, float* s1) {
+auto element_rule(const math::OptConsts& c) {
   constexpr int kStates = math::kOptimizerStates<K>;
   if constexpr (kStates == 0) {
-    update<0>(pool, n, w, g, s0, s1, [c](float& wi, float gi) {
+    return [c](float& wi, float gi) {
       float unused0 = 0.0f, unused1 = 0.0f;
       math::optimizer_unit<K>(c, wi, gi, unused0, unused1);
-    });
+    };
   } else if constexpr (kStates == 1) {
-    update<1>(pool, n, w, g, s0, s1, [c](float& wi, float gi, float& a) {
+    return [c](float& wi, float gi, float& a) {
       float unused = 0.0f;
       math::optimizer_unit<K>(c, wi, gi, a, unused);
-    });
+    };
   } else {
-    update<2>(pool, n, w, g, s0, s1, [c](float& wi, float gi, float& a, float& b) {
-      math::optimizer_unit<K>(c, wi, gi, a, b);
-    });
+    return
+        [c](float& wi, float gi, float& a, float& b) { math::optimizer_unit<K>(c, wi, gi, a, b); };
   }
+}
+
+// One pass of rule K over every parameter (rows == nullptr) or over the given rows.
+template <OptimizerKind K>
+void step(cpu::ThreadPool& pool, const math::OptConsts& c, size_t n, float* w, const float* g,
+          float* s0, float* s1, uint32_t width = 0, const uint32_t* rows = nullptr) {
+  constexpr int kStates = math::kOptimizerStates<K>;
+  if (rows)
+    update_rows<kStates>(pool, width, rows, static_cast<uint32_t>(n), w, g, s0, s1,
+                         element_rule<K>(c));
+  else
+    update<kStates>(pool, n, w, g, s0, s1, element_rule<K>(c));
+}
+
+// Steps skipped by rows: row i (rows[i], or i when rows is null) of [*][width] arrays takes
+// math::skip_unit<K> with factors[2i] (mu^k) and factors[2i + 1] (w's gain per unit of v).
+template <OptimizerKind K>
+void skip_rows(cpu::ThreadPool& pool, uint32_t width, const uint32_t* rows, const float* factors,
+               uint32_t count, float* w, float* s0, float* s1) {
+  const size_t grain = std::max<size_t>(1, kParallelMin / std::max<uint32_t>(width, 1));
+  cpu::parallel_ranges(pool, count, grain, [=](size_t lo, size_t hi) {
+    for (size_t i = lo; i < hi; ++i) {
+      const math::SkipFactors f{factors[2 * i], factors[2 * i + 1]};
+      if (f.decay == 1.0f && f.w_per_v == 0.0f) continue;  // nothing skipped
+      const size_t at = size_t(rows ? rows[i] : i) * width;
+      float unused0 = 0.0f, unused1 = 0.0f;
+      for (size_t j = 0; j < width; ++j) {
+        float& a = s0 ? s0[at + j] : unused0;
+        float& b = s1 ? s1[at + j] : unused1;
+        math::skip_unit<K>(f, w[at + j], a, b);
+      }
+    }
+  });
 }
 
 }  // namespace
@@ -97,6 +160,58 @@ void CpuBackend::optimizer_step(const OptimizerParams& p, float* w, const float*
       return step<OptimizerKind::Adam>(t, c, n, w, g, state0, state1);
   }
   throw InternalError("optimizer_step: unknown optimizer");
+}
+
+}  // namespace nn
+
+namespace nn {
+
+void CpuBackend::optimizer_step_rows(const OptimizerParams& p, float* w, const float* g,
+                                     float* state0, float* state1, uint32_t width,
+                                     const uint32_t* rows, uint32_t count) {
+  if (count == 0 || width == 0) return;
+  const int states = optimizer_state_count(p.kind);
+  NN_CHECK(states < 1 || state0 != nullptr, "optimizer_step_rows: state0 is required");
+  NN_CHECK(states < 2 || state1 != nullptr, "optimizer_step_rows: state1 is required");
+  NN_CHECK(rows != nullptr, "optimizer_step_rows: no rows");
+  const math::OptConsts c = math::optimizer_consts(p);
+  cpu::ThreadPool& t = *pool_;
+  switch (p.kind) {
+    case OptimizerKind::SGD:
+      return step<OptimizerKind::SGD>(t, c, count, w, g, state0, state1, width, rows);
+    case OptimizerKind::Momentum:
+      return step<OptimizerKind::Momentum>(t, c, count, w, g, state0, state1, width, rows);
+    case OptimizerKind::Nesterov:
+      return step<OptimizerKind::Nesterov>(t, c, count, w, g, state0, state1, width, rows);
+    case OptimizerKind::AdaGrad:
+      return step<OptimizerKind::AdaGrad>(t, c, count, w, g, state0, state1, width, rows);
+    case OptimizerKind::RMSProp:
+      return step<OptimizerKind::RMSProp>(t, c, count, w, g, state0, state1, width, rows);
+    case OptimizerKind::AdaDelta:
+      return step<OptimizerKind::AdaDelta>(t, c, count, w, g, state0, state1, width, rows);
+    case OptimizerKind::Adam:
+      return step<OptimizerKind::Adam>(t, c, count, w, g, state0, state1, width, rows);
+  }
+  throw InternalError("optimizer_step_rows: unknown optimizer");
+}
+
+void CpuBackend::optimizer_skip_rows(OptimizerKind kind, float* w, float* state0, float* state1,
+                                     uint32_t width, const uint32_t* rows, const float* factors,
+                                     uint32_t count) {
+  if (count == 0 || width == 0) return;
+  cpu::ThreadPool& t = *pool_;
+  switch (kind) {
+    case OptimizerKind::Momentum:
+      return skip_rows<OptimizerKind::Momentum>(t, width, rows, factors, count, w, state0, state1);
+    case OptimizerKind::Nesterov:
+      return skip_rows<OptimizerKind::Nesterov>(t, width, rows, factors, count, w, state0, state1);
+    case OptimizerKind::RMSProp:
+      return skip_rows<OptimizerKind::RMSProp>(t, width, rows, factors, count, w, state0, state1);
+    case OptimizerKind::AdaDelta:
+      return skip_rows<OptimizerKind::AdaDelta>(t, width, rows, factors, count, w, state0, state1);
+    default:
+      return;  // nothing changes in a skipped step (SGD, AdaGrad) or no closed form (Adam)
+  }
 }
 
 }  // namespace nn

@@ -66,3 +66,124 @@ void CudaBackend::optimizer_step(const OptimizerParams& p, float* w, const float
 }
 
 }  // namespace nn
+
+// ---- row-sparse updates (train/row_sparse.h) -------------------------------------------------
+namespace nn {
+namespace {
+
+// Element (i, j) of the compact gradient updates element (rows[i], j) of the arrays, with the
+// dense kernel's arithmetic.
+template <OptimizerKind K>
+__global__ void optimizer_rows_kernel(math::OptConsts c, float* w, const float* g, float* s0,
+                                      float* s1, uint32_t width, const uint32_t* rows, size_t n) {
+  for (size_t e = blockIdx.x * size_t(blockDim.x) + threadIdx.x; e < n;
+       e += size_t(gridDim.x) * blockDim.x) {
+    const size_t i = e / width, j = e - i * width;
+    const size_t at = size_t(rows[i]) * width + j;
+    float wi = w[at];
+    float a = 0.0f, b = 0.0f;
+    if constexpr (kStates<K> >= 1) a = s0[at];
+    if constexpr (kStates<K> >= 2) b = s1[at];
+    math::optimizer_unit<K>(c, wi, g[e], a, b);
+    w[at] = wi;
+    if constexpr (kStates<K> >= 1) s0[at] = a;
+    if constexpr (kStates<K> >= 2) s1[at] = b;
+  }
+}
+
+template <OptimizerKind K>
+void launch_rows(cudaStream_t s, const math::OptConsts& c, float* w, const float* g, float* s0,
+                 float* s1, uint32_t width, const uint32_t* rows, uint32_t count) {
+  const size_t n = size_t(count) * width;
+  optimizer_rows_kernel<K><<<grid_for(n), kThreads, 0, s>>>(c, w, g, s0, s1, width, rows, n);
+  NN_CUDA_LAUNCHED("optimizer_rows_kernel");
+}
+
+template <OptimizerKind K>
+__global__ void skip_rows_kernel(float* w, float* s0, float* s1, uint32_t width,
+                                 const uint32_t* rows, const float* factors, size_t n) {
+  for (size_t e = blockIdx.x * size_t(blockDim.x) + threadIdx.x; e < n;
+       e += size_t(gridDim.x) * blockDim.x) {
+    const size_t i = e / width, j = e - i * width;
+    const math::SkipFactors f{factors[2 * i], factors[2 * i + 1]};
+    if (f.decay == 1.0f && f.w_per_v == 0.0f) continue;
+    const size_t at = size_t(rows ? rows[i] : i) * width + j;
+    float a = 0.0f, b = 0.0f;
+    if (s0) a = s0[at];
+    if (s1) b = s1[at];
+    float wi = w[at];
+    math::skip_unit<K>(f, wi, a, b);
+    w[at] = wi;
+    if (s0) s0[at] = a;
+    if (s1) s1[at] = b;
+  }
+}
+
+template <OptimizerKind K>
+void launch_skip(cudaStream_t s, float* w, float* s0, float* s1, uint32_t width,
+                 const uint32_t* rows, const float* factors, uint32_t count) {
+  const size_t n = size_t(count) * width;
+  skip_rows_kernel<K><<<grid_for(n), kThreads, 0, s>>>(w, s0, s1, width, rows, factors, n);
+  NN_CUDA_LAUNCHED("skip_rows_kernel");
+}
+
+}  // namespace
+
+void CudaBackend::optimizer_step_rows(const OptimizerParams& p, float* w, const float* g,
+                                      float* state0, float* state1, uint32_t width,
+                                      const uint32_t* rows, uint32_t count) {
+  const cuda::DeviceGuard guard(device_);
+  if (count == 0 || width == 0) return;
+  const int states = optimizer_state_count(p.kind);
+  NN_CHECK(states < 1 || state0 != nullptr, "optimizer_step_rows: state0 is required");
+  NN_CHECK(states < 2 || state1 != nullptr, "optimizer_step_rows: state1 is required");
+  NN_CHECK(rows != nullptr, "optimizer_step_rows: no rows");
+  const math::OptConsts c = math::optimizer_consts(p);
+  switch (p.kind) {
+    case OptimizerKind::SGD:
+      return launch_rows<OptimizerKind::SGD>(stream_, c, w, g, state0, state1, width, rows, count);
+    case OptimizerKind::Momentum:
+      return launch_rows<OptimizerKind::Momentum>(stream_, c, w, g, state0, state1, width, rows,
+                                                  count);
+    case OptimizerKind::Nesterov:
+      return launch_rows<OptimizerKind::Nesterov>(stream_, c, w, g, state0, state1, width, rows,
+                                                  count);
+    case OptimizerKind::AdaGrad:
+      return launch_rows<OptimizerKind::AdaGrad>(stream_, c, w, g, state0, state1, width, rows,
+                                                 count);
+    case OptimizerKind::RMSProp:
+      return launch_rows<OptimizerKind::RMSProp>(stream_, c, w, g, state0, state1, width, rows,
+                                                 count);
+    case OptimizerKind::AdaDelta:
+      return launch_rows<OptimizerKind::AdaDelta>(stream_, c, w, g, state0, state1, width, rows,
+                                                  count);
+    case OptimizerKind::Adam:
+      return launch_rows<OptimizerKind::Adam>(stream_, c, w, g, state0, state1, width, rows, count);
+  }
+  throw InternalError("optimizer_step_rows: unknown optimizer");
+}
+
+void CudaBackend::optimizer_skip_rows(OptimizerKind kind, float* w, float* state0, float* state1,
+                                      uint32_t width, const uint32_t* rows, const float* factors,
+                                      uint32_t count) {
+  const cuda::DeviceGuard guard(device_);
+  if (count == 0 || width == 0) return;
+  switch (kind) {
+    case OptimizerKind::Momentum:
+      return launch_skip<OptimizerKind::Momentum>(stream_, w, state0, state1, width, rows, factors,
+                                                  count);
+    case OptimizerKind::Nesterov:
+      return launch_skip<OptimizerKind::Nesterov>(stream_, w, state0, state1, width, rows, factors,
+                                                  count);
+    case OptimizerKind::RMSProp:
+      return launch_skip<OptimizerKind::RMSProp>(stream_, w, state0, state1, width, rows, factors,
+                                                 count);
+    case OptimizerKind::AdaDelta:
+      return launch_skip<OptimizerKind::AdaDelta>(stream_, w, state0, state1, width, rows, factors,
+                                                  count);
+    default:
+      return;
+  }
+}
+
+}  // namespace nn

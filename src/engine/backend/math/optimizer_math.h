@@ -79,4 +79,74 @@ NN_FORCE_INLINE void optimizer_unit(const OptConsts& c, float& w, float g, float
   }
 }
 
+// Steps skipped by a row-sparse update (train/row_sparse.h): `k` updates with a zero gradient and
+// no regularisation, which the dense update would have applied to a row no example touched, in
+// closed form. With g' = 0 the rules reduce to
+//   Momentum  v <- mu*v, w += v                (k steps: w += v*(mu + ... + mu^k), v <- mu^k*v)
+//   Nesterov  v <- mu*v, w += mu^2*v_before    (k steps: w += v*mu*(mu + ... + mu^k))
+//   RMSProp   v <- mu*v                        (w unchanged: its step is 0)
+//   AdaDelta  s <- mu*s, u <- mu*u             (w unchanged)
+//   SGD, AdaGrad: nothing changes.
+// Adam's weights keep moving by decaying moments over bias corrections that change each step: no
+// closed form, so Adam is only updated lazily (or densely). The powers are computed once, where
+// the dense update rounds each step: results agree to float rounding, not to the bit.
+struct SkipFactors {
+  float decay = 1.0f;    // mu^k
+  float w_per_v = 0.0f;  // what w gains per unit of v
+};
+
+// Host code (the caller computes each row's factors once and hands them to the backend).
+template <OptimizerKind K>
+inline SkipFactors skip_factors(float mu, uint32_t k) {
+  SkipFactors f;
+  if (k == 0) return f;
+  if constexpr (K == OptimizerKind::Momentum || K == OptimizerKind::Nesterov ||
+                K == OptimizerKind::RMSProp || K == OptimizerKind::AdaDelta) {
+    const double m = mu, mk = std::pow(m, double(k));
+    f.decay = static_cast<float>(mk);
+    // mu + mu^2 + ... + mu^k
+    const double series = m == 1.0 ? double(k) : m * (1.0 - mk) / (1.0 - m);
+    if constexpr (K == OptimizerKind::Momentum) f.w_per_v = static_cast<float>(series);
+    if constexpr (K == OptimizerKind::Nesterov) f.w_per_v = static_cast<float>(m * series);
+  }
+  return f;
+}
+
+template <OptimizerKind K>
+NN_FORCE_INLINE void skip_unit(const SkipFactors& f, float& w, float& s0, float& s1) {
+  if constexpr (K == OptimizerKind::Momentum || K == OptimizerKind::Nesterov) {
+    w += s0 * f.w_per_v;
+    s0 *= f.decay;
+  } else if constexpr (K == OptimizerKind::RMSProp) {
+    s0 *= f.decay;
+  } else if constexpr (K == OptimizerKind::AdaDelta) {
+    s0 *= f.decay;
+    s1 *= f.decay;
+  }
+}
+
+// Whether skipped steps change anything (so a row-sparse update must catch them up), and whether
+// skip_factors describes them exactly (false for Adam).
+constexpr bool skips_change_state(OptimizerKind k) {
+  return k == OptimizerKind::Momentum || k == OptimizerKind::Nesterov ||
+         k == OptimizerKind::RMSProp || k == OptimizerKind::AdaDelta || k == OptimizerKind::Adam;
+}
+constexpr bool skips_have_closed_form(OptimizerKind k) {
+  return k != OptimizerKind::Adam;
+}
+inline SkipFactors skip_factors(OptimizerKind kind, float mu, uint32_t k) {
+  switch (kind) {
+    case OptimizerKind::Momentum:
+      return skip_factors<OptimizerKind::Momentum>(mu, k);
+    case OptimizerKind::Nesterov:
+      return skip_factors<OptimizerKind::Nesterov>(mu, k);
+    case OptimizerKind::RMSProp:
+      return skip_factors<OptimizerKind::RMSProp>(mu, k);
+    case OptimizerKind::AdaDelta:
+      return skip_factors<OptimizerKind::AdaDelta>(mu, k);
+    default:
+      return SkipFactors{};
+  }
+}
+
 }  // namespace nn::math

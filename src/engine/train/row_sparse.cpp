@@ -1,0 +1,194 @@
+// Row-sparse updates of sparse input layers' matrices: which matrices qualify, the batch's
+// distinct items, and the closed-form catch-up of skipped steps (see row_sparse.h).
+#include "train/row_sparse.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/error.h"
+#include "data/batch.h"
+#include "layers/fully_connected_layer.h"
+#include "layers/input_layer.h"
+
+namespace nn {
+
+const char* to_string(SparseUpdateMode m) {
+  switch (m) {
+    case SparseUpdateMode::Exact:
+      return "Exact";
+    case SparseUpdateMode::Dense:
+      return "Dense";
+    case SparseUpdateMode::Lazy:
+      return "Lazy";
+  }
+  return "?";
+}
+
+SparseUpdateMode sparse_update_mode(const std::string& name) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
+  for (SparseUpdateMode m :
+       {SparseUpdateMode::Exact, SparseUpdateMode::Dense, SparseUpdateMode::Lazy}) {
+    std::string n = to_string(m);
+    std::transform(n.begin(), n.end(), n.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
+    if (lower == n) return m;
+  }
+  throw ConfigError("sparse update \"" + name + "\": expected Exact, Dense or Lazy");
+}
+
+namespace {
+
+// Why matrix `c` of `layer` keeps the dense update ("" when it can be row-sparse).
+std::string dense_reason(const FullyConnectedLayer& layer, const Connection& c,
+                         const OptimizerSettings& o, SparseUpdateMode mode) {
+  if (layer.sharded()) return "the layer is split over processes";
+  if (c.shared || c.transposed || c.matrix_users() > 1) return "its matrix is shared";
+  const Parameter& m = c.matrix();
+  if (m.max_column_norm > 0.0f) return "WeightNorm constrains whole columns every step";
+  if (mode == SparseUpdateMode::Lazy) return "";
+  if (m.regularize && (o.lambda != 0.0f || o.lambda1 != 0.0f))
+    return "L1/L2 decay moves every row every step (\"SparseUpdate\": \"Lazy\" decays the touched "
+           "rows only)";
+  if (!math::skips_have_closed_form(o.kind))
+    return std::string(to_string(o.kind)) +
+           "'s skipped steps have no closed form (\"SparseUpdate\": \"Lazy\" updates the touched "
+           "rows only, as LazyAdam)";
+  return "";
+}
+
+}  // namespace
+
+std::unique_ptr<RowSparseUpdates> RowSparseUpdates::create(
+    Network& net, const BoundData& data, Optimizer& optimizer, SparseUpdateMode mode,
+    bool single_process, const std::function<bool(const Parameter*)>& excluded,
+    std::vector<std::string>& notes) {
+  if (mode == SparseUpdateMode::Dense) return nullptr;
+  const OptimizerSettings& o = optimizer.settings();
+  const bool catch_up = mode == SparseUpdateMode::Exact && math::skips_change_state(o.kind);
+  std::unique_ptr<RowSparseUpdates> r(new RowSparseUpdates(net, optimizer, catch_up));
+  for (size_t slot = 0; slot < data.inputs.size(); ++slot) {
+    if (!data.inputs[slot].dataset->is_sparse()) continue;
+    Layer& input = net.layer(data.inputs[slot].layer);
+    if (!input.has_sparse_output()) continue;
+    bool indexed = false;
+    for (const LayerSpec& spec : net.spec().layers) {
+      auto* layer = dynamic_cast<FullyConnectedLayer*>(&net.layer(spec.name));
+      if (!layer) continue;
+      for (auto& c : layer->connections()) {
+        if (c->source != &input) continue;
+        Parameter& m = c->matrix();
+        if (m.locked || (excluded && excluded(&m))) continue;
+        std::string why = single_process ? dense_reason(*layer, *c, o, mode)
+                                         : "row-sparse updates run in one process (the ranks "
+                                           "all-reduce dense gradients)";
+        if (!why.empty()) {
+          notes.push_back("dense update of " + m.name + ": " + why);
+          continue;
+        }
+        Tracked t;
+        t.p = &m;
+        t.slot = slot;
+        t.input = &input;
+        t.rows = input.units();
+        t.width = static_cast<uint32_t>(m.size() / std::max<uint32_t>(t.rows, 1));
+        t.last.assign(catch_up ? t.rows : 0, 0);
+        m.row_grad.enabled = true;
+        m.row_grad.width = t.width;
+        m.grad.reset();  // the dense gradient is never written
+        r->tracked_.push_back(std::move(t));
+        indexed = true;
+        notes.push_back(
+            "row-sparse update of " + m.name + " (" + to_string(mode) +
+            (mode == SparseUpdateMode::Lazy ? ": untouched rows' optimizer state is not decayed)"
+             : catch_up ? ": skipped steps caught up in closed form when a row is next used)"
+                        : ": equal to the dense update)"));
+      }
+    }
+    if (indexed) r->slots_.push_back(slot);
+  }
+  if (r->tracked_.empty()) return nullptr;
+  r->marks_.resize(r->slots_.size());
+  return r;
+}
+
+RowSparseUpdates::~RowSparseUpdates() {
+  for (Tracked& t : tracked_) {
+    t.p->row_grad = RowGradient{};
+    t.p->grad.resize(net_.backend(), t.p->size());
+  }
+}
+
+void RowSparseUpdates::index(HostBatch& batch) {
+  for (size_t i = 0; i < slots_.size(); ++i) index_touched(batch.sparse.at(slots_[i]), marks_[i]);
+}
+
+void RowSparseUpdates::begin(uint64_t step) {
+  base_ = step;
+  for (Tracked& t : tracked_) std::fill(t.last.begin(), t.last.end(), 0u);
+}
+
+const math::SkipFactors& RowSparseUpdates::factors_of(uint32_t skipped) {
+  if (skipped >= factor_cache_.size()) {
+    const size_t n = std::max<size_t>(size_t(skipped) + 1, factor_cache_.size() * 2);
+    factor_cache_.resize(n);
+    factor_known_.resize(n, false);
+  }
+  if (!factor_known_[skipped]) {
+    const OptimizerSettings& o = optimizer_.settings();
+    factor_cache_[skipped] = math::skip_factors(o.kind, o.mu, skipped);
+    factor_known_[skipped] = true;
+  }
+  return factor_cache_[skipped];
+}
+
+void RowSparseUpdates::before_forward(const HostBatch& batch, uint64_t step) {
+  if (!catch_up_) return;
+  NN_CHECK(step > base_, "row-sparse catch-up before its base step");
+  const auto now = static_cast<uint32_t>(step - base_);  // this update, relative to base_
+  for (Tracked& t : tracked_) {
+    const SparseBatch& b = batch.sparse.at(t.slot);
+    NN_CHECK(b.indexed, "row-sparse catch-up of an unindexed batch");
+    host_factors_.resize(2 * b.touched.size());
+    bool any = false;
+    for (size_t i = 0; i < b.touched.size(); ++i) {
+      uint32_t& last = t.last[b.touched[i]];
+      const uint32_t skipped = now - 1 - last;
+      last = now;
+      const math::SkipFactors& f = factors_of(skipped);
+      host_factors_[2 * i] = f.decay;
+      host_factors_[2 * i + 1] = f.w_per_v;
+      any |= skipped > 0;
+    }
+    if (!any) continue;
+    factors_.assign(net_.backend(), host_factors_);
+    const SparseView& view = t.input->sparse_output();
+    NN_CHECK(view.touched != nullptr && view.touched_count == b.touched.size(),
+             "row-sparse catch-up before the batch's inputs were loaded");
+    optimizer_.skip_rows(*t.p, t.width, view.touched, factors_.data(), view.touched_count);
+  }
+}
+
+void RowSparseUpdates::flush(uint64_t step) {
+  if (catch_up_ && step > base_) {
+    const auto now = static_cast<uint32_t>(step - base_);
+    for (Tracked& t : tracked_) {
+      host_factors_.resize(2 * size_t(t.rows));
+      bool any = false;
+      for (uint32_t r = 0; r < t.rows; ++r) {
+        const uint32_t skipped = now - t.last[r];
+        const math::SkipFactors& f = factors_of(skipped);
+        host_factors_[2 * size_t(r)] = f.decay;
+        host_factors_[2 * size_t(r) + 1] = f.w_per_v;
+        any |= skipped > 0;
+      }
+      if (!any) continue;
+      factors_.assign(net_.backend(), host_factors_);
+      optimizer_.skip_rows(*t.p, t.width, nullptr, factors_.data(), t.rows);
+    }
+  }
+  begin(step);
+}
+
+}  // namespace nn

@@ -1,0 +1,101 @@
+// Row-sparse updates of the weight matrices fed by sparse input layers.
+//
+// A sparse input's weight matrix W[items][units] gets a gradient only in the rows of the items
+// the minibatch holds (a few thousand of a catalog's million). The dense path zero-fills the whole
+// gradient every step and runs the optimizer over every weight and its state; here the gradient is
+// held as the touched rows only (Parameter::row_grad), the batch's distinct items are found on the
+// loader thread (data/batch.h index_touched), and the optimizer updates those rows alone. Nothing
+// per step is O(items).
+//
+// Which rows the dense update would also have changed decides what "exact" can mean:
+//   SGD, AdaGrad (no L1/L2 decay): an untouched row's update is zero, so the row-sparse update
+//     is the dense one, bit for bit.
+//   Momentum, Nesterov, RMSProp, AdaDelta (no decay): an untouched row's state decays (and with
+//     momentum, its weights keep moving); the skipped steps are applied in closed form when the
+//     row is next used, at the end of each epoch and before a checkpoint (math::skip_factors),
+//     equal to the dense update to float rounding.
+//   Adam, or any optimizer with L1/L2 decay: no closed form; the dense update, unless the lazy
+//     mode is asked for.
+// The lazy mode ("SparseUpdate": "Lazy") updates the touched rows only, always: an untouched
+// row's state does not decay and L1/L2 decay reaches only the rows a batch touched (TensorFlow's
+// LazyAdam semantics; Adam's bias correction still counts every step).
+//
+// Scope: one process (under mpirun the gradients are all-reduced densely), unsplit layers, a
+// connection that owns its matrix alone (no SharedWeights), no WeightNorm (it constrains whole
+// columns). Other matrices keep the dense update; the reasons are logged.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/math/optimizer_math.h"
+#include "model/batch_loader.h"
+#include "model/network.h"
+#include "train/optimizer.h"
+
+namespace nn {
+
+enum class SparseUpdateMode { Exact, Dense, Lazy };
+// "Exact", "Dense", "Lazy".
+const char* to_string(SparseUpdateMode m);
+// From those names (case-insensitive); throws ConfigError naming the choices.
+SparseUpdateMode sparse_update_mode(const std::string& name);
+
+class RowSparseUpdates {
+ public:
+  // The matrices that qualify get row-sparse gradients (their dense gradient's memory is
+  // released); null when none does. `notes` receives a line per matrix fed by a sparse input:
+  // how it is updated, or why densely. `excluded`: parameters updated elsewhere (a sampled
+  // output layer's). `single_process`: one rank, no split layers.
+  static std::unique_ptr<RowSparseUpdates> create(
+      Network& net, const BoundData& data, Optimizer& optimizer, SparseUpdateMode mode,
+      bool single_process, const std::function<bool(const Parameter*)>& excluded,
+      std::vector<std::string>& notes);
+  // Gives the matrices their dense gradients back.
+  ~RowSparseUpdates();
+  RowSparseUpdates(const RowSparseUpdates&) = delete;
+  RowSparseUpdates& operator=(const RowSparseUpdates&) = delete;
+
+  // On the loader's thread, one batch at a time: finds the distinct items of the batch's sparse
+  // inputs that feed row-sparse matrices.
+  void index(HostBatch& batch);
+  // Every row is current after update `step` (the start of an epoch, a resumed run).
+  void begin(uint64_t step);
+  // Update `step` is next and its inputs are loaded: the batch's rows catch up the steps they
+  // skipped since their last update (exact mode, optimizers whose state decays), so the forward
+  // pass reads what the dense update would have left there.
+  void before_forward(const HostBatch& batch, uint64_t step);
+  // Every row caught up to update `step`, before anything reads whole matrices (validation,
+  // checkpoints, the saved network): the end of an epoch, a stop.
+  void flush(uint64_t step);
+
+ private:
+  struct Tracked {
+    Parameter* p = nullptr;
+    size_t slot = 0;  // the input's slot in HostBatch::sparse
+    const Layer* input = nullptr;
+    uint32_t rows = 0, width = 0;
+    std::vector<uint32_t> last;  // update after which each row is current, less base_
+  };
+  RowSparseUpdates(Network& net, Optimizer& optimizer, bool catch_up)
+      : net_(net), optimizer_(optimizer), catch_up_(catch_up) {}
+  // Factors of `skipped` steps, computed once per count.
+  const math::SkipFactors& factors_of(uint32_t skipped);
+
+  Network& net_;
+  Optimizer& optimizer_;
+  bool catch_up_;
+  std::vector<Tracked> tracked_;
+  std::vector<size_t> slots_;                 // input slots to index
+  std::vector<std::vector<uint32_t>> marks_;  // index_touched's scratch, per slot
+  uint64_t base_ = 0;
+  std::vector<math::SkipFactors> factor_cache_;
+  std::vector<bool> factor_known_;
+  std::vector<float> host_factors_;
+  DeviceArray<float> factors_;
+};
+
+}  // namespace nn
