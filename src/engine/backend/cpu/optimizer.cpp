@@ -142,24 +142,9 @@ void CpuBackend::optimizer_step(const OptimizerParams& p, float* w, const float*
   NN_CHECK(states < 1 || state0 != nullptr, "optimizer_step: state0 is required");
   NN_CHECK(states < 2 || state1 != nullptr, "optimizer_step: state1 is required");
   const math::OptConsts c = math::optimizer_consts(p);
-  cpu::ThreadPool& t = *pool_;
-  switch (p.kind) {
-    case OptimizerKind::SGD:
-      return step<OptimizerKind::SGD>(t, c, n, w, g, state0, state1);
-    case OptimizerKind::Momentum:
-      return step<OptimizerKind::Momentum>(t, c, n, w, g, state0, state1);
-    case OptimizerKind::Nesterov:
-      return step<OptimizerKind::Nesterov>(t, c, n, w, g, state0, state1);
-    case OptimizerKind::AdaGrad:
-      return step<OptimizerKind::AdaGrad>(t, c, n, w, g, state0, state1);
-    case OptimizerKind::RMSProp:
-      return step<OptimizerKind::RMSProp>(t, c, n, w, g, state0, state1);
-    case OptimizerKind::AdaDelta:
-      return step<OptimizerKind::AdaDelta>(t, c, n, w, g, state0, state1);
-    case OptimizerKind::Adam:
-      return step<OptimizerKind::Adam>(t, c, n, w, g, state0, state1);
-  }
-  throw InternalError("optimizer_step: unknown optimizer");
+  const bool known = math::with_optimizer_kind(
+      p.kind, [&](auto rule) { step<decltype(rule)::value>(*pool_, c, n, w, g, state0, state1); });
+  if (!known) throw InternalError("optimizer_step: unknown optimizer");
 }
 
 }  // namespace nn
@@ -175,43 +160,21 @@ void CpuBackend::optimizer_step_rows(const OptimizerParams& p, float* w, const f
   NN_CHECK(states < 2 || state1 != nullptr, "optimizer_step_rows: state1 is required");
   NN_CHECK(rows != nullptr, "optimizer_step_rows: no rows");
   const math::OptConsts c = math::optimizer_consts(p);
-  cpu::ThreadPool& t = *pool_;
-  switch (p.kind) {
-    case OptimizerKind::SGD:
-      return step<OptimizerKind::SGD>(t, c, count, w, g, state0, state1, width, rows);
-    case OptimizerKind::Momentum:
-      return step<OptimizerKind::Momentum>(t, c, count, w, g, state0, state1, width, rows);
-    case OptimizerKind::Nesterov:
-      return step<OptimizerKind::Nesterov>(t, c, count, w, g, state0, state1, width, rows);
-    case OptimizerKind::AdaGrad:
-      return step<OptimizerKind::AdaGrad>(t, c, count, w, g, state0, state1, width, rows);
-    case OptimizerKind::RMSProp:
-      return step<OptimizerKind::RMSProp>(t, c, count, w, g, state0, state1, width, rows);
-    case OptimizerKind::AdaDelta:
-      return step<OptimizerKind::AdaDelta>(t, c, count, w, g, state0, state1, width, rows);
-    case OptimizerKind::Adam:
-      return step<OptimizerKind::Adam>(t, c, count, w, g, state0, state1, width, rows);
-  }
-  throw InternalError("optimizer_step_rows: unknown optimizer");
+  const bool known = math::with_optimizer_kind(p.kind, [&](auto rule) {
+    step<decltype(rule)::value>(*pool_, c, count, w, g, state0, state1, width, rows);
+  });
+  if (!known) throw InternalError("optimizer_step_rows: unknown optimizer");
 }
 
 void CpuBackend::optimizer_skip_rows(OptimizerKind kind, float* w, float* state0, float* state1,
                                      uint32_t width, const uint32_t* rows, const float* factors,
                                      uint32_t count) {
   if (count == 0 || width == 0) return;
-  cpu::ThreadPool& t = *pool_;
-  switch (kind) {
-    case OptimizerKind::Momentum:
-      return skip_rows<OptimizerKind::Momentum>(t, width, rows, factors, count, w, state0, state1);
-    case OptimizerKind::Nesterov:
-      return skip_rows<OptimizerKind::Nesterov>(t, width, rows, factors, count, w, state0, state1);
-    case OptimizerKind::RMSProp:
-      return skip_rows<OptimizerKind::RMSProp>(t, width, rows, factors, count, w, state0, state1);
-    case OptimizerKind::AdaDelta:
-      return skip_rows<OptimizerKind::AdaDelta>(t, width, rows, factors, count, w, state0, state1);
-    default:
-      return;  // nothing changes in a skipped step (SGD, AdaGrad) or no closed form (Adam)
-  }
+  // Nothing changes in a skipped step of SGD or AdaGrad; Adam's have no closed form.
+  if (!math::skips_change_state(kind) || !math::skips_have_closed_form(kind)) return;
+  math::with_optimizer_kind(kind, [&](auto rule) {
+    skip_rows<decltype(rule)::value>(*pool_, width, rows, factors, count, w, state0, state1);
+  });
 }
 
 }  // namespace nn

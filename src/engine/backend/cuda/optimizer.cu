@@ -46,23 +46,10 @@ void CudaBackend::optimizer_step(const OptimizerParams& p, float* w, const float
   NN_CHECK(states < 1 || state0 != nullptr, "optimizer_step: state0 is required");
   NN_CHECK(states < 2 || state1 != nullptr, "optimizer_step: state1 is required");
   const math::OptConsts c = math::optimizer_consts(p);
-  switch (p.kind) {
-    case OptimizerKind::SGD:
-      return launch<OptimizerKind::SGD>(stream_, c, w, g, state0, state1, n);
-    case OptimizerKind::Momentum:
-      return launch<OptimizerKind::Momentum>(stream_, c, w, g, state0, state1, n);
-    case OptimizerKind::Nesterov:
-      return launch<OptimizerKind::Nesterov>(stream_, c, w, g, state0, state1, n);
-    case OptimizerKind::AdaGrad:
-      return launch<OptimizerKind::AdaGrad>(stream_, c, w, g, state0, state1, n);
-    case OptimizerKind::RMSProp:
-      return launch<OptimizerKind::RMSProp>(stream_, c, w, g, state0, state1, n);
-    case OptimizerKind::AdaDelta:
-      return launch<OptimizerKind::AdaDelta>(stream_, c, w, g, state0, state1, n);
-    case OptimizerKind::Adam:
-      return launch<OptimizerKind::Adam>(stream_, c, w, g, state0, state1, n);
-  }
-  throw InternalError("optimizer_step: unknown optimizer");
+  const bool known = math::with_optimizer_kind(p.kind, [&](auto rule) {
+    launch<decltype(rule)::value>(stream_, c, w, g, state0, state1, n);
+  });
+  if (!known) throw InternalError("optimizer_step: unknown optimizer");
 }
 
 }  // namespace nn
@@ -139,28 +126,10 @@ void CudaBackend::optimizer_step_rows(const OptimizerParams& p, float* w, const 
   NN_CHECK(states < 2 || state1 != nullptr, "optimizer_step_rows: state1 is required");
   NN_CHECK(rows != nullptr, "optimizer_step_rows: no rows");
   const math::OptConsts c = math::optimizer_consts(p);
-  switch (p.kind) {
-    case OptimizerKind::SGD:
-      return launch_rows<OptimizerKind::SGD>(stream_, c, w, g, state0, state1, width, rows, count);
-    case OptimizerKind::Momentum:
-      return launch_rows<OptimizerKind::Momentum>(stream_, c, w, g, state0, state1, width, rows,
-                                                  count);
-    case OptimizerKind::Nesterov:
-      return launch_rows<OptimizerKind::Nesterov>(stream_, c, w, g, state0, state1, width, rows,
-                                                  count);
-    case OptimizerKind::AdaGrad:
-      return launch_rows<OptimizerKind::AdaGrad>(stream_, c, w, g, state0, state1, width, rows,
-                                                 count);
-    case OptimizerKind::RMSProp:
-      return launch_rows<OptimizerKind::RMSProp>(stream_, c, w, g, state0, state1, width, rows,
-                                                 count);
-    case OptimizerKind::AdaDelta:
-      return launch_rows<OptimizerKind::AdaDelta>(stream_, c, w, g, state0, state1, width, rows,
-                                                  count);
-    case OptimizerKind::Adam:
-      return launch_rows<OptimizerKind::Adam>(stream_, c, w, g, state0, state1, width, rows, count);
-  }
-  throw InternalError("optimizer_step_rows: unknown optimizer");
+  const bool known = math::with_optimizer_kind(p.kind, [&](auto rule) {
+    launch_rows<decltype(rule)::value>(stream_, c, w, g, state0, state1, width, rows, count);
+  });
+  if (!known) throw InternalError("optimizer_step_rows: unknown optimizer");
 }
 
 void CudaBackend::optimizer_skip_rows(OptimizerKind kind, float* w, float* state0, float* state1,
@@ -168,22 +137,10 @@ void CudaBackend::optimizer_skip_rows(OptimizerKind kind, float* w, float* state
                                       uint32_t count) {
   const cuda::DeviceGuard guard(device_);
   if (count == 0 || width == 0) return;
-  switch (kind) {
-    case OptimizerKind::Momentum:
-      return launch_skip<OptimizerKind::Momentum>(stream_, w, state0, state1, width, rows, factors,
-                                                  count);
-    case OptimizerKind::Nesterov:
-      return launch_skip<OptimizerKind::Nesterov>(stream_, w, state0, state1, width, rows, factors,
-                                                  count);
-    case OptimizerKind::RMSProp:
-      return launch_skip<OptimizerKind::RMSProp>(stream_, w, state0, state1, width, rows, factors,
-                                                 count);
-    case OptimizerKind::AdaDelta:
-      return launch_skip<OptimizerKind::AdaDelta>(stream_, w, state0, state1, width, rows, factors,
-                                                  count);
-    default:
-      return;
-  }
+  if (!math::skips_change_state(kind) || !math::skips_have_closed_form(kind)) return;
+  math::with_optimizer_kind(kind, [&](auto rule) {
+    launch_skip<decltype(rule)::value>(stream_, w, state0, state1, width, rows, factors, count);
+  });
 }
 
 }  // namespace nn

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cmath>
+#include <type_traits>
 
 #include "backend/kernel_params.h"
 #include "backend/math/fast_math.h"
@@ -22,6 +23,38 @@ constexpr int kOptimizerStates = K == OptimizerKind::SGD
                                      : (K == OptimizerKind::AdaDelta || K == OptimizerKind::Adam
                                             ? 2
                                             : 1);
+
+// Calls f(std::integral_constant<OptimizerKind, K>{}) for the rule K == kind: the one switch
+// over the rules that every backend's dispatch shares. Returns false (f not called) for an
+// unknown kind.
+template <typename F>
+inline bool with_optimizer_kind(OptimizerKind kind, F&& f) {
+  using K = OptimizerKind;
+  switch (kind) {
+    case K::SGD:
+      f(std::integral_constant<K, K::SGD>{});
+      return true;
+    case K::Momentum:
+      f(std::integral_constant<K, K::Momentum>{});
+      return true;
+    case K::Nesterov:
+      f(std::integral_constant<K, K::Nesterov>{});
+      return true;
+    case K::AdaGrad:
+      f(std::integral_constant<K, K::AdaGrad>{});
+      return true;
+    case K::RMSProp:
+      f(std::integral_constant<K, K::RMSProp>{});
+      return true;
+    case K::AdaDelta:
+      f(std::integral_constant<K, K::AdaDelta>{});
+      return true;
+    case K::Adam:
+      f(std::integral_constant<K, K::Adam>{});
+      return true;
+  }
+  return false;
+}
 
 struct OptConsts {
   float alpha = 0.0f, lambda = 0.0f, lambda1 = 0.0f, mu = 0.0f, mu1 = 0.0f;
@@ -135,18 +168,9 @@ constexpr bool skips_have_closed_form(OptimizerKind k) {
   return k != OptimizerKind::Adam;
 }
 inline SkipFactors skip_factors(OptimizerKind kind, float mu, uint32_t k) {
-  switch (kind) {
-    case OptimizerKind::Momentum:
-      return skip_factors<OptimizerKind::Momentum>(mu, k);
-    case OptimizerKind::Nesterov:
-      return skip_factors<OptimizerKind::Nesterov>(mu, k);
-    case OptimizerKind::RMSProp:
-      return skip_factors<OptimizerKind::RMSProp>(mu, k);
-    case OptimizerKind::AdaDelta:
-      return skip_factors<OptimizerKind::AdaDelta>(mu, k);
-    default:
-      return SkipFactors{};
-  }
+  SkipFactors f;
+  with_optimizer_kind(kind, [&](auto rule) { f = skip_factors<decltype(rule)::value>(mu, k); });
+  return f;
 }
 
 }  // namespace nn::math
