@@ -591,11 +591,9 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
     }
   }
   if (!per_batch) total = read_loss_sums(batches)[math::kLossTotal];
-  if (row_sparse_) {
-    // Validation, checkpoints and the saved network read every row.
-    ProfileRange range(profiler_, ProfilePhase::Update, "row-sparse catch-up of all rows");
-    row_sparse_->flush(step_);
-  }
+  // Validation, checkpoints and the saved network read every row. (Outside the steps, so not a
+  // profiler range: the profile accounts for steps only.)
+  if (row_sparse_) row_sparse_->flush(step_);
   if (stream_) {
     shuffle_rng_ = stream_->end();  // past every window's shuffle
     log_stream_epoch(seconds_since(start));
