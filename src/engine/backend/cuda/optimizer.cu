@@ -13,19 +13,27 @@ namespace {
 template <OptimizerKind K>
 constexpr int kStates = math::kOptimizerStates<K>;
 
+// Element `at` of the parameter and its state takes rule K with gradient g: the arithmetic of
+// the dense and the row-sparse kernels alike.
+template <OptimizerKind K>
+__device__ __forceinline__ void update_element(const math::OptConsts& c, float* w, float g,
+                                               float* s0, float* s1, size_t at) {
+  float wi = w[at];
+  float a = 0.0f, b = 0.0f;
+  if constexpr (kStates<K> >= 1) a = s0[at];
+  if constexpr (kStates<K> >= 2) b = s1[at];
+  math::optimizer_unit<K>(c, wi, g, a, b);
+  w[at] = wi;
+  if constexpr (kStates<K> >= 1) s0[at] = a;
+  if constexpr (kStates<K> >= 2) s1[at] = b;
+}
+
 template <OptimizerKind K>
 __global__ void optimizer_kernel(math::OptConsts c, float* w, const float* g, float* s0, float* s1,
                                  size_t n) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
-    float wi = w[i];
-    float a = 0.0f, b = 0.0f;
-    if constexpr (kStates<K> >= 1) a = s0[i];
-    if constexpr (kStates<K> >= 2) b = s1[i];
-    math::optimizer_unit<K>(c, wi, g[i], a, b);
-    w[i] = wi;
-    if constexpr (kStates<K> >= 1) s0[i] = a;
-    if constexpr (kStates<K> >= 2) s1[i] = b;
+    update_element<K>(c, w, g[i], s0, s1, i);
   }
 }
 
@@ -67,14 +75,7 @@ __global__ void optimizer_rows_kernel(math::OptConsts c, float* w, const float* 
        e += size_t(gridDim.x) * blockDim.x) {
     const size_t i = e / width, j = e - i * width;
     const size_t at = size_t(rows[i]) * width + j;
-    float wi = w[at];
-    float a = 0.0f, b = 0.0f;
-    if constexpr (kStates<K> >= 1) a = s0[at];
-    if constexpr (kStates<K> >= 2) b = s1[at];
-    math::optimizer_unit<K>(c, wi, g[e], a, b);
-    w[at] = wi;
-    if constexpr (kStates<K> >= 1) s0[at] = a;
-    if constexpr (kStates<K> >= 2) s1[at] = b;
+    update_element<K>(c, w, g[e], s0, s1, at);
   }
 }
 
