@@ -206,8 +206,7 @@ class CdlParser {
         t.fit_bias = r_.get_bool(m);
       } else if (k == "sparseupdate") {
         t.sparse_update = r_.get_string(*m.value, m.path);
-        std::string lower = t.sparse_update;
-        for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+        const std::string lower = to_lower(t.sparse_update);
         if (lower != "exact" && lower != "dense" && lower != "lazy")
           r_.fail(m.path,
                   "expected \"Exact\", \"Dense\" or \"Lazy\", got \"" + t.sparse_update + "\"");

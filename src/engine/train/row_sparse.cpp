@@ -3,8 +3,8 @@
 #include "train/row_sparse.h"
 
 #include <algorithm>
-#include <cctype>
 
+#include "config/enum_names.h"
 #include "core/error.h"
 #include "data/batch.h"
 #include "layers/fully_connected_layer.h"
@@ -25,16 +25,10 @@ const char* to_string(SparseUpdateMode m) {
 }
 
 SparseUpdateMode sparse_update_mode(const std::string& name) {
-  std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return char(std::tolower(c)); });
+  const std::string wanted = to_lower(name);
   for (SparseUpdateMode m :
-       {SparseUpdateMode::Exact, SparseUpdateMode::Dense, SparseUpdateMode::Lazy}) {
-    std::string n = to_string(m);
-    std::transform(n.begin(), n.end(), n.begin(),
-                   [](unsigned char c) { return char(std::tolower(c)); });
-    if (lower == n) return m;
-  }
+       {SparseUpdateMode::Exact, SparseUpdateMode::Dense, SparseUpdateMode::Lazy})
+    if (wanted == to_lower(to_string(m))) return m;
   throw ConfigError("sparse update \"" + name + "\": expected Exact, Dense or Lazy");
 }
 
