@@ -17,8 +17,10 @@ FLOPs per batch (reported, so GFLOP/s compare with the engine): 2*m*n*k per GEMM
 backward (weight gradient, and the delta to the layer below except for the input layer); the input
 layer is counted as sparse, 2*nnz*H for its forward product and 2*nnz*H for its weight gradient.
 flops_dense_input gives the count if the input layer is counted as a dense GEMM instead.
-Output: one JSON object per configuration on stdout (ms per batch: median of --batches after
---warmup batches). Timings need quiet cores: on a busy machine OpenMP's spinning waits slow torch
+Output: one JSON object per configuration on stdout (ms per batch: on the CPU the median of
+--batches single steps after --warmup; on CUDA, PyTorch's best way, no read-back inside the
+timed steps and blocks of steps timed between synchronisations, the median block's mean).
+--variants runs eager/compile x FP32/TF32/BF16 autocast in one process (one import of torch). Timings need quiet cores: on a busy machine OpenMP's spinning waits slow torch
 down several times; OMP_WAIT_POLICY=PASSIVE in the environment softens that (it is recorded in the
 output, as omp_wait_policy) but the engine's half should then run with the same setting.
 Measured on the 2-core development machine (torch 1.13 CPU, median of 20, two runs): 1x128
@@ -29,6 +31,7 @@ RMSprop 97-119 ms/batch with sparse input (120-132 dense), SGD 98-107 (119-127);
 import argparse
 import json
 import os
+from math import ceil as math_ceil
 import statistics
 import sys
 import time
@@ -107,12 +110,18 @@ def flop_counts(batch, items, hidden, nnz):
     return dense_layers + sparse_input, dense_layers + dense_input
 
 
-def run_config(hidden, optimizer_name, input_mode, args):
+def run_config(hidden, optimizer_name, input_mode, math, compiled, args):
+    """One configuration; math is fp32, tf32 or bf16 (autocast), compiled runs torch.compile."""
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
+    torch.backends.cuda.matmul.allow_tf32 = math == "tf32"
+    torch.backends.cudnn.allow_tf32 = math == "tf32"
+    bf16 = math == "bf16"
     model = SparseAutoEncoder(ITEMS, hidden, input_mode).to(device)
     forward = model
-    if args.compile:
+    if compiled:
+        if not hasattr(torch, "compile"):
+            raise RuntimeError(f"torch {torch.__version__} has no torch.compile (needs 2.0+)")
         # torch.compile of the whole forward pass; the sparse product may fall back to eager
         # (a graph break), which still counts as compiled for the rest.
         forward = torch.compile(model)
@@ -122,30 +131,51 @@ def run_config(hidden, optimizer_name, input_mode, args):
     else:
         optimizer = torch.optim.SGD(model.parameters(), lr=0.01, weight_decay=args.weight_decay,
                                     foreach=True)
-    pool = zipf_batches(min(args.pool, args.warmup + args.batches), BATCH, ITEMS, args.nnz,
-                        args.zipf, args.seed)
-    times = []
-    losses = []
-    for step in range(args.warmup + args.batches):
-        indices = pool[step % len(pool)].to(device)
-        start = time.perf_counter()
+    pool = [b.to(device) for b in zipf_batches(min(args.pool, args.warmup + args.batches), BATCH,
+                                               ITEMS, args.nnz, args.zipf, args.seed)]
+
+    def step(indices):
         target = torch.zeros(BATCH, ITEMS, device=device).scatter_(1, indices, 1.0)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.bf16):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
             logits = forward(indices, target if input_mode == "dense" else None)
         logits = logits.float()
         loss = (torch.nn.functional.softplus(logits) - logits * target).sum() / BATCH
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-        losses.append(loss.item())  # .item() also makes sure the step has finished
-        if step >= args.warmup:
+        return loss
+
+    on_gpu = device.type == "cuda"
+    losses = [step(pool[s % len(pool)]).item() for s in range(args.warmup)]
+    times = []
+    if on_gpu:
+        # The GPU's best way: no read-back inside the timed steps (the loss stays on the device);
+        # blocks of steps timed between synchronisations, ms per batch from each block's mean.
+        blocks = max(1, min(5, args.batches // 10))
+        per_block = max(1, args.batches // blocks)
+        for b in range(blocks):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for s in range(per_block):
+                loss = step(pool[(args.warmup + b * per_block + s) % len(pool)])
+            torch.cuda.synchronize()
+            times.append((time.perf_counter() - start) * 1e3 / per_block)
+        losses.append(loss.item())
+    else:
+        for s in range(args.batches):
+            start = time.perf_counter()
+            losses.append(step(pool[(args.warmup + s) % len(pool)]).item())
             times.append((time.perf_counter() - start) * 1e3)
     flops, flops_dense = flop_counts(BATCH, ITEMS, hidden, args.nnz)
     median = statistics.median(times)
+    name = f"{hidden[0]}x{len(hidden)}"
     return {
         "bench": "sparse_autoencoder",
+        "engine": "torch",
         "framework": f"torch {torch.__version__}",
-        "hidden": f"{hidden[0]}x{len(hidden)}",
+        "shape": "ml20m-" + (name.removesuffix("x1")),
+        "mode": "compile" if compiled else "eager",
+        "hidden": name,
         "optimizer": optimizer_name,
         "input": input_mode,
         "items": ITEMS,
@@ -153,14 +183,17 @@ def run_config(hidden, optimizer_name, input_mode, args):
         "nnz_per_example": args.nnz,
         "threads": torch.get_num_threads(),
         "device": str(device),
-        "math": "bf16-autocast" if args.bf16 else "tf32" if args.tf32 else "fp32",
-        "compiled": bool(args.compile),
+        "math": "bf16-autocast" if bf16 else math,
+        "precision": math,
+        "compiled": bool(compiled),
+        "timing": "blocks between synchronisations" if on_gpu else "per step",
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", ""),
         "warmup": args.warmup,
         "batches": args.batches,
-        "ms_per_batch": round(median, 2),
-        "ms_min": round(min(times), 2),
-        "ms_max": round(max(times), 2),
+        "ms_per_batch": round(median, 3),
+        "ms_min": round(min(times), 3),
+        "ms_max": round(max(times), 3),
+        "s_per_epoch": round(median * math_ceil(138493 / BATCH) / 1e3, 4),
         "flops_per_batch": flops,
         "gflops": round(flops / median / 1e6, 2),
         "flops_dense_input": flops_dense,
@@ -200,14 +233,23 @@ def main(argv=None):
                         help="allow TF32 tensor-core matrix products on CUDA (default: FP32)")
     parser.add_argument("--compile", action="store_true",
                         help="run the model through torch.compile (default: eager)")
+    parser.add_argument("--variants", default="",
+                        help="comma list of MODE-MATH to run in this one process (MODE eager or "
+                             "compile, MATH fp32, tf32 or bf16), e.g. eager-fp32,compile-tf32; "
+                             "replaces --bf16, --tf32 and --compile. A variant that fails prints "
+                             "a JSON line with its error and the others still run")
     args = parser.parse_args(argv)
-    if args.compile and not hasattr(torch, "compile"):
-        parser.error(f"--compile: torch {torch.__version__} has no torch.compile (needs 2.0+)")
-    if args.tf32:
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+    variants = []
+    if args.variants:
+        for v in (x.strip().lower() for x in args.variants.split(",") if x.strip()):
+            mode, _, math = v.partition("-")
+            if mode not in ("eager", "compile") or math not in ("fp32", "tf32", "bf16"):
+                parser.error(f"--variants: {v!r} is not MODE-MATH (eager|compile)-(fp32|tf32|bf16)")
+            variants.append((math, mode == "compile"))
     else:
-        torch.backends.cuda.matmul.allow_tf32 = False
+        variants.append(("bf16" if args.bf16 else "tf32" if args.tf32 else "fp32", args.compile))
+    if not args.variants and args.compile and not hasattr(torch, "compile"):
+        parser.error(f"--compile: torch {torch.__version__} has no torch.compile (needs 2.0+)")
 
     try:
         hidden_list = [parse_hidden(h) for h in args.hidden.split(",") if h]
@@ -228,8 +270,18 @@ def main(argv=None):
     for hidden in hidden_list:
         for optimizer_name in optimizers:
             for input_mode in inputs:
-                result = run_config(hidden, optimizer_name, input_mode, args)
-                print(json.dumps(result), flush=True)
+                for math, compiled in variants:
+                    try:
+                        result = run_config(hidden, optimizer_name, input_mode, math, compiled,
+                                            args)
+                    except Exception as err:  # one failed variant (e.g. compile) loses only itself
+                        if not args.variants:
+                            raise
+                        result = {"engine": "torch", "hidden": f"{hidden[0]}x{len(hidden)}",
+                                  "input": input_mode, "precision": math,
+                                  "mode": "compile" if compiled else "eager",
+                                  "error": f"{type(err).__name__}: {err}"[:300]}
+                    print(json.dumps(result), flush=True)
     return 0
 
 

@@ -46,16 +46,17 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DNN_ENABLE_CUDA=ON -DNN
   -DNN_CUDA_STATIC_RUNTIME=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" -DNN_BUILD_PYTHON=OFF \
   "${launcher[@]}" > "$build/configure.log" 2>&1 || { tail -30 "$build/configure.log" >&2; die "configure failed"; }
 grep -q "nn: CUDA backend ON" "$build/configure.log" || die "no CUDA backend (nvcc not found?)"
-targets=(nn_cuda nn_cuda_tests nn_backend_tests nn-train nn-generate nn-predict nn-encode
-         nn-bench-autoencoder)
+targets=(nn_cuda nn_cuda_tests nn_backend_tests nn_predict_tests nn-train nn-generate nn-predict
+         nn-encode nn-serve nn-bench-autoencoder nn-bench-serve-load)
 grep -q "nn: NCCL communicator ON" "$build/configure.log" && targets+=(nn_nccl_tests)
 say "building ${targets[*]}"
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$build/build.log" 2>&1 ||
   { tail -40 "$build/build.log" >&2; die "build failed"; }
 
-binaries=("$build/tests/nn_cuda_tests" "$build/tests/nn_backend_tests"
+binaries=("$build/tests/nn_cuda_tests" "$build/tests/nn_backend_tests" "$build/tests/nn_predict_tests"
           "$build/src/tools/nn-train" "$build/src/tools/nn-generate" "$build/src/tools/nn-predict"
-          "$build/src/tools/nn-encode" "$build/bench/nn-bench-autoencoder")
+          "$build/src/tools/nn-encode" "$build/src/tools/nn-serve" "$build/bench/nn-bench-autoencoder"
+          "$build/bench/nn-bench-serve-load")
 [ -x "$build/tests/nn_nccl_tests" ] && binaries+=("$build/tests/nn_nccl_tests")
 
 # ---- stage ---------------------------------------------------------------------------------------
@@ -93,8 +94,9 @@ strip --strip-unneeded "$top"/bin/* "$top"/lib/* 2> /dev/null || true
 for f in "$top"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f"; done
 for f in "$top"/lib/*; do patchelf --set-rpath '$ORIGIN' "$f"; done
 
-cp "$root/scripts/gpu-check.sh" "$root/scripts/bench_peer_torch.py" "$top/scripts/"
-cp -r "$root/configs/image-cnn-cifar10" "$top/configs/"
+cp "$root/scripts/gpu-check.sh" "$root/scripts/bench_peer_torch.py" "$root/scripts/bench_table.py" \
+  "$root/scripts/gpu_serve_check.py" "$top/scripts/"
+cp -r "$root/configs/image-cnn-cifar10" "$root/configs/recommender-mult-vae" "$top/configs/"
 commit=$(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo unknown)
 dirty=$(git -C "$root" status --porcelain 2> /dev/null | grep -v '^??' > /dev/null && echo "+changes" || true)
 {

@@ -2,9 +2,12 @@
 # The GPU check, one command. On a machine with a GPU it runs: every CUDA-labelled test (each kernel
 # family on the CUDA backend against the CPU backend), the backend unit tests' CUDA instances, the
 # NCCL communicator tests, the gradient check on CUDA, a training run and a prediction run with
-# --backend cuda against --backend cpu, the MovieLens-20M-shaped benchmark (FP32 and TF32) next to
-# PyTorch on the same GPU, and compute-sanitizer (memcheck, then racecheck) on a subset in whatever
-# time is left. Writes a Markdown report, a results table and the logs.
+# --backend cuda against --backend cpu, BF16 training and scoring, Variational training, streamed
+# data, blocked top-K and nn-serve under 32 concurrent clients on CUDA, a convolutional network,
+# the MovieLens-20M-shaped benchmark (nn-train's step with its floor, FP32, TF32 and BF16) next to
+# PyTorch on the same GPU, and compute-sanitizer (memcheck, then racecheck) on a subset in
+# whatever time is left. Writes a Markdown report, a results table, bench.jsonl and the logs
+# (docs/cuda-backend.md, "The GPU check"; keep them with scripts/gpu-results-save.sh).
 #
 # Usage:
 #   scripts/gpu-check.sh --bundle ARCHIVE   check with the archive of scripts/gpu-bundle.sh (for a
@@ -17,8 +20,9 @@
 #   NN_CHECK_BUDGET  seconds for the whole check (default 420: it ends within 8 minutes, leaving
 #                    time for a second run in 15 minutes of GPU time); compute-sanitizer gets what
 #                    the other steps leave
-#   NN_BENCH_BATCHES timed batches per benchmark shape (default 50)
-#   NN_CHECK_STEPS   which steps, comma-separated (default tests,nccl,train,cnn,bench,sanitizer; the
+#   NN_BENCH_BATCHES minibatches per benchmark epoch (default 50; nn times 3 epochs after a warm-up
+#                    one, NN_BENCH_EPOCHS; PyTorch times as many minibatches)
+#   NN_CHECK_STEPS   which steps, comma-separated (default tests,nccl,train,paths,cnn,bench,sanitizer; the
 #                    library check always runs): a second run on the same lease can redo only
 #                    what failed
 #   NN_SANITIZER_FILTER  GoogleTest filter for compute-sanitizer (default: a subset that ends in
@@ -34,8 +38,9 @@ root=$(cd "$(dirname "$script")/.." && pwd)
 start_time=$(date +%s)
 budget=${NN_CHECK_BUDGET:-420}
 batches=${NN_BENCH_BATCHES:-50}
+bench_epochs=${NN_BENCH_EPOCHS:-3}
 device=${NN_DEVICE:-0}
-steps=${NN_CHECK_STEPS:-tests,nccl,train,cnn,bench,sanitizer}
+steps=${NN_CHECK_STEPS:-tests,nccl,train,paths,cnn,bench,sanitizer}
 want() { [[ ",$steps," == *",$1,"* ]]; }
 outdir=$(realpath -m "${NN_CHECK_OUT:-${OUT:-$PWD/gpu-check-out}}")
 mkdir -p "$outdir"
@@ -52,7 +57,7 @@ case "${1:-}" in
   --bundle) bundle=$(realpath -m "${2:?--bundle needs the archive}") ;;
   --in-bundle) bundle_dir=$(realpath "${2:?}") ;;
   "") ;;
-  -h | --help) sed -n '2,26p' "$script" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$script" | sed 's/^# \{0,1\}//'; exit 0 ;;
   *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 esac
 
@@ -118,17 +123,21 @@ say ""
 if [ -n "${bundle_dir:-}" ]; then
   bin=$bundle_dir/bin
   tools=$bin
-  peer=$bundle_dir/scripts/bench_peer_torch.py
+  check_dir=$bundle_dir/scripts
+  peer=$check_dir/bench_peer_torch.py
+  commit=$(sed -n 's/^commit=//p' "$bundle_dir/BUNDLE")
   cnn_config=$bundle_dir/configs/image-cnn-cifar10
   say "Bundle: $(tr '\n' ';' < "$bundle_dir/BUNDLE" | sed 's/;$//; s/;/; /g')"
 else
   build=$(realpath -m "${NN_BUILD_DIR:-$root/build-gpu}")
+  check_dir=$root/scripts
+  commit=$(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo unknown)
   say "Commit: $(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo unknown); build $build"
   if cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DNN_ENABLE_CUDA=ON \
        -DCMAKE_CUDA_ARCHITECTURES="${NN_CUDA_ARCH:-90}" > "$logs/configure.log" 2>&1 &&
      grep -q "nn: CUDA backend ON" "$logs/configure.log"; then
-    targets=(nn_cuda nn_cuda_tests nn_backend_tests nn-train nn-generate nn-predict nn-encode
-             nn-bench-autoencoder)
+    targets=(nn_cuda nn_cuda_tests nn_backend_tests nn_predict_tests nn-train nn-generate
+             nn-predict nn-encode nn-serve nn-bench-autoencoder nn-bench-serve-load)
     grep -q "nn: NCCL communicator ON" "$logs/configure.log" && targets+=(nn_nccl_tests)
     if cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$logs/build.log" 2>&1; then
       result build PASS ""
@@ -141,13 +150,13 @@ else
     result build FAIL "configure failed or found no nvcc"
   fi
   mkdir -p "$work/bin"
-  for f in "$build"/tests/nn_cuda_tests "$build"/tests/nn_backend_tests "$build"/tests/nn_nccl_tests \
-           "$build"/src/tools/nn-{train,generate,predict,encode} "$build"/bench/nn-bench-autoencoder; do
+  for f in "$build"/tests/nn_{cuda,backend,predict,nccl}_tests "$build"/src/tools/nn-{train,generate,predict,encode,serve} \
+           "$build"/bench/nn-bench-{autoencoder,serve-load}; do
     [ -x "$f" ] && ln -s "$f" "$work/bin/"
   done
   bin=$work/bin
   tools=$bin
-  peer=$root/scripts/bench_peer_torch.py
+  peer=$check_dir/bench_peer_torch.py
   cnn_config=$root/configs/image-cnn-cifar10
 fi
 
@@ -157,6 +166,12 @@ say "## 1. Device, driver and libraries"
 { nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>&1 ||
     echo "(no nvidia-smi)"
   uname -srm; } | block
+# The card's short name for file names and JSON (docs/gpu-results): "NVIDIA H200" -> h200.
+card=$(nvidia-smi --query-gpu=name --format=csv,noheader -i "$device" 2> /dev/null | head -1 |
+       tr 'A-Z' 'a-z' | sed 's/^nvidia //; s/[^a-z0-9]\+/-/g; s/^-//; s/-$//')
+card=${card:-no-gpu}
+printf '%s\n' "$card" > "$outdir/card"
+printf '%s\n' "$commit" > "$outdir/commit"
 # The CUDA libraries the binaries name (cuBLAS, cuRAND, NCCL; cuDNN is loaded at run time): from
 # the loader's paths, the toolkit's folders, or the lib folders of NVIDIA's Python wheels.
 needed=(libcublas.so.13 libcublasLt.so.13 libcurand.so.10 libnccl.so.2 libcudnn.so.9)
@@ -255,23 +270,22 @@ else
 fi
 fi
 
-# ---- 4. gradient check, training and prediction: cuda against cpu ---------------------------------
-if want train; then
-say """"
-say "## 4. Gradient check, training and prediction: --backend cuda against --backend cpu"
+# make_data: the recommender data of steps 4 and 4c, once (3,000 users of 7 tastes, 60 items per
+# taste, 25 liked items plus 5 random ones each) and the network trained on it.
 data=$work/data
-mkdir -p "$data"
-(
-  cd "$data" || exit 1
-  # 3,000 users of 7 tastes, 60 items per taste, 25 liked items plus 5 random ones each.
-  awk 'BEGIN { srand(11); for (u = 0; u < 3000; ++u) { t = u % 7; delete seen; line = "";
-         for (k = 0; k < 30; ++k) { i = (k < 25) ? t * 60 + int(rand() * 60) : int(rand() * 1000);
-           if (!(i in seen)) { seen[i] = 1; line = line (line == "" ? "" : ":") "i" i } }
-         print "u" u "\t" line } }' > ratings.txt
-  "$tools/nn-generate" -d input -i ratings.txt -o input.nc -f features.idx -s samples.idx -c &&
-    "$tools/nn-generate" -d output -i ratings.txt -o output.nc -f features.idx -s samples.idx
-) > "$logs/generate.log" 2>&1 || { tail -5 "$logs/generate.log" | block; }
-cat > "$data/net.json" << 'JSON'
+make_data() {
+  [ -f "$data/net.json" ] && return 0
+  mkdir -p "$data"
+  (
+    cd "$data" || exit 1
+    awk 'BEGIN { srand(11); for (u = 0; u < 3000; ++u) { t = u % 7; delete seen; line = "";
+           for (k = 0; k < 30; ++k) { i = (k < 25) ? t * 60 + int(rand() * 60) : int(rand() * 1000);
+             if (!(i in seen)) { seen[i] = 1; line = line (line == "" ? "" : ":") "i" i } }
+           print "u" u "\t" line } }' > ratings.txt
+    "$tools/nn-generate" -d input -i ratings.txt -o input.nc -f features.idx -s samples.idx -c &&
+      "$tools/nn-generate" -d output -i ratings.txt -o output.nc -f features.idx -s samples.idx
+  ) > "$logs/generate.log" 2>&1 || { tail -5 "$logs/generate.log" | block; }
+  cat > "$data/net.json" << 'JSON'
 { "Name": "gpu-check", "ErrorFunction": "CrossEntropy",
   "Layers": [
     { "Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true },
@@ -279,6 +293,22 @@ cat > "$data/net.json" << 'JSON'
     { "Name": "H2", "Kind": "Hidden", "N": 128, "Activation": "RectifiedLinear" },
     { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid" } ] }
 JSON
+}
+# train_net NAME BACKEND [FLAGS...]: 5 epochs of Adam on that data, the same seed (net-NAME.nc,
+# net-NAME.epochs.jsonl, logs/train-NAME.log); returns nn-train's status.
+train_net() {
+  local name=$1 be=$2
+  shift 2
+  (cd "$data" && run_for 150 "$logs/train-$name.log" "$tools/nn-train" -c net.json -i input.nc \
+    -o output.nc -n "net-$name.nc" -b 128 -e 5 --optimizer Adam --alpha 0.002 --seed 7 \
+    --checkpoint-interval 0 --backend "$be" --device "$device" "$@")
+}
+
+# ---- 4. gradient check, training and prediction: cuda against cpu ---------------------------------
+if want train; then
+say """"
+say "## 4. Gradient check, training and prediction: --backend cuda against --backend cpu"
+make_data
 sed 's/, "pDropout": 0.1//' "$data/net.json" > "$data/net-check.json"
 (cd "$data" && run_for 120 "$logs/validate-cuda.log" "$tools/nn-train" --validate -c net-check.json \
   -i input.nc -o output.nc -b 32 --backend cuda --device "$device")
@@ -286,9 +316,7 @@ rc=$?
 grep -E "PASS|FAIL|passed|error" "$logs/validate-cuda.log" | tail -8 | block
 result gradient_check_cuda "$(tool_status "$logs/validate-cuda.log" $rc)" "nn-train --validate --backend cuda"
 for be in cpu cuda; do
-  (cd "$data" && run_for 150 "$logs/train-$be.log" "$tools/nn-train" -c net.json -i input.nc \
-    -o output.nc -n "net-$be.nc" -b 128 -e 5 --optimizer Adam --alpha 0.002 --seed 7 \
-    --checkpoint-interval 0 --backend "$be" --device "$device")
+  train_net "$be" "$be"
   eval "rc_$be=$?"
 done
 if [ "$rc_cpu" = 0 ] && [ "$rc_cuda" = 0 ]; then
@@ -340,6 +368,169 @@ PY
   fi
 else
   result prediction_cuda_vs_cpu NOT-RUN "no CUDA-trained network"
+fi
+fi
+
+# ---- 4c. every other CUDA path at tool level ------------------------------------------------------
+# compare_epochs A.jsonl B.jsonl TOL1 TOLN: per-epoch losses of two runs; epoch 1 within TOL1
+# relative, later epochs within TOLN of epoch 1's loss (training drifts apart chaotically).
+compare_epochs() {
+  python3 - "$@" << 'PY'
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+b = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+tol1, toln = float(sys.argv[3]), float(sys.argv[4])
+ok = len(a) == len(b) > 0
+print(f"{'epoch':>5} {'loss A':>14} {'loss B':>14} {'rel diff':>10} {'s A':>8} {'s B':>8}")
+for i, (x, y) in enumerate(zip(a, b)):
+    rel = abs(x["loss"] - y["loss"]) / max(1e-12, abs(x["loss"]))
+    ok = ok and (rel < tol1 if i == 0 else abs(x["loss"] - y["loss"]) < toln * abs(a[0]["loss"]))
+    print(f"{x['epoch']:>5} {x['loss']:>14.6f} {y['loss']:>14.6f} {rel:>10.2e} {x['seconds']:>8.3f} {y['seconds']:>8.3f}")
+print("MATCH" if ok else f"MISMATCH (epoch 1 within {tol1:g} relative, then within {toln:g} of epoch 1's loss)")
+sys.exit(0 if ok else 1)
+PY
+}
+# compare_recs A B MIN_OVERLAP: mean share of each user's top-10 items both lists hold.
+compare_recs() {
+  python3 - "$@" << 'PY'
+import sys
+def lists(path):
+    return {l.split("\t")[0]: [e.split(",")[0] for e in l.rstrip("\n").split("\t")[1].split(":") if e]
+            for l in open(path) if "\t" in l}
+a, b = lists(sys.argv[1]), lists(sys.argv[2])
+shared = [len(set(a[u]) & set(b.get(u, []))) / max(1, len(a[u])) for u in a]
+mean = sum(shared) / max(1, len(shared))
+print(f"{len(a)} users; mean top-10 overlap {mean:.4f} (at least {float(sys.argv[3]):g} wanted)")
+sys.exit(0 if len(a) == len(b) > 0 and mean >= float(sys.argv[3]) else 1)
+PY
+}
+if want paths; then
+say ""
+say "## 4c. BF16, Variational, streamed data, blocked top-K and serving on CUDA"
+make_data
+[ -f "$data/net-cuda.epochs.jsonl" ] || train_net cuda cuda
+# BF16 training against FP32 training on the same device (BF16 products round both operands to
+# 8 bits of mantissa: the losses move by about a percent, docs/performance.md).
+if [ "$(left)" -gt 40 ]; then
+  train_net cuda-bf16 cuda --precision bf16
+  rc=$?
+  if [ $rc = 0 ] && [ -f "$data/net-cuda.epochs.jsonl" ]; then
+    compare_epochs "$data/net-cuda.epochs.jsonl" "$data/net-cuda-bf16.epochs.jsonl" 0.02 0.03 > "$logs/compare-bf16.txt"
+    rc=$?
+    block < "$logs/compare-bf16.txt"
+    result bf16_training_cuda "$([ $rc = 0 ] && echo PASS || echo FAIL)" "BF16 against FP32 on CUDA: epoch 1 within 2%, later within 3% of epoch 1's loss"
+  else
+    tail -3 "$logs/train-cuda-bf16.log" | block
+    result bf16_training_cuda "$(tool_status "$logs/train-cuda-bf16.log" $rc)" "nn-train --precision bf16 exit $rc"
+  fi
+  # BF16 scoring of the FP32 network against FP32 scoring, both on CUDA.
+  if [ -f "$data/net-cuda.nc" ]; then
+    for p in fp32 bf16; do
+      (cd "$data" && run_for 60 "$logs/predict-$p.log" "$tools/nn-predict" -n net-cuda.nc \
+        -r ratings.txt -i features.idx -o features.idx -f ratings.txt -k 10 -s "recs-$p" \
+        --backend cuda --device "$device" --precision "$p")
+      eval "rc_$p=$?"
+    done
+    if [ "$rc_fp32" = 0 ] && [ "$rc_bf16" = 0 ]; then
+      compare_recs "$data/recs-fp32" "$data/recs-bf16" 0.9 > "$logs/compare-recs-bf16.txt"
+      rc=$?
+      block < "$logs/compare-recs-bf16.txt"
+      result bf16_prediction_cuda "$([ $rc = 0 ] && echo PASS || echo FAIL)" "top-10 overlap with FP32 scoring >= 0.9"
+    else
+      result bf16_prediction_cuda "$(tool_status "$logs/predict-bf16.log" "$rc_bf16")" "nn-predict exit fp32 $rc_fp32, bf16 $rc_bf16"
+    fi
+  else
+    result bf16_prediction_cuda NOT-RUN "no CUDA-trained network"
+  fi
+else
+  result bf16_training_cuda NOT-RUN "time budget spent"
+fi
+# Variational training (configs/recommender-mult-vae): CUDA against CPU, the same noise
+# (counter-based: both backends draw the same Gaussian for an element).
+if [ "$(left)" -gt 40 ] && [ -f "$check_dir/../configs/recommender-mult-vae/network.json" ]; then
+  cp "$check_dir/../configs/recommender-mult-vae/network.json" "$data/vae.json"
+  for be in cpu cuda; do
+    (cd "$data" && run_for 120 "$logs/vae-$be.log" "$tools/nn-train" -c vae.json -i input.nc \
+      -o output.nc -n "vae-$be.nc" -b 128 -e 3 --optimizer Adam --alpha 0.001 --seed 7 \
+      --checkpoint-interval 0 --backend "$be" --device "$device")
+    eval "rc_$be=$?"
+  done
+  if [ "$rc_cpu" = 0 ] && [ "$rc_cuda" = 0 ]; then
+    compare_epochs "$data/vae-cpu.epochs.jsonl" "$data/vae-cuda.epochs.jsonl" 1e-3 1e-2 > "$logs/compare-vae.txt"
+    rc=$?
+    block < "$logs/compare-vae.txt"
+    result variational_cuda_vs_cpu "$([ $rc = 0 ] && echo PASS || echo FAIL)" "Mult-VAE, 3 epochs: epoch 1 within 1e-3, then within 1e-2 of epoch 1's loss"
+  else
+    tail -3 "$logs/vae-cuda.log" | block
+    result variational_cuda_vs_cpu "$(tool_status "$logs/vae-cuda.log" "$rc_cuda")" "nn-train exit cpu $rc_cpu, cuda $rc_cuda"
+  fi
+fi
+# Streamed data: one window holds the whole file, so --stream trains exactly the in-memory run.
+if [ "$(left)" -gt 30 ] && [ -f "$data/net-cuda.epochs.jsonl" ]; then
+  train_net cuda-stream cuda --stream
+  rc=$?
+  if [ $rc = 0 ]; then
+    compare_epochs "$data/net-cuda.epochs.jsonl" "$data/net-cuda-stream.epochs.jsonl" 1e-6 1e-6 > "$logs/compare-stream.txt"
+    rc=$?
+    block < "$logs/compare-stream.txt"
+    result stream_cuda "$([ $rc = 0 ] && echo PASS || echo FAIL)" "--stream against in memory on CUDA: equal losses (1e-6)"
+  else
+    tail -3 "$logs/train-cuda-stream.log" | block
+    result stream_cuda "$(tool_status "$logs/train-cuda-stream.log" $rc)" "nn-train --stream exit $rc"
+  fi
+else
+  result stream_cuda NOT-RUN "no in-memory CUDA run to compare with, or no time left"
+fi
+# Blocked top-K and the predictor on CUDA (nn_predict_tests' CUDA instances; column slices are
+# compared within 1e-5, cuBLAS promising no bits there).
+if [ -x "$bin/nn_predict_tests" ]; then
+  run_for "$(( $(left) < 90 ? $(left) : 90 ))" "$logs/predict-tests.log" "$bin/nn_predict_tests" \
+    --gtest_color=no --gtest_filter='*/cuda*'
+  rc=$?
+  gtest_summary "$logs/predict-tests.log" | block
+  result predict_tests_cuda "$(gtest_status "$logs/predict-tests.log" $rc)" "nn_predict_tests */cuda*"
+fi
+# nn-serve --backend cuda, 8 evaluators, under 32 concurrent clients: every answer equal to a
+# CPU server's answer to the same request sent alone (a race between requests shows as answers
+# of another user or errors), then the throughput of nn-bench-serve-load.
+if [ -x "$bin/nn-serve" ] && [ -f "$data/net-cuda.nc" ] && [ "$(left)" -gt 40 ]; then
+  head -400 "$data/ratings.txt" | python3 -c 'import json, sys
+for line in sys.stdin:
+    user, items = line.rstrip("\n").split("\t")
+    print(json.dumps({"items": [e.split(",")[0] for e in items.split(":")][:20], "k": 10}))' > "$data/bodies.jsonl"
+  serve_pids=()
+  start_serve() {  # start_serve NAME BACKEND THREADS: sets port_NAME
+    (cd "$data" && exec "$tools/nn-serve" --port 0 -n net-cuda.nc -i features.idx -o features.idx \
+      --backend "$2" --device "$device" --threads "$3") > "$logs/serve-$1.log" 2>&1 &
+    serve_pids+=($!)
+    local p=""
+    for _ in $(seq 300); do
+      p=$(grep -o "127.0.0.1:[0-9]*" "$logs/serve-$1.log" 2> /dev/null | head -1 | cut -d: -f2)
+      [ -n "$p" ] && break
+      kill -0 "${serve_pids[-1]}" 2> /dev/null || break
+      sleep 0.1
+    done
+    eval "port_$1=$p"
+  }
+  start_serve ref cpu 2
+  start_serve cuda cuda 8
+  if [ -n "$port_ref" ] && [ -n "$port_cuda" ]; then
+    run_for 120 "$logs/serve-check.txt" python3 "$check_dir/gpu_serve_check.py" "$port_ref" \
+      "$port_cuda" "$data/bodies.jsonl" --clients 32 --rounds 3
+    rc=$?
+    if [ -x "$bin/nn-bench-serve-load" ]; then
+      timeout 60 "$bin/nn-bench-serve-load" --port "$port_cuda" --bodies "$data/bodies.jsonl" \
+        --clients 32 --requests 20000 --seconds 10 >> "$logs/serve-check.txt" 2>&1
+    fi
+    block < "$logs/serve-check.txt"
+    result serve_cuda_32_clients "$([ $rc = 0 ] && echo PASS || echo FAIL)" "32 concurrent clients, answers equal to the CPU server's"
+  else
+    tail -3 "$logs/serve-cuda.log" | block
+    result serve_cuda_32_clients "$(tool_status "$logs/serve-cuda.log" 1)" "nn-serve did not start (cpu port '${port_ref}', cuda port '${port_cuda}')"
+  fi
+  for pid in "${serve_pids[@]}"; do kill -TERM "$pid" 2> /dev/null; wait "$pid" 2> /dev/null; done
+else
+  result serve_cuda_32_clients NOT-RUN "no nn-serve, no CUDA-trained network, or no time left"
 fi
 fi
 
@@ -433,8 +624,14 @@ fi
 
 # ---- 5. benchmark ---------------------------------------------------------------------------------
 if want bench; then
-say """"
+say ""
 say "## 5. MovieLens-20M-shaped autoencoder (27,278 items, ~144 non-zeros, batch 256), next to PyTorch"
+say ""
+say "nn: nn-train's training step (nn-bench-autoencoder: the training loop, loader overlapped), the"
+say "median of $bench_epochs timed epochs of $batches minibatches after a warm-up epoch, beside its floor"
+say "(the step's bytes and FLOPs over the bandwidth and gemm peak measured on this card). PyTorch:"
+say "eager and torch.compile, FP32, TF32 and BF16 autocast, sparse and dense input, no read-back"
+say "inside the timed steps. s/epoch: ms/batch x 541 (138,493 examples)."
 bench_log=$outdir/bench.jsonl
 : > "$bench_log"
 torch_py=""
@@ -445,54 +642,49 @@ for candidate in python3 /opt/torch/.venv/bin/python3; do
     break
   fi
 done
+# tag: every JSON line gets the card, the commit and the date (docs/gpu-results keeps them).
+tag() { sed "s/}\$/, \"card\": \"$card\", \"commit\": \"$commit\", \"date\": \"$(date -u +%F)\"}/"; }
 bench_rc=0
-for math in fp32 tf32; do
-  for hidden in 128 1024x3; do
-    [ "$(left)" -gt 60 ] || { say "(benchmark $hidden $math not run: time budget)"; bench_rc=124; continue; }
+for hidden in 128 1024x3; do
+  for math in fp32 tf32 bf16; do
+    [ "$(left)" -gt 45 ] || { say "(nn $hidden $math not run: time budget)"; bench_rc=124; continue; }
+    precision=$([ $math = bf16 ] && echo bf16 || echo fp32)
     NN_CUDA_TF32=$([ $math = tf32 ] && echo 1 || echo 0) run_for 90 "$logs/bench-$hidden-$math.log" \
-      "$bin/nn-bench-autoencoder" --hidden "$hidden" --batches "$batches" --optimizer RMSProp \
-      --backend cuda --device "$device"
+      "$bin/nn-bench-autoencoder" --hidden "$hidden" --batches "$batches" --epochs "$bench_epochs" \
+      --optimizer RMSProp --precision "$precision" --backend cuda --device "$device"
     rc=$?
     if [ $rc = 0 ]; then
-      grep '^{' "$logs/bench-$hidden-$math.log" | sed "s/}\$/, \"math\": \"$math\"}/" >> "$bench_log"
+      grep '^{' "$logs/bench-$hidden-$math.log" | tag >> "$bench_log"
     else
       bench_rc=$rc
       grep -q "no usable CUDA device" "$logs/bench-$hidden-$math.log" && bench_rc=nodevice
     fi
-    if [ -n "$torch_py" ]; then
-      flags=()
-      [ $math = tf32 ] && flags+=(--tf32)
-      run_for 120 "$logs/torch-$hidden-$math.log" "$torch_py" "$peer" --hidden "$hidden" \
-        --batches "$batches" --optimizer rmsprop --device "cuda:$device" "${flags[@]}" &&
-        grep '^{' "$logs/torch-$hidden-$math.log" >> "$bench_log"
-      if [ $math = fp32 ] && [ "$(left)" -gt 90 ]; then
-        run_for 120 "$logs/torch-compile-$hidden.log" "$torch_py" "$peer" --hidden "$hidden" \
-          --batches "$batches" --optimizer rmsprop --device "cuda:$device" --compile &&
-          grep '^{' "$logs/torch-compile-$hidden.log" >> "$bench_log" ||
-          say "(torch.compile did not work for $hidden: logs/torch-compile-$hidden.log)"
-      fi
-    fi
   done
+  # Where the time goes: nn-train --profile's table with floors, FP32 (logs/profile-*.log).
+  [ "$(left)" -gt 60 ] && run_for 60 "$logs/profile-$hidden.log" "$bin/nn-bench-autoencoder" \
+    --hidden "$hidden" --batches "$batches" --epochs 1 --optimizer RMSProp --backend cuda \
+    --device "$device" --profile
+  if [ -n "$torch_py" ] && [ "$(left)" -gt 60 ]; then
+    run_for 150 "$logs/torch-$hidden.log" "$torch_py" "$peer" --hidden "$hidden" \
+      --batches "$batches" --optimizer rmsprop --device "cuda:$device" --input sparse,dense \
+      --variants eager-fp32,eager-tf32,eager-bf16
+    grep '^{' "$logs/torch-$hidden.log" | grep -v '"error"' | tag >> "$bench_log"
+    if [ "$(left)" -gt 120 ]; then
+      run_for 180 "$logs/torch-compile-$hidden.log" "$torch_py" "$peer" --hidden "$hidden" \
+        --batches "$batches" --optimizer rmsprop --device "cuda:$device" --input sparse \
+        --variants compile-fp32,compile-tf32,compile-bf16
+      grep '^{' "$logs/torch-compile-$hidden.log" | grep -v '"error"' | tag >> "$bench_log"
+      grep -q '"error"' "$logs/torch-compile-$hidden.log" &&
+        say "(torch.compile failed for some variants of $hidden: logs/torch-compile-$hidden.log)"
+    else
+      say "(torch.compile for $hidden not run: time budget)"
+    fi
+  fi
 done
 [ -n "$torch_py" ] || say "(no PyTorch with CUDA found: no peer numbers)"
-python3 - "$bench_log" > "$logs/bench.txt" << 'PY'
-import json, math, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
-per_epoch = math.ceil(138493 / 256)
-def name(r):
-    if r.get("engine") == "nn": return "nn-cuda"
-    return "torch" + ("-compile" if r.get("compiled") else "")
-print(f"{'hidden':>7} {'math':>5} {'engine':>14} {'ms/batch':>9} {'s/epoch':>8} {'TFLOP/s':>8} {'vs torch':>9}")
-for r in rows:
-    h = str(r["hidden"]).removesuffix("x1")
-    peers = [p for p in rows if name(p) == "torch" and str(p["hidden"]).removesuffix("x1") == h
-             and p.get("math", "fp32") == r.get("math", "fp32")]
-    ratio = f"{peers[0]['ms_per_batch'] / r['ms_per_batch']:.2f}x" if peers and name(r) == "nn-cuda" else ""
-    print(f"{h:>7} {r.get('math', 'fp32'):>5} {name(r):>14} {r['ms_per_batch']:>9.2f} "
-          f"{r['ms_per_batch'] * per_epoch / 1e3:>8.3f} {r.get('gflops', 0) / 1e3:>8.2f} {ratio:>9}")
-PY
+python3 "$check_dir/bench_table.py" "$bench_log" > "$logs/bench.txt" 2>&1
 block < "$logs/bench.txt"
-if [ "$bench_rc" = 0 ]; then result benchmark PASS "s/epoch = ms/batch x 541"
+if [ "$bench_rc" = 0 ]; then result benchmark PASS "the table above; bench.jsonl"
 elif [ "$bench_rc" = nodevice ]; then result benchmark NO-DEVICE ""
 else result benchmark FAIL "a shape did not run (exit $bench_rc)"; fi
 fi

@@ -130,10 +130,13 @@ echo "gpu-rehearsal: results ($out/results.tsv):"
 check libraries PASS
 check host_kernel_math PASS
 for step in cuda_tests backend_cuda_instances nccl_tests gradient_check_cuda training_cuda_vs_cpu \
-            cnn_cuda_vs_cpu cnn_cuda_fastest benchmark; do
+            bf16_training_cuda variational_cuda_vs_cpu predict_tests_cuda cnn_cuda_vs_cpu \
+            cnn_cuda_fastest benchmark; do
   check "$step" NO-DEVICE
 done
-check prediction_cuda_vs_cpu NOT-RUN
+for step in prediction_cuda_vs_cpu bf16_prediction_cuda stream_cuda serve_cuda_32_clients; do
+  check "$step" NOT-RUN
+done
 grep -q "^## Result" "$out/report.md" || { echo "  FAIL report.md has no Result section"; fail=1; }
 [ -s "$out/logs.tar.xz" ] || { echo "  FAIL no logs.tar.xz"; fail=1; }
 # Every test the bundle holds started and said why it skipped (a loader error would not).
@@ -143,6 +146,8 @@ for log in cuda-tests backend-cuda nccl; do
 done
 # The convolutional network's CPU run (the reference for the CUDA one) trained its 3 epochs.
 grep -q "epoch 3/3" "$out/logs/cnn-cpu.log" || { echo "  FAIL logs/cnn-cpu.log: the CPU run did not finish"; fail=1; }
+grep -q "epoch 3/3" "$out/logs/vae-cpu.log" || { echo "  FAIL logs/vae-cpu.log: the CPU run did not finish"; fail=1; }
+grep -q "no CUDA device\|Skipped" "$out/logs/predict-tests.log" || { echo "  FAIL logs/predict-tests.log: no skip message"; fail=1; }
 rm -rf "$out/logs"
 echo "gpu-rehearsal: $([ $fail = 0 ] && echo PASS || echo FAIL) in $(($(date +%s) - start)) s"
 exit $fail

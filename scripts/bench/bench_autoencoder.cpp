@@ -1,30 +1,35 @@
 // Benchmark: a MovieLens-20M-shaped sparse autoencoder (27,278 items, ~144 non-zeros per
-// example, Zipf-like item popularity) trained with our engine; reports ms per minibatch
-// (median after warm-up), achieved GFLOP/s and the machine's gemm GFLOP/s (in the precision of the
-// run: --precision fp32 or bf16), as one JSON line.
-// Built as nn-bench-autoencoder; run through scripts/bench_autoencoder.sh next to PyTorch.
+// example, Zipf-like item popularity) trained by nn-train's own training loop (TrainingLoop: the
+// next minibatch assembled on the loader thread while the current one trains, the output
+// activation fused with the loss, no read-back inside a step, row-sparse input updates). One
+// warm-up epoch, then timed epochs of --batches minibatches; ms per minibatch is the median timed
+// epoch over its minibatches. Beside it the step's floor (train/step_cost.h: the network's bytes
+// and FLOPs over the bandwidth and gemm peak measured on the same backend) and the share of the
+// floor reached; one JSON line (fields in docs/performance.md, "Benchmark").
+// Built as nn-bench-autoencoder; run through scripts/bench_autoencoder.sh next to PyTorch, and by
+// scripts/gpu-check.sh on a GPU.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <numeric>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/backend_choice.h"
 #include "config/parse.h"
+#include "core/error.h"
+#include "core/profiler.h"
 #include "core/random.h"
 #include "data/dataset.h"
-#include "model/batch_loader.h"
 #include "model/binding.h"
 #include "model/network.h"
 #include "train/optimizer.h"
-#include "train/step.h"
+#include "train/training_loop.h"
 
 using namespace nn;
-using Clock = std::chrono::steady_clock;
 
 static ExampleSet synthetic(const std::string& name, uint32_t items, uint32_t examples,
                             uint32_t nnz, uint64_t seed) {
@@ -58,47 +63,51 @@ static ExampleSet synthetic(const std::string& name, uint32_t items, uint32_t ex
   return ds;
 }
 
-static double sgemm_gflops(Backend& be, int n) {
-  std::vector<float> h(size_t(n) * n, 0.5f);
-  float* a = static_cast<float*>(be.allocate(h.size() * 4));
-  float* b = static_cast<float*>(be.allocate(h.size() * 4));
-  float* c = static_cast<float*>(be.allocate(h.size() * 4));
-  be.upload(a, h.data(), h.size() * 4);
-  be.upload(b, h.data(), h.size() * 4);
-  be.gemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-  be.synchronize();  // the warm-up product is not timed (asynchronous on CUDA)
-  double best = 1e30;
-  for (int r = 0; r < 5; ++r) {
-    auto t = Clock::now();
-    be.gemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-    be.synchronize();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t).count());
+// "RMSProp" (any case) -> OptimizerKind.
+static OptimizerKind optimizer_named(const std::string& name) {
+  std::string lower = name;
+  for (auto& c : lower) c = char(std::tolower(c));
+  for (OptimizerKind k : {OptimizerKind::SGD, OptimizerKind::Momentum, OptimizerKind::Nesterov,
+                          OptimizerKind::AdaGrad, OptimizerKind::AdaDelta, OptimizerKind::RMSProp,
+                          OptimizerKind::Adam}) {
+    std::string n = to_string(k);
+    for (auto& c : n) c = char(std::tolower(c));
+    if (n == lower) return k;
   }
-  be.release(a);
-  be.release(b);
-  be.release(c);
-  return 2.0 * n * double(n) * n / best / 1e9;
+  throw ConfigError("--optimizer '" + name +
+                    "': expected SGD, Momentum, Nesterov, AdaGrad, AdaDelta, RMSProp or Adam");
 }
 
 int main(int argc, char** argv) {
-  CLI::App app{"MovieLens-20M-shaped sparse autoencoder benchmark"};
+  CLI::App app{"MovieLens-20M-shaped sparse autoencoder benchmark: nn-train's training step"};
   std::string hidden = "128", optimizer = "RMSProp", backend_name = "cpu", activation = "Sigmoid",
-              precision = "fp32";
-  uint32_t items = 27278, nnz = 144, batch = 256, batches = 20, warmup = 3;
+              precision = "fp32", sparse_update = "Exact";
+  uint32_t items = 27278, nnz = 144, batch = 256, batches = 20, epochs = 3;
+  uint64_t epoch_examples = 138493;
   int threads = 0, device = 0;
+  bool profile = false;
   app.add_option("--hidden", hidden, "hidden layers: 128 or 1024x3 (units[xcount])");
   app.add_option("--items", items);
   app.add_option("--nnz", nnz, "mean non-zeros per example");
   app.add_option("--batch", batch);
-  app.add_option("--batches", batches, "timed minibatches");
-  app.add_option("--warmup", warmup);
+  app.add_option("--batches", batches,
+                 "minibatches per epoch (the data is batch x batches examples)");
+  app.add_option("--epochs", epochs, "timed epochs, after one warm-up epoch (default 3)");
+  app.add_option(
+      "--epoch-examples", epoch_examples,
+      "examples of the epoch that s_per_epoch is given for (default 138,493: ML-20M's users)");
   app.add_option("--optimizer", optimizer, "SGD, RMSProp, Adam, ...");
+  app.add_option("--sparse-update", sparse_update,
+                 "Exact, Dense or Lazy (nn-train --sparse-update)");
   app.add_option("--backend", backend_name);
   app.add_option("--threads", threads);
   app.add_option("--precision", precision, "fp32 or bf16 (BF16 products, FP32 accumulation)");
   app.add_option("--device", device, "CUDA device index (--backend cuda or auto)");
+  app.add_flag("--profile", profile, "print nn-train --profile's table (with floors) to stderr");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (batches < 1 || epochs < 1 || batch < 1)
+      throw ConfigError("--batch, --batches and --epochs must be >= 1");
     uint32_t units = uint32_t(std::stoul(hidden)), count = 1;
     if (auto x = hidden.find('x'); x != std::string::npos)
       count = uint32_t(std::stoul(hidden.substr(x + 1)));
@@ -111,7 +120,7 @@ int main(int argc, char** argv) {
         R"({"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid"})";
     NetworkSpec spec = parse_network_json(
         R"({"ErrorFunction": "CrossEntropy", "Layers": [)" + layers + "]}", "bench.json");
-    const uint32_t examples = batch * (batches + warmup);
+    const uint32_t examples = batch * batches;
     std::vector<ExampleSet> sets{synthetic("input", items, examples, nnz, 1)};
     sets.push_back(sets[0]);
     sets[1].name = "output";
@@ -121,62 +130,61 @@ int main(int argc, char** argv) {
     be->set_precision(resolve_precision(precision, spec));
     Network net(*be, spec, bound.sparse_inputs());
     net.initialize(1);
-    net.set_max_batch(batch);
-    OptimizerSettings os;
-    std::string lower = optimizer;
-    for (auto& c : lower) c = char(std::tolower(c));
-    for (OptimizerKind k : {OptimizerKind::SGD, OptimizerKind::Momentum, OptimizerKind::Nesterov,
-                            OptimizerKind::AdaGrad, OptimizerKind::AdaDelta, OptimizerKind::RMSProp,
-                            OptimizerKind::Adam}) {
-      std::string n = to_string(k);
-      for (auto& c : n) c = char(std::tolower(c));
-      if (n == lower) os.kind = k;
+
+    TrainOptions options;
+    options.epochs = 1 + epochs;
+    options.minibatch = batch;
+    options.optimizer.kind = optimizer_named(optimizer);
+    options.optimizer.alpha = 0.001f;
+    options.seed = 1;
+    options.progress_seconds = 1e9;
+    options.sparse_update = sparse_update_mode(sparse_update);
+    LogSink log =
+        profile
+            ? LogSink([](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); })
+            : null_log();
+    TrainingLoop loop(net, bound, options, log);
+    std::unique_ptr<Profiler> profiler;
+    if (profile) {
+      profiler = std::make_unique<Profiler>(be->make_profile_clock());
+      loop.set_profiler(profiler.get());
     }
-    os.alpha = 0.001f;
-    Optimizer opt(*be, os);
-    for (Parameter* p : net.parameters()) opt.prepare(*p);
-    BatchLoader loader(bound, {}, 1);
-    OutputLosses losses(net, bound);
-    std::vector<uint32_t> ids(examples);
-    std::iota(ids.begin(), ids.end(), 0u);
+    std::vector<EpochReport> reports = loop.run();
+    if (reports.size() != options.epochs) throw Error("training stopped before its last epoch");
     std::vector<double> ms;
-    uint64_t total_nnz = 0;
-    HostBatch hb;
-    for (uint32_t b = 0; b < batches + warmup; ++b) {
-      auto t = Clock::now();
-      loader.assemble(ids.data() + size_t(b) * batch, batch, b + 1, true, hb);
-      load_inputs(net, bound, hb);
-      LayerContext ctx{*be, batch, true, 1, b + 1};
-      net.forward(ctx);
-      losses.evaluate(hb, true);
-      net.backward(ctx);
-      for (Parameter* p : net.parameters()) opt.update(*p, b + 1, os.alpha);
-      be->synchronize();
-      if (b >= warmup) {
-        ms.push_back(1e3 * std::chrono::duration<double>(Clock::now() - t).count());
-        total_nnz += hb.sparse[0].nnz();
-      }
-    }
+    for (size_t e = 1; e < reports.size(); ++e) ms.push_back(1e3 * reports[e].seconds / batches);
     std::sort(ms.begin(), ms.end());
     const double median = ms[ms.size() / 2];
+
     // FLOPs per batch: forward + weight gradient (+ input delta for dense sources), 2 per FMA.
-    const double mean_nnz = double(total_nnz) / batches;
+    const double mean_nnz = double(sets[0].nnz()) / examples;
     double flops = 0;
     uint32_t prev = items;
     for (uint32_t i = 0; i < count; ++i) {
-      flops += (i == 0) ? 2 * 2 * mean_nnz * units : 3 * 2.0 * batch * double(prev) * units;
+      flops += (i == 0) ? 2 * 2 * mean_nnz * batch * units : 3 * 2.0 * batch * double(prev) * units;
       prev = units;
     }
     flops += 3 * 2.0 * batch * double(prev) * items;
-    const double peak = sgemm_gflops(*be, 2048);
+    const StepFloor floor = loop.step_floor();
+    const double floor_ms = 1e3 * floor.seconds();
+    const char* tf32 = std::getenv("NN_CUDA_TF32");
+    std::string math = to_string(be->precision());
+    for (auto& c : math) c = char(std::tolower(c));
+    if (be->name() == "cuda" && tf32 && std::string(tf32) == "1" && math == "fp32") math = "tf32";
+    const double batches_per_epoch = std::ceil(double(epoch_examples) / batch);
     std::printf(
-        "{\"engine\": \"nn\", \"backend\": \"%s\", \"hidden\": \"%s\", \"optimizer\": \"%s\", "
-        "\"batch\": %u, \"items\": %u, \"nnz_per_example\": %.1f, \"ms_per_batch\": %.2f, "
-        "\"ms_min\": %.2f, \"gflop_per_batch\": %.3f, \"gflops\": %.1f, \"gemm_peak_gflops\": "
-        "%.1f, \"precision\": \"%s\"}\n",
-        be->name().c_str(), hidden.c_str(), to_string(os.kind), batch, items, mean_nnz / batch,
-        median, ms.front(), flops / 1e9, flops / 1e9 / (median / 1e3), peak,
-        to_string(be->precision()));
+        "{\"engine\": \"nn\", \"mode\": \"train-step\", \"shape\": \"ml20m-%s\", "
+        "\"backend\": \"%s\", \"hidden\": \"%s\", \"optimizer\": \"%s\", "
+        "\"sparse_update\": \"%s\", \"batch\": %u, \"items\": %u, \"nnz_per_example\": %.1f, "
+        "\"precision\": \"%s\", \"ms_per_batch\": %.3f, \"ms_min\": %.3f, \"s_per_epoch\": "
+        "%.3f, \"floor_ms\": %.3f, \"floor_share\": %.3f, \"gflop_per_batch\": %.3f, "
+        "\"gflops\": %.1f, \"gemm_peak_gflops\": %.1f, \"bandwidth_gbs\": %.1f, "
+        "\"timed_epochs\": %u, \"batches_per_epoch\": %u}\n",
+        hidden.c_str(), be->name().c_str(), hidden.c_str(), to_string(options.optimizer.kind),
+        to_string(options.sparse_update), batch, items, mean_nnz, math.c_str(), median, ms.front(),
+        median * batches_per_epoch / 1e3, floor_ms, floor_ms / median, flops / 1e9,
+        flops / 1e9 / (median / 1e3), floor.peaks.tensor_flops / 1e9, floor.peaks.bytes_per_s / 1e9,
+        epochs, batches);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nn-bench-autoencoder: error: %s\n", e.what());
     return 1;

@@ -118,6 +118,12 @@ void RowSparseUpdates::index(HostBatch& batch) {
   for (size_t i = 0; i < slots_.size(); ++i) index_touched(batch.sparse.at(slots_[i]), marks_[i]);
 }
 
+bool RowSparseUpdates::updates_rows_of(const std::string& input) const {
+  for (const Tracked& t : tracked_)
+    if (t.input->name() == input) return true;
+  return false;
+}
+
 void RowSparseUpdates::begin(uint64_t step) {
   base_ = step;
   for (Tracked& t : tracked_) std::fill(t.last.begin(), t.last.end(), 0u);

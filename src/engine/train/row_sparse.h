@@ -71,6 +71,8 @@ class RowSparseUpdates {
   // Every row caught up to update `step`, before anything reads whole matrices (validation,
   // checkpoints, the saved network): the end of an epoch, a stop.
   void flush(uint64_t step);
+  // Whether some matrix fed by the input layer `input` is updated row by row here.
+  bool updates_rows_of(const std::string& input) const;
 
  private:
   struct Tracked {

@@ -8,6 +8,7 @@
 #include "backend/backend.h"
 #include "backend/device_array.h"
 #include "backend/kernel_params.h"
+#include "data/dataset.h"
 #include "model/network.h"
 
 namespace nn {
@@ -90,11 +91,13 @@ StepCost step_cost(const std::vector<LayerShape>& layers, uint32_t batch, Optimi
       const double in = s->units;
       if (s->sparse_input) {
         const double k = std::min(s->nnz_per_row, in);
-        const double touched_rows = std::min(B * k, in);
+        const double touched_rows =
+            s->touched_rows > 0 ? std::min(s->touched_rows, in) : std::min(B * k, in);
         sparse_forward.flops += 2 * B * k * out;
         sparse_forward.bytes += touched_rows * out * kFloat + B * k * kSparseEntry;
         sparse_backward.flops += 2 * B * k * out;  // the weight gradient's touched rows
         sparse_backward.bytes += B * k * kSparseEntry + activations + touched_rows * out * kFloat;
+        update.bytes += update_floats * (s->row_sparse_update ? touched_rows : in) * out * kFloat;
       } else {
         forward.flops += 2 * B * in * out;
         forward.bytes += in * out * kFloat + B * in * kFloat;
@@ -104,8 +107,8 @@ StepCost step_cost(const std::vector<LayerShape>& layers, uint32_t batch, Optimi
           backward.flops += 2 * B * in * out;
           backward.bytes += in * out * kFloat + activations + B * in * kFloat;
         }
+        update.bytes += update_floats * in * out * kFloat;
       }
-      update.bytes += update_floats * in * out * kFloat;
     }
     // The layer's own passes: z written (and the bias read); a hidden layer's activation in
     // place; its derivative in backward; the bias gradient reads the delta.
@@ -170,6 +173,28 @@ MachinePeaks measure_peaks(Backend& backend, int n, size_t bytes) {
     peaks.bytes_per_s = 3.0 * double(elements * sizeof(float)) / s;
   }
   return peaks;
+}
+
+double mean_distinct_rows(const ExampleSet& d, uint32_t rows, uint32_t batches) {
+  const uint64_t columns = d.features();
+  if (!d.is_sparse() || rows == 0 || columns == 0) return 0.0;
+  std::vector<uint32_t> mark(columns, 0);  // batch number (1-based) that last saw a column
+  uint64_t distinct = 0;
+  uint32_t counted = 0;
+  const uint64_t examples = std::min<uint64_t>(d.unique_examples, d.sparse_start.size());
+  for (uint64_t first = 0; first < examples && counted < batches; first += rows) {
+    ++counted;
+    const uint64_t last = std::min<uint64_t>(examples, first + rows);
+    for (uint64_t e = first; e < last; ++e)
+      for (uint64_t i = d.sparse_start[e]; i < d.sparse_end[e]; ++i) {
+        const uint32_t c = d.sparse_index[i];
+        if (c < columns && mark[c] != counted) {
+          mark[c] = counted;
+          ++distinct;
+        }
+      }
+  }
+  return counted ? double(distinct) / counted : 0.0;
 }
 
 std::vector<LayerShape> layer_shapes(const Network& net,

@@ -16,9 +16,10 @@
 //             writes G: for a sparse source only the touched rows) and, where the source takes a
 //             delta, dX = delta·Wᵀ (FLOPs as forward; reads W and delta, writes dX); the bias
 //             gradient reads the delta
-//   update    the optimizer's exact (dense) update of every parameter: reads w and g, reads and
-//             writes each state array, writes w (SGD 3, Momentum/AdaGrad/RMSProp 5, Adam and
-//             AdaDelta 7 floats per parameter)
+//   update    the optimizer's update of every parameter: reads w and g, reads and writes each
+//             state array, writes w (SGD 3, Momentum/AdaGrad/RMSProp 5, Adam and AdaDelta 7
+//             floats per parameter); for a matrix fed by a sparse input updated row-sparse, the
+//             touched rows only
 // Dense products run at the tensor peak of the precision (FP32, TF32 or BF16); products over a
 // sparse source at the FP32 peak (gathers do not use tensor cores). Layers other than fully
 // connected ones (convolutions, pooling) are counted by their activations' traffic only and
@@ -37,6 +38,7 @@ namespace nn {
 
 class Backend;
 class Network;
+struct ExampleSet;
 
 // One layer as the cost model sees it.
 struct LayerShape {
@@ -46,7 +48,12 @@ struct LayerShape {
   uint32_t units = 0;
   bool sparse_input = false;  // an input layer fed sparse rows
   double nnz_per_row = 0.0;   // non-zeros per row of a sparse input (or sparse targets)
-  bool identity = false;      // Linear activation: no activation pass
+  // Sparse inputs: the distinct rows of the matrices it feeds that one minibatch touches (0: not
+  // known, taken as min(B·k, units)), and whether the optimizer updates only those rows
+  // (train/row_sparse.h) instead of every row.
+  double touched_rows = 0.0;
+  bool row_sparse_update = false;
+  bool identity = false;  // Linear activation: no activation pass
   bool has_bias = true;
   std::vector<std::string> sources;
 };
@@ -85,6 +92,11 @@ MachinePeaks measure_peaks(Backend& backend, int n = 2048, size_t bytes = size_t
 // of the targets of each sparse output layer (by layer name; absent: dense targets).
 StepCost step_cost(const std::vector<LayerShape>& layers, uint32_t batch, OptimizerKind optimizer,
                    bool tensor, const std::map<std::string, double>& target_nnz = {});
+
+// The mean number of distinct columns that a minibatch of `rows` examples of the sparse dataset
+// `d` touches: counted over up to `batches` consecutive minibatches from the start (an estimate
+// for shuffled ones). 0 for a dense or empty dataset.
+double mean_distinct_rows(const ExampleSet& d, uint32_t rows, uint32_t batches = 16);
 
 // The shapes of `net`'s layers; `input_nnz` gives the mean non-zeros per row of each sparse
 // input layer (by name).

@@ -302,14 +302,21 @@ void TrainingLoop::report_profile() {
 }
 
 std::vector<std::string> TrainingLoop::profile_floors() {
-  // What the floors' model does not describe is left out with the reason.
   if (options_.least_squares) return {};
-  if (model_parallel_) return {"profile: floors: not computed for layers split over processes"};
-  if (sampled_) return {"profile: floors: not computed for a sampled output layer"};
+  const StepFloor floor = step_floor();
+  if (!floor.why_not.empty()) return {"profile: floors: " + floor.why_not};
+  return floor_table(*profiler_, floor.cost, floor.peaks, floor.basis);
+}
+
+StepFloor TrainingLoop::step_floor() {
+  // What the floors' model does not describe is left out with the reason.
+  StepFloor out;
+  if (options_.least_squares) out.why_not = "not computed for closed-form training";
+  if (model_parallel_) out.why_not = "not computed for layers split over processes";
+  if (sampled_) out.why_not = "not computed for a sampled output layer";
   if (stream_)
-    return {
-        "profile: floors: not computed for streamed data (its non-zeros per row are not "
-        "known up front)"};
+    out.why_not = "not computed for streamed data (its non-zeros per row are not known up front)";
+  if (!out.why_not.empty()) return out;
   // Mean non-zeros per row of the sparse inputs and targets.
   std::map<std::string, double> input_nnz, target_nnz;
   auto mean_nnz = [](const ExampleSet& d) {
@@ -317,25 +324,34 @@ std::vector<std::string> TrainingLoop::profile_floors() {
   };
   for (const LayerData& in : data_.inputs)
     if (in.dataset->is_sparse()) input_nnz[in.layer] = mean_nnz(*in.dataset);
-  for (const LayerData& out : data_.outputs)
-    if (out.dataset->is_sparse()) target_nnz[out.layer] = mean_nnz(*out.dataset);
+  for (const LayerData& out_data : data_.outputs)
+    if (out_data.dataset->is_sparse()) target_nnz[out_data.layer] = mean_nnz(*out_data.dataset);
   // This process's rows of a full minibatch; dense products in TF32 or BF16 at the tensor peak.
   const uint32_t batch =
       static_cast<uint32_t>(std::min<uint64_t>(options_.minibatch, data_.examples));
   const uint32_t rows = rank_rows(batch, comm_->rank(), comm_->size()).count;
+  std::vector<LayerShape> shapes = layer_shapes(net_, input_nnz);
+  std::string basis = std::to_string(rows) + " rows";
+  for (LayerShape& shape : shapes) {
+    for (const LayerData& in : data_.inputs) {
+      if (in.layer != shape.name || !in.dataset->is_sparse()) continue;
+      shape.touched_rows = mean_distinct_rows(*in.dataset, rows);
+      shape.row_sparse_update = row_sparse_ && row_sparse_->updates_rows_of(shape.name);
+      basis += format(", %.1f non-zeros per row and %.0f distinct rows per batch of ",
+                      input_nnz[shape.name], shape.touched_rows) +
+               shape.name + (shape.row_sparse_update ? " (updated row by row)" : "");
+    }
+  }
   Backend& be = net_.backend();
   const char* tf32 = std::getenv("NN_CUDA_TF32");
   const bool tensor = be.precision() == Precision::BF16 ||
                       (be.name() == "cuda" && tf32 && std::strcmp(tf32, "1") == 0);
-  const StepCost cost =
-      step_cost(layer_shapes(net_, input_nnz), rows, options_.optimizer.kind, tensor, target_nnz);
+  out.cost = step_cost(shapes, rows, options_.optimizer.kind, tensor, target_nnz);
   // A GPU needs larger operands than a CPU to reach its peaks.
-  const MachinePeaks peaks = be.host_memory() ? measure_peaks(be, 1024, size_t(128) << 20)
-                                              : measure_peaks(be, 8192, size_t(1) << 30);
-  std::string basis = std::to_string(rows) + " rows";
-  for (const auto& [layer, nnz] : input_nnz)
-    basis += format(", %.1f non-zeros per row of ", nnz) + layer;
-  return floor_table(*profiler_, cost, peaks, basis);
+  out.peaks = be.host_memory() ? measure_peaks(be, 1024, size_t(128) << 20)
+                               : measure_peaks(be, 8192, size_t(1) << 30);
+  out.basis = basis;
+  return out;
 }
 
 std::vector<EpochReport> TrainingLoop::run_epochs() {

@@ -31,6 +31,7 @@
 #include "train/row_sparse.h"
 #include "train/sampled_output.h"
 #include "train/step.h"
+#include "train/step_cost.h"
 #include "train/validation.h"
 
 namespace nn {
@@ -73,6 +74,17 @@ struct TrainOptions {
 struct ProfileOutputs {
   bool table = true;
   std::string trace_path;
+};
+
+// The least time one training step of a run needs on this machine (train/step_cost.h), for the
+// profile's floors and for benchmarks. `why_not` is set when the model does not describe the
+// run (and the rest is empty).
+struct StepFloor {
+  std::string why_not;
+  StepCost cost;
+  MachinePeaks peaks;
+  std::string basis;  // rows, non-zeros and touched rows the cost was computed for
+  double seconds() const { return cost.floor_seconds(peaks); }
 };
 
 struct EpochReport {
@@ -144,6 +156,10 @@ class TrainingLoop {
   // it ran every epoch).
   uint64_t restored_epoch() const { return restored_epoch_; }
   const std::string& stop_reason() const { return stop_reason_; }
+  // The floor of one full minibatch's step as this loop runs it (its layers, rows per rank,
+  // optimizer, row-sparse updates, precision), with the peaks measured now on the network's
+  // backend (a fraction of a second; longer on a GPU's first call).
+  StepFloor step_floor();
 
  private:
   // One epoch (or, resumed mid-epoch, the rest of it). Returns false when a stop request ended

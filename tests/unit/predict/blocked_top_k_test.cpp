@@ -5,12 +5,14 @@
 // twice, zero and negative factors), blocks of 1 column to more than the row, K larger than a
 // block and larger than the row; the running merge's tie rule on a hand-made case; the setting's
 // rule; and Predictor::run_top_k with a layer scored in blocks against the same predictor
-// scoring it whole, scores bit for bit (exclusions and multipliers, a short last batch, valid
-// columns short of the layer), plus the layers that cannot be blocked.
+// scoring it whole, scores bit for bit on the CPU and within 1e-5 on CUDA (exclusions and
+// multipliers, a short last batch, valid columns short of the layer), plus the layers that cannot
+// be blocked.
 #include "predict/blocked_top_k.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -221,6 +223,38 @@ std::string first_difference(const Rankings& got, const Rankings& want) {
   return "";
 }
 
+// "" when `got` ranks as `want` does within relative tolerance `tol`: scores at each rank agree,
+// and a unit may stand at another rank only beside a near-tie (cuBLAS promises no bits for a
+// product over a column slice against the whole matrix, so scores move in the last bits).
+std::string first_difference_within(const Rankings& got, const Rankings& want, float tol) {
+  if (got.size() != want.size()) return "examples " + std::to_string(got.size());
+  auto close = [tol](float a, float b) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    if (a == b) return true;  // equal infinities too
+    return std::fabs(a - b) <= tol * std::max(1.0f, std::fabs(b));
+  };
+  for (const auto& [e, w] : want) {
+    const auto& g = got.at(e);
+    for (size_t j = 0; j < w.first.size(); ++j) {
+      bool ok = close(g.second[j], w.second[j]);
+      if (ok && g.first[j] != w.first[j]) {
+        // A swap: the wanted unit is elsewhere in the list with a score within the tolerance.
+        ok = false;
+        for (size_t i = 0; i < g.first.size(); ++i)
+          if (g.first[i] == w.first[j] && close(g.second[i], w.second[j])) ok = true;
+        ok = ok || w.first[j] == kNone;
+      }
+      if (!ok) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "example %llu rank %zu: unit %u score %.9g, want %u %.9g",
+                      (unsigned long long)e, j, g.first[j], g.second[j], w.first[j], w.second[j]);
+        return buf;
+      }
+    }
+  }
+  return "";
+}
+
 class BlockedPredictorTest : public test::BackendTest {};
 
 TEST_P(BlockedPredictorTest, RunTopKInBlocksEqualsTheWholeLayer) {
@@ -241,7 +275,12 @@ TEST_P(BlockedPredictorTest, RunTopKInBlocksEqualsTheWholeLayer) {
         // Elsewhere they are as asked: 100 columns, 21 blocks.
         for (uint32_t block : {100u, 1000u}) {
           const Rankings blocked = rank(f, 16, ScoreBlocks{"Out", block}, k, out - 5, filter);
-          EXPECT_EQ(first_difference(blocked, whole), "")
+          // The CPU's gemm computes a block's columns as the whole product does (same tiles,
+          // same order): bit for bit. cuBLAS may pick another kernel for a slice: within 1e-5.
+          const std::string difference = backend()->name() == "cpu"
+                                             ? first_difference(blocked, whole)
+                                             : first_difference_within(blocked, whole, 1e-5f);
+          EXPECT_EQ(difference, "")
               << activation << " k " << k << " block " << block
               << (lists == &excl ? " exclude" : "") << (lists == &mult ? " multiply" : "");
         }

@@ -11,6 +11,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "config/parse.h"
+#include "data/dataset.h"
 #include "model/network.h"
 
 namespace nn {
@@ -131,6 +132,52 @@ TEST(StepCost, ShapesComeFromTheNetwork) {
   for (const PhaseCost& p : c.phases)
     if (p.layer == "H" && p.phase == "forward") sparse_forward += p.flops;
   EXPECT_DOUBLE_EQ(sparse_forward, 2.0 * 4 * 5 * 8);
+}
+
+TEST(StepCost, ARowSparseUpdateMovesTheTouchedRowsOnly) {
+  // The ML-20M-shaped 1x128 autoencoder with RMSProp (5 floats per parameter): the input matrix's
+  // update moves every row densely, or the 9,000 rows a batch touches when updated row by row;
+  // the touched rows also set the forward pass's and the gradient's traffic.
+  auto update_of = [](const StepCost& c, const std::string& layer) {
+    double b = 0;
+    for (const PhaseCost& p : c.phases)
+      if (p.layer == layer && p.phase == "update") b += p.bytes;
+    return b;
+  };
+  std::vector<LayerShape> net = autoencoder(128, 1);
+  const double bias = 5 * 4.0 * 128;
+  EXPECT_DOUBLE_EQ(update_of(step_cost(net, 256, OptimizerKind::RMSProp, false), "H0"),
+                   5 * 4.0 * 27278 * 128 + bias);
+  net[0].touched_rows = 9000;
+  EXPECT_DOUBLE_EQ(update_of(step_cost(net, 256, OptimizerKind::RMSProp, false), "H0"),
+                   5 * 4.0 * 27278 * 128 + bias);  // touched rows alone do not change the update
+  net[0].row_sparse_update = true;
+  const StepCost rows = step_cost(net, 256, OptimizerKind::RMSProp, false);
+  EXPECT_DOUBLE_EQ(update_of(rows, "H0"), 5 * 4.0 * 9000 * 128 + bias);
+  double forward = 0;
+  for (const PhaseCost& p : rows.phases)
+    if (p.layer == "H0" && p.phase == "forward" && p.flops > 0) forward = p.bytes;
+  EXPECT_DOUBLE_EQ(forward, 4.0 * 9000 * 128 + 8.0 * 256 * 144);
+}
+
+TEST(StepCost, DistinctRowsPerBatchAreCountedFromTheData) {
+  ExampleSet d;
+  d.attributes = attr::Sparse | attr::Boolean;
+  d.width = 10;
+  // Four examples: {0,1}, {1,2}, {5}, {5,6,7}. Batches of 2: {0,1,2} and {5,6,7}: 3 each.
+  const std::vector<std::vector<uint32_t>> rows = {{0, 1}, {1, 2}, {5}, {5, 6, 7}};
+  for (const auto& r : rows) {
+    d.sparse_start.push_back(d.sparse_index.size());
+    d.sparse_index.insert(d.sparse_index.end(), r.begin(), r.end());
+    d.sparse_end.push_back(d.sparse_index.size());
+  }
+  d.examples = d.unique_examples = rows.size();
+  EXPECT_DOUBLE_EQ(mean_distinct_rows(d, 2), 3.0);
+  EXPECT_DOUBLE_EQ(mean_distinct_rows(d, 4), 6.0);              // {0,1,2,5,6,7}
+  EXPECT_DOUBLE_EQ(mean_distinct_rows(d, 3), (4.0 + 3.0) / 2);  // {0,1,2,5} and {5,6,7}
+  EXPECT_DOUBLE_EQ(mean_distinct_rows(d, 2, 1), 3.0);           // the first batch only
+  d.attributes = 0;
+  EXPECT_DOUBLE_EQ(mean_distinct_rows(d, 2), 0.0);  // dense data
 }
 
 TEST(StepCost, PeaksAreMeasuredOnTheBackend) {

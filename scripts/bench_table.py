@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""The autoencoder benchmark's table from bench.jsonl (scripts/gpu-check.sh, section 5).
+
+Reads the JSON lines of nn-bench-autoencoder (engine "nn") and scripts/bench_peer_torch.py
+(engine "torch") and prints, per shape, one row per engine, mode, input and precision: ms per
+minibatch, seconds per ML-20M epoch (541 minibatches), nn's floor and the share of it reached,
+TFLOP/s; then which PyTorch configuration was fastest and how many times faster nn's fastest
+precision is (the GPU issue's aim: 3x). Lines that are not JSON objects are skipped.
+
+Usage: bench_table.py bench.jsonl
+"""
+
+import json
+import sys
+
+EPOCH_BATCHES = 541  # ceil(138,493 / 256)
+
+
+def load(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if "ms_per_batch" in r:
+                rows.append(r)
+    return rows
+
+
+def shape_of(r):
+    if r.get("shape"):
+        return r["shape"]
+    return "ml20m-" + str(r.get("hidden", "?")).removesuffix("x1")
+
+
+def label(r):
+    if r.get("engine") == "nn":
+        return "nn " + r.get("backend", "")
+    return "torch " + r.get("mode", "compile" if r.get("compiled") else "eager")
+
+
+def precision(r):
+    return (r.get("precision") or r.get("math") or "fp32").lower().replace("-autocast", "")
+
+
+def table(rows):
+    out = []
+    shapes = list(dict.fromkeys(shape_of(r) for r in rows))
+    head = (f"{'shape':<14} {'engine':<13} {'input':<6} {'math':<5} {'ms/batch':>9} {'s/epoch':>8}"
+            f" {'floor ms':>9} {'of floor':>9} {'TFLOP/s':>8}")
+    out.append(head)
+    for shape in shapes:
+        group = [r for r in rows if shape_of(r) == shape]
+        group.sort(key=lambda r: (r.get("engine") != "nn", label(r), r.get("input", "sparse"),
+                                  precision(r)))
+        for r in group:
+            ms = r["ms_per_batch"]
+            floor = r.get("floor_ms")
+            share = f"{100 * floor / ms:.0f}%" if floor and ms > 0 else ""
+            tflops = r.get("gflops", 0) / 1e3
+            out.append(f"{shape:<14} {label(r):<13} {r.get('input', 'sparse'):<6} "
+                       f"{precision(r):<5} {ms:>9.3f} {ms * EPOCH_BATCHES / 1e3:>8.3f} "
+                       f"{(f'{floor:.3f}' if floor else ''):>9} {share:>9} {tflops:>8.2f}")
+        ours = [r for r in group if r.get("engine") == "nn"]
+        peers = [r for r in group if r.get("engine") != "nn"]
+        if ours and peers:
+            best = min(ours, key=lambda r: r["ms_per_batch"])
+            fastest = min(peers, key=lambda r: r["ms_per_batch"])
+            ratio = fastest["ms_per_batch"] / best["ms_per_batch"]
+            out.append(f"{shape:<14} fastest PyTorch: {label(fastest)} {precision(fastest)} "
+                       f"{fastest.get('input', 'sparse')} input, {fastest['ms_per_batch']:.3f} ms; "
+                       f"nn {precision(best)} {best['ms_per_batch']:.3f} ms: {ratio:.2f}x")
+        elif ours:
+            out.append(f"{shape:<14} (no PyTorch rows)")
+    return out
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    rows = load(argv[1])
+    if not rows:
+        print("(no benchmark rows)")
+        return 0
+    print("\n".join(table(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
