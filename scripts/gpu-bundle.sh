@@ -7,7 +7,7 @@
 #   may lack this one's instructions), the CUDA runtime linked statically, no Python module.
 #   Packed: the binaries (stripped), every shared library they need except glibc, the driver and
 #   the CUDA libraries (their RUNPATH set to $ORIGIN-relative paths, so nothing refers to a path of
-#   this machine), the check script (scripts/gpu-check.sh --in-bundle) and the PyTorch peer of the
+#   this machine), Open MPI's launcher (mpirun with its components and help texts), the check script (scripts/gpu-check.sh --in-bundle) and the PyTorch peer of the
 #   benchmark. xz-compressed; the archive must stay under 48 MiB.
 #
 # Usage: scripts/gpu-bundle.sh                (prints the archive's path as its last line)
@@ -88,11 +88,54 @@ while read -r name path; do
   [ -n "$path" ] && [ -f "$path" ] && libs[$name]=$path
 done < <(ldd "$module" | awk '$2 == "=>" { print $1, $3 }')
 libs[libnn_cuda.so]=$module
+
+# Open MPI's launcher for the check's mpirun step, relocated into the bundle: mpirun (orterun),
+# the components it and the MPI library open at run time (lib/openmpi3: all but those needing
+# InfiniBand, UCX, libfabric or PSM, which a one-GPU machine does not use), PMIx's plugins
+# (lib/pmix) and both help-text folders; gpu-check.sh points OPAL_* and PMIX_* at them.
+add_deps() {  # add_deps FILE: the libraries FILE needs join the bundle's
+  while read -r name path; do
+    [[ $name =~ $provided_re ]] && continue
+    [ -n "$path" ] && [ -f "$path" ] && libs[$name]=$path
+  done < <(ldd "$1" | awk '$2 == "=>" { print $1, $3 }')
+}
+mpi_dirs=()
+if command -v ompi_info > /dev/null && command -v mpirun > /dev/null; then
+  pkglibdir=$(ompi_info --path pkglibdir | awk '{ print $2 }')
+  pkgdatadir=$(ompi_info --path pkgdatadir | awk '{ print $2 }')
+  mkdir -p "$top/lib/openmpi3" "$top/lib/pmix" "$top/share/openmpi" "$top/share/pmix"
+  cp -L "$(command -v mpirun)" "$top/bin/mpirun"
+  add_deps "$top/bin/mpirun"
+  for c in "$pkglibdir"/*.so; do
+    ldd "$c" | grep -qE '^\s*lib(ucp|ucs|uct|fabric|psm_infinipath|psm2|ibverbs|rdmacm)\.' && continue
+    cp "$c" "$top/lib/openmpi3/"
+    add_deps "$c"
+  done
+  cp -r "$pkgdatadir/." "$top/share/openmpi/"
+  pmix=$(ldd "$module" "$top/bin/mpirun" "$top"/lib/openmpi3/*.so | awk '$1 == "libpmix.so.2" { print $3; exit }')
+  if [ -n "$pmix" ]; then
+    pmix_root=$(dirname "$(dirname "$(readlink -f "$pmix")")")  # .../pmix2
+    [ -d "$pmix_root/lib/pmix" ] && cp "$pmix_root"/lib/pmix/*.so "$top/lib/pmix/"
+    [ -d "$pmix_root/share/pmix" ] && cp -r "$pmix_root/share/pmix/." "$top/share/pmix/"
+    for f in "$top"/lib/pmix/*.so; do [ -f "$f" ] && add_deps "$f"; done
+  fi
+  mpi_dirs=("$top/lib/openmpi3" "$top/lib/pmix")
+  say "Open MPI's launcher: mpirun, $(ls "$top/lib/openmpi3" | wc -l) components"
+else
+  say "no mpirun/ompi_info here: the bundle has no launcher (the check's mpi step will say so)"
+fi
 for name in "${!libs[@]}"; do cp -L "${libs[$name]}" "$top/lib/$name"; done
-chmod u+w "$top"/bin/* "$top"/lib/*
-strip --strip-unneeded "$top"/bin/* "$top"/lib/* 2> /dev/null || true
+chmod -R u+w "$top"/bin "$top"/lib
+strip --strip-unneeded "$top"/bin/* "$top"/lib/*.so* 2> /dev/null || true
 for f in "$top"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f"; done
-for f in "$top"/lib/*; do patchelf --set-rpath '$ORIGIN' "$f"; done
+for f in "$top"/lib/*.so*; do patchelf --set-rpath '$ORIGIN' "$f"; done
+for d in "${mpi_dirs[@]}"; do
+  for f in "$d"/*.so; do
+    [ -f "$f" ] || continue
+    strip --strip-unneeded "$f" 2> /dev/null || true
+    patchelf --set-rpath '$ORIGIN/..' "$f"
+  done
+done
 
 cp "$root/scripts/gpu-check.sh" "$root/scripts/bench_peer_torch.py" "$root/scripts/bench_table.py" \
   "$root/scripts/gpu_serve_check.py" "$top/scripts/"
@@ -108,9 +151,10 @@ dirty=$(git -C "$root" status --porcelain 2> /dev/null | grep -v '^??' > /dev/nu
 } > "$top/BUNDLE"
 
 # Nothing may point at this machine: no absolute RUNPATH and no build-tree path in the scripts.
-for f in "$top"/bin/* "$top"/lib/*; do
+for f in "$top"/bin/* "$top"/lib/*.so* "$top"/lib/openmpi3/*.so "$top"/lib/pmix/*.so; do
+  [ -f "$f" ] || continue
   rp=$(patchelf --print-rpath "$f")
-  case "$rp" in '$ORIGIN' | '$ORIGIN/../lib') ;; *) die "$f: RUNPATH '$rp'" ;; esac
+  case "$rp" in '$ORIGIN' | '$ORIGIN/../lib' | '$ORIGIN/..') ;; *) die "$f: RUNPATH '$rp'" ;; esac
 done
 
 # ---- pack ----------------------------------------------------------------------------------------

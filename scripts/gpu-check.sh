@@ -3,7 +3,8 @@
 # family on the CUDA backend against the CPU backend), the backend unit tests' CUDA instances, the
 # NCCL communicator tests, the gradient check on CUDA, a training run and a prediction run with
 # --backend cuda against --backend cpu, BF16 training and scoring, Variational training, streamed
-# data, blocked top-K and nn-serve under 32 concurrent clients on CUDA, a convolutional network,
+# data, blocked top-K and nn-serve under 32 concurrent clients on CUDA, mpirun -np 2 (CPU, then
+# both ranks on the GPU) against one process, a convolutional network,
 # the MovieLens-20M-shaped benchmark (nn-train's step with its floor, FP32, TF32 and BF16) next to
 # PyTorch on the same GPU, and compute-sanitizer (memcheck, then racecheck) on a subset in
 # whatever time is left. Writes a Markdown report, a results table, bench.jsonl and the logs
@@ -22,9 +23,9 @@
 #                    the other steps leave
 #   NN_BENCH_BATCHES minibatches per benchmark epoch (default 50; nn times 3 epochs after a warm-up
 #                    one, NN_BENCH_EPOCHS; PyTorch times as many minibatches)
-#   NN_CHECK_STEPS   which steps, comma-separated (default tests,nccl,train,paths,cnn,bench,sanitizer; the
-#                    library check always runs): a second run on the same lease can redo only
-#                    what failed
+#   NN_CHECK_STEPS   which steps, comma-separated (default tests,nccl,train,paths,mpi,cnn,bench,sanitizer;
+#                    the library check always runs): a second run on the same lease can redo
+#                    only what failed
 #   NN_SANITIZER_FILTER  GoogleTest filter for compute-sanitizer (default: a subset that ends in
 #                    about 10 s under memcheck; racecheck leaves out the million-column top-K)
 #   NN_DEVICE        CUDA device index (default 0)
@@ -40,7 +41,7 @@ budget=${NN_CHECK_BUDGET:-420}
 batches=${NN_BENCH_BATCHES:-50}
 bench_epochs=${NN_BENCH_EPOCHS:-3}
 device=${NN_DEVICE:-0}
-steps=${NN_CHECK_STEPS:-tests,nccl,train,paths,cnn,bench,sanitizer}
+steps=${NN_CHECK_STEPS:-tests,nccl,train,paths,mpi,cnn,bench,sanitizer}
 want() { [[ ",$steps," == *",$1,"* ]]; }
 outdir=$(realpath -m "${NN_CHECK_OUT:-${OUT:-$PWD/gpu-check-out}}")
 mkdir -p "$outdir"
@@ -531,6 +532,54 @@ for line in sys.stdin:
   for pid in "${serve_pids[@]}"; do kill -TERM "$pid" 2> /dev/null; wait "$pid" 2> /dev/null; done
 else
   result serve_cuda_32_clients NOT-RUN "no nn-serve, no CUDA-trained network, or no time left"
+fi
+fi
+
+# ---- 4d. mpirun: two data-parallel ranks against one process ---------------------------------------
+if want mpi; then
+say ""
+say "## 4d. mpirun -np 2: two data-parallel ranks against one process (CPU, then both ranks on the GPU)"
+make_data
+mpirun_bin="" mpi_env=(NN_MPI_CHECK=1)
+if [ -n "${bundle_dir:-}" ] && [ -x "$bin/mpirun" ]; then
+  # The bundle's relocated Open MPI: its install paths point into the bundle.
+  mpirun_bin=$bin/mpirun
+  mpi_env=(OPAL_PREFIX="$bundle_dir" OPAL_EXEC_PREFIX="$bundle_dir" OPAL_BINDIR="$bin"
+           OPAL_LIBDIR="$bundle_dir/lib" OPAL_PKGLIBDIR="$bundle_dir/lib/openmpi3"
+           OPAL_DATAROOTDIR="$bundle_dir/share" OPAL_DATADIR="$bundle_dir/share"
+           OPAL_PKGDATADIR="$bundle_dir/share/openmpi" OPAL_SYSCONFDIR="$bundle_dir/etc"
+           PMIX_PREFIX="$bundle_dir" PMIX_LIBDIR="$bundle_dir/lib" PMIX_PKGLIBDIR="$bundle_dir/lib/pmix"
+           PMIX_PKGDATADIR="$bundle_dir/share/pmix" OMPI_MCA_mca_base_component_show_load_errors=0)
+elif command -v mpirun > /dev/null 2>&1; then
+  mpirun_bin=$(command -v mpirun)
+fi
+if [ -z "$mpirun_bin" ]; then
+  result mpi_np2_cpu NOT-RUN "no mpirun in the bundle or on PATH"
+  result mpi_np2_cuda NOT-RUN "no mpirun in the bundle or on PATH"
+else
+  # One process of each backend first, when step 4 did not train it.
+  for be in cpu cuda; do
+    [ -f "$data/net-$be.epochs.jsonl" ] || train_net "$be" "$be"
+  done
+  for be in cpu cuda; do
+    if [ "$(left)" -lt 30 ]; then result "mpi_np2_$be" NOT-RUN "time budget spent"; continue; fi
+    (cd "$data" && env "${mpi_env[@]}" timeout --kill-after=10 150 "$mpirun_bin" --allow-run-as-root \
+      --oversubscribe -np 2 --mca btl self,vader,tcp "$tools/nn-train" -c net.json -i input.nc \
+      -o output.nc -n "net-mpi-$be.nc" -b 128 -e 5 --optimizer Adam --alpha 0.002 --seed 7 \
+      --checkpoint-interval 0 --backend "$be" --device "$device") > "$logs/mpi-$be.log" 2>&1
+    rc=$?
+    grep -m 4 "rank [01] on\|communicator\|error" "$logs/mpi-$be.log" | block
+    if [ $rc = 0 ] && [ -f "$data/net-$be.epochs.jsonl" ]; then
+      # Data parallel sums the two halves' gradients: one process's losses to rounding.
+      compare_epochs "$data/net-$be.epochs.jsonl" "$data/net-mpi-$be.epochs.jsonl" 1e-4 1e-4 > "$logs/compare-mpi-$be.txt"
+      rc=$?
+      block < "$logs/compare-mpi-$be.txt"
+      result "mpi_np2_$be" "$([ $rc = 0 ] && echo PASS || echo FAIL)" "mpirun -np 2 --backend $be: per-epoch losses within 1e-4 of one process's"
+    else
+      tail -5 "$logs/mpi-$be.log" | block
+      result "mpi_np2_$be" "$(tool_status "$logs/mpi-$be.log" $rc)" "mpirun -np 2 nn-train --backend $be exit $rc"
+    fi
+  done
 fi
 fi
 

@@ -137,6 +137,9 @@ done
 for step in prediction_cuda_vs_cpu bf16_prediction_cuda stream_cuda serve_cuda_32_clients; do
   check "$step" NOT-RUN
 done
+# The bundle's relocated mpirun runs two CPU ranks in a root without Open MPI's packages.
+check mpi_np2_cpu PASS
+check mpi_np2_cuda NO-DEVICE
 grep -q "^## Result" "$out/report.md" || { echo "  FAIL report.md has no Result section"; fail=1; }
 [ -s "$out/logs.tar.xz" ] || { echo "  FAIL no logs.tar.xz"; fail=1; }
 # Every test the bundle holds started and said why it skipped (a loader error would not).

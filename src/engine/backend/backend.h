@@ -178,6 +178,12 @@ class Backend {
   // state0/state1 hold optimizer_state_count(p.kind) arrays of n floats (may be null if unused).
   virtual void optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
                               float* state1, size_t n) = 0;
+  // Several parameter arrays in one call (a multi-tensor step): tensors[i] takes the update
+  // optimizer_step would give it with `p`, its lambda and lambda1 zero where !regularize, element
+  // for element the same arithmetic. The base class calls optimizer_step once per tensor; the
+  // CUDA backend updates them all in one kernel launch.
+  virtual void optimizer_step_multi(const OptimizerParams& p, const OptimizerTensor* tensors,
+                                    size_t count);
   // Row-sparse form (train/row_sparse.h): w, state0 and state1 viewed as [*][width]; rows
   // rows[0..count) (distinct, backend memory) take the update optimizer_step would give them with
   // gradient g ([count][width], compact), element for element the same arithmetic; every other

@@ -83,6 +83,18 @@ struct OptimizerParams {
   uint64_t step = 1;     // 1-based update count (Adam bias correction)
 };
 
+// One parameter array of a multi-tensor optimizer step (Backend::optimizer_step_multi): its
+// values, gradient and state arrays (as optimizer_step takes them), and whether the step's L2 and
+// L1 decay apply (false for biases and other unregularized parameters).
+struct OptimizerTensor {
+  float* w = nullptr;
+  const float* g = nullptr;
+  float* state0 = nullptr;
+  float* state1 = nullptr;
+  size_t n = 0;
+  bool regularize = true;
+};
+
 // Number of per-parameter state arrays an optimizer keeps (0, 1 or 2).
 inline int optimizer_state_count(OptimizerKind k) {
   switch (k) {

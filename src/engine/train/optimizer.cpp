@@ -95,6 +95,10 @@ void Optimizer::update(Parameter& p, uint64_t step, float alpha) {
     return;
   }
   backend_.optimizer_step(op, p.value.data(), p.grad.data(), s0, s1, p.size());
+  clip_norms(p);
+}
+
+void Optimizer::clip_norms(Parameter& p) {
   if (p.max_column_norm > 0.0f && p.norm_rows > 0) {
     const auto cols = static_cast<uint32_t>(p.size() / p.norm_rows);
     if (p.norm_over_rows)  // one convolution filter per row
@@ -102,6 +106,37 @@ void Optimizer::update(Parameter& p, uint64_t step, float alpha) {
     else
       backend_.clip_column_norms(p.value.data(), p.norm_rows, cols, p.max_column_norm);
   }
+}
+
+void Optimizer::update_all(const std::vector<Parameter*>& params, uint64_t step, float alpha) {
+  multi_.clear();
+  for (Parameter* p : params) {
+    if (p->locked) continue;
+    if (p->row_grad.enabled) {
+      update(*p, step, alpha);
+      continue;
+    }
+    OptimizerTensor t;
+    t.w = p->value.data();
+    t.g = p->grad.data();
+    t.state0 = p->state.size() > 0 ? p->state[0].data() : nullptr;
+    t.state1 = p->state.size() > 1 ? p->state[1].data() : nullptr;
+    t.n = p->size();
+    t.regularize = p->regularize;
+    multi_.push_back(t);
+  }
+  if (multi_.empty()) return;
+  OptimizerParams op;
+  op.kind = settings_.kind;
+  op.alpha = alpha;
+  op.lambda = settings_.lambda;
+  op.lambda1 = settings_.lambda1;
+  op.mu = settings_.mu;
+  op.mu1 = settings_.mu1;
+  op.step = step;
+  backend_.optimizer_step_multi(op, multi_.data(), multi_.size());
+  for (Parameter* p : params)
+    if (!p->locked && !p->row_grad.enabled) clip_norms(*p);
 }
 
 }  // namespace nn

@@ -127,6 +127,7 @@ TrainingLoop::TrainingLoop(Network& net, const BoundData& data, TrainOptions opt
     UpdateGroup group{&layer, {}};
     for (Parameter* p : layer.parameters())
       if (!sampled_ || !sampled_->owns(p)) group.params.push_back(p);
+    update_params_.insert(update_params_.end(), group.params.begin(), group.params.end());
     if (!group.params.empty()) update_groups_.push_back(std::move(group));
   }
   if (!options_.least_squares)
@@ -753,9 +754,14 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
   } else {
     net_.backward(ctx, nullptr, instead);
   }
-  for (const UpdateGroup& group : update_groups_) {
-    ProfileRange range(profiler_, ProfilePhase::Update, group.layer->name());
-    for (Parameter* p : group.params) optimizer_.update(*p, step_, alpha);
+  if (profiler_) {
+    // Layer by layer, so that the profile times each layer's update.
+    for (const UpdateGroup& group : update_groups_) {
+      ProfileRange range(profiler_, ProfilePhase::Update, group.layer->name());
+      for (Parameter* p : group.params) optimizer_.update(*p, step_, alpha);
+    }
+  } else {
+    optimizer_.update_all(update_params_, step_, alpha);  // one launch on a GPU
   }
   if (sampled_) {
     ProfileRange range(profiler_, ProfilePhase::Update, sampled_->layer().name());

@@ -223,7 +223,8 @@ class TrainingLoop {
     std::vector<Parameter*> params;
   };
   std::vector<UpdateGroup> update_groups_;
-  Profiler* profiler_ = nullptr;  // null: not profiling
+  std::vector<Parameter*> update_params_;  // every group's parameters, in order
+  Profiler* profiler_ = nullptr;           // null: not profiling
   ProfileOutputs profile_outputs_;
   uint64_t epoch_ = 0, step_ = 0;
   Rng shuffle_rng_;

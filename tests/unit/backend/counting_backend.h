@@ -28,9 +28,10 @@ class CountingBackend final : public Backend {
   size_t value_returns = 0;  // loss, loss_and_delta, sum_squares, sum_abs, sparseness_penalty
   size_t fused_losses = 0;   // activate_loss_accumulate
   size_t gemms = 0, bf16_conversions = 0, bf16_b_gemms = 0;  // gemm, convert_to_bf16, gemm_bf16_b
+  size_t optimizer_launches = 0;  // optimizer_step and optimizer_step_multi calls
   void clear() {
     allocations = uploads = downloads = value_returns = fused_losses = 0;
-    gemms = bf16_conversions = bf16_b_gemms = 0;
+    gemms = bf16_conversions = bf16_b_gemms = optimizer_launches = 0;
   }
 
   // Thread probe: the calls of a forward pass (transfers, products, activations, top-K) note when
@@ -191,7 +192,13 @@ class CountingBackend final : public Backend {
   }
   void optimizer_step(const OptimizerParams& p, float* w, const float* g, float* s0, float* s1,
                       size_t n) override {
+    ++optimizer_launches;
     inner_->optimizer_step(p, w, g, s0, s1, n);
+  }
+  void optimizer_step_multi(const OptimizerParams& p, const OptimizerTensor* tensors,
+                            size_t count) override {
+    ++optimizer_launches;
+    inner_->optimizer_step_multi(p, tensors, count);
   }
   void optimizer_step_rows(const OptimizerParams& p, float* w, const float* g, float* s0, float* s1,
                            uint32_t width, const uint32_t* rows, uint32_t count) override {

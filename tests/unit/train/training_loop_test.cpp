@@ -213,6 +213,28 @@ TEST(TrainingLoop, LossesAreReadBackOncePerEpochOnDeviceBackends) {
   }
 }
 
+// Without a profiler the update of a step is one multi-tensor call for every parameter (one
+// kernel launch on a GPU, not one per array: Backend::optimizer_step_multi), with the results of
+// updating them one by one (ProfileTraining.ProfilingChangesNoResult compares the two paths).
+TEST(TrainingLoop, OneOptimizerCallUpdatesEveryParameterOfAStep) {
+  auto rows = taste_rows(64, 3);
+  const char* json = R"({"Name": "ae", "ErrorFunction": "CrossEntropy", "Layers": [
+      {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},
+      {"Name": "H1", "Kind": "Hidden", "N": 12, "Activation": "Sigmoid"},
+      {"Name": "H2", "Kind": "Hidden", "N": 8, "Activation": "Tanh"},
+      {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid"}]})";
+  auto counting = std::make_unique<CountingBackend>(/*host_memory=*/false);
+  CountingBackend* be = counting.get();
+  Fixture f(json, {sparse_set("input", 32, rows), sparse_set("output", 32, rows)}, 7,
+            std::move(counting));
+  ASSERT_EQ(f.net->parameters().size(), 6u);  // three weight matrices and three biases
+  TrainingLoop t(*f.net, f.bound, options(2), null_log());  // Adam: no row-sparse input update
+  be->clear();
+  t.run();
+  EXPECT_EQ(t.step(), 8u);
+  EXPECT_EQ(be->optimizer_launches, t.step());
+}
+
 // The divergence check, deferred on device backends, still names the first bad batch.
 TEST(TrainingLoop, DeferredDivergenceCheckNamesTheSameBatch) {
   auto rows = taste_rows(64, 4);

@@ -87,6 +87,7 @@ CudaBackend::~CudaBackend() {
     if (b.ptr) cudaFree(b.ptr);
   if (error_flag_) cudaFree(error_flag_);
   if (sum_partial_) cudaFree(sum_partial_);
+  if (multi_table_) cudaFree(multi_table_);
   for (Staging& st : staging_) {
     if (st.host) cudaFreeHost(st.host);
     if (st.done) cudaEventDestroy(st.done);

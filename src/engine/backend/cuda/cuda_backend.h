@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/cuda/cudnn_choice.h"
@@ -116,6 +117,10 @@ class CudaBackend final : public Backend {
   void scale_columns(float* x, uint32_t rows, uint32_t cols, const float* w) override;
   void optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
                       float* state1, size_t n) override;
+  // One kernel for every tensor (cuda/optimizer.cu): blocks take fixed chunks of the tensors
+  // from a table on the device, uploaded again only when the tensors change.
+  void optimizer_step_multi(const OptimizerParams& p, const OptimizerTensor* tensors,
+                            size_t count) override;
   void optimizer_step_rows(const OptimizerParams& p, float* w, const float* g, float* state0,
                            float* state1, uint32_t width, const uint32_t* rows,
                            uint32_t count) override;
@@ -264,6 +269,11 @@ class CudaBackend final : public Backend {
   };
   Buffer scratch_[kSlotCount];
   std::unique_ptr<cuda::Cudnn> cudnn_;
+  // optimizer_step_multi's device table (tensors, then chunks) and the tensors it was built for.
+  std::vector<OptimizerTensor> multi_tensors_;
+  void* multi_table_ = nullptr;
+  size_t multi_table_bytes_ = 0;
+  uint32_t multi_chunks_ = 0;
 };
 
 // Threads per block of the elementwise kernels, and a grid that covers n elements with a

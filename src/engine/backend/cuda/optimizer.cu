@@ -1,6 +1,9 @@
-// CudaBackend optimizer step: one kernel launch per update, one template instance per rule; the
-// per-parameter arithmetic is math::optimizer_unit, which the CPU backend's loop
-// (cpu/optimizer.cpp) calls too.
+// CudaBackend optimizer steps: one kernel launch per update (or one for all the parameters of a
+// multi-tensor step), one template instance per rule; the per-parameter arithmetic is
+// math::optimizer_unit, which the CPU backend's loop (cpu/optimizer.cpp) calls too.
+#include <cstdint>
+#include <vector>
+
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_guard.h"
@@ -58,6 +61,112 @@ void CudaBackend::optimizer_step(const OptimizerParams& p, float* w, const float
     launch<decltype(rule)::value>(stream_, c, w, g, state0, state1, n);
   });
   if (!known) throw InternalError("optimizer_step: unknown optimizer");
+}
+
+}  // namespace nn
+
+// ---- multi-tensor step ------------------------------------------------------------------------
+namespace nn {
+namespace {
+
+// Elements per block of the multi-tensor kernel: 32 per thread, and enough blocks to fill the
+// card for a few million parameters.
+constexpr size_t kMultiChunk = 8192;
+
+struct MultiTensor {
+  float* w;
+  const float* g;
+  float* s0;
+  float* s1;
+  size_t n;
+  int regularize;
+};
+struct MultiChunk {
+  uint32_t tensor;
+  uint32_t index;  // elements [index * kMultiChunk, (index + 1) * kMultiChunk) of the tensor
+};
+
+template <OptimizerKind K>
+__global__ void optimizer_multi_kernel(math::OptConsts reg, math::OptConsts plain,
+                                       const MultiTensor* tensors, const MultiChunk* chunks) {
+  const MultiChunk ch = chunks[blockIdx.x];
+  const MultiTensor t = tensors[ch.tensor];
+  const math::OptConsts& c = t.regularize ? reg : plain;
+  const size_t begin = size_t(ch.index) * kMultiChunk;
+  const size_t end = begin + kMultiChunk < t.n ? begin + kMultiChunk : t.n;
+  for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+    update_element<K>(c, t.w, t.g[i], t.s0, t.s1, i);
+}
+
+bool same_tensors(const std::vector<OptimizerTensor>& a, const OptimizerTensor* b, size_t count) {
+  if (a.size() != count) return false;
+  for (size_t i = 0; i < count; ++i)
+    if (a[i].w != b[i].w || a[i].g != b[i].g || a[i].state0 != b[i].state0 ||
+        a[i].state1 != b[i].state1 || a[i].n != b[i].n || a[i].regularize != b[i].regularize)
+      return false;
+  return true;
+}
+
+}  // namespace
+
+void CudaBackend::optimizer_step_multi(const OptimizerParams& p, const OptimizerTensor* tensors,
+                                       size_t count) {
+  const cuda::DeviceGuard guard(device_);
+  const int states = optimizer_state_count(p.kind);
+  for (size_t i = 0; i < count; ++i) {
+    NN_CHECK(states < 1 || tensors[i].n == 0 || tensors[i].state0 != nullptr,
+             "optimizer_step_multi: state0 is required");
+    NN_CHECK(states < 2 || tensors[i].n == 0 || tensors[i].state1 != nullptr,
+             "optimizer_step_multi: state1 is required");
+  }
+  if (!same_tensors(multi_tensors_, tensors, count)) {
+    // A new set of tensors: the table is built and uploaded once, then reused every step.
+    std::vector<MultiTensor> table(count);
+    std::vector<MultiChunk> chunks;
+    for (size_t i = 0; i < count; ++i) {
+      const OptimizerTensor& t = tensors[i];
+      table[i] = {t.w, t.g, t.state0, t.state1, t.n, t.regularize ? 1 : 0};
+      const size_t pieces = (t.n + kMultiChunk - 1) / kMultiChunk;
+      NN_CHECK(pieces <= UINT32_MAX, "optimizer_step_multi: tensor too large");
+      for (size_t k = 0; k < pieces; ++k)
+        chunks.push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(k)});
+    }
+    NN_CHECK(chunks.size() <= INT32_MAX, "optimizer_step_multi: too many chunks");
+    const size_t tensor_bytes = (count * sizeof(MultiTensor) + 15) / 16 * 16;
+    const size_t bytes = tensor_bytes + chunks.size() * sizeof(MultiChunk);
+    if (bytes > multi_table_bytes_) {
+      if (multi_table_) {
+        NN_CUDA_CALL(cudaStreamSynchronize(stream_));  // a launch in flight may read it
+        release(multi_table_);
+      }
+      multi_table_ = nullptr;
+      multi_table_bytes_ = 0;
+      multi_table_ = allocate(bytes);
+      multi_table_bytes_ = bytes;
+    }
+    auto* base = static_cast<unsigned char*>(multi_table_);
+    // Through the staging ring, ordered on the stream before the launches that read it.
+    if (count) upload(base, table.data(), count * sizeof(MultiTensor));
+    if (!chunks.empty())
+      upload(base + tensor_bytes, chunks.data(), chunks.size() * sizeof(MultiChunk));
+    multi_tensors_.assign(tensors, tensors + count);
+    multi_chunks_ = static_cast<uint32_t>(chunks.size());
+  }
+  if (multi_chunks_ == 0) return;
+  OptimizerParams plain_params = p;
+  plain_params.lambda = plain_params.lambda1 = 0.0f;
+  const math::OptConsts reg = math::optimizer_consts(p);
+  const math::OptConsts plain = math::optimizer_consts(plain_params);
+  auto* base = static_cast<unsigned char*>(multi_table_);
+  const auto* table = reinterpret_cast<const MultiTensor*>(base);
+  const auto* chunks = reinterpret_cast<const MultiChunk*>(
+      base + (multi_tensors_.size() * sizeof(MultiTensor) + 15) / 16 * 16);
+  const bool known = math::with_optimizer_kind(p.kind, [&](auto rule) {
+    optimizer_multi_kernel<decltype(rule)::value>
+        <<<multi_chunks_, kThreads, 0, stream_>>>(reg, plain, table, chunks);
+    NN_CUDA_LAUNCHED("optimizer_multi_kernel");
+  });
+  if (!known) throw InternalError("optimizer_step_multi: unknown optimizer");
 }
 
 }  // namespace nn
