@@ -31,6 +31,17 @@ struct SparseView {
   const uint32_t* touched = nullptr;
   const uint32_t* slot = nullptr;
   uint32_t touched_count = 0;
+  // With touched/slot: the entries grouped by slot, in entry order within a slot: slot t's
+  // entries are slot_entry[slot_ptr[t] .. slot_ptr[t + 1]) (touched_count + 1 offsets), of rows
+  // slot_row[...]. Found on the loader's thread, so that a view whose index is `slot` (the
+  // compact row-sparse gradient's) arrives grouped by index: the CUDA weight gradient reads the
+  // groups instead of sorting the entries on the device. Null when not computed.
+  const uint32_t* slot_ptr = nullptr;
+  const uint32_t* slot_entry = nullptr;
+  const uint32_t* slot_row = nullptr;
+  // Every row's indices are ascending (repeats allowed), as the host found them: a device
+  // backend may take the entries as sorted by (row, index) without sorting them (targets).
+  bool rows_sorted = false;
 };
 
 // Per-row filters of Backend::top_k_filtered, in backend memory, each a CSR over the rows (a part

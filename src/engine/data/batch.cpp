@@ -159,6 +159,21 @@ void index_touched(SparseBatch& b, std::vector<uint32_t>& mark) {
   for (size_t i = 0; i < b.touched.size(); ++i) mark[b.touched[i]] = static_cast<uint32_t>(i + 1);
   for (size_t e = 0; e < b.index.size(); ++e) b.slot[e] = mark[b.index[e]] - 1;
   for (const uint32_t j : b.touched) mark[j] = 0;
+  // A counting sort of the entries by slot, stable: [offsets | entries | rows].
+  const size_t slots = b.touched.size(), nnz = b.index.size();
+  b.slot_groups.assign(slots + 1 + 2 * nnz, 0u);
+  uint32_t* ptr = b.slot_groups.data();
+  uint32_t* entry = ptr + slots + 1;
+  uint32_t* row_of = entry + nnz;
+  for (const uint32_t s : b.slot) ++ptr[s + 1];
+  for (size_t t = 0; t < slots; ++t) ptr[t + 1] += ptr[t];
+  std::vector<uint32_t> next(ptr, ptr + slots);
+  for (uint32_t r = 0; r < b.rows && r + 1 < b.row_ptr.size(); ++r)
+    for (uint32_t e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e) {
+      const uint32_t at = next[b.slot[e]]++;
+      entry[at] = e;
+      row_of[at] = r;
+    }
   b.indexed = true;
 }
 

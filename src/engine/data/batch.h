@@ -22,11 +22,16 @@ struct SparseBatch {
   bool indexed = false;
   std::vector<uint32_t> touched;
   std::vector<uint32_t> slot;
+  // The entries grouped by slot (SparseView::slot_ptr/slot_entry/slot_row, in one array so that
+  // they travel to the device in one copy): touched.size() + 1 offsets, then nnz entry numbers,
+  // then their nnz rows.
+  std::vector<uint32_t> slot_groups;
   uint64_t nnz() const { return index.size(); }
 };
 
-// Fills b.touched and b.slot from b.index. `mark` is scratch of at least b.cols entries, all
-// zero on entry and on return (kept by the caller so a wide catalog is not cleared per batch).
+// Fills b.touched, b.slot and b.slot_groups from b.index. `mark` is scratch of at least b.cols
+// entries, all zero on entry and on return (kept by the caller so a wide catalog is not cleared
+// per batch).
 void index_touched(SparseBatch& b, std::vector<uint32_t>& mark);
 
 // Gathers examples ids[0..count) of a sparse dataset. Duplicate indices inside an example are kept.

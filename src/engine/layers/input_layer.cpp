@@ -43,6 +43,7 @@ void upload_sparse(Backend& backend, const SparseBatch& batch, uint32_t units,
   view.nnz = batch.index.size();
   view.touched = view.slot = nullptr;
   view.touched_count = 0;
+  view.slot_ptr = view.slot_entry = view.slot_row = nullptr;
 }
 
 }  // namespace
@@ -72,6 +73,12 @@ void InputLayer::load_sparse(Backend& backend, const SparseBatch& batch) {
     view_.touched = touched_.data();
     view_.slot = slot_.data();
     view_.touched_count = static_cast<uint32_t>(batch.touched.size());
+    if (batch.slot_groups.size() == batch.touched.size() + 1 + 2 * batch.index.size()) {
+      slot_groups_.assign(backend, batch.slot_groups);
+      view_.slot_ptr = slot_groups_.data();
+      view_.slot_entry = view_.slot_ptr + batch.touched.size() + 1;
+      view_.slot_row = view_.slot_entry + batch.index.size();
+    }
   }
 }
 

@@ -37,7 +37,8 @@ class InputLayer : public Layer {
   bool sparse_;
   DeviceArray<uint32_t> row_ptr_, index_;
   DeviceArray<float> value_, row_weight_;
-  DeviceArray<uint32_t> touched_, slot_;  // an indexed batch's (data/batch.h index_touched)
+  // An indexed batch's (data/batch.h index_touched).
+  DeviceArray<uint32_t> touched_, slot_, slot_groups_;
   SparseView view_;
   DeviceArray<float> full_a_;
   DeviceArray<uint32_t> full_row_ptr_, full_index_;

@@ -584,3 +584,26 @@ TEST(HostKernelMath, TransposedSparseMatchesTheCpuBackend) {
 
 }  // namespace
 }  // namespace nn
+
+namespace nn {
+namespace {
+
+// A row whose entries arrive in (row, index) order needs no sorted_entry map (SparseView::
+// rows_sorted): merged_target reads the values in place, as through the identity map.
+TEST(HostKernelMath, MergedTargetOfPresortedEntriesReadsValuesInPlace) {
+  const uint32_t index[] = {1, 1, 3, 7, 7, 7};
+  const uint32_t identity[] = {0, 1, 2, 3, 4, 5};
+  const float value[] = {0.5f, 0.25f, 2.0f, 1.0f, 0.125f, 4.0f};
+  for (uint32_t i = 0; i < 6; ++i) {
+    if (!math::run_start(index, 0, i)) continue;
+    EXPECT_EQ(math::merged_target(index, nullptr, value, i, 6),
+              math::merged_target(index, identity, value, i, 6))
+        << i;
+  }
+  EXPECT_EQ(math::merged_target(index, nullptr, value, 0, 6), 0.75f);
+  EXPECT_EQ(math::merged_target(index, nullptr, value, 3, 6), 5.125f);
+  EXPECT_EQ(math::merged_target(index, nullptr, nullptr, 2, 6), 1.0f);  // Boolean targets
+}
+
+}  // namespace
+}  // namespace nn

@@ -36,7 +36,12 @@ TEST(IndexTouched, DistinctIndicesAscendingAndEachEntrysPosition) {
   for (size_t e = 0; e < b.index.size(); ++e) EXPECT_EQ(b.touched[b.slot[e]], b.index[e]) << e;
   EXPECT_TRUE(std::all_of(mark.begin(), mark.end(), [](uint32_t m) { return m == 0; }))
       << "the scratch is left zero for the next batch";
-  b.index.push_back(50);  // outside the columns
+  // The entries grouped by slot, entry order within a slot: [offsets | entries | rows].
+  // Slots: 0 -> {6}, 3 -> {3}, 7 -> {1, 4, 7}, 40 -> {0, 2}, 49 -> {5}.
+  EXPECT_EQ(b.slot_groups, (std::vector<uint32_t>{0, 1, 2, 5, 7, 8,           // offsets
+                                                  6, 3, 1, 4, 7, 0, 2, 5,     // entries
+                                                  2, 1, 0, 1, 2, 0, 0, 2}));  // their rows
+  b.index.push_back(50);                                                      // outside the columns
   EXPECT_THROW(index_touched(b, mark), DataError);
 }
 

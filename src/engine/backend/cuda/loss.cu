@@ -297,7 +297,11 @@ static void launch_loss(CudaBackend& b, const LossParams& p, const float* a, con
     const uint64_t nnz = b.nnz_of(sp);
     g.row_ptr = sp.row_ptr;
     g.value = sp.value;
-    if (nnz > 0) {
+    if (nnz > 0 && sp.rows_sorted) {
+      // The host found every row ascending: entry order is (row, index) order, no sort.
+      g.sorted_index = sp.index;
+      g.sorted_entry = nullptr;
+    } else if (nnz > 0) {
       const uint32_t* row_of_sorted = nullptr;
       g.sorted_entry =
           cuda::sort_entries(b, sp, nnz, /*by_row=*/true, &g.sorted_index, &row_of_sorted);

@@ -5,7 +5,9 @@
 //   gradient  the entries are sorted stably by input index (cuda_sort.cu), so each input index
 //             is a run of entries in (row, entry) order; one block per run start and slice of
 //             outputs adds the run's terms in that order into g. No atomics: each g element is
-//             written by exactly one thread, in the CPU backend's order.
+//             written by exactly one thread, in the CPU backend's order. The compact row-sparse
+//             gradient arrives grouped by slot from the loader thread (SparseView::slot_ptr):
+//             then one block per group and slice, the same order, no sort.
 // Indices outside the input width are skipped and reported as a DataError by the next call that
 // waits for the stream (CudaBackend::check_data_errors).
 #include <string>
@@ -82,6 +84,26 @@ __global__ void sparse_gradient_kernel(SparseView x, const uint32_t* sorted_inde
   *gp = acc;
 }
 
+// The compact row-sparse gradient (train/row_sparse.h) with its entries grouped by slot on the
+// loader's thread: block (c, slice) adds group c's terms in entry order, the order the sorted
+// path's stable sort gives, so the sums are the same bits without a sort on the device.
+__global__ void grouped_gradient_kernel(SparseView x, const float* delta, uint32_t n_out,
+                                        float alpha, float* g) {
+  const uint32_t c = blockIdx.x;
+  const uint32_t o = blockIdx.y * blockDim.x + threadIdx.x;
+  if (o >= n_out) return;
+  float* gp = g + size_t(c) * n_out + o;
+  float acc = *gp;
+  const uint32_t hi = x.slot_ptr[c + 1];
+  for (uint32_t q = x.slot_ptr[c]; q < hi; ++q) {
+    const uint32_t e = x.slot_entry[q], r = x.slot_row[q];
+    const float wr = math::example_weight(x.row_weight, r);
+    const float s = math::sparse_gradient_scale(alpha, x.value, e, wr);
+    acc += s * delta[size_t(r) * n_out + o];
+  }
+  *gp = acc;
+}
+
 std::string outside(uint32_t cols) {
   return " is outside the " + std::to_string(cols) + " inputs";
 }
@@ -103,6 +125,13 @@ void CudaBackend::sparse_weight_gradient(const SparseView& x, const float* delta
   if (x.rows == 0 || n_out == 0) return;
   const uint64_t nnz = nnz_of(x);
   if (nnz == 0) return;
+  if (x.slot_ptr && x.slot_entry && x.slot_row && x.index == x.slot && x.cols == x.touched_count) {
+    // Grouped by index already (every slot is below touched_count): no sort, no index check.
+    const dim3 grid(x.cols, (n_out + kThreads - 1) / kThreads);
+    grouped_gradient_kernel<<<grid, kThreads, 0, stream_>>>(x, delta, n_out, alpha, g);
+    NN_CUDA_LAUNCHED("grouped_gradient_kernel");
+    return;
+  }
   arm_data_error("sparse_weight_gradient: sparse batch row ", outside(x.cols));
   const uint32_t* sorted_index = nullptr;
   const uint32_t* row_of_sorted = nullptr;

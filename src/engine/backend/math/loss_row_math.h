@@ -89,9 +89,10 @@ NN_FORCE_INLINE bool run_start(const uint32_t* sorted_index, uint32_t lo, uint32
 NN_FORCE_INLINE float merged_target(const uint32_t* sorted_index, const uint32_t* sorted_entry,
                                     const float* value, uint32_t i, uint32_t hi) {
   if (!value) return 1.0f;
-  float v = value[sorted_entry[i]];
+  // sorted_entry null: the entries are in sorted order already (SparseView::rows_sorted).
+  float v = value[sorted_entry ? sorted_entry[i] : i];
   for (uint32_t q = i + 1; q < hi && sorted_index[q] == sorted_index[i]; ++q)
-    v += value[sorted_entry[q]];
+    v += value[sorted_entry ? sorted_entry[q] : q];
   return v;
 }
 
