@@ -25,13 +25,16 @@
 #     configs/recommender-autoencoder (Sigmoid), each full and sampled.
 #
 # NN_TOOLS: the tools (default build/src/tools); NN_BENCH_DIR: work directory (default
-# out/bench-sampled). Every line of results carries the load average at its start.
+# out/bench-sampled); NN_BENCH_BACKEND: nn-train's and nn-predict's --backend (default cpu; the
+# GPU check runs the synthetic case with cuda). Every line of results carries the load average
+# at its start.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 tools=${NN_TOOLS:-$root/build/src/tools}
 work=${NN_BENCH_DIR:-$root/out/bench-sampled}
 py=$root/scripts/bench_sampled.py
 mode=${1:-synthetic}
+backend=(--backend "${NN_BENCH_BACKEND:-cpu}")
 load() { cut -d' ' -f1 /proc/loadavg; }
 # rate LOG: the mean of the epochs' examples/s.
 rate() {
@@ -91,7 +94,7 @@ rc = subprocess.call(sys.argv[2:], stderr=open(sys.argv[1], "w"))
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
 sys.exit(rc)' $variant.log "$tools/nn-train" -c $variant.json -i train_in.nc -o train_out.nc -n $variant.nc \
       -b 128 -e "$e" --optimizer Adam -alpha 0.003 -lambda 0 --seed 5 --checkpoint-interval 1 \
-      --checkpoints-kept 0 --checkpoint-name $variant-e --sparse-update "$update" >$variant.peak
+      --checkpoints-kept 0 --checkpoint-name $variant-e --sparse-update "$update" "${backend[@]}" >$variant.peak
     local best=0 best_val=-1 best_test="" secs=0 best_secs=0
     for ((k = 1; k <= e; k++)); do
       local line rate_k secs_k val test
@@ -100,7 +103,7 @@ sys.exit(rc)' $variant.log "$tools/nn-train" -c $variant.json -i train_in.nc -o 
       secs_k=$(sed -n 's/.* examples\/s, \([0-9.]*\) s.*/\1/p' <<<"$line")
       secs=$(awk -v a="$secs" -v b="$secs_k" 'BEGIN { printf "%.1f", a + b }')
       for set in val test; do
-        "$tools/nn-predict" -n $variant-e$k.nc -r ${set}_${in_suffix}.txt -i $in_index -o items.idx \
+        "$tools/nn-predict" "${backend[@]}" -n $variant-e$k.nc -r ${set}_${in_suffix}.txt -i $in_index -o items.idx \
           -f ${set}_filter.txt -k 10 >$variant-$set.recs 2>$variant.predict.log
       done
       val=$(python3 "$py" recall $variant-val.recs val_heldout.txt 10)
@@ -147,8 +150,8 @@ print(json.dumps(cdl, indent=1))
 PY
       local l0
       l0=$(load)
-      "$tools/nn-train" $config-$variant.cdl 2>$config-$variant.log
-      "$tools/nn-predict" -n $config-$variant.nc -r ratings.txt -i features.idx -o features.idx \
+      "$tools/nn-train" "${backend[@]}" $config-$variant.cdl 2>$config-$variant.log
+      "$tools/nn-predict" "${backend[@]}" -n $config-$variant.nc -r ratings.txt -i features.idx -o features.idx \
         -f ratings.txt -k 10 >$config-$variant.recs 2>/dev/null
       local recall
       recall=$(/usr/bin/python3 "$root/scripts/movielens_eval.py" train.csv test.csv \

@@ -138,7 +138,8 @@ for d in "${mpi_dirs[@]}"; do
 done
 
 cp "$root/scripts/gpu-check.sh" "$root/scripts/bench_peer_torch.py" "$root/scripts/bench_table.py" \
-  "$root/scripts/gpu_serve_check.py" "$top/scripts/"
+  "$root/scripts/gpu_serve_check.py" "$root/scripts/bench_sampled.sh" "$root/scripts/bench_sampled.py" \
+  "$top/scripts/"
 cp -r "$root/configs/image-cnn-cifar10" "$root/configs/recommender-mult-vae" "$top/configs/"
 commit=$(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo unknown)
 dirty=$(git -C "$root" status --porcelain 2> /dev/null | grep -v '^??' > /dev/null && echo "+changes" || true)

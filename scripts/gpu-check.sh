@@ -4,7 +4,8 @@
 # NCCL communicator tests, the gradient check on CUDA, a training run and a prediction run with
 # --backend cuda against --backend cpu, BF16 training and scoring, Variational training, streamed
 # data, blocked top-K and nn-serve under 32 concurrent clients on CUDA, mpirun -np 2 (CPU, then
-# both ranks on the GPU) against one process, a convolutional network,
+# both ranks on the GPU) against one process, sampled against full output at 1,000,000 items, a
+# convolutional network,
 # the MovieLens-20M-shaped benchmark (nn-train's step with its floor, FP32, TF32 and BF16) next to
 # PyTorch on the same GPU, and compute-sanitizer (memcheck, then racecheck) on a subset in
 # whatever time is left. Writes a Markdown report, a results table, bench.jsonl and the logs
@@ -23,7 +24,8 @@
 #                    the other steps leave
 #   NN_BENCH_BATCHES minibatches per benchmark epoch (default 50; nn times 3 epochs after a warm-up
 #                    one, NN_BENCH_EPOCHS; PyTorch times as many minibatches)
-#   NN_CHECK_STEPS   which steps, comma-separated (default tests,nccl,train,paths,mpi,cnn,bench,sanitizer;
+#   NN_CHECK_STEPS   which steps, comma-separated (default
+#                    tests,nccl,train,paths,mpi,cnn,bench,sampled,sanitizer;
 #                    the library check always runs): a second run on the same lease can redo
 #                    only what failed
 #   NN_SANITIZER_FILTER  GoogleTest filter for compute-sanitizer (default: a subset that ends in
@@ -41,7 +43,7 @@ budget=${NN_CHECK_BUDGET:-420}
 batches=${NN_BENCH_BATCHES:-50}
 bench_epochs=${NN_BENCH_EPOCHS:-3}
 device=${NN_DEVICE:-0}
-steps=${NN_CHECK_STEPS:-tests,nccl,train,paths,mpi,cnn,bench,sanitizer}
+steps=${NN_CHECK_STEPS:-tests,nccl,train,paths,mpi,cnn,bench,sampled,sanitizer}
 want() { [[ ",$steps," == *",$1,"* ]]; }
 outdir=$(realpath -m "${NN_CHECK_OUT:-${OUT:-$PWD/gpu-check-out}}")
 mkdir -p "$outdir"
@@ -736,6 +738,34 @@ block < "$logs/bench.txt"
 if [ "$bench_rc" = 0 ]; then result benchmark PASS "the table above; bench.jsonl"
 elif [ "$bench_rc" = nodevice ]; then result benchmark NO-DEVICE ""
 else result benchmark FAIL "a shape did not run (exit $bench_rc)"; fi
+fi
+
+# ---- 5b. sampled outputs at 1,000,000 items ---------------------------------------------------------
+if want sampled; then
+say ""
+say "## 5b. A 1,000,000-item catalog on CUDA: sampled output (2,048 Popularity negatives) against the full layer"
+if [ -f "$check_dir/bench_sampled.sh" ] && [ "$(left)" -gt 60 ]; then
+  # The planted catalog of docs/wide-outputs.md's benchmark: 20,000 training users, 2 epochs of
+  # each variant, recall@10 of 2,000 test users scored on the full layer.
+  t=$(( $(left) - 20 < 300 ? $(left) - 20 : 300 ))
+  NN_TOOLS=$tools NN_BENCH_DIR=$work/sampled NN_BENCH_BACKEND=cuda run_for "$t" "$logs/sampled.log" \
+    bash "$check_dir/bench_sampled.sh" synthetic 1000000 100 20000 2 2048 2 Popularity
+  rc=$?
+  grep -E "^(==|   |variant|full|sampled)" "$logs/sampled.log" | head -20 | block
+  rates=$(sed -n 's/^\(full\|sampled\) *best epoch.* \([0-9]*\) examples\/s.*/\1 \2/p' "$logs/sampled.log")
+  full=$(awk '$1 == "full" { print $2 }' <<< "$rates")
+  sampled=$(awk '$1 == "sampled" { print $2 }' <<< "$rates")
+  if [ $rc = 0 ] && [ -n "$full" ] && [ -n "$sampled" ] && [ "$full" -gt 0 ]; then
+    result sampled_1m_cuda PASS "sampled $sampled examples/s, full $full: $(awk -v a="$sampled" -v b="$full" 'BEGIN { printf "%.1f", a / b }')x (aim 50x); recall in the table"
+  else
+    # The tools' own messages are in the benchmark's logs.
+    cat "$work"/sampled/synthetic-*/*.log >> "$logs/sampled.log" 2> /dev/null
+    tail -5 "$logs/sampled.log" | block
+    result sampled_1m_cuda "$(tool_status "$logs/sampled.log" $rc)" "bench_sampled.sh exit $rc"
+  fi
+else
+  result sampled_1m_cuda NOT-RUN "no bench_sampled.sh or no time left"
+fi
 fi
 
 # ---- 6. compute-sanitizer -------------------------------------------------------------------------

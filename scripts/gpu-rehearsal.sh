@@ -131,7 +131,7 @@ check libraries PASS
 check host_kernel_math PASS
 for step in cuda_tests backend_cuda_instances nccl_tests gradient_check_cuda training_cuda_vs_cpu \
             bf16_training_cuda variational_cuda_vs_cpu predict_tests_cuda cnn_cuda_vs_cpu \
-            cnn_cuda_fastest benchmark; do
+            cnn_cuda_fastest benchmark sampled_1m_cuda; do
   check "$step" NO-DEVICE
 done
 for step in prediction_cuda_vs_cpu bf16_prediction_cuda stream_cuda serve_cuda_32_clients; do
