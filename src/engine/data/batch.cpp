@@ -142,6 +142,29 @@ void normalize_rows_l2(float* x, uint32_t rows, uint64_t cols) {
   }
 }
 
+namespace {
+
+// b.slot_groups from b.slot: a counting sort of the entries by slot, stable, as
+// [offsets | entries | rows].
+void group_by_slot(SparseBatch& b) {
+  const size_t slots = b.touched.size(), nnz = b.index.size();
+  b.slot_groups.assign(slots + 1 + 2 * nnz, 0u);
+  uint32_t* ptr = b.slot_groups.data();
+  uint32_t* entry = ptr + slots + 1;
+  uint32_t* row_of = entry + nnz;
+  for (const uint32_t s : b.slot) ++ptr[s + 1];
+  for (size_t t = 0; t < slots; ++t) ptr[t + 1] += ptr[t];
+  std::vector<uint32_t> next(ptr, ptr + slots);
+  for (uint32_t r = 0; r < b.rows && r + 1 < b.row_ptr.size(); ++r)
+    for (uint32_t e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e) {
+      const uint32_t at = next[b.slot[e]]++;
+      entry[at] = e;
+      row_of[at] = r;
+    }
+}
+
+}  // namespace
+
 void index_touched(SparseBatch& b, std::vector<uint32_t>& mark) {
   if (mark.size() < b.cols) mark.resize(b.cols, 0);
   b.touched.clear();
@@ -159,22 +182,29 @@ void index_touched(SparseBatch& b, std::vector<uint32_t>& mark) {
   for (size_t i = 0; i < b.touched.size(); ++i) mark[b.touched[i]] = static_cast<uint32_t>(i + 1);
   for (size_t e = 0; e < b.index.size(); ++e) b.slot[e] = mark[b.index[e]] - 1;
   for (const uint32_t j : b.touched) mark[j] = 0;
-  // A counting sort of the entries by slot, stable: [offsets | entries | rows].
-  const size_t slots = b.touched.size(), nnz = b.index.size();
-  b.slot_groups.assign(slots + 1 + 2 * nnz, 0u);
-  uint32_t* ptr = b.slot_groups.data();
-  uint32_t* entry = ptr + slots + 1;
-  uint32_t* row_of = entry + nnz;
-  for (const uint32_t s : b.slot) ++ptr[s + 1];
-  for (size_t t = 0; t < slots; ++t) ptr[t + 1] += ptr[t];
-  std::vector<uint32_t> next(ptr, ptr + slots);
-  for (uint32_t r = 0; r < b.rows && r + 1 < b.row_ptr.size(); ++r)
-    for (uint32_t e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e) {
-      const uint32_t at = next[b.slot[e]]++;
-      entry[at] = e;
-      row_of[at] = r;
-    }
+  group_by_slot(b);
   b.indexed = true;
+}
+
+void widen_touched(SparseBatch& b, const std::vector<uint32_t>& all, std::vector<uint32_t>& mark) {
+  NN_CHECK(b.indexed, "widen_touched of an unindexed batch");
+  if (mark.size() < b.cols) mark.resize(b.cols, 0);
+  for (size_t i = 0; i < all.size(); ++i) {
+    NN_CHECK(all[i] < b.cols && (i == 0 || all[i] > all[i - 1]),
+             "widen_touched: the union is not ascending within the columns");
+    mark[all[i]] = static_cast<uint32_t>(i + 1);
+  }
+  std::vector<uint32_t> position(b.touched.size());
+  bool missing = false;
+  for (size_t t = 0; t < b.touched.size(); ++t) {
+    missing |= mark[b.touched[t]] == 0;
+    position[t] = mark[b.touched[t]] - 1;
+  }
+  for (const uint32_t j : all) mark[j] = 0;
+  NN_CHECK(!missing, "widen_touched: the union lacks an index of this batch");
+  for (uint32_t& s : b.slot) s = position[s];
+  b.touched = all;
+  group_by_slot(b);
 }
 
 }  // namespace nn

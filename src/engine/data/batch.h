@@ -33,6 +33,10 @@ struct SparseBatch {
 // entries, all zero on entry and on return (kept by the caller so a wide catalog is not cleared
 // per batch).
 void index_touched(SparseBatch& b, std::vector<uint32_t>& mark);
+// Data parallelism: b (indexed) takes `all` as its touched list, the ascending union of every
+// rank's (each of b's touched indices is in it); b.slot and b.slot_groups are remapped to it.
+// `mark` as for index_touched.
+void widen_touched(SparseBatch& b, const std::vector<uint32_t>& all, std::vector<uint32_t>& mark);
 
 // Gathers examples ids[0..count) of a sparse dataset. Duplicate indices inside an example are kept.
 void gather_sparse(const ExampleSet& ds, const uint32_t* ids, uint32_t count, SparseBatch& out);

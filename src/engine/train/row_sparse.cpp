@@ -56,7 +56,7 @@ std::string dense_reason(const FullyConnectedLayer& layer, const Connection& c,
 
 std::unique_ptr<RowSparseUpdates> RowSparseUpdates::create(
     Network& net, const BoundData& data, Optimizer& optimizer, SparseUpdateMode mode,
-    bool single_process, const std::function<bool(const Parameter*)>& excluded,
+    const std::string& unsupported, const std::function<bool(const Parameter*)>& excluded,
     std::vector<std::string>& notes) {
   if (mode == SparseUpdateMode::Dense) return nullptr;
   const OptimizerSettings& o = optimizer.settings();
@@ -74,9 +74,8 @@ std::unique_ptr<RowSparseUpdates> RowSparseUpdates::create(
         if (c->source != &input) continue;
         Parameter& m = c->matrix();
         if (m.locked || (excluded && excluded(&m))) continue;
-        std::string why = single_process ? dense_reason(*layer, *c, o, mode)
-                                         : "row-sparse updates run in one process (the ranks "
-                                           "all-reduce dense gradients)";
+        const std::string why =
+            unsupported.empty() ? dense_reason(*layer, *c, o, mode) : unsupported;
         if (!why.empty()) {
           notes.push_back("dense update of " + m.name + ": " + why);
           continue;
@@ -116,6 +115,64 @@ RowSparseUpdates::~RowSparseUpdates() {
 
 void RowSparseUpdates::index(HostBatch& batch) {
   for (size_t i = 0; i < slots_.size(); ++i) index_touched(batch.sparse.at(slots_[i]), marks_[i]);
+}
+
+void RowSparseUpdates::agree(Communicator& comm, HostBatch& batch) {
+  if (comm.size() == 1) return;
+  for (const size_t slot : slots_) {
+    SparseBatch& b = batch.sparse.at(slot);
+    NN_CHECK(b.indexed, "row-sparse agreement on an unindexed batch");
+    const auto mine = static_cast<uint64_t>(b.touched.size());
+    std::vector<uint64_t> counts(size_t(comm.size()));
+    comm.all_gather(&mine, 1, counts.data());
+    uint64_t total = 0;
+    for (const uint64_t c : counts) total += c;
+    agree_items_.resize(total);
+    comm.all_gather_v(b.touched.data(), agree_items_.data(),
+                      std::vector<size_t>(counts.begin(), counts.end()));
+    // Every rank's list is ascending: their sorted union, the same on every rank.
+    std::sort(agree_items_.begin(), agree_items_.end());
+    agree_items_.erase(std::unique(agree_items_.begin(), agree_items_.end()), agree_items_.end());
+    widen_touched(b, agree_items_, agree_mark_);
+  }
+}
+
+std::vector<const Parameter*> RowSparseUpdates::parameters() const {
+  std::vector<const Parameter*> out;
+  for (const Tracked& t : tracked_) out.push_back(t.p);
+  return out;
+}
+
+void RowSparseUpdates::reduce(Communicator& comm, float weight, const HostBatch& batch) {
+  Backend& be = net_.backend();
+  for (Tracked& t : tracked_) {
+    const SparseBatch& b = batch.sparse.at(t.slot);
+    NN_CHECK(b.indexed, "row-sparse reduction of an unindexed batch");
+    RowGradient& rg = t.p->row_grad;
+    const auto count = static_cast<uint32_t>(b.touched.size());
+    const size_t n = size_t(count) * t.width;
+    // A rank without rows ran no backward pass (or an empty one): it adds zeros, and its
+    // gradient's rows are the minibatch's, as every rank's.
+    if (weight == 0.0f || rg.count != count || rg.values.size() != n) {
+      rg.values.resize(be, n);
+      be.fill(rg.values.data(), n, 0.0f);
+      rg.width = t.width;
+      rg.count = count;
+      rg.rows = t.input->sparse_output().touched;
+    }
+    if (n == 0) continue;
+    if (be.host_memory()) {
+      if (weight != 1.0f) be.scale(rg.values.data(), n, weight);
+      comm.all_reduce_raw(rg.values.data(), n, CommType::Float32, ReduceOp::Sum);
+    } else {
+      host_rows_.resize(n);
+      be.download(host_rows_.data(), rg.values.data(), n * sizeof(float));
+      if (weight != 1.0f)
+        for (float& v : host_rows_) v *= weight;
+      comm.all_reduce_raw(host_rows_.data(), n, CommType::Float32, ReduceOp::Sum);
+      be.upload(rg.values.data(), host_rows_.data(), n * sizeof(float));
+    }
+  }
 }
 
 bool RowSparseUpdates::updates_rows_of(const std::string& input) const {

@@ -20,9 +20,11 @@
 // row's state does not decay and L1/L2 decay reaches only the rows a batch touched (TensorFlow's
 // LazyAdam semantics; Adam's bias correction still counts every step).
 //
-// Scope: one process (under mpirun the gradients are all-reduced densely), unsplit layers, a
-// connection that owns its matrix alone (no SharedWeights), no WeightNorm (it constrains whole
-// columns). Other matrices keep the dense update; the reasons are logged.
+// Scope: one process, or data parallel under mpirun (the ranks agree on the union of their
+// slices' rows every step, and sum the compact gradients over the ranks as those rows, not as
+// the whole matrix); unsplit layers, a connection that owns its
+// matrix alone (no SharedWeights), no WeightNorm (it constrains whole columns). Other matrices
+// keep the dense update; the reasons are logged.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "backend/math/optimizer_math.h"
+#include "distributed/communicator.h"
 #include "model/batch_loader.h"
 #include "model/network.h"
 #include "train/optimizer.h"
@@ -49,10 +52,10 @@ class RowSparseUpdates {
   // The matrices that qualify get row-sparse gradients (their dense gradient's memory is
   // released); null when none does. `notes` receives a line per matrix fed by a sparse input:
   // how it is updated, or why densely. `excluded`: parameters updated elsewhere (a sampled
-  // output layer's). `single_process`: one rank, no split layers.
+  // output layer's). `unsupported`: why the run cannot update rows ("" when it can).
   static std::unique_ptr<RowSparseUpdates> create(
       Network& net, const BoundData& data, Optimizer& optimizer, SparseUpdateMode mode,
-      bool single_process, const std::function<bool(const Parameter*)>& excluded,
+      const std::string& unsupported, const std::function<bool(const Parameter*)>& excluded,
       std::vector<std::string>& notes);
   // Gives the matrices their dense gradients back.
   ~RowSparseUpdates();
@@ -62,6 +65,18 @@ class RowSparseUpdates {
   // On the loader's thread, one batch at a time: finds the distinct items of the batch's sparse
   // inputs that feed row-sparse matrices.
   void index(HostBatch& batch);
+  // Data parallel, on the training thread before the batch is loaded (collective): the ranks
+  // exchange their slices' items and each takes their union as its rows, so every rank's
+  // compact gradient, catch-up and update cover the same rows of the minibatch.
+  void agree(Communicator& comm, HostBatch& batch);
+  // Data parallel, after the backward pass: the compact gradients of every rank summed, this
+  // rank's weighted by `weight` (its rows over the global minibatch's; 0: it contributes zeros),
+  // through `comm` (host memory; a device backend's rows are staged through the host). `batch`
+  // is this rank's indexed slice.
+  void reduce(Communicator& comm, float weight, const HostBatch& batch);
+  // The matrices updated row by row (their gradients are reduced by reduce(), not by the
+  // data-parallel buckets).
+  std::vector<const Parameter*> parameters() const;
   // Every row is current after update `step` (the start of an epoch, a resumed run).
   void begin(uint64_t step);
   // Update `step` is next and its inputs are loaded: the batch's rows catch up the steps they
@@ -93,11 +108,14 @@ class RowSparseUpdates {
   std::vector<Tracked> tracked_;
   std::vector<size_t> slots_;                 // input slots to index
   std::vector<std::vector<uint32_t>> marks_;  // index_touched's scratch, per slot
+  std::vector<uint32_t> agree_mark_;          // agree()'s (the training thread's own)
+  std::vector<uint32_t> agree_items_;
   uint64_t base_ = 0;
   std::vector<math::SkipFactors> factor_cache_;
   std::vector<bool> factor_known_;
   std::vector<float> host_factors_;
   DeviceArray<float> factors_;
+  std::vector<float> host_rows_;  // reduce()'s staging of a device backend's rows
 };
 
 }  // namespace nn

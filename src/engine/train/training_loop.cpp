@@ -130,10 +130,17 @@ TrainingLoop::TrainingLoop(Network& net, const BoundData& data, TrainOptions opt
     update_params_.insert(update_params_.end(), group.params.begin(), group.params.end());
     if (!group.params.empty()) update_groups_.push_back(std::move(group));
   }
-  if (!options_.least_squares)
+  if (!options_.least_squares) {
+    const std::string unsupported =
+        model_parallel_ ? "row-sparse updates are not used with layers split over processes" : "";
     row_sparse_ = RowSparseUpdates::create(
-        net_, data_, optimizer_, options_.sparse_update, comm_->size() == 1 && !model_parallel_,
+        net_, data_, optimizer_, options_.sparse_update, unsupported,
         [this](const Parameter* p) { return sampled_ && sampled_->owns(p); }, row_sparse_notes_);
+  }
+  // Data parallel, row-sparse gradients are summed as rows (RowSparseUpdates::reduce), not in
+  // the buckets.
+  if (row_sparse_)
+    for (const Parameter* p : row_sparse_->parameters()) options_.reduction.excluded.push_back(p);
   // Split layers issue blocking collectives during backward; the communicator's contract keeps
   // those apart from asynchronous all-reduces, so with split layers the data-parallel gradients
   // are reduced after the backward pass.
@@ -555,6 +562,11 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
       ProfileRange range(profiler_, ProfilePhase::Data, "wait for batch");
       current = prefetcher_.take();
     }
+    if (row_sparse_ && comm_->size() > 1) {
+      // The ranks' rows of the minibatch, agreed (a collective: every rank takes every batch).
+      ProfileRange range(profiler_, ProfilePhase::Communication, "row-sparse rows agreed");
+      row_sparse_->agree(*comm_, current.first);
+    }
     if (b + 1 < batches)
       prefetcher_.start([&assemble, b, step = step_ + 2] { return assemble(b + 1, step); });
     const float alpha = optimizer_.learning_rate(epoch_, step_);
@@ -709,6 +721,11 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
       ProfileRange range(profiler_, ProfilePhase::Loss, "penalties");
       net_.accumulate_penalties(ctx, loss_sums_.data() + math::kLossPenalty);
     }
+  } else if (row_sparse_) {
+    // No rows here, but the minibatch's rows are updated on every rank: they catch up here too
+    // (the input's view of them is the empty slice's, indexed over the whole minibatch).
+    load_inputs(net_, data_, hb);
+    row_sparse_->before_forward(hb, step_);
   }
   // Collective with several ranks: every rank takes part, with or without rows.
   if (sampled_) {
@@ -751,6 +768,10 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
           instead);
     ProfileRange range(profiler_, ProfilePhase::Communication, "gradient all-reduce wait");
     reducer_->finish();
+    if (row_sparse_) {
+      ProfileRange rows(profiler_, ProfilePhase::Communication, "row-sparse gradient all-reduce");
+      row_sparse_->reduce(*comm_, float(double(hb.rows) / double(global_rows)), hb);
+    }
   } else {
     net_.backward(ctx, nullptr, instead);
   }
