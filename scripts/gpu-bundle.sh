@@ -107,12 +107,15 @@ if command -v ompi_info > /dev/null && command -v mpirun > /dev/null; then
   cp -L "$(command -v mpirun)" "$top/bin/mpirun"
   add_deps "$top/bin/mpirun"
   for c in "$pkglibdir"/*.so; do
-    ldd "$c" | grep -qE '^\s*lib(ucp|ucs|uct|fabric|psm_infinipath|psm2|ibverbs|rdmacm)\.' && continue
+    # (No early exit in a pipeline: with pipefail, ldd's SIGPIPE would end the script.)
+    ldd "$c" | grep -E '^\s*lib(ucp|ucs|uct|fabric|psm_infinipath|psm2|ibverbs|rdmacm)\.' > /dev/null &&
+      continue
     cp "$c" "$top/lib/openmpi3/"
     add_deps "$c"
   done
   cp -r "$pkgdatadir/." "$top/share/openmpi/"
-  pmix=$(ldd "$module" "$top/bin/mpirun" "$top"/lib/openmpi3/*.so | awk '$1 == "libpmix.so.2" { print $3; exit }')
+  pmix=$(ldd "$module" "$top/bin/mpirun" "$top"/lib/openmpi3/*.so |
+         awk '$1 == "libpmix.so.2" && !p { p = $3 } END { print p }')
   if [ -n "$pmix" ]; then
     pmix_root=$(dirname "$(dirname "$(readlink -f "$pmix")")")  # .../pmix2
     [ -d "$pmix_root/lib/pmix" ] && cp "$pmix_root"/lib/pmix/*.so "$top/lib/pmix/"
