@@ -542,7 +542,8 @@ if want mpi; then
 say ""
 say "## 4d. mpirun -np 2: two data-parallel ranks against one process (CPU, then both ranks on the GPU)"
 make_data
-mpirun_bin="" mpi_env=(NN_MPI_CHECK=1)
+# One host, no ssh: the launcher must not look for a remote shell (local ranks never use it).
+mpirun_bin="" mpi_env=(OMPI_MCA_plm_rsh_agent=false)
 if [ -n "${bundle_dir:-}" ] && [ -x "$bin/mpirun" ]; then
   # The bundle's relocated Open MPI: its install paths point into the bundle.
   mpirun_bin=$bin/mpirun
@@ -551,7 +552,8 @@ if [ -n "${bundle_dir:-}" ] && [ -x "$bin/mpirun" ]; then
            OPAL_DATAROOTDIR="$bundle_dir/share" OPAL_DATADIR="$bundle_dir/share"
            OPAL_PKGDATADIR="$bundle_dir/share/openmpi" OPAL_SYSCONFDIR="$bundle_dir/etc"
            PMIX_PREFIX="$bundle_dir" PMIX_LIBDIR="$bundle_dir/lib" PMIX_PKGLIBDIR="$bundle_dir/lib/pmix"
-           PMIX_PKGDATADIR="$bundle_dir/share/pmix" OMPI_MCA_mca_base_component_show_load_errors=0)
+           PMIX_PKGDATADIR="$bundle_dir/share/pmix" OMPI_MCA_mca_base_component_show_load_errors=0
+           OMPI_MCA_plm_rsh_agent=false)
 elif command -v mpirun > /dev/null 2>&1; then
   mpirun_bin=$(command -v mpirun)
 fi

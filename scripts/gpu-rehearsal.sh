@@ -51,6 +51,7 @@ inner() {
   [ -f /etc/apt/sources.list.d/debian.sources ] &&
     cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/" && : > "$root/etc/apt/sources.list"
   mount -t proc proc "$root/proc"
+  mount -t sysfs -o ro sysfs "$root/sys"  # hwloc (Open MPI's launcher) reads the CPU topology
   mkdir -p "$root/dev/shm" && mount -t tmpfs tmpfs "$root/dev/shm"
   # What the GPU machine's image has and a minbase root lacks: python3 and xz (for tar -J).
   chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin bash -c \
