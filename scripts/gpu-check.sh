@@ -503,7 +503,7 @@ for line in sys.stdin:
     print(json.dumps({"items": [e.split(",")[0] for e in items.split(":")][:20], "k": 10}))' > "$data/bodies.jsonl"
   serve_pids=()
   start_serve() {  # start_serve NAME BACKEND THREADS: sets port_NAME
-    (cd "$data" && exec "$tools/nn-serve" --port 0 -n net-cuda.nc -i features.idx -o features.idx \
+    (cd "$data" && exec "$tools/nn-serve" -q --port 0 -n net-cuda.nc -i features.idx -o features.idx \
       --backend "$2" --device "$device" --threads "$3") > "$logs/serve-$1.log" 2>&1 &
     serve_pids+=($!)
     local p=""
