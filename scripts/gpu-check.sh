@@ -407,6 +407,16 @@ print(f"{len(a)} users; mean top-10 overlap {mean:.4f} (at least {float(sys.argv
 sys.exit(0 if len(a) == len(b) > 0 and mean >= float(sys.argv[3]) else 1)
 PY
 }
+# verdict STEP NOTE LOG COMMAND...: runs a comparison into LOG, puts LOG in the report and
+# records PASS when it exited 0, FAIL otherwise.
+verdict() {
+  local step=$1 note=$2 log=$3
+  shift 3
+  "$@" > "$log"
+  local rc=$?
+  block < "$log"
+  result "$step" "$([ $rc = 0 ] && echo PASS || echo FAIL)" "$note"
+}
 if want paths; then
 say ""
 say "## 4c. BF16, Variational, streamed data, blocked top-K and serving on CUDA"
@@ -418,10 +428,8 @@ if [ "$(left)" -gt 40 ]; then
   train_net cuda-bf16 cuda --precision bf16
   rc=$?
   if [ $rc = 0 ] && [ -f "$data/net-cuda.epochs.jsonl" ]; then
-    compare_epochs "$data/net-cuda.epochs.jsonl" "$data/net-cuda-bf16.epochs.jsonl" 0.02 0.03 > "$logs/compare-bf16.txt"
-    rc=$?
-    block < "$logs/compare-bf16.txt"
-    result bf16_training_cuda "$([ $rc = 0 ] && echo PASS || echo FAIL)" "BF16 against FP32 on CUDA: epoch 1 within 2%, later within 3% of epoch 1's loss"
+    verdict bf16_training_cuda "BF16 against FP32 on CUDA: epoch 1 within 2%, later within 3% of epoch 1's loss" "$logs/compare-bf16.txt" \
+      compare_epochs "$data/net-cuda.epochs.jsonl" "$data/net-cuda-bf16.epochs.jsonl" 0.02 0.03
   else
     tail -3 "$logs/train-cuda-bf16.log" | block
     result bf16_training_cuda "$(tool_status "$logs/train-cuda-bf16.log" $rc)" "nn-train --precision bf16 exit $rc"
@@ -435,10 +443,8 @@ if [ "$(left)" -gt 40 ]; then
       eval "rc_$p=$?"
     done
     if [ "$rc_fp32" = 0 ] && [ "$rc_bf16" = 0 ]; then
-      compare_recs "$data/recs-fp32" "$data/recs-bf16" 0.9 > "$logs/compare-recs-bf16.txt"
-      rc=$?
-      block < "$logs/compare-recs-bf16.txt"
-      result bf16_prediction_cuda "$([ $rc = 0 ] && echo PASS || echo FAIL)" "top-10 overlap with FP32 scoring >= 0.9"
+      verdict bf16_prediction_cuda "top-10 overlap with FP32 scoring >= 0.9" "$logs/compare-recs-bf16.txt" \
+        compare_recs "$data/recs-fp32" "$data/recs-bf16" 0.9
     else
       result bf16_prediction_cuda "$(tool_status "$logs/predict-bf16.log" "$rc_bf16")" "nn-predict exit fp32 $rc_fp32, bf16 $rc_bf16"
     fi
@@ -459,10 +465,8 @@ if [ "$(left)" -gt 40 ] && [ -f "$check_dir/../configs/recommender-mult-vae/netw
     eval "rc_$be=$?"
   done
   if [ "$rc_cpu" = 0 ] && [ "$rc_cuda" = 0 ]; then
-    compare_epochs "$data/vae-cpu.epochs.jsonl" "$data/vae-cuda.epochs.jsonl" 1e-3 1e-2 > "$logs/compare-vae.txt"
-    rc=$?
-    block < "$logs/compare-vae.txt"
-    result variational_cuda_vs_cpu "$([ $rc = 0 ] && echo PASS || echo FAIL)" "Mult-VAE, 3 epochs: epoch 1 within 1e-3, then within 1e-2 of epoch 1's loss"
+    verdict variational_cuda_vs_cpu "Mult-VAE, 3 epochs: epoch 1 within 1e-3, then within 1e-2 of epoch 1's loss" "$logs/compare-vae.txt" \
+      compare_epochs "$data/vae-cpu.epochs.jsonl" "$data/vae-cuda.epochs.jsonl" 1e-3 1e-2
   else
     tail -3 "$logs/vae-cuda.log" | block
     result variational_cuda_vs_cpu "$(tool_status "$logs/vae-cuda.log" "$rc_cuda")" "nn-train exit cpu $rc_cpu, cuda $rc_cuda"
@@ -473,10 +477,8 @@ if [ "$(left)" -gt 30 ] && [ -f "$data/net-cuda.epochs.jsonl" ]; then
   train_net cuda-stream cuda --stream
   rc=$?
   if [ $rc = 0 ]; then
-    compare_epochs "$data/net-cuda.epochs.jsonl" "$data/net-cuda-stream.epochs.jsonl" 1e-6 1e-6 > "$logs/compare-stream.txt"
-    rc=$?
-    block < "$logs/compare-stream.txt"
-    result stream_cuda "$([ $rc = 0 ] && echo PASS || echo FAIL)" "--stream against in memory on CUDA: equal losses (1e-6)"
+    verdict stream_cuda "--stream against in memory on CUDA: equal losses (1e-6)" "$logs/compare-stream.txt" \
+      compare_epochs "$data/net-cuda.epochs.jsonl" "$data/net-cuda-stream.epochs.jsonl" 1e-6 1e-6
   else
     tail -3 "$logs/train-cuda-stream.log" | block
     result stream_cuda "$(tool_status "$logs/train-cuda-stream.log" $rc)" "nn-train --stream exit $rc"
@@ -575,10 +577,8 @@ else
     grep -m 4 "rank [01] on\|communicator\|error" "$logs/mpi-$be.log" | block
     if [ $rc = 0 ] && [ -f "$data/net-$be.epochs.jsonl" ]; then
       # Data parallel sums the two halves' gradients: one process's losses to rounding.
-      compare_epochs "$data/net-$be.epochs.jsonl" "$data/net-mpi-$be.epochs.jsonl" 1e-4 1e-4 > "$logs/compare-mpi-$be.txt"
-      rc=$?
-      block < "$logs/compare-mpi-$be.txt"
-      result "mpi_np2_$be" "$([ $rc = 0 ] && echo PASS || echo FAIL)" "mpirun -np 2 --backend $be: per-epoch losses within 1e-4 of one process's"
+      verdict "mpi_np2_$be" "mpirun -np 2 --backend $be: per-epoch losses within 1e-4 of one process's" "$logs/compare-mpi-$be.txt" \
+        compare_epochs "$data/net-$be.epochs.jsonl" "$data/net-mpi-$be.epochs.jsonl" 1e-4 1e-4
     else
       tail -5 "$logs/mpi-$be.log" | block
       result "mpi_np2_$be" "$(tool_status "$logs/mpi-$be.log" $rc)" "mpirun -np 2 nn-train --backend $be exit $rc"

@@ -54,7 +54,7 @@ PY
 # Then the floors: the step's measured time, its floor and the share of the floor reached.
 grep -Eq '^profile: floors: the least time this machine needs per step' prof.log || fail "floors heading"
 grep -Eq '^profile: step +\(all\) +[0-9.]+ +[0-9.]+ +[0-9.]+%$' prof.log || fail "floor of the step"
-grep -Eq "^profile: floors counted from the network's shapes \(8 rows, [0-9.]+ non-zeros per row of Input\)" \
+grep -Eq "^profile: floors counted from the network's shapes \(8 rows, [0-9.]+ non-zeros per row and [0-9]+ distinct rows per batch of Input( \(updated row by row\))?\)" \
   prof.log || fail "floors' basis: $(grep '^profile: floors counted' prof.log)"
 grep -q '^profile: trace of [0-9]* events in t.json (open it in ui.perfetto.dev or chrome://tracing)$' prof.log ||
   fail "trace line: $(grep trace prof.log)"

@@ -12,16 +12,6 @@
 
 namespace nn {
 
-void Backend::optimizer_step_multi(const OptimizerParams& p, const OptimizerTensor* tensors,
-                                   size_t count) {
-  for (size_t i = 0; i < count; ++i) {
-    const OptimizerTensor& t = tensors[i];
-    OptimizerParams q = p;
-    if (!t.regularize) q.lambda = q.lambda1 = 0.0f;
-    optimizer_step(q, t.w, t.g, t.state0, t.state1, t.n);
-  }
-}
-
 std::unique_ptr<Backend> make_backend(const std::string& name, int threads, int device) {
   if (threads < 0)
     throw ConfigError("backend '" + name + "': threads = " + std::to_string(threads) +

@@ -182,8 +182,16 @@ class Backend {
   // optimizer_step would give it with `p`, its lambda and lambda1 zero where !regularize, element
   // for element the same arithmetic. The base class calls optimizer_step once per tensor; the
   // CUDA backend updates them all in one kernel launch.
+  // (Inline: the CUDA module carries no engine object for it.)
   virtual void optimizer_step_multi(const OptimizerParams& p, const OptimizerTensor* tensors,
-                                    size_t count);
+                                    size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      OptimizerParams q = p;
+      if (!tensors[i].regularize) q.lambda = q.lambda1 = 0.0f;
+      optimizer_step(q, tensors[i].w, tensors[i].g, tensors[i].state0, tensors[i].state1,
+                     tensors[i].n);
+    }
+  }
   // Row-sparse form (train/row_sparse.h): w, state0 and state1 viewed as [*][width]; rows
   // rows[0..count) (distinct, backend memory) take the update optimizer_step would give them with
   // gradient g ([count][width], compact), element for element the same arithmetic; every other

@@ -12,21 +12,13 @@
 #include "backend/device_array.h"
 #include "backend_test_util.h"
 #include "core/random.h"
+#include "optimizer_test_util.h"
 
 namespace nn {
 namespace {
 
-constexpr OptimizerKind kAll[] = {OptimizerKind::SGD,      OptimizerKind::Momentum,
-                                  OptimizerKind::Nesterov, OptimizerKind::AdaGrad,
-                                  OptimizerKind::RMSProp,  OptimizerKind::AdaDelta,
-                                  OptimizerKind::Adam};
-
-std::vector<float> random_values(uint64_t seed, size_t n, float lo, float hi) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (float& x : v) x = lo + (hi - lo) * float(rng.uniform());
-  return v;
-}
+using test::kAllOptimizers;
+using test::random_values;
 
 // One parameter: values, gradient and two state arrays in the backend's memory.
 struct Tensor {
@@ -56,7 +48,7 @@ TEST_P(OptimizerMulti, EveryTensorEndsAsItsOwnStepLeavesIt) {
   auto be = backend(2);
   // 8,192 floats is the CUDA kernel's chunk: sizes on, across and far from its boundaries.
   const std::vector<size_t> sizes = {1, 8192, 8193, 20001, 0, 300};
-  for (const OptimizerKind kind : kAll) {
+  for (const OptimizerKind kind : kAllOptimizers) {
     SCOPED_TRACE(to_string(kind));
     OptimizerParams p;
     p.kind = kind;

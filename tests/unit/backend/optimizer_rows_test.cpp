@@ -14,21 +14,13 @@
 #include "backend/math/optimizer_math.h"
 #include "backend_test_util.h"
 #include "core/random.h"
+#include "optimizer_test_util.h"
 
 namespace nn {
 namespace {
 
-constexpr OptimizerKind kAll[] = {OptimizerKind::SGD,      OptimizerKind::Momentum,
-                                  OptimizerKind::Nesterov, OptimizerKind::AdaGrad,
-                                  OptimizerKind::RMSProp,  OptimizerKind::AdaDelta,
-                                  OptimizerKind::Adam};
-
-std::vector<float> random_values(uint64_t seed, size_t n, float lo, float hi) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (float& x : v) x = lo + (hi - lo) * float(rng.uniform());
-  return v;
-}
+using test::kAllOptimizers;
+using test::random_values;
 
 // Arrays of one parameter and its optimizer state, in the backend's memory.
 struct Arrays {
@@ -65,7 +57,7 @@ TEST_P(OptimizerRows, UpdatesTheRowsAsTheDenseStepDoesAndNothingElse) {
   for (size_t i = 0; i < touched.size(); ++i)
     for (uint32_t j = 0; j < width; ++j)
       dense[size_t(touched[i]) * width + j] = compact[i * width + j];
-  for (const OptimizerKind kind : kAll) {
+  for (const OptimizerKind kind : kAllOptimizers) {
     for (const float lambda : {0.0f, 0.01f}) {
       SCOPED_TRACE(std::string(to_string(kind)) + " lambda " + std::to_string(lambda));
       const OptimizerParams p = params_of(kind, lambda);
@@ -110,7 +102,7 @@ TEST_P(OptimizerRows, CatchUpEqualsZeroGradientSteps) {
   const auto w0 = random_values(5, n, -1.0f, 1.0f);
   const auto a0 = random_values(6, n, -0.2f, 0.2f);  // momentum: signed velocities
   const auto b0 = random_values(7, n, 0.0f, 0.5f);
-  for (const OptimizerKind kind : kAll) {
+  for (const OptimizerKind kind : kAllOptimizers) {
     SCOPED_TRACE(to_string(kind));
     auto a_init = a0;
     if (kind == OptimizerKind::RMSProp || kind == OptimizerKind::AdaDelta)
