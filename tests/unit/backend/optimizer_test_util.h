@@ -11,9 +11,10 @@
 
 namespace nn::test {
 
-inline constexpr OptimizerKind kAllOptimizers[] = {
-    OptimizerKind::SGD,     OptimizerKind::Momentum, OptimizerKind::Nesterov, OptimizerKind::AdaGrad,
-    OptimizerKind::RMSProp, OptimizerKind::AdaDelta, OptimizerKind::Adam};
+inline constexpr OptimizerKind kAllOptimizers[] = {OptimizerKind::SGD,      OptimizerKind::Momentum,
+                                                   OptimizerKind::Nesterov, OptimizerKind::AdaGrad,
+                                                   OptimizerKind::RMSProp,  OptimizerKind::AdaDelta,
+                                                   OptimizerKind::Adam};
 
 // n values uniform in [lo, hi), the same for the same seed.
 inline std::vector<float> random_values(uint64_t seed, size_t n, float lo, float hi) {
