@@ -7,7 +7,9 @@
 #   may lack this one's instructions), the CUDA runtime linked statically, no Python module.
 #   Packed: the binaries (stripped), every shared library they need except glibc, the driver and
 #   the CUDA libraries (their RUNPATH set to $ORIGIN-relative paths, so nothing refers to a path of
-#   this machine), Open MPI's launcher (mpirun with its components and help texts), the check script (scripts/gpu-check.sh --in-bundle) and the PyTorch peer of the
+#   this machine), Open MPI's launcher (mpirun with its components and help texts), the engine's
+#   shared library with include/nn and the Python module's sources (compiled on the GPU machine
+#   for its Python), the check script (scripts/gpu-check.sh --in-bundle) and the PyTorch peer of the
 #   benchmark. xz-compressed; the archive must stay under 48 MiB.
 #
 # Usage: scripts/gpu-bundle.sh                (prints the archive's path as its last line)
@@ -46,8 +48,8 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DNN_ENABLE_CUDA=ON -DNN
   -DNN_CUDA_STATIC_RUNTIME=ON -DCMAKE_CUDA_ARCHITECTURES="$arch" -DNN_BUILD_PYTHON=OFF \
   "${launcher[@]}" > "$build/configure.log" 2>&1 || { tail -30 "$build/configure.log" >&2; die "configure failed"; }
 grep -q "nn: CUDA backend ON" "$build/configure.log" || die "no CUDA backend (nvcc not found?)"
-targets=(nn_cuda nn_cuda_tests nn_backend_tests nn_predict_tests nn-train nn-generate nn-predict
-         nn-encode nn-serve nn-bench-autoencoder nn-bench-serve-load)
+targets=(nn_cuda nn_library nn_cuda_tests nn_backend_tests nn_predict_tests nn-train nn-generate
+         nn-predict nn-encode nn-serve nn-bench-autoencoder nn-bench-serve-load)
 grep -q "nn: NCCL communicator ON" "$build/configure.log" && targets+=(nn_nccl_tests)
 say "building ${targets[*]}"
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$build/build.log" 2>&1 ||
@@ -88,6 +90,20 @@ while read -r name path; do
   [ -n "$path" ] && [ -f "$path" ] && libs[$name]=$path
 done < <(ldd "$module" | awk '$2 == "=>" { print $1, $3 }')
 libs[libnn_cuda.so]=$module
+# The engine's shared library (include/nn/ is its interface), for the Python module the check
+# compiles on the GPU machine for that machine's Python (python/src, pybind11 there).
+library=$(readlink -f "$build/src/engine/libnn.so")
+soname=$(readelf -d "$library" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+[ -n "$soname" ] || die "$library has no SONAME"
+while read -r name path; do
+  [[ $name =~ $provided_re ]] && continue
+  [ -n "$path" ] && [ -f "$path" ] && libs[$name]=$path
+done < <(ldd "$library" | awk '$2 == "=>" { print $1, $3 }')
+libs[$soname]=$library
+mkdir -p "$top/include" "$top/python"
+cp -r "$root/include/nn" "$top/include/"
+cp -r "$root/python/src" "$root/python/nnsuite" "$top/python/"
+rm -rf "$top/python/nnsuite/__pycache__"
 
 # Open MPI's launcher for the check's mpirun step, relocated into the bundle: mpirun (orterun),
 # the components it and the MPI library open at run time (lib/openmpi3: all but those needing

@@ -25,7 +25,7 @@
 #   NN_BENCH_BATCHES minibatches per benchmark epoch (default 50; nn times 3 epochs after a warm-up
 #                    one, NN_BENCH_EPOCHS; PyTorch times as many minibatches)
 #   NN_CHECK_STEPS   which steps, comma-separated (default
-#                    tests,nccl,train,paths,mpi,cnn,bench,sampled,sanitizer;
+#                    tests,nccl,train,paths,mpi,python,cnn,bench,sampled,sanitizer;
 #                    the library check always runs): a second run on the same lease can redo
 #                    only what failed
 #   NN_SANITIZER_FILTER  GoogleTest filter for compute-sanitizer (default: a subset that ends in
@@ -43,7 +43,7 @@ budget=${NN_CHECK_BUDGET:-420}
 batches=${NN_BENCH_BATCHES:-50}
 bench_epochs=${NN_BENCH_EPOCHS:-3}
 device=${NN_DEVICE:-0}
-steps=${NN_CHECK_STEPS:-tests,nccl,train,paths,mpi,cnn,bench,sampled,sanitizer}
+steps=${NN_CHECK_STEPS:-tests,nccl,train,paths,mpi,python,cnn,bench,sampled,sanitizer}
 want() { [[ ",$steps," == *",$1,"* ]]; }
 outdir=$(realpath -m "${NN_CHECK_OUT:-${OUT:-$PWD/gpu-check-out}}")
 mkdir -p "$outdir"
@@ -296,6 +296,8 @@ make_data() {
     { "Name": "H2", "Kind": "Hidden", "N": 128, "Activation": "RectifiedLinear" },
     { "Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid" } ] }
 JSON
+  # Without dropout, for the gradient check and the Python module's comparison.
+  sed 's/, "pDropout": 0.1//' "$data/net.json" > "$data/net-check.json"
 }
 # train_net NAME BACKEND [FLAGS...]: 5 epochs of Adam on that data, the same seed (net-NAME.nc,
 # net-NAME.epochs.jsonl, logs/train-NAME.log); returns nn-train's status.
@@ -312,7 +314,6 @@ if want train; then
 say """"
 say "## 4. Gradient check, training and prediction: --backend cuda against --backend cpu"
 make_data
-sed 's/, "pDropout": 0.1//' "$data/net.json" > "$data/net-check.json"
 (cd "$data" && run_for 120 "$logs/validate-cuda.log" "$tools/nn-train" --validate -c net-check.json \
   -i input.nc -o output.nc -b 32 --backend cuda --device "$device")
 rc=$?
@@ -584,6 +585,64 @@ else
       result "mpi_np2_$be" "$(tool_status "$logs/mpi-$be.log" $rc)" "mpirun -np 2 nn-train --backend $be exit $rc"
     fi
   done
+fi
+fi
+
+# ---- 4f. the Python module on CUDA -------------------------------------------------------------------
+if want python; then
+say ""
+say "## 4f. The Python module (nnsuite), compiled here for this machine's Python, on CUDA against the CPU"
+make_data
+py="" cxx=$(command -v g++ || command -v c++ || true)
+for candidate in python3 /opt/torch/.venv/bin/python3; do
+  if command -v "$candidate" > /dev/null 2>&1 &&
+     "$candidate" -c 'import pybind11, numpy, scipy' > /dev/null 2>&1; then
+    py=$candidate
+    break
+  fi
+done
+library=$(ls "${bundle_dir:-/nonexistent}"/lib/libnn.so.* 2> /dev/null | head -1)
+if [ -z "$py" ] || [ -z "$cxx" ] || [ -z "$library" ] || [ ! -d "$bundle_dir/python/src" ]; then
+  result python_cuda NOT-RUN "needs the bundle's libnn.so and python/src, a C++ compiler (${cxx:-none}) and a Python with pybind11, NumPy and SciPy (${py:-none})"
+else
+  # The module uses include/nn/ alone: compiled against pybind11 and this Python's headers,
+  # linked to the bundle's libnn.so (its own C++ runtime linked in, so the system's newer one and
+  # the bundle's may both be loaded).
+  mod=$work/python/nnsuite
+  mkdir -p "$mod"
+  cp "$bundle_dir"/python/nnsuite/*.py "$mod/"
+  ext=$("$py" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+  run_for 240 "$logs/python-build.log" "$cxx" -O1 -std=c++17 -shared -fPIC \
+    $("$py" -m pybind11 --includes) -I"$bundle_dir/include" "$bundle_dir/python/src/module.cpp" \
+    "$bundle_dir/python/src/arrays.cpp" "$library" -Wl,-rpath,"$bundle_dir/lib" \
+    -static-libstdc++ -static-libgcc -o "$mod/_core$ext"
+  rc=$?
+  if [ $rc != 0 ]; then
+    tail -15 "$logs/python-build.log" | block
+    result python_cuda FAIL "the module did not compile (logs/python-build.log)"
+  else
+    cat > "$work/python/check.py" << 'PY'
+import sys, nnsuite
+data = {**nnsuite.read_datasets("input.nc"), **nnsuite.read_datasets("output.nc")}
+losses = {}
+for be in ("cpu", "cuda"):
+    m = nnsuite.Model.from_json("net-check.json", datasets=data, seed=7, backend=be)
+    t = nnsuite.Trainer(m, data, epochs=3, minibatch=128, optimizer="Adam", alpha=0.002, seed=7)
+    losses[be] = [s["loss"] for s in t.run()]
+    print(be, " ".join(f"{l:.6f}" for l in losses[be]), flush=True)
+ok = all(abs(a - b) <= 1e-3 * abs(a) for a, b in zip(losses["cpu"], losses["cuda"]))
+print("MATCH" if ok else "MISMATCH (1e-3 relative per epoch)")
+sys.exit(0 if ok else 1)
+PY
+    (cd "$data" && PYTHONPATH=$work/python run_for 120 "$logs/python.log" "$py" "$work/python/check.py")
+    rc=$?
+    tail -4 "$logs/python.log" | block
+    if [ $rc = 0 ]; then
+      result python_cuda PASS "nnsuite Trainer, 3 epochs on CUDA and the CPU: losses within 1e-3"
+    else
+      result python_cuda "$(tool_status "$logs/python.log" $rc)" "the module built; the run exited $rc"
+    fi
+  fi
 fi
 fi
 
