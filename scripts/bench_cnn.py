@@ -58,7 +58,9 @@ def main():
     ap.add_argument("--alpha", type=float, default=1e-3)
     ap.add_argument("--limit", type=int, default=0, help="train on the first N examples only")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="torch device: cpu (default) or cuda[:N]")
     args = ap.parse_args()
+    device = torch.device(args.device)
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -69,14 +71,18 @@ def main():
     y_test = read_idx(f"{args.data}/t10k-labels-idx1-ubyte.gz").long()
     if args.limit:
         x_train, y_train = x_train[:args.limit], y_train[:args.limit]
+    x_train, y_train = x_train.to(device), y_train.to(device)
+    x_test, y_test = x_test.to(device), y_test.to(device)
 
-    model = Cnn(32, 64, 128)
+    model = Cnn(32, 64, 128).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=args.alpha)
     loss_fn = torch.nn.CrossEntropyLoss()
     epoch_seconds, cpu_seconds = [], 0.0
     for _ in range(args.epochs):
         model.train()
-        perm = torch.randperm(len(x_train))
+        perm = torch.randperm(len(x_train), device=device)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
         start, cpu_start = time.perf_counter(), time.process_time()
         for pos in range(0, len(x_train), args.batch):
             ids = perm[pos:pos + args.batch]
@@ -84,13 +90,15 @@ def main():
             loss = loss_fn(model(x_train[ids]), y_train[ids])
             loss.backward()
             opt.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()  # the epoch's work has finished, not just been queued
         epoch_seconds.append(time.perf_counter() - start)
         cpu_seconds += time.process_time() - cpu_start
     model.eval()
     with torch.no_grad():
         correct = sum(int((model(x_test[i:i + 1000]).argmax(1) == y_test[i:i + 1000]).sum())
                       for i in range(0, len(x_test), 1000))
-    json.dump({"engine": "torch", "framework": f"torch {torch.__version__}",
+    json.dump({"engine": "torch", "framework": f"torch {torch.__version__}", "device": str(device),
                "threads": args.threads, "examples": len(x_train), "epochs": args.epochs,
                "seconds_per_epoch": epoch_seconds,
                "cpu_seconds_per_epoch": cpu_seconds / args.epochs,

@@ -49,7 +49,7 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DNN_ENABLE_CUDA=ON -DNN
   "${launcher[@]}" > "$build/configure.log" 2>&1 || { tail -30 "$build/configure.log" >&2; die "configure failed"; }
 grep -q "nn: CUDA backend ON" "$build/configure.log" || die "no CUDA backend (nvcc not found?)"
 targets=(nn_cuda nn_library nn_cuda_tests nn_backend_tests nn_predict_tests nn-train nn-generate
-         nn-predict nn-encode nn-serve nn-bench-autoencoder nn-bench-serve-load)
+         nn-predict nn-encode nn-serve nn-bench-autoencoder nn-bench-serve-load nn-bench-cnn)
 grep -q "nn: NCCL communicator ON" "$build/configure.log" && targets+=(nn_nccl_tests)
 say "building ${targets[*]}"
 cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$build/build.log" 2>&1 ||
@@ -58,7 +58,7 @@ cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$build/build.log
 binaries=("$build/tests/nn_cuda_tests" "$build/tests/nn_backend_tests" "$build/tests/nn_predict_tests"
           "$build/src/tools/nn-train" "$build/src/tools/nn-generate" "$build/src/tools/nn-predict"
           "$build/src/tools/nn-encode" "$build/src/tools/nn-serve" "$build/bench/nn-bench-autoencoder"
-          "$build/bench/nn-bench-serve-load")
+          "$build/bench/nn-bench-serve-load" "$build/bench/nn-bench-cnn")
 [ -x "$build/tests/nn_nccl_tests" ] && binaries+=("$build/tests/nn_nccl_tests")
 
 # ---- stage ---------------------------------------------------------------------------------------
@@ -158,6 +158,7 @@ done
 
 cp "$root/scripts/gpu-check.sh" "$root/scripts/bench_peer_torch.py" "$root/scripts/bench_table.py" \
   "$root/scripts/gpu_serve_check.py" "$root/scripts/bench_sampled.sh" "$root/scripts/bench_sampled.py" \
+  "$root/scripts/bench_cnn.py" "$root/scripts/gen_fashion_idx.py" \
   "$top/scripts/"
 cp -r "$root/configs/image-cnn-cifar10" "$root/configs/recommender-mult-vae" "$top/configs/"
 commit=$(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo unknown)

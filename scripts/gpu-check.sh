@@ -140,7 +140,7 @@ else
        -DCMAKE_CUDA_ARCHITECTURES="${NN_CUDA_ARCH:-90}" > "$logs/configure.log" 2>&1 &&
      grep -q "nn: CUDA backend ON" "$logs/configure.log"; then
     targets=(nn_cuda nn_cuda_tests nn_backend_tests nn_predict_tests nn-train nn-generate
-             nn-predict nn-encode nn-serve nn-bench-autoencoder nn-bench-serve-load)
+             nn-predict nn-encode nn-serve nn-bench-autoencoder nn-bench-serve-load nn-bench-cnn)
     grep -q "nn: NCCL communicator ON" "$logs/configure.log" && targets+=(nn_nccl_tests)
     if cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" > "$logs/build.log" 2>&1; then
       result build PASS ""
@@ -154,7 +154,7 @@ else
   fi
   mkdir -p "$work/bin"
   for f in "$build"/tests/nn_{cuda,backend,predict,nccl}_tests "$build"/src/tools/nn-{train,generate,predict,encode,serve} \
-           "$build"/bench/nn-bench-{autoencoder,serve-load}; do
+           "$build"/bench/nn-bench-{autoencoder,serve-load,cnn}; do
     [ -x "$f" ] && ln -s "$f" "$work/bin/"
   done
   bin=$work/bin
@@ -794,6 +794,38 @@ for hidden in 128 1024x3; do
   fi
 done
 [ -n "$torch_py" ] || say "(no PyTorch with CUDA found: no peer numbers)"
+# The Fashion-MNIST CNN (scripts/bench_cnn.sh's network) on generated images in its format:
+# nn-bench-cnn on CUDA next to scripts/bench_cnn.py on the same GPU, 2 epochs of 12,000 images.
+if [ -x "$bin/nn-bench-cnn" ] && [ "$(left)" -gt 60 ]; then
+  mkdir -p "$work/fashion"
+  python3 "$check_dir/gen_fashion_idx.py" "$work/fashion" 12000 > /dev/null
+  run_for 90 "$logs/cnn-bench-nn.log" "$bin/nn-bench-cnn" --data "$work/fashion" --epochs 2 \
+    --backend cuda --device "$device"
+  rc_cnn=$?
+  grep '^{' "$logs/cnn-bench-nn.log" | sed 's/}$/, "shape": "fashion-cnn"}/' | tag >> "$bench_log"
+  if [ -n "$torch_py" ]; then
+    run_for 120 "$logs/cnn-bench-torch.log" "$torch_py" "$check_dir/bench_cnn.py" --data \
+      "$work/fashion" --epochs 2 --device "cuda:$device"
+    grep '^{' "$logs/cnn-bench-torch.log" | sed 's/}$/, "shape": "fashion-cnn"}/' | tag >> "$bench_log"
+  fi
+  python3 - "$logs"/cnn-bench-*.log << 'PY' | block
+import json, sys
+for path in sys.argv[1:]:
+    for line in open(path):
+        if line.startswith("{"):
+            r = json.loads(line)
+            print(f"fashion-cnn {r['engine']:>6}: {r['seconds_per_epoch'][-1]:.3f} s for epoch 2 "
+                  f"of {r['examples']} images, test accuracy {r['test_accuracy']:.4f}")
+PY
+  if [ "$rc_cnn" != 0 ]; then
+    tail -3 "$logs/cnn-bench-nn.log" | block
+    if grep -q "no usable CUDA device" "$logs/cnn-bench-nn.log"; then
+      [ "$bench_rc" = 0 ] && bench_rc=nodevice
+    else
+      bench_rc=$rc_cnn
+    fi
+  fi
+fi
 python3 "$check_dir/bench_table.py" "$bench_log" > "$logs/bench.txt" 2>&1
 block < "$logs/bench.txt"
 if [ "$bench_rc" = 0 ]; then result benchmark PASS "the table above; bench.jsonl"

@@ -2,7 +2,8 @@
 // data (the gzip IDX files, converted in memory the way nn-encode converts them: 8-bit 28x28
 // images, normalised to x / 256 - 0.5 on input, and sparse one-hot labels): seconds per epoch
 // (wall and CPU) and test accuracy, as one JSON line. Built as nn-bench-cnn;
-// scripts/bench_cnn.sh runs it next to PyTorch.
+// scripts/bench_cnn.sh runs it next to PyTorch on the CPU, scripts/gpu-check.sh with --backend
+// cuda next to PyTorch on the GPU (on generated images in the same format).
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend_choice.h"
 #include "backend/cpu/cpu_backend.h"
 #include "config/parse.h"
 #include "core/error.h"
@@ -67,15 +69,18 @@ int main(int argc, char** argv) {
   CLI::App app{"Fashion-MNIST CNN training benchmark"};
   std::string data = "/usr/share/datasets/fashion-mnist", conv = "default";
   uint32_t epochs = 1, batch = 64, limit = 0;
-  int threads = 2;
+  int threads = 2, device = 0;
   float alpha = 1e-3f;
+  std::string backend_name = "cpu";
   app.add_option("--data", data, "directory with the gzip IDX files");
   app.add_option("--epochs", epochs);
   app.add_option("--batch", batch);
   app.add_option("--alpha", alpha, "Adam learning rate");
   app.add_option("--threads", threads);
   app.add_option("--limit", limit, "train on the first N examples only");
-  app.add_option("--conv", conv, "convolution code: default, gemm or dnnl");
+  app.add_option("--conv", conv, "convolution code on the CPU: default, gemm or dnnl");
+  app.add_option("--backend", backend_name, "cpu (default) or cuda");
+  app.add_option("--device", device, "CUDA device index");
   CLI11_PARSE(app, argc, argv);
   try {
     const std::vector<ExampleSet> train = fashion_mnist(data, "train", limit);
@@ -83,9 +88,11 @@ int main(int argc, char** argv) {
     NetworkSpec spec = parse_network_json(kNetwork, "bench_cnn.json");
     resolve_auto_sizes(spec, train);
     const BoundData bound = bind_datasets(spec, train, true, "fashion-mnist train");
-    CpuBackend be(threads);
-    if (conv == "gemm") be.set_conv_library(CpuBackend::ConvLibrary::Gemm);
-    if (conv == "dnnl") be.set_conv_library(CpuBackend::ConvLibrary::Dnnl);
+    std::unique_ptr<Backend> backend = make_backend(backend_name, threads, device);
+    auto* cpu_backend = dynamic_cast<CpuBackend*>(backend.get());
+    if (cpu_backend && conv == "gemm") cpu_backend->set_conv_library(CpuBackend::ConvLibrary::Gemm);
+    if (cpu_backend && conv == "dnnl") cpu_backend->set_conv_library(CpuBackend::ConvLibrary::Dnnl);
+    Backend& be = *backend;
     Network net(be, spec, bound.sparse_inputs());
     net.initialize(1);
 
@@ -117,11 +124,15 @@ int main(int argc, char** argv) {
     for (const auto& r : reports)
       seconds += (seconds.empty() ? "" : ", ") + std::to_string(r.seconds);
     std::printf(
-        "{\"engine\": \"nn\", \"conv\": \"%s\", \"threads\": %d, \"examples\": %llu, "
+        "{\"engine\": \"nn\", \"backend\": \"%s\", \"conv\": \"%s\", \"threads\": %d, "
+        "\"examples\": %llu, "
         "\"epochs\": %u, \"seconds_per_epoch\": [%s], \"cpu_seconds_per_epoch\": %.2f, "
         "\"loss\": %.4f, \"test_accuracy\": %.4f}\n",
-        be.conv_library() == CpuBackend::ConvLibrary::Dnnl ? "dnnl" : "gemm", threads,
-        (unsigned long long)bound.examples, epochs, seconds.c_str(), cpu / epochs,
+        be.name().c_str(),
+        !cpu_backend                                                   ? "cudnn"
+        : cpu_backend->conv_library() == CpuBackend::ConvLibrary::Dnnl ? "dnnl"
+                                                                       : "gemm",
+        threads, (unsigned long long)bound.examples, epochs, seconds.c_str(), cpu / epochs,
         reports.empty() ? 0.0 : reports.back().loss, double(correct) / test[0].examples);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nn-bench-cnn: error: %s\n", e.what());
