@@ -14,11 +14,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/backend_choice.h"
+#include "config/enum_names.h"
 #include "config/parse.h"
 #include "core/error.h"
 #include "core/profiler.h"
@@ -61,21 +63,6 @@ static ExampleSet synthetic(const std::string& name, uint32_t items, uint32_t ex
     ds.sparse_end.push_back(ds.sparse_index.size());
   }
   return ds;
-}
-
-// "RMSProp" (any case) -> OptimizerKind.
-static OptimizerKind optimizer_named(const std::string& name) {
-  std::string lower = name;
-  for (auto& c : lower) c = char(std::tolower(c));
-  for (OptimizerKind k : {OptimizerKind::SGD, OptimizerKind::Momentum, OptimizerKind::Nesterov,
-                          OptimizerKind::AdaGrad, OptimizerKind::AdaDelta, OptimizerKind::RMSProp,
-                          OptimizerKind::Adam}) {
-    std::string n = to_string(k);
-    for (auto& c : n) c = char(std::tolower(c));
-    if (n == lower) return k;
-  }
-  throw ConfigError("--optimizer '" + name +
-                    "': expected SGD, Momentum, Nesterov, AdaGrad, AdaDelta, RMSProp or Adam");
 }
 
 int main(int argc, char** argv) {
@@ -134,7 +121,11 @@ int main(int argc, char** argv) {
     TrainOptions options;
     options.epochs = 1 + epochs;
     options.minibatch = batch;
-    options.optimizer.kind = optimizer_named(optimizer);
+    const std::optional<OptimizerKind> kind = enum_from_string<OptimizerKind>(optimizer);
+    if (!kind)
+      throw ConfigError("--optimizer '" + optimizer + "': expected one of " +
+                        enum_choices<OptimizerKind>());
+    options.optimizer.kind = *kind;
     options.optimizer.alpha = 0.001f;
     options.seed = 1;
     options.progress_seconds = 1e9;

@@ -42,11 +42,15 @@ float Optimizer::learning_rate(uint64_t epoch, uint64_t step) const {
 }
 
 OptimizerParams Optimizer::params(const Parameter& p, uint64_t step, float alpha) const {
+  return params(p.regularize, step, alpha);
+}
+
+OptimizerParams Optimizer::params(bool regularize, uint64_t step, float alpha) const {
   OptimizerParams op;
   op.kind = settings_.kind;
   op.alpha = alpha;
-  op.lambda = p.regularize ? settings_.lambda : 0.0f;
-  op.lambda1 = p.regularize ? settings_.lambda1 : 0.0f;
+  op.lambda = regularize ? settings_.lambda : 0.0f;
+  op.lambda1 = regularize ? settings_.lambda1 : 0.0f;
   op.mu = settings_.mu;
   op.mu1 = settings_.mu1;
   op.step = step;
@@ -108,9 +112,9 @@ void Optimizer::clip_norms(Parameter& p) {
   }
 }
 
-void Optimizer::update_all(const std::vector<Parameter*>& params, uint64_t step, float alpha) {
+void Optimizer::update_all(const std::vector<Parameter*>& parameters, uint64_t step, float alpha) {
   multi_.clear();
-  for (Parameter* p : params) {
+  for (Parameter* p : parameters) {
     if (p->locked) continue;
     if (p->row_grad.enabled) {
       update(*p, step, alpha);
@@ -126,16 +130,9 @@ void Optimizer::update_all(const std::vector<Parameter*>& params, uint64_t step,
     multi_.push_back(t);
   }
   if (multi_.empty()) return;
-  OptimizerParams op;
-  op.kind = settings_.kind;
-  op.alpha = alpha;
-  op.lambda = settings_.lambda;
-  op.lambda1 = settings_.lambda1;
-  op.mu = settings_.mu;
-  op.mu1 = settings_.mu1;
-  op.step = step;
-  backend_.optimizer_step_multi(op, multi_.data(), multi_.size());
-  for (Parameter* p : params)
+  // The decay of regularized tensors; the backend zeroes it for the others (t.regularize).
+  backend_.optimizer_step_multi(params(true, step, alpha), multi_.data(), multi_.size());
+  for (Parameter* p : parameters)
     if (!p->locked && !p->row_grad.enabled) clip_norms(*p);
 }
 

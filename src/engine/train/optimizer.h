@@ -41,10 +41,10 @@ class Optimizer {
   // A parameter whose gradient is held by rows (p.row_grad.enabled, train/row_sparse.h) updates
   // those rows only.
   void update(Parameter& p, uint64_t step, float alpha);
-  // update() of every parameter of `params`, those with a dense gradient in one multi-tensor
+  // update() of every parameter of `parameters`, those with a dense gradient in one multi-tensor
   // call (Backend::optimizer_step_multi: one launch on a GPU instead of one per array), the
   // row-sparse ones by their rows. The same arithmetic, so the same results, as update() on each.
-  void update_all(const std::vector<Parameter*>& params, uint64_t step, float alpha);
+  void update_all(const std::vector<Parameter*>& parameters, uint64_t step, float alpha);
   // The steps rows of `p` ([*][width]) skipped, caught up (Backend::optimizer_skip_rows; `rows`
   // and `factors` in backend memory, rows null for rows 0..count).
   void skip_rows(Parameter& p, uint32_t width, const uint32_t* rows, const float* factors,
@@ -59,6 +59,8 @@ class Optimizer {
 
  private:
   OptimizerParams params(const Parameter& p, uint64_t step, float alpha) const;
+  // The step's parameters for a regularized (L2/L1 decay) or unregularized array.
+  OptimizerParams params(bool regularize, uint64_t step, float alpha) const;
   // The parameter's max-norm constraint (WeightNorm) after its update, if it has one.
   void clip_norms(Parameter& p);
 
