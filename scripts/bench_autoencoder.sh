@@ -12,6 +12,7 @@
 # Run it on an otherwise idle machine; it prints a table and the raw JSON lines.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/lib/blas_kernels.sh"  # the same OpenBLAS kernels for nn and its peer
 batches=20
 optimizer=RMSProp
 precisions=fp32

@@ -9,6 +9,7 @@
 # Usage: scripts/bench_cnn.sh [--epochs N] [--threads N] [--limit N] [--data DIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/lib/blas_kernels.sh"  # the same OpenBLAS kernels for nn and its peer
 epochs=1
 threads=2
 limit=0

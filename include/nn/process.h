@@ -65,4 +65,14 @@ const std::string& current_allocation();
 // $TMPDIR, or /tmp when it is unset or empty: where temporary files go.
 std::string temporary_directory();
 
+// OpenBLAS picks its kernels when it loads, from the CPU's model number; on a CPU newer than
+// the library it falls back to kernels of an older instruction set (SSE3 instead of AVX-512:
+// dense products several times slower; docs/performance.md). This returns the
+// OPENBLAS_CORETYPE value whose kernels match this CPU when that happened and the variable is
+// not set, else "". Only a process started with the variable set gets them: the tools restart
+// themselves with it.
+std::string blas_kernels_override();
+// The kernels OpenBLAS runs ("SkylakeX", "Haswell", "Prescott", ...).
+std::string blas_kernels();
+
 }  // namespace nn::api

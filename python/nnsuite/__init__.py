@@ -12,6 +12,8 @@ See docs/python.md. Errors: ValueError / TypeError for bad arguments and bad fil
 names the argument, file or layer), nnsuite.Error for engine failures (divergence, I/O).
 """
 
+import warnings
+
 from ._core import (  # noqa: F401
     Error,
     Evaluator,
@@ -19,6 +21,8 @@ from ._core import (  # noqa: F401
     Model,
     Trainer,
     WeightInfo,
+    blas_kernels,
+    blas_kernels_override,
     mpi_rank,
     mpi_size,
     predict,
@@ -26,6 +30,15 @@ from ._core import (  # noqa: F401
     train,
 )
 
-__all__ = ["Error", "Evaluator", "LayerInfo", "Model", "Trainer", "WeightInfo", "mpi_rank",
-           "mpi_size", "predict", "read_datasets", "train"]
+__all__ = ["Error", "Evaluator", "LayerInfo", "Model", "Trainer", "WeightInfo", "blas_kernels",
+           "blas_kernels_override", "mpi_rank", "mpi_size", "predict", "read_datasets", "train"]
 __version__ = "0.1.0"
+
+# OpenBLAS chose its kernels when it loaded, before this module could help: on a CPU newer than
+# the library they are an older instruction set's, several times slower. The tools restart
+# themselves with OPENBLAS_CORETYPE set; a Python process can only be told.
+if blas_kernels_override():
+    warnings.warn(
+        "OpenBLAS runs its %s kernels, older than this CPU: dense layers are several times "
+        "slower than with its own. Start Python with OPENBLAS_CORETYPE=%s set (docs/performance.md)."
+        % (blas_kernels(), blas_kernels_override()), RuntimeWarning, stacklevel=2)

@@ -329,6 +329,14 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "mpi_size", [] { return nn::api::world_size(); },
       "Processes in the MPI job (1 without MPI).");
+  m.def(
+      "blas_kernels", [] { return nn::api::blas_kernels(); },
+      "The kernels OpenBLAS runs in this process ('SkylakeX', 'Haswell', 'Prescott', ...).");
+  m.def(
+      "blas_kernels_override", [] { return nn::api::blas_kernels_override(); },
+      "The OPENBLAS_CORETYPE value whose kernels match this CPU when OpenBLAS chose older ones "
+      "(a CPU newer than the library), else ''. It takes effect only in a process started with "
+      "it set (docs/performance.md).");
 
   py::class_<LayerInfo>(m, "LayerInfo")
       .def_readonly("name", &LayerInfo::name)

@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from blas_env import match_tool_blas_kernels
+
+match_tool_blas_kernels()  # the tools' OpenBLAS kernels, before a test module loads nnsuite
+
 ROOT = Path(__file__).resolve().parents[2]
 TOOLS = Path(os.environ.get("NN_TOOLS", ROOT / "build" / "src" / "tools"))
 

@@ -11,6 +11,9 @@ PREREQUISITES = {"pytest": "python3-pytest", "numpy": "python3-numpy", "scipy": 
 
 
 def main(test_dir):
+    sys.path.insert(0, test_dir)
+    from blas_env import match_tool_blas_kernels
+    match_tool_blas_kernels()  # before numpy loads OpenBLAS
     missing = []
     for module, package in PREREQUISITES.items():
         try:

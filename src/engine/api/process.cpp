@@ -2,6 +2,7 @@
 // and thread defaults (distributed/), memory budget and allocation context (core/).
 #include "nn/process.h"
 
+#include "backend/cpu/blas_kernels.h"
 #include "core/allocation_context.h"
 #include "core/atomic_file.h"
 #include "core/memory_budget.h"
@@ -64,6 +65,14 @@ const std::string& current_allocation() {
 
 std::string temporary_directory() {
   return nn::temporary_directory();
+}
+
+std::string blas_kernels_override() {
+  return nn::blas_kernels_override();
+}
+
+std::string blas_kernels() {
+  return nn::blas_kernels();
 }
 
 }  // namespace nn::api

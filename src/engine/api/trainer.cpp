@@ -70,6 +70,7 @@ std::vector<EpochStats> run_trainer(nn::TrainingLoop& trainer, const EpochCallba
   std::vector<EpochStats> out;
   trainer.on_epoch = [&](const EpochReport& r) {
     out.push_back(epoch_stats(r));
+    if (on_epoch) trainer.sync_weights();  // the callback may read the model
     if (on_epoch && !on_epoch(out.back())) throw StopRequested{};
   };
   try {

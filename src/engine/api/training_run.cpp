@@ -12,6 +12,7 @@
 #include "api/model_impl.h"
 #include "api/train_setup.h"
 #include "backend/backend_choice.h"
+#include "backend/cpu/blas_kernels.h"
 #include "config/parse.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -185,6 +186,7 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
   auto backend =
       make_backend_for(m->spec, job.backend, job.threads, resolve_device(job.device), &note);
   if (!note.empty()) log(note);
+  if (backend->host_memory()) log(blas_kernels_note());
   if (resolve_precision(job.precision, m->spec) == Precision::BF16) {
     backend->set_precision(Precision::BF16);
     log("precision: BF16 products with FP32 accumulation and FP32 weights");
@@ -376,6 +378,7 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
   if (comm->rank() == 0 && job.epoch_log) epoch_log = std::make_unique<EpochLog>(log_path, resumed);
   trainer.on_epoch = [&](const EpochReport& r) {
     if (epoch_log) epoch_log->write(r);
+    if (on_epoch) trainer.sync_weights();  // the callback may read the model
     if (on_epoch && !on_epoch(epoch_stats(r))) throw StopRequested{};
   };
   if (trainer.epoch() >= options.epochs)

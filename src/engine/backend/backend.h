@@ -208,15 +208,18 @@ class Backend {
                                    uint32_t count) = 0;
 
   // ---- sampled outputs (train/sampled_output.h) -----------------------------------------------
-  // Columns of a row-major matrix by index (math/sampled_math.h): gather_columns writes
-  // dst[r][k] = src[r][index[k]] (src[rows][cols], dst[rows][count]); scatter_columns the
-  // reverse, dst[r][index[k]] = src[r][k] (the indices distinct, every one < cols); scale_columns
-  // multiplies x[r][k] by w[k]. `index` and `w` are in backend memory.
-  virtual void gather_columns(const float* src, uint32_t rows, uint32_t cols, const uint32_t* index,
-                              uint32_t count, float* dst) = 0;
-  virtual void scatter_columns(const float* src, uint32_t rows, uint32_t count,
-                               const uint32_t* index, uint32_t cols, float* dst) = 0;
+  // scale_columns multiplies x[r][k] of x[rows][cols] by w[k] (backend memory).
   virtual void scale_columns(float* x, uint32_t rows, uint32_t cols, const float* w) = 0;
+  // Rows of a row-major matrix by index (a sampled layer holds its weights transposed while it
+  // trains, so that a sampled column is one contiguous row): gather_rows writes
+  // dst[k][:] = src[index[k]][:] (src[*][width], dst[count][width]); scatter_rows the reverse,
+  // dst[index[k]][:] = src[k][:] (the indices distinct). `index` is in backend memory.
+  virtual void gather_rows(const float* src, uint32_t width, const uint32_t* index, uint32_t count,
+                           float* dst) = 0;
+  virtual void scatter_rows(const float* src, uint32_t width, const uint32_t* index, uint32_t count,
+                            float* dst) = 0;
+  // dst[c][r] = src[r][c] for src[rows][cols] (dst[cols][rows]; the two must not overlap).
+  virtual void transpose(const float* src, uint32_t rows, uint32_t cols, float* dst) = 0;
 
   // ---- prediction ----------------------------------------------------------------------------
   // Per row, the k largest values (descending; ties by lower index) and their column indices.

@@ -65,26 +65,20 @@ void Optimizer::skip_rows(Parameter& p, uint32_t width, const uint32_t* rows, co
   backend_.optimizer_skip_rows(settings_.kind, p.value.data(), s0, s1, width, rows, factors, count);
 }
 
-void Optimizer::update_columns(Parameter& p, uint32_t rows, const uint32_t* index, uint32_t count,
-                               const float* grad, uint64_t step, float alpha) {
+void Optimizer::update_rows(Parameter& p, uint32_t width, const uint32_t* index, uint32_t count,
+                            const float* grad, uint64_t step, float alpha) {
   if (p.locked || count == 0) return;
-  const auto cols = static_cast<uint32_t>(p.size() / rows);
-  const size_t n = size_t(rows) * count;
-  columns_.resize(backend_, n);
-  backend_.gather_columns(p.value.data(), rows, cols, index, count, columns_.data());
-  float* state[2] = {nullptr, nullptr};
-  for (size_t k = 0; k < p.state.size() && k < 2; ++k) {
-    column_state_[k].resize(backend_, n);
-    backend_.gather_columns(p.state[k].data(), rows, cols, index, count, column_state_[k].data());
-    state[k] = column_state_[k].data();
+  float* s0 = p.state.size() > 0 ? p.state[0].data() : nullptr;
+  float* s1 = p.state.size() > 1 ? p.state[1].data() : nullptr;
+  backend_.optimizer_step_rows(params(p, step, alpha), p.value.data(), grad, s0, s1, width, index,
+                               count);
+  // The untransposed matrix is [width][units]: its columns are these rows.
+  if (p.max_column_norm > 0.0f && p.norm_rows == width && !p.norm_over_rows) {
+    columns_.resize(backend_, size_t(width) * count);
+    backend_.gather_rows(p.value.data(), width, index, count, columns_.data());
+    backend_.clip_row_norms(columns_.data(), count, width, p.max_column_norm);
+    backend_.scatter_rows(columns_.data(), width, index, count, p.value.data());
   }
-  backend_.optimizer_step(params(p, step, alpha), columns_.data(), grad, state[0], state[1], n);
-  // A column's norm is over its rows, all of which are here (the matrix is [inputs][outputs]).
-  if (p.max_column_norm > 0.0f && p.norm_rows == rows && !p.norm_over_rows)
-    backend_.clip_column_norms(columns_.data(), rows, count, p.max_column_norm);
-  backend_.scatter_columns(columns_.data(), rows, count, index, cols, p.value.data());
-  for (size_t k = 0; k < p.state.size() && k < 2; ++k)
-    backend_.scatter_columns(column_state_[k].data(), rows, count, index, cols, p.state[k].data());
 }
 
 void Optimizer::update(Parameter& p, uint64_t step, float alpha) {

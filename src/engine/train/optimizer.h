@@ -49,13 +49,14 @@ class Optimizer {
   // and `factors` in backend memory, rows null for rows 0..count).
   void skip_rows(Parameter& p, uint32_t width, const uint32_t* rows, const float* factors,
                  uint32_t count);
-  // The lazy update of a sampled output layer (train/sampled_output.h): `p` viewed as
-  // [rows][p.size() / rows], only its columns `index` (`count` of them, backend memory) are
-  // updated, by `grad` ([rows][count]) exactly as update() would update them (the same rule,
-  // weight decay and WeightNorm), their optimizer state with them; every other column and its
-  // state stays as it was.
-  void update_columns(Parameter& p, uint32_t rows, const uint32_t* index, uint32_t count,
-                      const float* grad, uint64_t step, float alpha);
+  // The lazy update of a sampled output layer (train/sampled_output.h), whose weights are held
+  // transposed while it trains: `p` viewed as [p.size() / width][width] (one output unit per
+  // row), only its rows `index` (`count` of them, distinct, backend memory) are updated, by
+  // `grad` ([count][width]) exactly as update() would update them (the same rule and weight
+  // decay; WeightNorm bounds each updated row, a column of the untransposed matrix), their
+  // optimizer state with them; every other row and its state stays as it was.
+  void update_rows(Parameter& p, uint32_t width, const uint32_t* index, uint32_t count,
+                   const float* grad, uint64_t step, float alpha);
 
  private:
   OptimizerParams params(const Parameter& p, uint64_t step, float alpha) const;
@@ -66,9 +67,8 @@ class Optimizer {
 
   Backend& backend_;
   OptimizerSettings settings_;
-  // update_columns' compact copies of the values and the state.
+  // update_rows' compact copy of the updated rows (WeightNorm).
   DeviceArray<float> columns_;
-  DeviceArray<float> column_state_[2];
   std::vector<OptimizerTensor> multi_;  // update_all's tensors (kept to avoid reallocating)
 };
 

@@ -85,7 +85,51 @@ SampledOutput::SampledOutput(Network& net, const BoundData& data, size_t output,
       negatives_(layer_.spec().sampling.negatives),
       sampler_(NegativeSampler::for_spec(layer_.spec().sampling, *data.outputs[output].dataset,
                                          layer_.units())),
-      split_(layer_.sharded()) {}
+      split_(layer_.sharded()) {
+  // The full layer's gradient is never formed in training (backward() makes compact ones).
+  connection_.weights.grad.reset();
+}
+
+SampledOutput::~SampledOutput() {
+  // Leave the network as a network without this object expects it. (The training loop restores
+  // the layout itself; this covers an object destroyed between a step and that.)
+  try {
+    restore_weights();
+    if (connection_.weights.grad.empty())
+      connection_.weights.grad.resize(net_.backend(), connection_.weights.size());
+  } catch (...) {
+  }
+}
+
+void SampledOutput::transpose_in_place(Backend& be, DeviceArray<float>& a, uint32_t rows,
+                                       uint32_t cols) {
+  if (a.empty()) return;
+  NN_CHECK(a.size() == size_t(rows) * cols, "transpose_in_place: size mismatch");
+  // Through a copy, not by swapping arrays: other networks (validation's) borrow W's memory.
+  scratch_.resize(be, a.size());
+  be.transpose(a.data(), rows, cols, scratch_.data());
+  be.copy(a.data(), scratch_.data(), a.size() * sizeof(float));
+  scratch_.reset();
+}
+
+void SampledOutput::transpose_weights(Backend& be) {
+  if (transposed_) return;
+  const uint32_t n_in = connection_.source->units(), n_out = layer_.local_units();
+  Parameter& w = connection_.weights;
+  transpose_in_place(be, w.value, n_in, n_out);
+  for (DeviceArray<float>& state : w.state) transpose_in_place(be, state, n_in, n_out);
+  transposed_ = true;
+}
+
+void SampledOutput::restore_weights() {
+  if (!transposed_) return;
+  Backend& be = net_.backend();
+  const uint32_t n_in = connection_.source->units(), n_out = layer_.local_units();
+  Parameter& w = connection_.weights;
+  transpose_in_place(be, w.value, n_out, n_in);
+  for (DeviceArray<float>& state : w.state) transpose_in_place(be, state, n_out, n_in);
+  transposed_ = false;
+}
 
 std::string SampledOutput::describe() const {
   const SamplingSpec& s = layer_.spec().sampling;
@@ -109,6 +153,7 @@ void SampledOutput::forward_loss(const LayerContext& ctx, const HostBatch& batch
     return forward_split(ctx, *whole, sum);
   }
   Backend& be = ctx.backend;
+  transpose_weights(be);
   const SparseBatch& targets = batch.sparse[slot_];
   cols_ = sample_columns(positives(targets), sampler_, negatives_, seed_, ctx.step, layer_.index());
   rows_ = ctx.rows;
@@ -123,6 +168,7 @@ void SampledOutput::forward_loss(const LayerContext& ctx, const HostBatch& batch
 
 void SampledOutput::forward_split(const LayerContext& ctx, const HostBatch& whole, double* sum) {
   Backend& be = ctx.backend;
+  transpose_weights(be);
   const ShardInfo& sh = layer_.shard();
   const SparseBatch& targets = whole.sparse[slot_];
   // The same S on every rank: the whole minibatch's targets and the same draws.
@@ -155,16 +201,19 @@ void SampledOutput::forward_split(const LayerContext& ctx, const HostBatch& whol
 void SampledOutput::prepare_columns(Backend& be, const std::vector<uint32_t>& columns,
                                     const std::vector<double>& inclusion) {
   const auto m = static_cast<uint32_t>(columns.size());
-  const uint32_t n_in = connection_.source->units(), n_out = layer_.local_units();
+  const uint32_t n_in = connection_.source->units();
+  columns_sum_ += m;
+  ++steps_;
   index_.assign(be, columns);
-  // W[:, S] and b[S]; for SoftMax the log-Q correction joins the bias of the negatives.
-  w_.resize(be, size_t(n_in) * m);
+  // W[:, S] (rows of the transposed W: [m][n_in]) and b[S]; for SoftMax the log-Q correction
+  // joins the bias of the negatives.
+  w_.resize(be, size_t(m) * n_in);
   b_.resize(be, m);
   z_.resize(be, size_t(rows_) * m);
   delta_.resize(be, size_t(rows_) * m);
   if (m == 0) return;
-  be.gather_columns(connection_.weights.value.data(), n_in, n_out, index_.data(), m, w_.data());
-  be.gather_columns(connection_.bias.value.data(), 1, n_out, index_.data(), m, b_.data());
+  be.gather_rows(connection_.weights.value.data(), n_in, index_.data(), m, w_.data());
+  be.gather_rows(connection_.bias.value.data(), 1, index_.data(), m, b_.data());
   std::vector<float> correction(m, softmax_ ? 0.0f : 1.0f);
   for (uint32_t k = 0; k < m; ++k)
     if (inclusion[k] < 1.0)
@@ -184,7 +233,7 @@ void SampledOutput::compute_loss(Backend& be, const TargetView& tv, double* sum)
   const bool any = m > 0 && rows_ > 0;
   if (any) {
     be.broadcast_bias(z_.data(), b_.data(), rows_, m, /*accumulate=*/false);
-    be.gemm(false, false, int(rows_), int(m), int(n_in), 1.0f, x_, int(n_in), w_.data(), int(m),
+    be.gemm(false, true, int(rows_), int(m), int(n_in), 1.0f, x_, int(n_in), w_.data(), int(n_in),
             1.0f, z_.data(), int(m));
   }
   if (split_ && softmax_) {
@@ -235,16 +284,16 @@ void SampledOutput::backward(const LayerContext& ctx) {
   const auto m = static_cast<uint32_t>(index_.size());
   Layer* src = connection_.source;
   const uint32_t n_in = src->units();
-  grad_w_.resize(be, size_t(n_in) * m);
+  grad_w_.resize(be, size_t(m) * n_in);
   grad_b_.resize(be, m);
   const bool any = m > 0 && rows_ > 0;
   if (any) {
     have_gradients_ = true;
     const float inv_rows = 1.0f / static_cast<float>(rows_);
-    // The full layer's propagate() on the compact columns: G = x^T delta / rows, the bias the
-    // column means, and dE/dx += delta W^T.
-    be.gemm(true, false, int(n_in), int(m), int(rows_), inv_rows, x_, int(n_in), delta_.data(),
-            int(m), 0.0f, grad_w_.data(), int(m));
+    // The full layer's propagate() on the compact columns, transposed: G^T = delta^T x / rows,
+    // the bias the column means, and dE/dx += delta W^T (w_ holds W[:, S]^T).
+    be.gemm(true, false, int(m), int(n_in), int(rows_), inv_rows, delta_.data(), int(m), x_,
+            int(n_in), 0.0f, grad_w_.data(), int(n_in));
     be.column_sums(delta_.data(), rows_, m, inv_rows, 0.0f, grad_b_.data());
   } else if (m > 0) {
     be.fill(grad_w_.data(), grad_w_.size(), 0.0f);
@@ -255,14 +304,14 @@ void SampledOutput::backward(const LayerContext& ctx) {
     // dE/dx of every row from this rank's columns; the ranks' parts are summed onto their rows.
     dx_.resize(be, size_t(rows_) * n_in);
     if (any)
-      be.gemm(false, true, int(rows_), int(n_in), int(m), 1.0f, delta_.data(), int(m), w_.data(),
-              int(m), 0.0f, dx_.data(), int(n_in));
+      be.gemm(false, false, int(rows_), int(n_in), int(m), 1.0f, delta_.data(), int(m), w_.data(),
+              int(n_in), 0.0f, dx_.data(), int(n_in));
     else if (!dx_.empty())
       be.fill(dx_.data(), dx_.size(), 0.0f);
     layer_.add_source_delta(ctx, 0, dx_.data());  // collective
   } else if (any) {
-    be.gemm(false, true, int(rows_), int(n_in), int(m), 1.0f, delta_.data(), int(m), w_.data(),
-            int(m), 1.0f, src->delta(), int(n_in));
+    be.gemm(false, false, int(rows_), int(n_in), int(m), 1.0f, delta_.data(), int(m), w_.data(),
+            int(n_in), 1.0f, src->delta(), int(n_in));
   }
 }
 
@@ -270,7 +319,7 @@ void SampledOutput::update(Optimizer& optimizer, uint64_t step, float alpha) {
   const auto m = static_cast<uint32_t>(index_.size());
   Backend& be = net_.backend();
   const uint32_t n_in = connection_.source->units();
-  grad_w_.resize(be, size_t(n_in) * m);
+  grad_w_.resize(be, size_t(m) * n_in);
   grad_b_.resize(be, m);
   // A split layer's ranks hold different columns, each computed from every row: nothing to sum.
   if (comm_ && !split_) reduce_gradients();
@@ -282,9 +331,9 @@ void SampledOutput::update(Optimizer& optimizer, uint64_t step, float alpha) {
     weighted_update(optimizer, connection_.bias, 1, b_.data(), grad_b_.data(), step, alpha);
     return;
   }
-  optimizer.update_columns(connection_.weights, n_in, index_.data(), m, grad_w_.data(), step,
-                           alpha);
-  optimizer.update_columns(connection_.bias, 1, index_.data(), m, grad_b_.data(), step, alpha);
+  // The bias ([units]) is [units][1]: its columns are rows of width 1.
+  optimizer.update_rows(connection_.weights, n_in, index_.data(), m, grad_w_.data(), step, alpha);
+  optimizer.update_rows(connection_.bias, 1, index_.data(), m, grad_b_.data(), step, alpha);
 }
 
 bool SampledOutput::weights_steps(const Optimizer& optimizer) const {
@@ -299,25 +348,30 @@ bool SampledOutput::weights_steps(const Optimizer& optimizer) const {
   }
 }
 
-void SampledOutput::weighted_update(Optimizer& optimizer, Parameter& p, uint32_t rows,
+void SampledOutput::weighted_update(Optimizer& optimizer, Parameter& p, uint32_t width,
                                     const float* before, const float* grad, uint64_t step,
                                     float alpha) {
   if (p.locked) return;
   Backend& be = net_.backend();
   const auto m = static_cast<uint32_t>(index_.size());
-  const uint32_t cols = layer_.local_units();
-  const size_t n = size_t(rows) * m;
+  const size_t n = size_t(width) * m;
+  // Both arrays are updated as rows: the transposed weights' rows are W's columns, and the bias
+  // ([units]) is [units][1].
+  optimizer.update_rows(p, width, index_.data(), m, grad, step, alpha);
   after_.resize(be, n);
-  optimizer.update_columns(p, rows, index_.data(), m, grad, step, alpha);
-  be.gather_columns(p.value.data(), rows, cols, index_.data(), m, after_.data());
-  // after = before + w (after - before), column by column.
+  after_t_.resize(be, n);
+  be.gather_rows(p.value.data(), width, index_.data(), m, after_.data());
+  // after = before + w (after - before), column by column (a compact row of after_ is a column;
+  // scaled as columns of its transpose).
   be.axpy(n, -1.0f, before, after_.data());
-  be.scale_columns(after_.data(), rows, m, step_weight_.data());
+  be.transpose(after_.data(), m, width, after_t_.data());
+  be.scale_columns(after_t_.data(), width, m, step_weight_.data());
+  be.transpose(after_t_.data(), width, m, after_.data());
   be.axpy(n, 1.0f, before, after_.data());
-  // WeightNorm bounds the weighted columns as update_columns bounded the unweighted ones.
-  if (p.max_column_norm > 0.0f && p.norm_rows == rows && !p.norm_over_rows)
-    be.clip_column_norms(after_.data(), rows, m, p.max_column_norm);
-  be.scatter_columns(after_.data(), rows, m, index_.data(), cols, p.value.data());
+  // WeightNorm bounds the weighted columns as update_rows bounded the unweighted ones.
+  if (p.max_column_norm > 0.0f && p.norm_rows == width && !p.norm_over_rows)
+    be.clip_row_norms(after_.data(), m, width, p.max_column_norm);
+  be.scatter_rows(after_.data(), width, index_.data(), m, p.value.data());
 }
 
 }  // namespace nn

@@ -265,6 +265,8 @@ void TrainingLoop::stop(int signal) {
 }
 
 NetworkFile TrainingLoop::snapshot() const {
+  // (Logically const: the weights' values are the same in either layout.)
+  if (sampled_) sampled_->restore_weights();
   NetworkFile f = net_.to_file();
   TrainingState& t = f.training;
   t.present = true;
@@ -289,9 +291,25 @@ NetworkFile TrainingLoop::snapshot() const {
 }
 
 std::vector<EpochReport> TrainingLoop::run() {
-  std::vector<EpochReport> reports = run_epochs();
+  std::vector<EpochReport> reports;
+  try {
+    reports = run_epochs();
+  } catch (...) {
+    // Whatever ended the run (a stop thrown by a callback, divergence), the network's weights
+    // are where its readers expect them.
+    try {
+      sync_weights();
+    } catch (...) {
+    }
+    throw;
+  }
+  sync_weights();
   if (profiler_) report_profile();
   return reports;
+}
+
+void TrainingLoop::sync_weights() {
+  if (sampled_) sampled_->restore_weights();
 }
 
 void TrainingLoop::report_profile() {
@@ -321,7 +339,8 @@ StepFloor TrainingLoop::step_floor() {
   StepFloor out;
   if (options_.least_squares) out.why_not = "not computed for closed-form training";
   if (model_parallel_) out.why_not = "not computed for layers split over processes";
-  if (sampled_) out.why_not = "not computed for a sampled output layer";
+  if (sampled_ && sampled_->mean_columns() == 0)
+    out.why_not = "not computed for a sampled output layer before its first step";
   if (stream_)
     out.why_not = "not computed for streamed data (its non-zeros per row are not known up front)";
   if (!out.why_not.empty()) return out;
@@ -350,11 +369,22 @@ StepFloor TrainingLoop::step_floor() {
                shape.name + (shape.row_sparse_update ? " (updated row by row)" : "");
     }
   }
+  // A sampled output layer computes its steps' columns: the floor of that width.
+  if (sampled_)
+    for (LayerShape& shape : shapes)
+      if (shape.name == sampled_->layer().name()) {
+        shape.units = static_cast<uint32_t>(std::lround(sampled_->mean_columns()));
+        basis += format(", %u sampled columns per step of ", shape.units) + shape.name;
+      }
   Backend& be = net_.backend();
   const char* tf32 = std::getenv("NN_CUDA_TF32");
   const bool tensor = be.precision() == Precision::BF16 ||
                       (be.name() == "cuda" && tf32 && std::strcmp(tf32, "1") == 0);
   out.cost = step_cost(shapes, rows, options_.optimizer.kind, tensor, target_nnz);
+  // The sampled layer's forward product runs inside its loss range (SampledOutput::forward_loss).
+  if (sampled_)
+    for (PhaseCost& phase : out.cost.phases)
+      if (phase.layer == sampled_->layer().name() && phase.phase == "forward") phase.phase = "loss";
   // A GPU needs larger operands than a CPU to reach its peaks.
   out.peaks = be.host_memory() ? measure_peaks(be, 1024, size_t(128) << 20)
                                : measure_peaks(be, 8192, size_t(1) << 30);
@@ -445,6 +475,7 @@ std::vector<EpochReport> TrainingLoop::run_epochs() {
     if (!go_on) break;
   }
   if (validator_ && options_.keep_best && have_best_ && best_epoch_ != epoch_) {
+    sync_weights();  // the arrays loaded are in the network's layout
     net_.load_arrays(best_file_);
     restored_epoch_ = best_epoch_;
     log_("kept the network of epoch " + std::to_string(best_epoch_) + " (best " + best_.metric +
@@ -457,6 +488,7 @@ bool TrainingLoop::validate(EpochReport& report) {
   if (!validator_) return true;
   const uint32_t interval = std::max<uint32_t>(options_.validation_interval, 1);
   if (epoch_ % interval != 0 && epoch_ < options_.epochs) return true;
+  sync_weights();
   report.validation = validator_->evaluate();
   report.validated = true;
   const ValidationResult& r = report.validation;

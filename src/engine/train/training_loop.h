@@ -126,6 +126,11 @@ class TrainingLoop {
   // a NaN/infinite loss (the last checkpoint on disk stays intact). After a stop request it
   // returns early (stopped() says so) with the state saved in stop_checkpoint().
   std::vector<EpochReport> run();
+  // Puts every weight where the network's readers expect it: a sampled output layer holds its
+  // weights transposed between its steps (train/sampled_output.h). run() does it before it
+  // returns or throws and before validation and checkpoints; an on_epoch callback that reads
+  // the network calls it first (a no-op when nothing is held apart).
+  void sync_weights();
 
   // Network + training state, ready to write. Collective with model-parallel layers (every
   // rank calls it; rank 0's file is the complete one).

@@ -1,11 +1,15 @@
 // main() for every tool: starts MPI when launched by mpirun (nn/process.h), runs the tool body
 // and maps exceptions to messages and exit codes. Under mpirun every rank's error is printed with
 // its rank, and a failing rank ends the whole job (MPI_Abort) instead of leaving the others
-// waiting for it.
+// waiting for it. Before anything else, a process whose OpenBLAS runs kernels older than the CPU
+// restarts itself with the matching ones (restart_with_matching_blas_kernels).
 #include "common/tool_main.h"
+
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <new>
@@ -49,9 +53,23 @@ int run_tool(int argc, char** argv) {
   }
 }
 
+// OpenBLAS chose its kernels when this process loaded it, from the CPU's model number; on a CPU
+// newer than the library they are an older instruction set's, several times slower
+// (nn/process.h). Its only remedy is OPENBLAS_CORETYPE at load time, so the tool starts again,
+// as the same program with the same arguments, with the variable set (the restarted process
+// sees it set and goes on). A user's own OPENBLAS_CORETYPE, whatever its value, is kept. If
+// the restart fails, the tool runs with the kernels it has.
+void restart_with_matching_blas_kernels(char** argv) {
+  const std::string kernels = nn::api::blas_kernels_override();
+  if (kernels.empty() || setenv("OPENBLAS_CORETYPE", kernels.c_str(), 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  unsetenv("OPENBLAS_CORETYPE");  // still here: the restart failed
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  restart_with_matching_blas_kernels(argv);
   // Past a file-size limit (ulimit -f, RLIMIT_FSIZE) the kernel sends SIGXFSZ, whose default
   // action kills the process mid-write, leaving its temporary file. Ignored, the write fails
   // with EFBIG instead, and the atomic writer reports "File too large" and removes it.

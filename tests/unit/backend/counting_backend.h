@@ -179,16 +179,19 @@ class CountingBackend final : public Backend {
   void dropout_backward(float* delta, size_t n, float p, uint64_t seed, uint64_t stream) override {
     inner_->dropout_backward(delta, n, p, seed, stream);
   }
-  void gather_columns(const float* src, uint32_t rows, uint32_t cols, const uint32_t* index,
-                      uint32_t count, float* dst) override {
-    inner_->gather_columns(src, rows, cols, index, count, dst);
-  }
-  void scatter_columns(const float* src, uint32_t rows, uint32_t count, const uint32_t* index,
-                       uint32_t cols, float* dst) override {
-    inner_->scatter_columns(src, rows, count, index, cols, dst);
-  }
   void scale_columns(float* x, uint32_t rows, uint32_t cols, const float* w) override {
     inner_->scale_columns(x, rows, cols, w);
+  }
+  void gather_rows(const float* src, uint32_t width, const uint32_t* index, uint32_t count,
+                   float* dst) override {
+    inner_->gather_rows(src, width, index, count, dst);
+  }
+  void scatter_rows(const float* src, uint32_t width, const uint32_t* index, uint32_t count,
+                    float* dst) override {
+    inner_->scatter_rows(src, width, index, count, dst);
+  }
+  void transpose(const float* src, uint32_t rows, uint32_t cols, float* dst) override {
+    inner_->transpose(src, rows, cols, dst);
   }
   void optimizer_step(const OptimizerParams& p, float* w, const float* g, float* s0, float* s1,
                       size_t n) override {

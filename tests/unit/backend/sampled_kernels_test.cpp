@@ -1,7 +1,7 @@
-// The column kernels of sampled output training (Backend::gather_columns, scatter_columns,
-// scale_columns) on every backend, against the host arithmetic of backend/math/sampled_math.h
-// and a plain loop: gathering columns, scattering them back (the other columns untouched), and
-// scaling each column by its weight.
+// The kernels of sampled output training (Backend::gather_rows, scatter_rows, scale_columns,
+// transpose) on every backend, against the host arithmetic of backend/math/sampled_math.h and
+// plain loops: gathering rows, scattering them back (the other rows untouched), scaling each
+// column by its weight, and transposing (there and back gives the matrix again).
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -14,48 +14,71 @@ namespace {
 
 class SampledKernels : public BackendTest {};
 
-TEST(SampledMath, CompactElementsMapToTheirFullColumns) {
+TEST(SampledMath, CompactElementsMapToTheirFullRows) {
   const std::vector<uint32_t> index = {4, 0, 9};
-  // Element 5 of a [rows][3] compact matrix: row 1, column 2 -> full (1, 9) of [rows][10].
-  EXPECT_EQ(math::sampled_full_offset(5, 3, 10, index.data()), 19u);
-  EXPECT_EQ(math::sampled_full_offset(0, 3, 10, index.data()), 4u);
+  // Element 5 of a [3][4] compact matrix: row 1, column 1 -> full (0, 1) of [*][4].
+  EXPECT_EQ(math::sampled_row_offset(5, 4, index.data()), 1u);
+  EXPECT_EQ(math::sampled_row_offset(2, 4, index.data()), 18u);   // row 0 -> full row 4
+  EXPECT_EQ(math::sampled_row_offset(11, 4, index.data()), 39u);  // row 2 -> full row 9
   const std::vector<float> w = {2.0f, 0.5f, -1.0f};
   EXPECT_EQ(math::sampled_scaled(3.0f, 4, 3, w.data()), 1.5f);  // column 1
 }
 
-TEST_P(SampledKernels, GatherScatterAndScaleColumns) {
+TEST_P(SampledKernels, GatherScatterRowsAndScaleColumns) {
   auto be = backend(2);
-  // Large enough for the CPU backend to split the work over threads.
-  const uint32_t rows = 300, cols = 1000, count = 170;
+  // Large enough for the CPU backend to split the work over threads; rows cut across chunks.
+  const uint32_t width = 129, full_rows = 1000, count = 370;
   Rng rng(4);
-  const auto full = uniform(size_t(rows) * cols, rng, -1, 1);
+  const auto full = uniform(size_t(full_rows) * width, rng, -1, 1);
   std::vector<uint32_t> index;
-  for (uint32_t k = 0; k < count; ++k) index.push_back((k * 37 + 11) % cols);  // distinct
+  for (uint32_t k = 0; k < count; ++k) index.push_back((k * 37 + 11) % full_rows);  // distinct
   const auto d_full = to_device(*be, full);
   const auto d_index = to_device(*be, index);
-  auto d_compact = to_device(*be, std::vector<float>(size_t(rows) * count, 0.0f));
-  be->gather_columns(d_full.data(), rows, cols, d_index.data(), count, d_compact.data());
+  auto d_compact = to_device(*be, std::vector<float>(size_t(count) * width, 0.0f));
+  be->gather_rows(d_full.data(), width, d_index.data(), count, d_compact.data());
   const auto compact = d_compact.to_host();
-  for (uint32_t r = 0; r < rows; ++r)
-    for (uint32_t k = 0; k < count; ++k)
-      ASSERT_EQ(compact[size_t(r) * count + k], full[size_t(r) * cols + index[k]]) << r << "," << k;
+  for (uint32_t k = 0; k < count; ++k)
+    for (uint32_t c = 0; c < width; ++c)
+      ASSERT_EQ(compact[size_t(k) * width + c], full[size_t(index[k]) * width + c])
+          << k << "," << c;
 
-  const auto w = uniform(count, rng, 0.5, 3);
+  const auto w = uniform(width, rng, 0.5, 3);
   const auto d_w = to_device(*be, w);
-  be->scale_columns(d_compact.data(), rows, count, d_w.data());
+  be->scale_columns(d_compact.data(), count, width, d_w.data());
   const auto scaled = d_compact.to_host();
-  for (size_t e = 0; e < scaled.size(); ++e) ASSERT_EQ(scaled[e], compact[e] * w[e % count]) << e;
+  for (size_t e = 0; e < scaled.size(); ++e) ASSERT_EQ(scaled[e], compact[e] * w[e % width]) << e;
 
-  auto d_target = to_device(*be, std::vector<float>(size_t(rows) * cols, 7.0f));
-  be->scatter_columns(d_compact.data(), rows, count, d_index.data(), cols, d_target.data());
+  auto d_target = to_device(*be, std::vector<float>(size_t(full_rows) * width, 7.0f));
+  be->scatter_rows(d_compact.data(), width, d_index.data(), count, d_target.data());
   const auto target = d_target.to_host();
-  std::vector<bool> chosen(cols, false);
+  std::vector<bool> chosen(full_rows, false);
   for (uint32_t j : index) chosen[j] = true;
-  for (uint32_t r = 0; r < rows; ++r)
-    for (uint32_t k = 0; k < count; ++k)
-      ASSERT_EQ(target[size_t(r) * cols + index[k]], scaled[size_t(r) * count + k]);
+  for (uint32_t k = 0; k < count; ++k)
+    for (uint32_t c = 0; c < width; ++c)
+      ASSERT_EQ(target[size_t(index[k]) * width + c], scaled[size_t(k) * width + c]);
   for (size_t e = 0; e < target.size(); ++e)
-    if (!chosen[e % cols]) ASSERT_EQ(target[e], 7.0f) << "column " << e % cols << " was not chosen";
+    if (!chosen[e / width]) ASSERT_EQ(target[e], 7.0f) << "row " << e / width << " was not chosen";
+}
+
+TEST_P(SampledKernels, TransposeMovesEveryElementAndBackAgain) {
+  auto be = backend(2);
+  Rng rng(9);
+  // Shapes that are not multiples of a tile, a single row, and a wide matrix split over threads.
+  for (const auto& [rows, cols] :
+       std::vector<std::pair<uint32_t, uint32_t>>{{1, 1}, {1, 70}, {33, 65}, {128, 3001}}) {
+    const auto a = uniform(size_t(rows) * cols, rng, -1, 1);
+    const auto d_a = to_device(*be, a);
+    auto d_t = to_device(*be, std::vector<float>(a.size(), 0.0f));
+    be->transpose(d_a.data(), rows, cols, d_t.data());
+    const auto t = d_t.to_host();
+    for (uint32_t r = 0; r < rows; ++r)
+      for (uint32_t c = 0; c < cols; ++c)
+        ASSERT_EQ(t[size_t(c) * rows + r], a[size_t(r) * cols + c])
+            << rows << "x" << cols << " at " << r << "," << c;
+    auto d_back = to_device(*be, std::vector<float>(a.size(), 0.0f));
+    be->transpose(d_t.data(), cols, rows, d_back.data());
+    EXPECT_EQ(d_back.to_host(), a) << rows << "x" << cols;
+  }
 }
 
 NN_INSTANTIATE_ON_BACKENDS(SampledKernels);

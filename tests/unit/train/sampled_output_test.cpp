@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <set>
@@ -301,6 +302,58 @@ TEST(SampledOutput, TrainingIsDeterministicForASeedWhateverTheThreads) {
   }
   EXPECT_EQ(result[1], result[2]) << "the same seed gives the same weights";
   EXPECT_EQ(result[0], result[1]) << "1 thread or 2: the same bits";
+}
+
+// The sampled layer holds W and its state transposed between its steps: whatever reads the
+// network between epochs (snapshot() for checkpoints, a callback after sync_weights(), the end of
+// run()) sees them in the network's layout, and putting them back mid-run changes no bit of the
+// training that follows.
+TEST(SampledOutput, OthersReadTheNetworksLayoutAndTheRoundTripChangesNothing) {
+  const auto in_rows = random_rows(7, 64, 30, 4);
+  const auto out_rows = random_rows(8, 64, 200, 3);
+  const std::string json =
+      network("SoftMax", R"({"Negatives": 32, "Distribution": "Popularity"})", 200);
+  auto train = [&](uint64_t epochs, const std::function<void(TrainingLoop&, Network&)>& at_epoch,
+                   std::vector<float>* moment = nullptr) {
+    Fixture f(json, {sparse_set("input", 30, in_rows), sparse_set("output", 200, out_rows)}, 7);
+    TrainOptions o = one_step(64, OptimizerKind::Adam);
+    o.minibatch = 16;
+    o.epochs = epochs;
+    o.optimizer.alpha = 0.01f;
+    TrainingLoop t(*f.net, f.bound, o, nullptr);
+    if (at_epoch) t.on_epoch = [&](const EpochReport&) { at_epoch(t, *f.net); };
+    t.run();
+    if (moment) *moment = parameter(*f.net, "Output<-Hidden:weights")->state[0].to_host();
+    return values(*f.net, "Output<-Hidden:weights");
+  };
+  std::vector<float> moment_one;
+  const std::vector<float> one_epoch = train(1, nullptr, &moment_one);
+  std::vector<float> two_epochs_moment;
+  const std::vector<float> two_epochs = train(2, nullptr, &two_epochs_moment);
+  ASSERT_NE(one_epoch, two_epochs);
+
+  // A callback that syncs first reads epoch 1's weights as a 1-epoch run leaves them.
+  std::vector<float> seen;
+  const std::vector<float> synced_run = train(2, [&](TrainingLoop& t, Network& net) {
+    if (t.epoch() != 1) return;
+    t.sync_weights();
+    seen = values(net, "Output<-Hidden:weights");
+    EXPECT_EQ(parameter(net, "Output<-Hidden:weights")->state[0].to_host(), moment_one);
+  });
+  EXPECT_EQ(seen, one_epoch) << "sync_weights() did not restore the network's layout";
+  EXPECT_EQ(synced_run, two_epochs) << "restoring the layout mid-run changed the training";
+
+  // snapshot() (a checkpoint) restores it by itself; so does the end of run().
+  std::vector<float> in_snapshot;
+  train(2, [&](TrainingLoop& t, Network& net) {
+    if (t.epoch() != 1) return;
+    t.snapshot();
+    in_snapshot = values(net, "Output<-Hidden:weights");
+  });
+  EXPECT_EQ(in_snapshot, one_epoch) << "snapshot() wrote the training layout";
+  std::vector<float> moment_two;
+  train(2, nullptr, &moment_two);
+  EXPECT_EQ(moment_two, two_epochs_moment);
 }
 
 // Learning: on items that follow their inputs, sampled training lowers the full layer's loss.

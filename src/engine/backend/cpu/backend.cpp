@@ -8,6 +8,7 @@
 // and on a loaded machine a worker that has not been scheduled yet stalled small kernels by
 // milliseconds (column sums of 256 x 1024: 7.5 ms instead of 0.03 ms).
 #include <cblas.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -22,6 +23,13 @@
 #include "core/memory_budget.h"
 
 namespace nn {
+namespace {
+
+constexpr size_t kHugePage = size_t(2) << 20;
+// Arrays from this size on go on huge pages (at most a page's rounding each: under 25%).
+constexpr size_t kHugePageMin = size_t(8) << 20;
+
+}  // namespace
 
 CpuBackend::CpuBackend(int threads)
     : threads_(threads > 0 ? threads : available_cpus()),
@@ -34,9 +42,16 @@ CpuBackend::~CpuBackend() = default;
 
 void* CpuBackend::allocate(size_t bytes) {
   // aligned_alloc wants a size that is a multiple of the alignment; 64 bytes is a cache line
-  // and one AVX-512 vector.
-  const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-  void* p = std::aligned_alloc(64, rounded);
+  // and one AVX-512 vector. Large arrays are placed on 2 MiB boundaries and asked for huge pages
+  // (kernels with transparent huge pages in "madvise" mode, Debian's default, give them only
+  // when asked): rows of a wide matrix picked at random (a sparse input's weights, a sampled
+  // layer's columns, their optimizer state) each cost a TLB miss on 4 KiB pages. Measured on
+  // the 200,000-item sampled step (RMSProp, 2 threads): its rows' update 1.9 -> 1.4-1.7 ms.
+  const bool huge = bytes >= kHugePageMin;
+  const size_t align = huge ? kHugePage : 64;
+  const size_t rounded = std::max<size_t>(align, (bytes + align - 1) / align * align);
+  void* p = std::aligned_alloc(align, rounded);
+  if (p && huge) madvise(p, rounded, MADV_HUGEPAGE);  // advice: failure changes nothing
   if (!p) {
     const std::string& what = current_allocation();
     throw BackendError("out of host memory: cannot allocate " + format_bytes(rounded) +

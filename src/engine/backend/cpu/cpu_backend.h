@@ -116,11 +116,12 @@ class CpuBackend final : public Backend {
   void dropout(float* x, size_t n, float p, uint64_t seed, uint64_t stream) override;
   void dropout_backward(float* delta, size_t n, float p, uint64_t seed, uint64_t stream) override;
 
-  void gather_columns(const float* src, uint32_t rows, uint32_t cols, const uint32_t* index,
-                      uint32_t count, float* dst) override;
-  void scatter_columns(const float* src, uint32_t rows, uint32_t count, const uint32_t* index,
-                       uint32_t cols, float* dst) override;
   void scale_columns(float* x, uint32_t rows, uint32_t cols, const float* w) override;
+  void gather_rows(const float* src, uint32_t width, const uint32_t* index, uint32_t count,
+                   float* dst) override;
+  void scatter_rows(const float* src, uint32_t width, const uint32_t* index, uint32_t count,
+                    float* dst) override;
+  void transpose(const float* src, uint32_t rows, uint32_t cols, float* dst) override;
   void optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
                       float* state1, size_t n) override;
   void optimizer_step_rows(const OptimizerParams& p, float* w, const float* g, float* state0,

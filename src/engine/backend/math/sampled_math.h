@@ -1,7 +1,7 @@
-// The element arithmetic of sampled output training's column kernels (Backend::gather_columns,
-// scatter_columns, scale_columns), shared by the CPU backend and the CUDA kernels so that host
-// tests cover both: element e of a compact [rows][count] matrix is row e / count, compact column
-// e % count, and sits at column index[e % count] of the full [rows][cols] matrix.
+// The element arithmetic of sampled output training's row and column kernels
+// (Backend::gather_rows, scatter_rows, scale_columns), shared by the CPU backend and the CUDA
+// kernels so that host tests cover both: element e of a compact [count][width] matrix is row
+// e / width, column e % width, and sits in row index[e / width] of the full [*][width] matrix.
 #pragma once
 
 #include <cstddef>
@@ -11,11 +11,10 @@
 
 namespace nn::math {
 
-// Offset in the full matrix of element e of the compact one.
-NN_FORCE_INLINE size_t sampled_full_offset(size_t e, uint32_t count, uint32_t cols,
-                                           const uint32_t* index) {
-  const size_t r = e / count, k = e % count;
-  return r * cols + index[k];
+// Offset in the full [*][width] matrix of element e of the compact [count][width] matrix of
+// gather_rows / scatter_rows: row index[e / width], column e % width.
+NN_FORCE_INLINE size_t sampled_row_offset(size_t e, uint32_t width, const uint32_t* index) {
+  return size_t(index[e / width]) * width + e % width;
 }
 
 // Element e of the compact matrix after scale_columns: x * w[column].
