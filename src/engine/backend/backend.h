@@ -208,8 +208,10 @@ class Backend {
                                    uint32_t count) = 0;
 
   // ---- sampled outputs (train/sampled_output.h) -----------------------------------------------
-  // scale_columns multiplies x[r][k] of x[rows][cols] by w[k] (backend memory).
+  // scale_columns multiplies x[r][k] of x[rows][cols] by w[k], scale_rows by w[r] (w in backend
+  // memory).
   virtual void scale_columns(float* x, uint32_t rows, uint32_t cols, const float* w) = 0;
+  virtual void scale_rows(float* x, uint32_t rows, uint32_t cols, const float* w) = 0;
   // Rows of a row-major matrix by index (a sampled layer holds its weights transposed while it
   // trains, so that a sampled column is one contiguous row): gather_rows writes
   // dst[k][:] = src[index[k]][:] (src[*][width], dst[count][width]); scatter_rows the reverse,

@@ -359,14 +359,10 @@ void SampledOutput::weighted_update(Optimizer& optimizer, Parameter& p, uint32_t
   // ([units]) is [units][1].
   optimizer.update_rows(p, width, index_.data(), m, grad, step, alpha);
   after_.resize(be, n);
-  after_t_.resize(be, n);
   be.gather_rows(p.value.data(), width, index_.data(), m, after_.data());
-  // after = before + w (after - before), column by column (a compact row of after_ is a column;
-  // scaled as columns of its transpose).
+  // after = before + w (after - before), column by column (a compact row of after_ is a column).
   be.axpy(n, -1.0f, before, after_.data());
-  be.transpose(after_.data(), m, width, after_t_.data());
-  be.scale_columns(after_t_.data(), width, m, step_weight_.data());
-  be.transpose(after_t_.data(), width, m, after_.data());
+  be.scale_rows(after_.data(), m, width, step_weight_.data());
   be.axpy(n, 1.0f, before, after_.data());
   // WeightNorm bounds the weighted columns as update_rows bounded the unweighted ones.
   if (p.max_column_norm > 0.0f && p.norm_rows == width && !p.norm_over_rows)

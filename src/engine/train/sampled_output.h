@@ -146,7 +146,6 @@ class SampledOutput {
   DeviceArray<float> w_, b_, correction_, z_, delta_, grad_w_, grad_b_, dx_;
   std::vector<float> step_weight_host_;     // per column: 1, or min(1 / pi, kMaxStepWeight)
   DeviceArray<float> step_weight_, after_;  // weighted_update()'s buffers
-  DeviceArray<float> after_t_;              // ... after_ transposed
   bool transposed_ = false;                 // W and its state are in the training layout
   uint64_t columns_sum_ = 0, steps_ = 0;    // mean_columns()'s
   DeviceArray<float> scratch_;              // transpose_in_place()'s (empty between calls)

@@ -182,6 +182,9 @@ class CountingBackend final : public Backend {
   void scale_columns(float* x, uint32_t rows, uint32_t cols, const float* w) override {
     inner_->scale_columns(x, rows, cols, w);
   }
+  void scale_rows(float* x, uint32_t rows, uint32_t cols, const float* w) override {
+    inner_->scale_rows(x, rows, cols, w);
+  }
   void gather_rows(const float* src, uint32_t width, const uint32_t* index, uint32_t count,
                    float* dst) override {
     inner_->gather_rows(src, width, index, count, dst);

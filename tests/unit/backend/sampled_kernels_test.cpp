@@ -1,7 +1,8 @@
 // The kernels of sampled output training (Backend::gather_rows, scatter_rows, scale_columns,
-// transpose) on every backend, against the host arithmetic of backend/math/sampled_math.h and
-// plain loops: gathering rows, scattering them back (the other rows untouched), scaling each
-// column by its weight, and transposing (there and back gives the matrix again).
+// scale_rows, transpose) on every backend, against the host arithmetic of
+// backend/math/sampled_math.h and plain loops: gathering rows, scattering them back (the other rows
+// untouched), scaling each column by its weight, and transposing (there and back gives the matrix
+// again).
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -21,10 +22,11 @@ TEST(SampledMath, CompactElementsMapToTheirFullRows) {
   EXPECT_EQ(math::sampled_row_offset(2, 4, index.data()), 18u);   // row 0 -> full row 4
   EXPECT_EQ(math::sampled_row_offset(11, 4, index.data()), 39u);  // row 2 -> full row 9
   const std::vector<float> w = {2.0f, 0.5f, -1.0f};
-  EXPECT_EQ(math::sampled_scaled(3.0f, 4, 3, w.data()), 1.5f);  // column 1
+  EXPECT_EQ(math::sampled_scaled(3.0f, 4, 3, w.data()), 1.5f);      // column 1
+  EXPECT_EQ(math::sampled_row_scaled(3.0f, 4, 3, w.data()), 1.5f);  // row 1
 }
 
-TEST_P(SampledKernels, GatherScatterRowsAndScaleColumns) {
+TEST_P(SampledKernels, GatherScatterRowsAndScaleColumnsAndRows) {
   auto be = backend(2);
   // Large enough for the CPU backend to split the work over threads; rows cut across chunks.
   const uint32_t width = 129, full_rows = 1000, count = 370;
@@ -47,6 +49,13 @@ TEST_P(SampledKernels, GatherScatterRowsAndScaleColumns) {
   be->scale_columns(d_compact.data(), count, width, d_w.data());
   const auto scaled = d_compact.to_host();
   for (size_t e = 0; e < scaled.size(); ++e) ASSERT_EQ(scaled[e], compact[e] * w[e % width]) << e;
+  const auto rw = uniform(count, rng, 0.5, 3);
+  const auto d_rw = to_device(*be, rw);
+  auto d_rows = to_device(*be, scaled);
+  be->scale_rows(d_rows.data(), count, width, d_rw.data());
+  const auto row_scaled = d_rows.to_host();
+  for (size_t e = 0; e < row_scaled.size(); ++e)
+    ASSERT_EQ(row_scaled[e], scaled[e] * rw[e / width]) << e;
 
   auto d_target = to_device(*be, std::vector<float>(size_t(full_rows) * width, 7.0f));
   be->scatter_rows(d_compact.data(), width, d_index.data(), count, d_target.data());

@@ -1,7 +1,7 @@
-// CpuBackend kernels of sampled output training (scale by column, gather and scatter of rows,
-// transpose); the element arithmetic is
-// backend/math/sampled_math.h, which the CUDA kernels run too. Each element is written once from
-// its own inputs, so the result does not depend on threads.
+// CpuBackend kernels of sampled output training (scale by column or by row, gather and scatter
+// of rows, transpose); the element arithmetic is backend/math/sampled_math.h, which the CUDA
+// kernels run too. Each element is written once from its own inputs, so the result does not
+// depend on threads.
 #include <algorithm>
 #include <cstring>
 
@@ -40,6 +40,13 @@ void CpuBackend::scale_columns(float* x, uint32_t rows, uint32_t cols, const flo
   if (cols == 0) return;
   cpu::for_chunks(*pool_, size_t(rows) * cols, kParallelMin, [=](size_t lo, size_t hi) {
     for (size_t e = lo; e < hi; ++e) x[e] = math::sampled_scaled(x[e], e, cols, w);
+  });
+}
+
+void CpuBackend::scale_rows(float* x, uint32_t rows, uint32_t cols, const float* w) {
+  if (cols == 0) return;
+  cpu::for_chunks(*pool_, size_t(rows) * cols, kParallelMin, [=](size_t lo, size_t hi) {
+    for (size_t e = lo; e < hi; ++e) x[e] = math::sampled_row_scaled(x[e], e, cols, w);
   });
 }
 

@@ -111,6 +111,7 @@ class CudaBackend final : public Backend {
   void dropout_backward(float* delta, size_t n, float p, uint64_t seed, uint64_t stream) override;
 
   void scale_columns(float* x, uint32_t rows, uint32_t cols, const float* w) override;
+  void scale_rows(float* x, uint32_t rows, uint32_t cols, const float* w) override;
   void gather_rows(const float* src, uint32_t width, const uint32_t* index, uint32_t count,
                    float* dst) override;
   void scatter_rows(const float* src, uint32_t width, const uint32_t* index, uint32_t count,

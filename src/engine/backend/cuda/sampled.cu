@@ -1,7 +1,6 @@
-// CudaBackend kernels of sampled output training (scale by column, gather and scatter of
-// rows): one thread per element of the compact matrix
-// (grid-stride), the arithmetic of backend/math/sampled_math.h, as the CPU backend runs it; and
-// a tiled transpose.
+// CudaBackend kernels of sampled output training (scale by column or by row, gather and scatter
+// of rows): one thread per element of the compact matrix (grid-stride), the arithmetic of
+// backend/math/sampled_math.h, as the CPU backend runs it; and a tiled transpose.
 #include <algorithm>
 
 #include "backend/cuda/cuda_backend.h"
@@ -16,6 +15,12 @@ __global__ void scale_columns_kernel(float* x, size_t n, uint32_t cols, const fl
   for (size_t e = blockIdx.x * size_t(blockDim.x) + threadIdx.x; e < n;
        e += size_t(gridDim.x) * blockDim.x)
     x[e] = math::sampled_scaled(x[e], e, cols, w);
+}
+
+__global__ void scale_rows_kernel(float* x, size_t n, uint32_t cols, const float* w) {
+  for (size_t e = blockIdx.x * size_t(blockDim.x) + threadIdx.x; e < n;
+       e += size_t(gridDim.x) * blockDim.x)
+    x[e] = math::sampled_row_scaled(x[e], e, cols, w);
 }
 
 __global__ void gather_rows_kernel(const float* src, size_t n, uint32_t width,
@@ -62,6 +67,14 @@ void CudaBackend::scale_columns(float* x, uint32_t rows, uint32_t cols, const fl
   if (n == 0) return;
   scale_columns_kernel<<<grid_for(n), kThreads, 0, stream_>>>(x, n, cols, w);
   NN_CUDA_LAUNCHED("scale_columns_kernel");
+}
+
+void CudaBackend::scale_rows(float* x, uint32_t rows, uint32_t cols, const float* w) {
+  const cuda::DeviceGuard guard(device_);
+  const size_t n = size_t(rows) * cols;
+  if (n == 0) return;
+  scale_rows_kernel<<<grid_for(n), kThreads, 0, stream_>>>(x, n, cols, w);
+  NN_CUDA_LAUNCHED("scale_rows_kernel");
 }
 
 void CudaBackend::gather_rows(const float* src, uint32_t width, const uint32_t* index,
