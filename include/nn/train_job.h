@@ -129,6 +129,15 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
                                     const EpochCallback& on_epoch = nullptr,
                                     const StepCallback& on_step = nullptr);
 
+// `nn-train --plan N`: the job's network, data and settings, built in this one process as for
+// training, and the predicted time per layer, step and epoch on `ranks` processes over `link`
+// ("nvlink-h100", "ib-ndr", "pcie-h100", "eth-10g" or "eth-1g"), with each layer's data or model
+// choice, communication and memory per rank; one line each to `log`, the last one
+// "predicted epoch: <seconds> s on <N> ranks (1 rank: <seconds> s)" (docs/scaling.md,
+// "Predicting scaling"). Trains nothing, writes nothing. ArgumentError for fewer than 1 rank or
+// an unknown link; ConfigError under mpirun.
+void run_scaling_plan(const TrainJob& job, int ranks, const std::string& link, const LogSink& log);
+
 // The gradient check: the job's network built and initialised as for training (with job.seed),
 // backward()'s gradients compared with finite differences on the first minibatch.
 // The loss is float32 arithmetic summed in double; its rounding noise (measured per array)

@@ -317,6 +317,27 @@ void check_training_files(const TrainJob& job) {
 
 }  // namespace
 
+void run_scaling_plan(const TrainJob& job, int ranks, const std::string& link_name,
+                      const LogSink& log) {
+  if (ranks < 1) throw ArgumentError("--plan: the number of ranks must be at least 1");
+  LinkModel link;
+  try {
+    link = link_preset(link_name);
+  } catch (const ConfigError& e) {
+    throw ArgumentError(std::string("--link: ") + e.what());
+  }
+  if (world_size() > 1)
+    throw ConfigError("--plan predicts from one process; run it without mpirun");
+  auto model = load_model(job, log, /*split_layers=*/false, /*may_stream=*/false);
+  TrainOptions options = train_options(job);
+  apply_network_settings(model->spec, job.shuffle, options);
+  std::shared_ptr<Communicator> comm = world_communicator();
+  TrainingLoop trainer(*model->net, model->bound, options, null_log(), comm.get());
+  ParallelSettings settings = parallel_settings(job, *model, false).settings;
+  settings.ranks = ranks;
+  for (const std::string& line : trainer.scaling_report(settings, link)) log(line);
+}
+
 std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
                                     const EpochCallback& on_epoch, const StepCallback& on_step) {
   const auto start = std::chrono::steady_clock::now();

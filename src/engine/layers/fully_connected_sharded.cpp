@@ -227,7 +227,24 @@ void FullyConnectedLayer::backward_sharded(const LayerContext& ctx) {
     Layer* src = c.source;
     float* gw = c.weights.grad.data();
     const int n_in = static_cast<int>(src->units());
-    if (src->has_sparse_output()) {
+    const SparseView* whole_x =
+        src->has_sparse_output() ? &dynamic_cast<InputLayer*>(src)->full_sparse_output() : nullptr;
+    if (whole_x && c.weights.row_grad.enabled) {
+      // Row-sparse (train/row_sparse.h): the rows the whole minibatch touched, in this rank's
+      // slice of the units; the same sums as below with each index replaced by its row's slot.
+      NN_CHECK(whole_x->slot != nullptr,
+               "row-sparse gradient of " + c.weights.name + " without an indexed minibatch");
+      SparseView compact = *whole_x;
+      compact.index = whole_x->slot;
+      compact.cols = whole_x->touched_count;
+      RowGradient& rg = c.weights.row_grad;
+      rg.values.resize(be, size_t(whole_x->touched_count) * n);
+      be.fill(rg.values.data(), rg.values.size(), 0.0f);
+      be.sparse_weight_gradient(compact, d, n, inv_rows, rg.values.data());
+      rg.width = n;
+      rg.rows = whole_x->touched;
+      rg.count = whole_x->touched_count;
+    } else if (whole_x) {
       be.fill(gw, c.weights.grad.size(), 0.0f);
       be.sparse_weight_gradient(dynamic_cast<InputLayer*>(src)->full_sparse_output(), d, n,
                                 inv_rows, gw);

@@ -46,6 +46,25 @@ void upload_sparse(Backend& backend, const SparseBatch& batch, uint32_t units,
   view.slot_ptr = view.slot_entry = view.slot_row = nullptr;
 }
 
+// An indexed batch's distinct items, slots and slot groups (data/batch.h index_touched) added to
+// `view` (row-sparse gradients, train/row_sparse.h).
+void upload_index(Backend& backend, const SparseBatch& batch, DeviceArray<uint32_t>& touched,
+                  DeviceArray<uint32_t>& slot, DeviceArray<uint32_t>& slot_groups,
+                  SparseView& view) {
+  if (!batch.indexed) return;
+  touched.assign(backend, batch.touched);
+  slot.assign(backend, batch.slot);
+  view.touched = touched.data();
+  view.slot = slot.data();
+  view.touched_count = static_cast<uint32_t>(batch.touched.size());
+  if (batch.slot_groups.size() == batch.touched.size() + 1 + 2 * batch.index.size()) {
+    slot_groups.assign(backend, batch.slot_groups);
+    view.slot_ptr = slot_groups.data();
+    view.slot_entry = view.slot_ptr + batch.touched.size() + 1;
+    view.slot_row = view.slot_entry + batch.index.size();
+  }
+}
+
 }  // namespace
 
 void InputLayer::load_full_dense(Backend& backend, const float* host, uint32_t rows) {
@@ -57,6 +76,7 @@ void InputLayer::load_full_sparse(Backend& backend, const SparseBatch& batch) {
   NN_CHECK(sparse_, "sparse batch for dense input layer " + name());
   upload_sparse(backend, batch, units(), full_row_ptr_, full_index_, full_value_, full_row_weight_,
                 full_view_);
+  upload_index(backend, batch, full_touched_, full_slot_, full_slot_groups_, full_view_);
 }
 
 void InputLayer::load_dense(Backend& backend, const float* host, uint32_t rows) {
@@ -67,19 +87,7 @@ void InputLayer::load_dense(Backend& backend, const float* host, uint32_t rows) 
 void InputLayer::load_sparse(Backend& backend, const SparseBatch& batch) {
   NN_CHECK(sparse_, "sparse batch for dense input layer " + name());
   upload_sparse(backend, batch, units(), row_ptr_, index_, value_, row_weight_, view_);
-  if (batch.indexed) {  // row-sparse gradients (train/row_sparse.h)
-    touched_.assign(backend, batch.touched);
-    slot_.assign(backend, batch.slot);
-    view_.touched = touched_.data();
-    view_.slot = slot_.data();
-    view_.touched_count = static_cast<uint32_t>(batch.touched.size());
-    if (batch.slot_groups.size() == batch.touched.size() + 1 + 2 * batch.index.size()) {
-      slot_groups_.assign(backend, batch.slot_groups);
-      view_.slot_ptr = slot_groups_.data();
-      view_.slot_entry = view_.slot_ptr + batch.touched.size() + 1;
-      view_.slot_row = view_.slot_entry + batch.index.size();
-    }
-  }
+  upload_index(backend, batch, touched_, slot_, slot_groups_, view_);
 }
 
 void InputLayer::forward(const LayerContext& ctx) {

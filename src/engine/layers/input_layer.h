@@ -43,6 +43,7 @@ class InputLayer : public Layer {
   DeviceArray<float> full_a_;
   DeviceArray<uint32_t> full_row_ptr_, full_index_;
   DeviceArray<float> full_value_, full_row_weight_;
+  DeviceArray<uint32_t> full_touched_, full_slot_, full_slot_groups_;
   SparseView full_view_;
 };
 

@@ -120,10 +120,7 @@ Network::Network(Backend& backend, NetworkSpec spec,
   if (inputs().empty()) throw ConfigError(spec_.source + ": the network has no Input layer");
 }
 
-void Network::plan_parallel(const NetworkParallel& parallel) {
-  Communicator& comm = *parallel.comm;
-  ParallelSettings settings = parallel.settings;
-  settings.ranks = comm.size();
+std::vector<LayerCostInput> Network::parallel_inputs(int ranks, std::vector<Layer*>* layers) const {
   std::set<std::string> read_by_others, shared_owners;
   for (const LayerSpec& l : spec_.layers) {
     for (const auto& s : l.sources) read_by_others.insert(s);
@@ -134,7 +131,6 @@ void Network::plan_parallel(const NetworkParallel& parallel) {
       spec_.error_function == ErrorFunction::CrossEntropy ||
       spec_.error_function == ErrorFunction::ScaledMarginalCrossEntropy;
   std::vector<LayerCostInput> in;
-  std::vector<Layer*> who;
   for (auto& layer : layers_) {
     const LayerSpec& l = layer->spec();
     if (l.kind == LayerKind::Input) continue;
@@ -150,7 +146,7 @@ void Network::plan_parallel(const NetworkParallel& parallel) {
     std::string why;
     if (!layer->can_shard(&why))
       c.cannot_split = why;
-    else if (c.units < uint64_t(comm.size()))
+    else if (c.units < uint64_t(ranks))
       c.cannot_split = "it has fewer units than there are processes";
     else if (c.output && read_by_others.count(l.name))
       c.cannot_split = "other layers read this Output layer";
@@ -161,8 +157,17 @@ void Network::plan_parallel(const NetworkParallel& parallel) {
                        to_string(spec_.error_function) +
                        " needs whole rows (CrossEntropy and ScaledMarginalCrossEntropy split)";
     in.push_back(c);
-    who.push_back(layer.get());
+    if (layers) layers->push_back(layer.get());
   }
+  return in;
+}
+
+void Network::plan_parallel(const NetworkParallel& parallel) {
+  Communicator& comm = *parallel.comm;
+  ParallelSettings settings = parallel.settings;
+  settings.ranks = comm.size();
+  std::vector<Layer*> who;
+  const std::vector<LayerCostInput> in = parallel_inputs(comm.size(), &who);
   plan_ = choose_parallel(in, settings);
   for (size_t i = 0; i < plan_.size(); ++i) {
     if (!plan_[i].model_parallel) continue;

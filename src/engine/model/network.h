@@ -60,6 +60,10 @@ class Network {
   void set_max_batch(uint32_t rows, uint32_t global_rows = 0, const Layer* unallocated = nullptr);
   // The data/model choice per fully connected layer (empty for one process).
   const std::vector<LayerChoice>& parallel_plan() const { return plan_; }
+  // What the data/model rule needs to know of every layer but the inputs (in order) for a job
+  // of `ranks` processes; `layers` (optional) receives the layers themselves.
+  std::vector<LayerCostInput> parallel_inputs(int ranks,
+                                              std::vector<Layer*>* layers = nullptr) const;
   // True when some layer is split over the ranks (model parallel).
   bool model_parallel() const { return model_parallel_; }
   uint32_t max_batch() const { return max_batch_; }

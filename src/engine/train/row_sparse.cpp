@@ -35,9 +35,7 @@ SparseUpdateMode sparse_update_mode(const std::string& name) {
 namespace {
 
 // Why matrix `c` of `layer` keeps the dense update ("" when it can be row-sparse).
-std::string dense_reason(const FullyConnectedLayer& layer, const Connection& c,
-                         const OptimizerSettings& o, SparseUpdateMode mode) {
-  if (layer.sharded()) return "the layer is split over processes";
+std::string dense_reason(const Connection& c, const OptimizerSettings& o, SparseUpdateMode mode) {
   if (c.shared || c.transposed || c.matrix_users() > 1) return "its matrix is shared";
   const Parameter& m = c.matrix();
   if (m.max_column_norm > 0.0f) return "WeightNorm constrains whole columns every step";
@@ -56,26 +54,24 @@ std::string dense_reason(const FullyConnectedLayer& layer, const Connection& c,
 
 std::unique_ptr<RowSparseUpdates> RowSparseUpdates::create(
     Network& net, const BoundData& data, Optimizer& optimizer, SparseUpdateMode mode,
-    const std::string& unsupported, const std::function<bool(const Parameter*)>& excluded,
-    std::vector<std::string>& notes) {
+    const std::function<bool(const Parameter*)>& excluded, std::vector<std::string>& notes) {
   if (mode == SparseUpdateMode::Dense) return nullptr;
   const OptimizerSettings& o = optimizer.settings();
   const bool catch_up = mode == SparseUpdateMode::Exact && math::skips_change_state(o.kind);
   std::unique_ptr<RowSparseUpdates> r(new RowSparseUpdates(net, optimizer, catch_up));
   for (size_t slot = 0; slot < data.inputs.size(); ++slot) {
     if (!data.inputs[slot].dataset->is_sparse()) continue;
-    Layer& input = net.layer(data.inputs[slot].layer);
-    if (!input.has_sparse_output()) continue;
-    bool indexed = false;
+    auto* input = dynamic_cast<InputLayer*>(&net.layer(data.inputs[slot].layer));
+    if (!input || !input->has_sparse_output()) continue;
+    bool indexed = false, whole_indexed = false;
     for (const LayerSpec& spec : net.spec().layers) {
       auto* layer = dynamic_cast<FullyConnectedLayer*>(&net.layer(spec.name));
       if (!layer) continue;
       for (auto& c : layer->connections()) {
-        if (c->source != &input) continue;
+        if (c->source != input) continue;
         Parameter& m = c->matrix();
         if (m.locked || (excluded && excluded(&m))) continue;
-        const std::string why =
-            unsupported.empty() ? dense_reason(*layer, *c, o, mode) : unsupported;
+        const std::string why = dense_reason(*c, o, mode);
         if (!why.empty()) {
           notes.push_back("dense update of " + m.name + ": " + why);
           continue;
@@ -83,15 +79,16 @@ std::unique_ptr<RowSparseUpdates> RowSparseUpdates::create(
         Tracked t;
         t.p = &m;
         t.slot = slot;
-        t.input = &input;
-        t.rows = input.units();
+        t.input = input;
+        t.whole = layer->sharded();
+        t.rows = input->units();
         t.width = static_cast<uint32_t>(m.size() / std::max<uint32_t>(t.rows, 1));
         t.last.assign(catch_up ? t.rows : 0, 0);
         m.row_grad.enabled = true;
         m.row_grad.width = t.width;
         m.grad.reset();  // the dense gradient is never written
+        (t.whole ? whole_indexed : indexed) = true;
         r->tracked_.push_back(std::move(t));
-        indexed = true;
         notes.push_back(
             "row-sparse update of " + m.name + " (" + to_string(mode) +
             (mode == SparseUpdateMode::Lazy ? ": untouched rows' optimizer state is not decayed)"
@@ -100,9 +97,11 @@ std::unique_ptr<RowSparseUpdates> RowSparseUpdates::create(
       }
     }
     if (indexed) r->slots_.push_back(slot);
+    if (whole_indexed) r->whole_slots_.push_back(slot);
   }
   if (r->tracked_.empty()) return nullptr;
   r->marks_.resize(r->slots_.size());
+  r->whole_marks_.resize(r->whole_slots_.size());
   return r;
 }
 
@@ -113,8 +112,22 @@ RowSparseUpdates::~RowSparseUpdates() {
   }
 }
 
-void RowSparseUpdates::index(HostBatch& batch) {
+void RowSparseUpdates::index(HostBatch& batch, HostBatch* whole) {
   for (size_t i = 0; i < slots_.size(); ++i) index_touched(batch.sparse.at(slots_[i]), marks_[i]);
+  if (whole_slots_.empty()) return;
+  NN_CHECK(whole != nullptr, "row-sparse rows of a split layer without the whole minibatch");
+  for (size_t i = 0; i < whole_slots_.size(); ++i)
+    index_touched(whole->sparse.at(whole_slots_[i]), whole_marks_[i]);
+}
+
+const SparseBatch& RowSparseUpdates::batch_of(const Tracked& t, const HostBatch& batch,
+                                              const HostBatch* whole) {
+  NN_CHECK(!t.whole || whole != nullptr, "row-sparse rows of a split layer without the minibatch");
+  return (t.whole ? *whole : batch).sparse.at(t.slot);
+}
+
+const SparseView& RowSparseUpdates::view_of(const Tracked& t) {
+  return t.whole ? t.input->full_sparse_output() : t.input->sparse_output();
 }
 
 void RowSparseUpdates::agree(Communicator& comm, HostBatch& batch) {
@@ -146,6 +159,7 @@ std::vector<const Parameter*> RowSparseUpdates::parameters() const {
 void RowSparseUpdates::reduce(Communicator& comm, float weight, const HostBatch& batch) {
   Backend& be = net_.backend();
   for (Tracked& t : tracked_) {
+    if (t.whole) continue;  // a split layer's rows: each rank holds its own units' alone
     const SparseBatch& b = batch.sparse.at(t.slot);
     NN_CHECK(b.indexed, "row-sparse reduction of an unindexed batch");
     RowGradient& rg = t.p->row_grad;
@@ -200,12 +214,13 @@ const math::SkipFactors& RowSparseUpdates::factors_of(uint32_t skipped) {
   return factor_cache_[skipped];
 }
 
-void RowSparseUpdates::before_forward(const HostBatch& batch, uint64_t step) {
+void RowSparseUpdates::before_forward(const HostBatch& batch, const HostBatch* whole,
+                                      uint64_t step) {
   if (!catch_up_) return;
   NN_CHECK(step > base_, "row-sparse catch-up before its base step");
   const auto now = static_cast<uint32_t>(step - base_);  // this update, relative to base_
   for (Tracked& t : tracked_) {
-    const SparseBatch& b = batch.sparse.at(t.slot);
+    const SparseBatch& b = batch_of(t, batch, whole);
     NN_CHECK(b.indexed, "row-sparse catch-up of an unindexed batch");
     host_factors_.resize(2 * b.touched.size());
     bool any = false;
@@ -220,7 +235,7 @@ void RowSparseUpdates::before_forward(const HostBatch& batch, uint64_t step) {
     }
     if (!any) continue;
     factors_.assign(net_.backend(), host_factors_);
-    const SparseView& view = t.input->sparse_output();
+    const SparseView& view = view_of(t);
     NN_CHECK(view.touched != nullptr && view.touched_count == b.touched.size(),
              "row-sparse catch-up before the batch's inputs were loaded");
     optimizer_.skip_rows(*t.p, t.width, view.touched, factors_.data(), view.touched_count);

@@ -20,11 +20,13 @@
 // row's state does not decay and L1/L2 decay reaches only the rows a batch touched (TensorFlow's
 // LazyAdam semantics; Adam's bias correction still counts every step).
 //
-// Scope: one process, or data parallel under mpirun (the ranks agree on the union of their
-// slices' rows every step, and sum the compact gradients over the ranks as those rows, not as
-// the whole matrix); unsplit layers, a connection that owns its
-// matrix alone (no SharedWeights), no WeightNorm (it constrains whole columns). Other matrices
-// keep the dense update; the reasons are logged.
+// Scope: one process, or several under mpirun. A data-parallel layer's ranks agree on the union
+// of their slices' rows every step and sum the compact gradients over the ranks as those rows,
+// not as the whole matrix. A layer split over the ranks (model parallel) reads the whole
+// minibatch on every rank: its rows are the whole minibatch's distinct items, each rank updates
+// them in its slice of the units, and nothing is summed. A connection that owns its matrix alone
+// (no SharedWeights), no WeightNorm (it constrains whole columns). Other matrices keep the dense
+// update; the reasons are logged.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,7 @@
 
 #include "backend/math/optimizer_math.h"
 #include "distributed/communicator.h"
+#include "layers/input_layer.h"
 #include "model/batch_loader.h"
 #include "model/network.h"
 #include "train/optimizer.h"
@@ -52,19 +55,19 @@ class RowSparseUpdates {
   // The matrices that qualify get row-sparse gradients (their dense gradient's memory is
   // released); null when none does. `notes` receives a line per matrix fed by a sparse input:
   // how it is updated, or why densely. `excluded`: parameters updated elsewhere (a sampled
-  // output layer's). `unsupported`: why the run cannot update rows ("" when it can).
+  // output layer's).
   static std::unique_ptr<RowSparseUpdates> create(
       Network& net, const BoundData& data, Optimizer& optimizer, SparseUpdateMode mode,
-      const std::string& unsupported, const std::function<bool(const Parameter*)>& excluded,
-      std::vector<std::string>& notes);
+      const std::function<bool(const Parameter*)>& excluded, std::vector<std::string>& notes);
   // Gives the matrices their dense gradients back.
   ~RowSparseUpdates();
   RowSparseUpdates(const RowSparseUpdates&) = delete;
   RowSparseUpdates& operator=(const RowSparseUpdates&) = delete;
 
   // On the loader's thread, one batch at a time: finds the distinct items of the batch's sparse
-  // inputs that feed row-sparse matrices.
-  void index(HostBatch& batch);
+  // inputs that feed row-sparse matrices: of this rank's rows `batch`, and with split layers of
+  // the whole minibatch `whole` (null without them).
+  void index(HostBatch& batch, HostBatch* whole);
   // Data parallel, on the training thread before the batch is loaded (collective): the ranks
   // exchange their slices' items and each takes their union as its rows, so every rank's
   // compact gradient, catch-up and update cover the same rows of the minibatch.
@@ -81,8 +84,8 @@ class RowSparseUpdates {
   void begin(uint64_t step);
   // Update `step` is next and its inputs are loaded: the batch's rows catch up the steps they
   // skipped since their last update (exact mode, optimizers whose state decays), so the forward
-  // pass reads what the dense update would have left there.
-  void before_forward(const HostBatch& batch, uint64_t step);
+  // pass reads what the dense update would have left there. `whole`: as for index().
+  void before_forward(const HostBatch& batch, const HostBatch* whole, uint64_t step);
   // Every row caught up to update `step`, before anything reads whole matrices (validation,
   // checkpoints, the saved network): the end of an epoch, a stop.
   void flush(uint64_t step);
@@ -93,7 +96,8 @@ class RowSparseUpdates {
   struct Tracked {
     Parameter* p = nullptr;
     size_t slot = 0;  // the input's slot in HostBatch::sparse
-    const Layer* input = nullptr;
+    const InputLayer* input = nullptr;
+    bool whole = false;  // a split layer's: the whole minibatch's rows
     uint32_t rows = 0, width = 0;
     std::vector<uint32_t> last;  // update after which each row is current, less base_
   };
@@ -106,9 +110,14 @@ class RowSparseUpdates {
   Optimizer& optimizer_;
   bool catch_up_;
   std::vector<Tracked> tracked_;
-  std::vector<size_t> slots_;                 // input slots to index
-  std::vector<std::vector<uint32_t>> marks_;  // index_touched's scratch, per slot
-  std::vector<uint32_t> agree_mark_;          // agree()'s (the training thread's own)
+  // The batch `t` reads (the whole minibatch for a split layer's matrix) and its input's view.
+  static const SparseBatch& batch_of(const Tracked& t, const HostBatch& batch,
+                                     const HostBatch* whole);
+  static const SparseView& view_of(const Tracked& t);
+
+  std::vector<size_t> slots_, whole_slots_;  // input slots to index: rank's rows, whole batch
+  std::vector<std::vector<uint32_t>> marks_, whole_marks_;  // index_touched's scratch, per slot
+  std::vector<uint32_t> agree_mark_;                        // agree()'s (the training thread's own)
   std::vector<uint32_t> agree_items_;
   uint64_t base_ = 0;
   std::vector<math::SkipFactors> factor_cache_;

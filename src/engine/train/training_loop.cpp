@@ -130,13 +130,10 @@ TrainingLoop::TrainingLoop(Network& net, const BoundData& data, TrainOptions opt
     update_params_.insert(update_params_.end(), group.params.begin(), group.params.end());
     if (!group.params.empty()) update_groups_.push_back(std::move(group));
   }
-  if (!options_.least_squares) {
-    const std::string unsupported =
-        model_parallel_ ? "row-sparse updates are not used with layers split over processes" : "";
+  if (!options_.least_squares)
     row_sparse_ = RowSparseUpdates::create(
-        net_, data_, optimizer_, options_.sparse_update, unsupported,
+        net_, data_, optimizer_, options_.sparse_update,
         [this](const Parameter* p) { return sampled_ && sampled_->owns(p); }, row_sparse_notes_);
-  }
   // Data parallel, row-sparse gradients are summed as rows (RowSparseUpdates::reduce), not in
   // the buckets.
   if (row_sparse_)
@@ -334,13 +331,28 @@ std::vector<std::string> TrainingLoop::profile_floors() {
   return floor_table(*profiler_, floor.cost, floor.peaks, floor.basis);
 }
 
+std::vector<std::string> TrainingLoop::scaling_report(const ParallelSettings& parallel,
+                                                      const LinkModel& link) {
+  const StepFloor floor = step_floor();
+  if (!floor.why_not.empty()) throw ConfigError("--plan: the step's cost is " + floor.why_not);
+  ScalingInputs in;
+  in.shapes = floor.shapes;
+  in.target_nnz = floor.target_nnz;
+  in.tensor = floor.tensor;
+  in.settings = parallel;
+  in.layers = net_.parallel_inputs(parallel.ranks);
+  in.optimizer = options_.optimizer.kind;
+  in.peaks = floor.peaks;
+  in.peaks_source = "measured on this machine's " + net_.backend().name() + " backend";
+  in.examples = data_.examples;
+  return format_scaling_plan(plan_scaling(in, link), in);
+}
+
 StepFloor TrainingLoop::step_floor() {
   // What the floors' model does not describe is left out with the reason.
   StepFloor out;
   if (options_.least_squares) out.why_not = "not computed for closed-form training";
   if (model_parallel_) out.why_not = "not computed for layers split over processes";
-  if (sampled_ && sampled_->mean_columns() == 0)
-    out.why_not = "not computed for a sampled output layer before its first step";
   if (stream_)
     out.why_not = "not computed for streamed data (its non-zeros per row are not known up front)";
   if (!out.why_not.empty()) return out;
@@ -369,18 +381,30 @@ StepFloor TrainingLoop::step_floor() {
                shape.name + (shape.row_sparse_update ? " (updated row by row)" : "");
     }
   }
-  // A sampled output layer computes its steps' columns: the floor of that width.
+  // A sampled output layer computes its steps' columns: the floor of that width (before its
+  // first step, estimated as the minibatch's distinct targets and the negatives).
   if (sampled_)
-    for (LayerShape& shape : shapes)
-      if (shape.name == sampled_->layer().name()) {
-        shape.units = static_cast<uint32_t>(std::lround(sampled_->mean_columns()));
-        basis += format(", %u sampled columns per step of ", shape.units) + shape.name;
+    for (LayerShape& shape : shapes) {
+      if (shape.name != sampled_->layer().name()) continue;
+      double columns = sampled_->mean_columns();
+      const char* how = "";
+      if (columns == 0) {
+        columns = std::min<double>(
+            shape.units, mean_distinct_rows(*data_.outputs[sampled_->output()].dataset, rows) +
+                             sampled_->layer().spec().sampling.negatives);
+        how = " (estimated: the distinct targets and the negatives)";
       }
+      shape.units = static_cast<uint32_t>(std::lround(columns));
+      basis += format(", %u sampled columns per step of ", shape.units) + shape.name + how;
+    }
   Backend& be = net_.backend();
   const char* tf32 = std::getenv("NN_CUDA_TF32");
   const bool tensor = be.precision() == Precision::BF16 ||
                       (be.name() == "cuda" && tf32 && std::strcmp(tf32, "1") == 0);
   out.cost = step_cost(shapes, rows, options_.optimizer.kind, tensor, target_nnz);
+  out.shapes = shapes;
+  out.target_nnz = target_nnz;
+  out.tensor = tensor;
   // The sampled layer's forward product runs inside its loss range (SampledOutput::forward_loss).
   if (sampled_)
     for (PhaseCost& phase : out.cost.phases)
@@ -574,7 +598,7 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
     } else {
       loader_.assemble(order.data() + b * batch + slice.first, slice.count, step, true, hb.first);
     }
-    if (row_sparse_) row_sparse_->index(hb.first);
+    if (row_sparse_) row_sparse_->index(hb.first, model_parallel_ ? &hb.second : nullptr);
     if (profiler_) profiler_->add_loader_seconds(seconds_since(assembly_start));
     return hb;
   };
@@ -741,7 +765,7 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
     }
     if (row_sparse_) {
       ProfileRange range(profiler_, ProfilePhase::Update, "row-sparse catch-up");
-      row_sparse_->before_forward(hb, step_);
+      row_sparse_->before_forward(hb, whole, step_);
     }
     net_.forward(ctx, sampled_ ? &sampled_->layer() : nullptr);
     losses_.accumulate(hb, /*write_deltas=*/true, whole, loss_sums_.data() + math::kLossBatch,
@@ -757,7 +781,7 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
     // No rows here, but the minibatch's rows are updated on every rank: they catch up here too
     // (the input's view of them is the empty slice's, indexed over the whole minibatch).
     load_inputs(net_, data_, hb);
-    row_sparse_->before_forward(hb, step_);
+    row_sparse_->before_forward(hb, whole, step_);
   }
   // Collective with several ranks: every rank takes part, with or without rows.
   if (sampled_) {

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -30,6 +31,7 @@
 #include "train/prefetcher.h"
 #include "train/row_sparse.h"
 #include "train/sampled_output.h"
+#include "train/scaling_plan.h"
 #include "train/step.h"
 #include "train/step_cost.h"
 #include "train/validation.h"
@@ -84,6 +86,10 @@ struct StepFloor {
   StepCost cost;
   MachinePeaks peaks;
   std::string basis;  // rows, non-zeros and touched rows the cost was computed for
+  // What the cost was computed from (train/step_cost.h), for the scaling plan.
+  std::vector<LayerShape> shapes;
+  std::map<std::string, double> target_nnz;
+  bool tensor = false;
   double seconds() const { return cost.floor_seconds(peaks); }
 };
 
@@ -165,6 +171,10 @@ class TrainingLoop {
   // optimizer, row-sparse updates, precision), with the peaks measured now on the network's
   // backend (a fraction of a second; longer on a GPU's first call).
   StepFloor step_floor();
+  // `nn-train --plan`: this loop's network, data and options on `parallel`'s ranks over `link`
+  // (train/scaling_plan.h), one string per line; computed in one process from the floors of
+  // step_floor(). Trains nothing.
+  std::vector<std::string> scaling_report(const ParallelSettings& parallel, const LinkModel& link);
 
  private:
   // One epoch (or, resumed mid-epoch, the rest of it). Returns false when a stop request ended

@@ -40,11 +40,14 @@ struct Flags {
   std::vector<std::string> validation;
   uint32_t validation_interval = 0, validation_k = 0, patience = 0;
   api::GradientCheckSettings check;
-  CLI::Option *batch_opt, *epochs_opt, *alpha_opt, *lambda_opt, *lambda1_opt, *mu_opt, *mu1_opt,
-      *optimizer_opt, *seed_opt, *checkpoint_name_opt, *checkpoint_interval_opt,
-      *checkpoints_kept_opt, *validation_opt, *validation_interval_opt, *validation_k_opt,
-      *patience_opt, *no_keep_best_opt, *rank_input_items_opt, *backend_opt, *device_opt,
-      *precision_opt, *profile_opt, *trace_opt, *trace_steps_opt, *sparse_update_opt;
+  int plan = 0;
+  std::string link = "eth-10g";
+  CLI::Option *plan_opt = nullptr, *batch_opt, *epochs_opt, *alpha_opt, *lambda_opt, *lambda1_opt,
+              *mu_opt, *mu1_opt, *optimizer_opt, *seed_opt, *checkpoint_name_opt,
+              *checkpoint_interval_opt, *checkpoints_kept_opt, *validation_opt,
+              *validation_interval_opt, *validation_k_opt, *patience_opt, *no_keep_best_opt,
+              *rank_input_items_opt, *backend_opt, *device_opt, *precision_opt, *profile_opt,
+              *trace_opt, *trace_steps_opt, *sparse_update_opt;
 };
 
 void define_flags(CLI::App& app, Flags& f) {
@@ -106,6 +109,15 @@ void define_flags(CLI::App& app, Flags& f) {
       app.add_flag("--no-keep-best", f.no_keep_best,
                    "write the last epoch's network instead of the best evaluated one");
   app.add_flag("--resume", f.resume, "continue from the newest checkpoint if there is one");
+  f.plan_opt = app.add_option(
+      "--plan", f.plan,
+      "instead of training, predict the time per layer, step and epoch on this many processes "
+      "(data or model parallel per layer, communication over --link, memory per rank) from this "
+      "machine's floors; the last line is \"predicted epoch: <s> s on <N> ranks (1 rank: <s> "
+      "s)\" (docs/scaling.md)");
+  app.add_option("--link", f.link,
+                 "--plan's interconnect: nvlink-h100, ib-ndr, pcie-h100, eth-10g (default) or "
+                 "eth-1g (figures and sources in docs/scaling.md)");
   app.add_flag("--validate", f.validate,
                "check gradients against finite differences on the first minibatch instead of "
                "training (as CDL Command Validate); exit status 1 when a check fails");
@@ -462,6 +474,10 @@ int run(int argc, char** argv) {
     log("random seed " + std::to_string(job.seed) +
         " (RandomSeed is absent or -1; set RandomSeed or --seed to this value to repeat the run)");
   if (f.validate) return check_gradients(f, job, log);
+  if (f.plan_opt->count()) {
+    api::run_scaling_plan(job, f.plan, f.link, stream_log(stderr));
+    return 0;
+  }
   check_files(f, job);
   api::run_training(job, log, nullptr, failure_injection_from_environment(api::world_rank()));
   return 0;

@@ -1,0 +1,70 @@
+// How a training step scales over N ranks, predicted before any machine is rented
+// (`nn-train --plan N`, docs/scaling.md "Predicting scaling").
+//
+// Per layer, for the mode the data/model rule picks (model/parallel_plan.h) and for the other:
+//   compute  the layer's floors (train/step_cost.h) on the run's peaks: data parallel, forward,
+//            loss and backward of B / N rows and the update of every weight (each rank updates
+//            the whole layer); model parallel, every phase of the whole minibatch for units / N;
+//   comm     data parallel: the all-reduce of the layer's weights and biases; model parallel:
+//            the source activations' all-gather, the deltas' reduce-scatter, a hidden layer's
+//            two exchanges of its activations and deltas with the ranks' rows, a SoftMax output's
+//            two all-reduces per row; each an alpha-beta ring collective (model/link_model.h);
+//   memory   weights, gradients and optimizer state (a split layer's 1/N), and the activations
+//            and deltas of the rows the rank computes.
+// Exposed communication: a model-parallel layer's collectives block its pass; data-parallel
+// all-reduces overlap the backward pass of the layers below them (a layer's starts when its
+// backward pass ends, one at a time) unless some layer is split, when they run after it as the
+// training loop does. Step = compute + exposed communication; epoch = steps x step.
+// Not modelled: the loader (overlapped), penalties, kernel launches, load imbalance.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/enums.h"
+#include "model/link_model.h"
+#include "model/parallel_plan.h"
+#include "train/step_cost.h"
+
+namespace nn {
+
+struct ScalingInputs {
+  std::vector<LayerShape> shapes;            // every layer (train/step_cost.h layer_shapes)
+  std::map<std::string, double> target_nnz;  // sparse targets' non-zeros per row, by layer
+  std::vector<LayerCostInput> layers;        // Network::parallel_inputs for the ranks planned
+  ParallelSettings settings;                 // ranks, minibatch, optimizer states, budget
+  OptimizerKind optimizer = OptimizerKind::SGD;
+  bool tensor = false;  // dense products at the tensor peak
+  MachinePeaks peaks;
+  std::string peaks_source;  // "measured on this machine's cpu backend", "H100 (docs/...)"
+  uint64_t examples = 0;     // per epoch
+};
+
+struct LayerScaling {
+  std::string layer;
+  bool model_parallel = false;                       // the rule's choice
+  std::string reason;                                // the rule's
+  double compute_s = 0.0;                            // per step on each rank
+  double comm_s = 0.0;                               // per step
+  double memory_bytes = 0.0;                         // per rank
+  double other_compute_s = 0.0, other_comm_s = 0.0;  // the other mode's
+};
+
+struct ScalingPlan {
+  int ranks = 1;
+  LinkModel link;
+  std::vector<LayerScaling> layers;
+  double exposed_comm_s = 0.0;  // communication not hidden behind compute, per step
+  double step_s = 0.0, step_one_s = 0.0;
+  double epoch_s = 0.0, epoch_one_s = 0.0;
+  double memory_one_bytes = 0.0;  // one rank's memory for the whole network
+  std::string limit;              // what limits scaling
+};
+
+ScalingPlan plan_scaling(const ScalingInputs& in, const LinkModel& link);
+// The report `nn-train --plan` prints, one string per line; the last line is
+// "predicted epoch: <seconds> s on <N> ranks (1 rank: <seconds> s)".
+std::vector<std::string> format_scaling_plan(const ScalingPlan& plan, const ScalingInputs& in);
+
+}  // namespace nn

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# nn-train --plan N (docs/scaling.md, "Predicting scaling"): one process predicts the step and
+# epoch on N ranks without training or writing anything; the last line is the predicted epoch;
+# a faster link never predicts a slower step; bad ranks and links are usage errors naming the
+# choices.
+# Usage: train_plan.sh <tool-dir> <source-dir>
+set -euo pipefail
+tools=$(realpath "$1")
+source "$(dirname "$(realpath "$0")")/lib/common.sh"
+enter_work_dir
+
+tiny_ratings
+tiny_datasets "$tools"
+tiny_config
+plan=("$tools/nn-train" -c config.json -i input.nc -o output.nc -n net.nc -b 8 --backend cpu
+  --threads 1)
+
+"${plan[@]}" --plan 4 --link eth-1g 2>slow.log || fail "plan: $(tail -3 slow.log)"
+[ ! -e net.nc ] || fail "--plan wrote the network"
+grep -q '^plan for 4 ranks over eth-1g' slow.log || fail "no plan line: $(head -5 slow.log)"
+grep -q "^  layer 'Hidden': " slow.log || fail "no rule line for Hidden: $(cat slow.log)"
+last=$(tail -1 slow.log)
+[[ $last =~ ^predicted\ epoch:\ ([0-9.]+)\ s\ on\ 4\ ranks\ \(1\ rank:\ ([0-9.]+)\ s\)$ ]] ||
+  fail "last line: $last"
+"${plan[@]}" --plan 4 --link nvlink-h100 2>fast.log || fail "plan: $(tail -3 fast.log)"
+slow=$(sed -n 's/^predicted step: \([0-9.]*\) ms.*/\1/p' slow.log)
+fast=$(sed -n 's/^predicted step: \([0-9.]*\) ms.*/\1/p' fast.log)
+awk -v f="$fast" -v s="$slow" 'BEGIN { exit !(f <= s) }' ||
+  fail "NVLink predicted a slower step ($fast ms) than 1 Gbit/s Ethernet ($slow ms)"
+
+status=0
+"${plan[@]}" --plan 4 --link carrier-pigeon 2>bad.log || status=$?
+[ "$status" = 2 ] || fail "unknown link: exit status $status"
+grep -q 'eth-10g' bad.log || fail "unknown link: the choices are not listed: $(cat bad.log)"
+status=0
+"${plan[@]}" --plan 0 2>zero.log || status=$?
+[ "$status" = 2 ] || fail "--plan 0: exit status $status"
+echo "train_plan: ok ($last)"
