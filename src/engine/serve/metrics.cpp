@@ -34,14 +34,22 @@ constexpr int kKnownStatuses[] = {200, 400, 404, 405, 408, 413, 414, 431, 500, 5
 
 const char* endpoint_name(Endpoint e) {
   switch (e) {
-    case Endpoint::Recommend: return "recommend";
-    case Endpoint::Infer: return "infer";
-    case Endpoint::Health: return "health";
-    case Endpoint::Metadata: return "metadata";
-    case Endpoint::Metrics: return "metrics";
-    case Endpoint::Unknown: return "unknown";
-    case Endpoint::Refused: return "refused";
-    case Endpoint::Count: break;
+    case Endpoint::Recommend:
+      return "recommend";
+    case Endpoint::Infer:
+      return "infer";
+    case Endpoint::Health:
+      return "health";
+    case Endpoint::Metadata:
+      return "metadata";
+    case Endpoint::Metrics:
+      return "metrics";
+    case Endpoint::Unknown:
+      return "unknown";
+    case Endpoint::Refused:
+      return "refused";
+    case Endpoint::Count:
+      break;
   }
   return "unknown";
 }
@@ -129,7 +137,8 @@ std::string prometheus_label(const std::string& value) {
   return out;
 }
 
-Metrics::Metrics() : latency_(second_buckets()), queue_(second_buckets()), batch_rows_(row_buckets()) {}
+Metrics::Metrics()
+    : latency_(second_buckets()), queue_(second_buckets()), batch_rows_(row_buckets()) {}
 
 int Metrics::status_slot(int status) {
   for (int i = 0; i < kStatuses - 1; ++i)

@@ -33,7 +33,7 @@ struct Service::Impl {
   bool draining = false;
   uint64_t in_flight = 0, requests = 0, reloads = 0;
   std::mutex reload_mutex;  // one reload at a time
-  serve::Metrics metrics;  // before the batcher, which records into it
+  serve::Metrics metrics;   // before the batcher, which records into it
   std::unique_ptr<serve::Batcher> batcher;
 
   std::shared_ptr<const Generation> snapshot() const {
@@ -172,8 +172,9 @@ ServeResponse Service::handle(const ServeRequest& request) {
     response = {500, serve::error_body(e.what())};
   }
   s.metrics.in_flight.fetch_sub(1, std::memory_order_relaxed);
-  s.metrics.request(serve::endpoint_of(request.path), response.status,
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  s.metrics.request(
+      serve::endpoint_of(request.path), response.status,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   std::lock_guard<std::mutex> lock(s.mutex);
   ++s.requests;
   return response;

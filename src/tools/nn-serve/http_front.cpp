@@ -64,8 +64,7 @@ std::string connection_metrics(const HttpCounters& c, int max_connections) {
   family("nn_serve_connections_accepted_total", "counter", "HTTP connections accepted.",
          c.accepted);
   family("nn_serve_connections_refused_total", "counter",
-         "Connections answered 503 and closed because --max-connections were open.",
-         c.over_limit);
+         "Connections answered 503 and closed because --max-connections were open.", c.over_limit);
   family("nn_serve_connection_timeouts_total", "counter",
          "Connections closed by the idle, header or body timeout.", c.timed_out);
   return out;

@@ -12,7 +12,7 @@ namespace nn::tool {
 
 struct FrontOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;        // 0: any free port (the log line says which)
+  int port = 8080;               // 0: any free port (the log line says which)
   int connections = 256;         // requests handled at once (a thread each)
   int max_connections = 4096;    // open at once; more get 503
   double idle_timeout_s = 60;    // a connection with no request in progress is closed

@@ -149,8 +149,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Over max_connections: a 503 and close, without reading a request.
   void refuse_overloaded() {
-    refuse(503, "too many connections (at most " +
-                    std::to_string(server_.limits.max_connections) +
+    refuse(503, "too many connections (at most " + std::to_string(server_.limits.max_connections) +
                     " open; --max-connections); try again");
   }
 
@@ -210,10 +209,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     parser_->header_limit(limits().max_header);
     parser_->body_limit(limits().max_body);
     arm(limits().header_timeout_s);
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [self = shared_from_this()](beast::error_code ec, size_t) {
-                              self->on_header(ec);
-                            });
+    http::async_read_header(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
   }
 
   void on_header(beast::error_code ec) {
@@ -238,13 +236,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void read_body() {
     arm(limits().body_timeout_s);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       if (ec)
-                         return self->on_read_error(ec, "body", "--body-timeout",
-                                                    self->limits().body_timeout_s);
-                       self->dispatch();
-                     });
+    http::async_read(
+        stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
+          if (ec)
+            return self->on_read_error(ec, "body", "--body-timeout", self->limits().body_timeout_s);
+          self->dispatch();
+        });
   }
 
   // What went wrong while reading a request: answered where there is someone to answer.
@@ -254,8 +251,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       path_ = decode_path(parser_->get().target());
     }
     if (ec == http::error::body_limit)
-      return refuse(413, "request body over " + std::to_string(limits().max_body) +
-                             " bytes (--max-body)");
+      return refuse(
+          413, "request body over " + std::to_string(limits().max_body) + " bytes (--max-body)");
     if (ec == http::error::bad_content_length)
       return refuse(400, "malformed HTTP request: bad Content-Length");
     if (ec == http::error::header_limit) {
@@ -265,8 +262,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
       const size_t eol = seen.find("\r\n");
       if (eol == beast::string_view::npos || eol >= limits().max_header)
         return refuse(414, "request line too long");
-      return refuse(431, "request header fields over " + std::to_string(limits().max_header) +
-                             " bytes");
+      return refuse(431,
+                    "request header fields over " + std::to_string(limits().max_header) + " bytes");
     }
     if (expired(ec)) {
       ++server_.timed_out;
@@ -376,8 +373,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   http::response<http::string_body> res_;
   std::string remote_, method_ = "-", path_ = "-";
   bool head_ = false, keep_alive_ = true;
-  bool busy_ = false;     // a request was handed to a handler; its answer is not written yet
-  bool closing_ = false;  // the server is stopping
+  bool busy_ = false;       // a request was handed to a handler; its answer is not written yet
+  bool closing_ = false;    // the server is stopping
   bool timed_out_ = false;  // the timer cancelled the pending operation
   asio::steady_timer timer_;
   Clock::time_point started_;

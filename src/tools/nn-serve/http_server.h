@@ -37,13 +37,13 @@ struct HttpExchange {
 };
 
 struct HttpLimits {
-  uint64_t max_body = 1 << 20;     // bytes of a body; a larger Content-Length: 413 at once
-  uint32_t max_header = 8192;      // bytes of request line and header fields (414 / 431)
-  int max_connections = 4096;      // open at once; the next one gets 503 and is closed
-  int handlers = 256;              // requests handled at once (a thread each)
-  double idle_timeout_s = 60;      // a connection without a request in progress is closed
-  double header_timeout_s = 10;    // from a request's first byte to the end of its header: 408
-  double body_timeout_s = 30;      // from the end of the header to the end of the body: 408
+  uint64_t max_body = 1 << 20;   // bytes of a body; a larger Content-Length: 413 at once
+  uint32_t max_header = 8192;    // bytes of request line and header fields (414 / 431)
+  int max_connections = 4096;    // open at once; the next one gets 503 and is closed
+  int handlers = 256;            // requests handled at once (a thread each)
+  double idle_timeout_s = 60;    // a connection without a request in progress is closed
+  double header_timeout_s = 10;  // from a request's first byte to the end of its header: 408
+  double body_timeout_s = 30;    // from the end of the header to the end of the body: 408
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
@@ -51,10 +51,10 @@ using HttpObserver = std::function<void(const HttpExchange&)>;
 
 // Plain counts of what the server did, for the metrics.
 struct HttpCounters {
-  int64_t open = 0;             // connections open now
-  uint64_t accepted = 0;        // connections accepted
-  uint64_t over_limit = 0;      // connections refused with 503 (max_connections open)
-  uint64_t timed_out = 0;       // connections closed by a timeout (idle, header or body)
+  int64_t open = 0;         // connections open now
+  uint64_t accepted = 0;    // connections accepted
+  uint64_t over_limit = 0;  // connections refused with 503 (max_connections open)
+  uint64_t timed_out = 0;   // connections closed by a timeout (idle, header or body)
 };
 
 class HttpServer {
