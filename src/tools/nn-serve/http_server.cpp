@@ -10,6 +10,7 @@
 #include "nn-serve/http_server.h"
 
 #include <sys/resource.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
@@ -19,6 +20,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -296,55 +298,79 @@ class Connection : public std::enable_shared_from_this<Connection> {
       } catch (const std::exception& e) {
         res = {500, "application/json", json_error(e.what())};
       }
-      // The I/O thread writes it; this thread keeps no reference (the connection is destroyed
-      // on the I/O thread, which owns the set of connections).
+      self->serialize(res, !self->keep_alive_ || self->closing_.load());
+      // Straight to the socket from this thread, to spare the answer a hop through the I/O
+      // thread: while its request is with a handler a connection has no operation pending and
+      // nothing else touches its socket, and MSG_DONTWAIT never blocks. What the kernel does not
+      // take at once (a large answer to a slow reader) the I/O thread writes.
+      const int fd = self->stream_.socket().native_handle();
+      size_t sent = 0;
+      int error = 0;
+      while (sent < self->out_.size()) {
+        const ssize_t n = ::send(fd, self->out_.data() + sent, self->out_.size() - sent,
+                                 MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0) {
+          sent += size_t(n);
+        } else if (n < 0 && errno == EINTR) {
+          continue;
+        } else {
+          if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) error = errno;
+          break;
+        }
+      }
+      // The rest happens on the I/O thread; this thread keeps no reference (the connection is
+      // destroyed on the I/O thread, which owns the set of connections).
       asio::io_context& io = self->server_.io;
-      asio::post(io, [self = std::move(self), res = std::move(res)]() mutable {
-        self->write(std::move(res), !self->keep_alive_, false);
-      });
+      asio::post(io,
+                 [self = std::move(self), sent, error] { self->finish_write(sent, error, false); });
     });
   }
 
   void refuse(int status, const std::string& message) {
     started_ = Clock::now();
-    write({status, "application/json", json_error(message)}, true, true);
+    serialize({status, "application/json", json_error(message)}, true);
+    finish_write(0, 0, true);
   }
 
-  void write(HttpResponse res, bool close, bool refused) {
-    close = close || closing_;
-    res_ = {};
-    res_.version(11);
-    res_.result(static_cast<unsigned>(res.status));
-    res_.set(http::field::content_type, res.content_type);
-    res_.keep_alive(!close);
-    if (head_) {
-      res_.content_length(res.body.size());
-    } else {
-      res_.body() = std::move(res.body);
-      res_.prepare_payload();
-    }
+  // The answer as bytes: the status line, the headers a client needs, the body (none for HEAD,
+  // whose Content-Length is still the body's).
+  void serialize(const HttpResponse& res, bool close) {
+    status_ = res.status;
+    close_ = close;
+    const beast::string_view reason =
+        http::obsolete_reason(http::int_to_status(unsigned(res.status)));
+    out_ = "HTTP/1.1 " + std::to_string(res.status) + " " + std::string(reason) +
+           "\r\nContent-Type: " + res.content_type +
+           "\r\nContent-Length: " + std::to_string(res.body.size()) + "\r\n" +
+           (close ? "Connection: close\r\n\r\n" : "\r\n");
+    if (!head_) out_ += res.body;
+  }
+
+  void finish_write(size_t sent, int error, bool refused) {
+    if (error) return written(beast::error_code(error, beast::system_category()), refused);
+    if (sent == out_.size()) return written({}, refused);
     // A client that does not read its answer is dropped like one that does not send.
     arm(limits().body_timeout_s);
-    http::async_write(stream_, res_,
-                      [self = shared_from_this(), close, refused](beast::error_code ec, size_t) {
-                        self->written(ec, close, refused);
+    asio::async_write(stream_, asio::buffer(out_.data() + sent, out_.size() - sent),
+                      [self = shared_from_this(), refused](beast::error_code ec, size_t) {
+                        self->written(ec, refused);
                       });
   }
 
-  void written(beast::error_code ec, bool close, bool refused) {
+  void written(beast::error_code ec, bool refused) {
     busy_ = false;
     if (server_.observer) {
       HttpExchange x;
       x.remote = remote_;
       x.method = method_;
       x.path = path_;
-      x.status = int(res_.result_int());
+      x.status = status_;
       x.seconds = std::chrono::duration<double>(Clock::now() - started_).count();
       x.refused = refused;
       server_.observer(x);
     }
     if (ec) return close_now();
-    if (close) return linger();
+    if (close_ || closing_) return linger();
     wait_request();
   }
 
@@ -370,12 +396,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
-  http::response<http::string_body> res_;
+  std::string out_;  // the answer being written
+  int status_ = 0;
+  bool close_ = false;  // close after this answer
   std::string remote_, method_ = "-", path_ = "-";
   bool head_ = false, keep_alive_ = true;
-  bool busy_ = false;       // a request was handed to a handler; its answer is not written yet
-  bool closing_ = false;    // the server is stopping
-  bool timed_out_ = false;  // the timer cancelled the pending operation
+  bool busy_ = false;  // a request was handed to a handler; its answer is not written yet
+  std::atomic<bool> closing_{false};  // the server is stopping (read by handler threads)
+  bool timed_out_ = false;            // the timer cancelled the pending operation
   asio::steady_timer timer_;
   Clock::time_point started_;
   char scratch_[4096];
