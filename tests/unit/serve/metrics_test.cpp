@@ -2,12 +2,13 @@
 // observes latency, queue time and batch sizes (histogram buckets cumulative, +Inf equal to the
 // count), follows reloads and their failures, and counts what a front refused; the histogram's
 // buckets on their own.
+#include "serve/metrics.h"
+
 #include <cstdio>
 #include <map>
 #include <regex>
 #include <sstream>
 
-#include "serve/metrics.h"
 #include "serve_fixture.h"
 
 namespace nn::serve_test {
