@@ -6,7 +6,6 @@
 
 #include <cstdio>
 #include <map>
-#include <regex>
 #include <sstream>
 
 #include "serve_fixture.h"
