@@ -28,7 +28,8 @@ packages=(cmake ninja-build g++ make pkg-config libopenmpi-dev openmpi-bin libne
           python3 libdnnl-dev ocl-icd-opencl-dev opencl-headers zlib1g-dev dataset-fashion-mnist
           gnuplot-nox   # gnuplot: nn-train's loss curve PNG (optional; training works without)
           groff-base    # groff's man macros: CTest docs.man-lint renders the man pages
-          libcpp-httplib-dev curl              # nn-serve's HTTP server; curl: docs/serving.md
+          libboost-dev                         # nn-serve's HTTP server (Boost.Beast/Asio)
+          libcpp-httplib-dev curl              # the serving benchmark's client; curl: docs/serving.md
           libonnx-dev libprotobuf-dev python3-onnx  # nn-export; python3-onnx checks its graphs
           python3-dev pybind11-dev python3-pybind11 python3-numpy python3-scipy python3-pytest
           python3-venv)

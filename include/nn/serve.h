@@ -10,6 +10,10 @@
 //   GET  /v2/health/live, /v2/health/ready, /v2, /v2/models/<name>, /v2/models/<name>/ready
 //   POST /v2/models/<name>/infer     Open Inference Protocol v2: FP32 input rows -> the output
 //                                    layer's scores
+//   GET  /metrics                    Prometheus text format (version 0.0.4): requests by
+//                                    endpoint and status, latency, queue time and batch size
+//                                    histograms, requests in flight, model version, reloads and
+//                                    their failures, process memory
 // Concurrent requests are gathered into minibatches (up to max_batch rows, or max_delay_ms after
 // the first) run by a pool of Evaluators sharing one Model; the Model is made batch-invariant
 // (ModelOptions::batch_invariant), so every request gets exactly the answer it would get alone.
@@ -58,7 +62,8 @@ struct ServeRequest {
 
 struct ServeResponse {
   int status = 200;
-  std::string body;  // JSON; errors are {"error": "message"}
+  std::string body;  // JSON; errors are {"error": "message"}; /metrics: Prometheus text
+  std::string content_type = "application/json";
 };
 
 // What the service has done so far.
@@ -86,6 +91,11 @@ class Service {
   // answer is ready). Never throws: bad requests get 400/404/405/413, a draining service 503, an
   // engine failure 500, each with {"error": "..."}.
   ServeResponse handle(const ServeRequest& request);
+  // Counts in the metrics a request that an HTTP front answered itself, before it could be
+  // routed (malformed, over max_body, timed out, too many connections): status and seconds.
+  void count_refused(int status, double seconds);
+  // The metrics GET /metrics answers with (Prometheus text exposition format 0.0.4).
+  std::string metrics() const;
 
   // Reads the network file (and the index files) again and makes them current; requests accepted
   // before finish on the model they were accepted with. Throws (the current model stays) when the

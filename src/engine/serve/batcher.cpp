@@ -8,10 +8,11 @@
 
 namespace nn::serve {
 
-Batcher::Batcher(int workers, uint32_t max_batch, double max_delay_ms)
+Batcher::Batcher(int workers, uint32_t max_batch, double max_delay_ms, Metrics* metrics)
     : max_batch_(std::max<uint32_t>(1, max_batch)),
       max_delay_(std::chrono::duration_cast<Clock::duration>(
-          std::chrono::duration<double, std::milli>(std::max(0.0, max_delay_ms)))) {
+          std::chrono::duration<double, std::milli>(std::max(0.0, max_delay_ms)))),
+      metrics_(metrics) {
   for (int w = 0; w < std::max(1, workers); ++w)
     workers_.emplace_back([this, w] { work(size_t(w)); });
 }
@@ -81,6 +82,12 @@ std::vector<Job*> Batcher::take_batch() {
     }
   }
   ++stats_.batches;
+  if (metrics_) {
+    const Clock::time_point now = Clock::now();
+    for (const Job* j : batch)
+      metrics_->queue_time(std::chrono::duration<double>(now - j->arrival).count());
+    metrics_->batch(rows);
+  }
   stats_.rows += rows;
   stats_.max_rows = std::max(stats_.max_rows, rows);
   return batch;

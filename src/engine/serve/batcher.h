@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "serve/generation.h"
+#include "serve/metrics.h"
 
 namespace nn::serve {
 
@@ -60,7 +61,8 @@ struct BatcherStats {
 
 class Batcher {
  public:
-  Batcher(int workers, uint32_t max_batch, double max_delay_ms);
+  // `metrics` (may be null) gets each job's queue time and each batch's rows.
+  Batcher(int workers, uint32_t max_batch, double max_delay_ms, Metrics* metrics = nullptr);
   ~Batcher();  // finishes the queued jobs, then stops the workers
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
@@ -86,6 +88,7 @@ class Batcher {
 
   const uint32_t max_batch_;
   const Clock::duration max_delay_;
+  Metrics* const metrics_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;  // a job arrived, collecting ended, or stopping
   std::deque<Job*> queue_;

@@ -3,6 +3,7 @@
 // to the end, so reload() can swap generations at any time: batches already formed finish on the
 // old model, which is freed when its last request has been answered.
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "serve/batcher.h"
 #include "serve/generation.h"
 #include "serve/http_error.h"
+#include "serve/metrics.h"
 #include "serve/requests.h"
 
 namespace nn::api {
@@ -31,6 +33,7 @@ struct Service::Impl {
   bool draining = false;
   uint64_t in_flight = 0, requests = 0, reloads = 0;
   std::mutex reload_mutex;  // one reload at a time
+  serve::Metrics metrics;   // before the batcher, which records into it
   std::unique_ptr<serve::Batcher> batcher;
 
   std::shared_ptr<const Generation> snapshot() const {
@@ -78,8 +81,8 @@ Service::Service(ServeOptions options, LogSink log) : impl_(std::make_unique<Imp
   s.current = serve::load_generation(s.options, s.workers, 1);
   s.name = s.options.model_name.empty() ? s.current->model->name() : s.options.model_name;
   if (s.name.empty()) s.name = "model";
-  s.batcher =
-      std::make_unique<serve::Batcher>(s.workers, s.options.max_batch, s.options.max_delay_ms);
+  s.batcher = std::make_unique<serve::Batcher>(s.workers, s.options.max_batch,
+                                               s.options.max_delay_ms, &s.metrics);
 }
 
 Service::~Service() {
@@ -122,7 +125,14 @@ uint64_t Service::reload() {
   std::lock_guard<std::mutex> one_at_a_time(s.reload_mutex);
   const uint64_t version = s.snapshot()->version + 1;
   // Loaded beside the current generation, which keeps serving meanwhile; a failure leaves it.
-  std::shared_ptr<const Generation> next = serve::load_generation(s.options, s.workers, version);
+  std::shared_ptr<const Generation> next;
+  try {
+    next = serve::load_generation(s.options, s.workers, version);
+  } catch (...) {
+    s.metrics.reload(false);
+    throw;
+  }
+  s.metrics.reload(true);
   {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.current = next;
@@ -138,8 +148,19 @@ void Service::drain() {
   impl_->idle.wait(lock, [&] { return impl_->in_flight == 0; });
 }
 
+std::string Service::metrics() const {
+  const std::shared_ptr<const Generation> gen = impl_->snapshot();
+  return impl_->metrics.text(impl_->name, gen->version);
+}
+
+void Service::count_refused(int status, double seconds) {
+  impl_->metrics.request(serve::Endpoint::Refused, status, seconds);
+}
+
 ServeResponse Service::handle(const ServeRequest& request) {
   Impl& s = *impl_;
+  const auto start = std::chrono::steady_clock::now();
+  s.metrics.in_flight.fetch_add(1, std::memory_order_relaxed);
   ServeResponse response;
   try {
     response = s.route(request);
@@ -150,6 +171,10 @@ ServeResponse Service::handle(const ServeRequest& request) {
   } catch (const std::exception& e) {
     response = {500, serve::error_body(e.what())};
   }
+  s.metrics.in_flight.fetch_sub(1, std::memory_order_relaxed);
+  s.metrics.request(
+      serve::endpoint_of(request.path), response.status,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   std::lock_guard<std::mutex> lock(s.mutex);
   ++s.requests;
   return response;
@@ -162,11 +187,16 @@ ServeResponse Service::Impl::route(const ServeRequest& r) {
     require_method(r, "POST");
     return infer(r.body, true);
   }
+  if (seg.size() == 1 && seg[0] == "metrics") {
+    require_method(r, "GET");
+    const uint64_t version = snapshot()->version;
+    return {200, metrics.text(name, version), "text/plain; version=0.0.4; charset=utf-8"};
+  }
   if (seg.empty() || seg[0] != "v2")
     throw HttpError(404, "no endpoint " + r.path +
                              "; endpoints are POST /recommend, GET /v2/health/live, GET "
                              "/v2/health/ready, GET /v2/models/" +
-                             name + ", POST /v2/models/" + name + "/infer");
+                             name + ", POST /v2/models/" + name + "/infer, GET /metrics");
   if (seg.size() == 1) {
     require_method(r, "GET");
     return ok("{\"name\":\"nn-serve\",\"extensions\":[]}");

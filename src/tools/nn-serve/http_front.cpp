@@ -1,12 +1,12 @@
-// nn-serve's HTTP front (http_front.h). cpp-httplib runs each connection on a thread of its pool
-// (so a request waiting for its batch blocks only its own connection); every route goes to
-// Service::handle, which answers in JSON. What httplib answers by itself (a body over the limit,
-// a request it cannot parse) gets a JSON error body from the error handler.
+// nn-serve's HTTP front (http_front.h). The HTTP server (http_server.h, Boost.Beast) reads
+// requests on one I/O thread and hands complete ones to its handler threads, each of which calls
+// Service::handle (a request waiting for its batch blocks only its own thread). What the server
+// answers by itself (a body over the limit, a malformed request, a timeout) comes as a JSON error
+// body too, and is counted in the metrics as "refused". GET /metrics gets the service's metrics
+// and the server's connection counts.
 #include "nn-serve/http_front.h"
 
-#include <httplib.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -16,17 +16,13 @@
 #include <ctime>
 #include <thread>
 
+#include "nn-serve/http_server.h"
 #include "nn/error.h"
 
 namespace nn::tool {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Start of the request this connection thread is answering (set before routing, read by the
-// logger after the response is written).
-thread_local Clock::time_point request_start;
-thread_local bool request_started = false;
 
 sigset_t serve_signals() {
   sigset_t set;
@@ -54,15 +50,24 @@ Stamp stamp(const std::string& path) {
   return {st.st_dev, st.st_ino, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
 }
 
-std::string json_error(const std::string& message) {
-  std::string out = "{\"error\":\"";
-  for (char c : message) {
-    if (c == '"' || c == '\\')
-      out += '\\', out += c;
-    else if (static_cast<unsigned char>(c) >= 0x20)
-      out += c;
-  }
-  return out + "\"}";
+// The HTTP server's own counts, after the service's families in GET /metrics.
+std::string connection_metrics(const HttpCounters& c, int max_connections) {
+  std::string out;
+  auto family = [&](const char* name, const char* type, const char* help, uint64_t value) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" +
+           name + " " + std::to_string(value) + "\n";
+  };
+  family("nn_serve_connections_open", "gauge", "HTTP connections open now.",
+         uint64_t(std::max<int64_t>(0, c.open)));
+  family("nn_serve_connections_max", "gauge", "Open connections allowed (--max-connections).",
+         uint64_t(max_connections));
+  family("nn_serve_connections_accepted_total", "counter", "HTTP connections accepted.",
+         c.accepted);
+  family("nn_serve_connections_refused_total", "counter",
+         "Connections answered 503 and closed because --max-connections were open.", c.over_limit);
+  family("nn_serve_connection_timeouts_total", "counter",
+         "Connections closed by the idle, header or body timeout.", c.timed_out);
+  return out;
 }
 
 }  // namespace
@@ -90,70 +95,33 @@ void block_serve_signals() {
 }
 
 void serve_http(api::Service& service, const FrontOptions& o, const LogSink& log) {
-  httplib::Server server;
-  const int connections = o.connections;
-  server.new_task_queue = [connections] { return new httplib::ThreadPool(size_t(connections)); };
-  server.set_payload_max_length(size_t(o.max_body));
-  server.set_keep_alive_max_count(100000);  // a client keeps its connection; a thread serves it
-  server.set_tcp_nodelay(true);
-  // Debian's libcpp-httplib listens with a backlog of 5 (compiled in): more clients connecting at
-  // once lose their SYN and retry a second later. The listening socket is noted here and given a
-  // full backlog after binding (listen() again on a listening socket changes its backlog).
-  int listen_fd = -1;
-  server.set_socket_options([&listen_fd](socket_t sock) {
-    httplib::default_socket_options(sock);
-    listen_fd = int(sock);
-  });
-
-  auto answer = [&service](const httplib::Request& req, httplib::Response& res) {
+  HttpLimits limits;
+  limits.max_body = o.max_body;
+  limits.handlers = o.connections;
+  limits.max_connections = o.max_connections;
+  limits.idle_timeout_s = o.idle_timeout_s;
+  limits.header_timeout_s = o.header_timeout_s;
+  limits.body_timeout_s = o.body_timeout_s;
+  HttpServer* running = nullptr;  // for /metrics, set once the server exists
+  auto answer = [&service, &running, &o](const HttpRequest& req) {
     const api::ServeResponse r = service.handle({req.method, req.path, req.body});
-    res.status = r.status;
-    res.set_content(r.body, "application/json");
+    HttpResponse res{r.status, r.content_type, r.body};
+    if (r.status == 200 && req.path == "/metrics" && running)
+      res.body += connection_metrics(running->counters(), o.max_connections);
+    return res;
   };
-  for (const char* pattern : {".*"}) {
-    server.Get(pattern, answer);
-    server.Post(pattern, answer);
-    server.Put(pattern, answer);
-    server.Delete(pattern, answer);
-    server.Patch(pattern, answer);
-  }
-  server.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
-    request_start = Clock::now();
-    request_started = true;
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  // httplib's own refusals (413 over --max-body, 400 unparsable request line) in JSON too.
-  server.set_error_handler([&o](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;  // the service's answer
-    std::string message = "HTTP status " + std::to_string(res.status);
-    if (res.status == 400) message = "malformed HTTP request";
-    if (res.status == 413)
-      message = "request body over " + std::to_string(o.max_body) + " bytes (--max-body)";
-    if (res.status == 414) message = "request line too long";
-    res.set_content(json_error(message), "application/json");
-  });
-  if (o.access_log)
-    server.set_logger([](const httplib::Request& req, const httplib::Response& res) {
-      const double ms =
-          request_started
-              ? std::chrono::duration<double, std::milli>(Clock::now() - request_start).count()
-              : 0.0;
-      request_started = false;
-      // One fprintf per line: lines of concurrent requests do not interleave.
-      std::fprintf(stderr, "%s %s %s %d %.3f ms\n", req.remote_addr.c_str(), req.method.c_str(),
-                   req.path.c_str(), res.status, ms);
-    });
-
-  int port = o.port;
-  if (port == 0) {
-    port = server.bind_to_any_port(o.host);
-    if (port < 0) throw IoError("cannot listen on " + o.host + ": no free port");
-  } else if (!server.bind_to_port(o.host, port)) {
-    throw IoError("cannot listen on " + o.host + ":" + std::to_string(port) +
-                  " (in use, or not an address of this host)");
-  }
-  if (listen_fd >= 0) ::listen(listen_fd, SOMAXCONN);
-  std::thread listener([&server] { server.listen_after_bind(); });
+  const bool access_log = o.access_log;
+  auto observe = [&service, access_log](const HttpExchange& x) {
+    if (x.refused) service.count_refused(x.status, x.seconds);
+    // One fprintf per line: lines of concurrent requests do not interleave.
+    if (access_log)
+      std::fprintf(stderr, "%s %s %s %d %.3f ms\n", x.remote.c_str(), x.method.c_str(),
+                   x.path.c_str(), x.status, x.seconds * 1000.0);
+  };
+  HttpServer server(o.host, o.port, limits, answer, observe);
+  running = &server;
+  const int port = server.port();
+  server.start();
   const api::ServeStats at_start = service.stats();
   // With -q and --port 0 the port is still announced: nobody could reach the server otherwise.
   const LogSink announce = o.quiet && o.port == 0 ? LogSink([](const std::string& line) {
@@ -206,7 +174,6 @@ void serve_http(api::Service& service, const FrontOptions& o, const LogSink& log
   }
   service.drain();
   server.stop();
-  listener.join();
   const api::ServeStats st = service.stats();
   log("stopped after " + std::to_string(st.requests) + " requests (" + std::to_string(st.rows) +
       " rows in " + std::to_string(st.batches) + " batches, " + std::to_string(st.reloads) +

@@ -1,4 +1,4 @@
-// nn-serve's HTTP front: cpp-httplib (Debian's libcpp-httplib-dev) in front of an api::Service,
+// nn-serve's HTTP front: an event-driven HTTP server (http_server.h) in front of an api::Service,
 // with one access-log line per request, SIGHUP and a replaced network file reloading the model,
 // and SIGTERM/SIGINT draining before exit.
 #pragma once
@@ -12,8 +12,12 @@ namespace nn::tool {
 
 struct FrontOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;        // 0: any free port (the log line says which)
-  int connections = 256;  // connections served at once (a thread each)
+  int port = 8080;               // 0: any free port (the log line says which)
+  int connections = 256;         // requests handled at once (a thread each)
+  int max_connections = 4096;    // open at once; more get 503
+  double idle_timeout_s = 60;    // a connection with no request in progress is closed
+  double header_timeout_s = 10;  // a request's header must be in this long after its first byte
+  double body_timeout_s = 30;    // and its body this long after the header
   uint64_t max_body = 1 << 20;
   int watch_ms = 1000;  // how often the network file is checked (0: never, SIGHUP only)
   bool access_log = true;

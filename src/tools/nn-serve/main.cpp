@@ -58,8 +58,23 @@ void define_flags(CLI::App& app, Flags& f) {
   app.add_option("--model-name", f.serve.model_name,
                  "the name in /v2/models/<name> (default: the network's Name)");
   app.add_option("--connections", f.front.connections,
-                 "connections served at once, a thread each (default 256)")
+                 "requests handled at once, a thread each (default 256); idle and slow "
+                 "connections hold no thread")
       ->check(CLI::Range(1, 65536));
+  app.add_option("--max-connections", f.front.max_connections,
+                 "connections open at once; the next one gets 503 and is closed (default 4096)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--idle-timeout", f.front.idle_timeout_s,
+                 "seconds a connection may stay open with no request in progress (default 60)")
+      ->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--header-timeout", f.front.header_timeout_s,
+                 "seconds from a request's first byte to the end of its header; later: 408 and "
+                 "close (default 10)")
+      ->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--body-timeout", f.front.body_timeout_s,
+                 "seconds from the end of a header to the end of its body, and for writing an "
+                 "answer (default 30)")
+      ->check(CLI::Range(0.001, 86400.0));
   app.add_option("--watch-ms", f.front.watch_ms,
                  "check the network file for a replacement this often (default 1000; 0: only "
                  "on SIGHUP)")
@@ -81,7 +96,8 @@ int run(int argc, char** argv) {
       "requests batched, the network reloaded on SIGHUP or when its file is replaced.\n"
       "  nn-serve serve.cdl                 run a CDL command file (Command: Serve)\n"
       "  nn-serve -n net.nc -i input.idx -o output.idx [--port 8080] [--threads N]\n"
-      "           [--max-batch 256] [--max-delay-ms 2]",
+      "           [--max-batch 256] [--max-delay-ms 2]\n"
+      "GET /metrics answers in the Prometheus text format.",
       "nn-serve"};
   Flags f;
   define_flags(app, f);
