@@ -101,6 +101,11 @@ struct TrainJob {
   // key, else fp32.
   std::string precision;
   Parallelism parallel = Parallelism::Auto;
+  // The interconnect between the ranks under mpirun (docs/scaling.md, "Predicting scaling"): a
+  // preset ("nvlink-h100", "ib-ndr", "pcie-h100", "eth-10g", "eth-1g") or a file written by
+  // `nn-train --measure-link`. Set, the Auto layers take the mode predicted faster over it from
+  // the floors of this machine; "" (the default): the mode that moves fewer bytes.
+  std::string link;
   // Sampled output training (the CDL's TrainingParameters "Sampling", docs/wide-outputs.md) for
   // every Output layer without a "Sampling" key of its own: negatives per minibatch (0: none)
   // and "uniform" or "popularity" (any case).
@@ -136,7 +141,17 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
 // "predicted epoch: <seconds> s on <N> ranks (1 rank: <seconds> s)" (docs/scaling.md,
 // "Predicting scaling"). Trains nothing, writes nothing. ArgumentError for fewer than 1 rank or
 // an unknown link; ConfigError under mpirun.
-void run_scaling_plan(const TrainJob& job, int ranks, const std::string& link, const LogSink& log);
+// `link` "" takes job.link, else eth-10g. With `profile_steps` > 0 the compute is measured:
+// that many training steps are timed (after 3 untimed ones) on this process's backend and
+// threads, and each part's predicted time is scaled from its measurement; 0: floors alone.
+void run_scaling_plan(const TrainJob& job, int ranks, const std::string& link, const LogSink& log,
+                      uint32_t profile_steps = 0);
+
+// `mpirun -np N nn-train --measure-link FILE`: times all-reduce, all-gather and reduce-scatter
+// of 64 B to 32 MB between the ranks, fits a latency and a bandwidth (model/link_model.h) and
+// writes them with the timings to `path` on rank 0, for --link / TrainJob::link. Every rank
+// calls it. ArgumentError with one process.
+void measure_link(const std::string& path, const LogSink& log);
 
 // The gradient check: the job's network built and initialised as for training (with job.seed),
 // backward()'s gradients compared with finite differences on the first minibatch.

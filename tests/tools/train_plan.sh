@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # nn-train --plan N (docs/scaling.md, "Predicting scaling"): one process predicts the step and
-# epoch on N ranks without training or writing anything; the last line is the predicted epoch;
+# epoch on N ranks without writing anything (from a short profiled run, or the floors alone with
+# --plan-steps 0, over a preset or a link file); the last line is the predicted epoch;
 # a faster link never predicts a slower step; bad ranks and links are usage errors naming the
 # choices.
 # Usage: train_plan.sh <tool-dir> <source-dir>
@@ -27,6 +28,26 @@ slow=$(sed -n 's/^predicted step: \([0-9.]*\) ms.*/\1/p' slow.log)
 fast=$(sed -n 's/^predicted step: \([0-9.]*\) ms.*/\1/p' fast.log)
 awk -v f="$fast" -v s="$slow" 'BEGIN { exit !(f <= s) }' ||
   fail "NVLink predicted a slower step ($fast ms) than 1 Gbit/s Ethernet ($slow ms)"
+
+# By default the compute is measured by a short profiled run (writing nothing); --plan-steps 0
+# takes the floors alone.
+grep -q '^compute measured: [0-9.]* ms per step in a profiled run of 30 steps' slow.log ||
+  fail "not measured: $(sed -n 2,8p slow.log)"
+"${plan[@]}" --plan 4 --link eth-1g --plan-steps 0 2>floors.log || fail "floors: $(tail -3 floors.log)"
+grep -q '^compute from the floors at' floors.log || fail "floors: $(sed -n 2,8p floors.log)"
+# A link file as --measure-link writes it; a broken one is named with what is wrong.
+cat >link.json <<'JSON'
+{ "format": "nn-link", "version": 1, "latency_s": 2e-4, "bytes_per_s": 1.2e8, "ranks": 2,
+  "source": "by hand" }
+JSON
+"${plan[@]}" --plan 2 --link link.json 2>file.log || fail "link file: $(tail -3 file.log)"
+grep -q '^plan for 2 ranks over link.json (measured) (0.12 GB/s bus bandwidth, 200.0 us per hop' \
+  file.log || fail "link file: $(head -6 file.log)"
+sed -i 's/"bytes_per_s": 1.2e8/"bytes_per_s": 0/' link.json
+status=0
+"${plan[@]}" --plan 2 --link link.json 2>badfile.log || status=$?
+[ "$status" = 2 ] && grep -q 'link.json: bytes_per_s: must be positive' badfile.log ||
+  fail "bad link file: status $status, $(cat badfile.log)"
 
 status=0
 "${plan[@]}" --plan 4 --link carrier-pigeon 2>bad.log || status=$?

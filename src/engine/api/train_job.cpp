@@ -49,6 +49,7 @@ TrainJob train_job(const CommandFile& cdl, uint64_t default_seed) {
     job.sampling_distribution = to_string(t.sampling->distribution);
   }
   if (!spec.backend.empty()) job.backend = spec.backend;
+  job.link = spec.link;
   if (spec.device) job.device = *spec.device;
   if (spec.precision) job.precision = to_string(*spec.precision);
   job.parallel = spec.parallel == ParallelMode::Data    ? Parallelism::Data

@@ -17,14 +17,17 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/file_identity.h"
+#include "core/format.h"
 #include "core/memory_budget.h"
 #include "core/profiler.h"
 #include "core/stop_request.h"
 #include "distributed/device_placement.h"
+#include "distributed/link_measurement.h"
 #include "distributed/process.h"
 #include "io/netcdf_dataset.h"
 #include "io/network_file.h"
 #include "model/binding.h"
+#include "model/link_model.h"
 #include "model/model_summary.h"
 #include "nn/train_job.h"
 #include "train/checkpoint_files.h"
@@ -32,6 +35,8 @@
 #include "train/example_stream.h"
 #include "train/gradient_check.h"
 #include "train/loss_curve.h"
+#include "train/scaling_plan.h"
+#include "train/step_cost.h"
 
 namespace nn::api {
 namespace {
@@ -74,6 +79,53 @@ std::vector<ExampleSet> read_all(const std::vector<std::string>& files, bool val
   return sets;
 }
 
+// The job's link (TrainJob::link), its errors named by where it came from.
+LinkModel job_link(const std::string& name) {
+  try {
+    return resolve_link(name);
+  } catch (const ConfigError& e) {
+    throw ConfigError(std::string("Link (--link): ") + e.what());
+  }
+}
+
+// Mean non-zeros per row of the sparse datasets bound to `layers`, by layer name.
+std::map<std::string, double> mean_nnz(const std::vector<LayerData>& layers) {
+  std::map<std::string, double> out;
+  for (const LayerData& d : layers)
+    if (d.dataset->is_sparse())
+      out[d.layer] =
+          double(d.dataset->nnz()) / double(std::max<uint64_t>(1, d.dataset->unique_examples));
+  return out;
+}
+
+// Step 4 of the data/model rule from predicted step times over the job's link: this machine's
+// floors (measured peaks) for each mode, as `nn-train --plan` predicts them from floors.
+void predict_with_link(const TrainJob& job, const LoadedModel& m, NetworkParallel& parallel) {
+  const LinkModel link = job_link(job.link);
+  const std::map<std::string, double> input_nnz = mean_nnz(m.bound.inputs);
+  const std::map<std::string, double> target_nnz = mean_nnz(m.bound.outputs);
+  const OptimizerKind optimizer = optimizer_kind(job.optimizer);
+  const uint64_t examples = m.bound.examples;
+  parallel.settings.predicted_basis = "over " + describe_link(link) + ", floors of this machine";
+  parallel.predict = [=](Network& net, const std::vector<LayerCostInput>& layers,
+                         const ParallelSettings& settings) {
+    ScalingInputs in;
+    in.shapes = layer_shapes(net, input_nnz);
+    in.target_nnz = target_nnz;
+    in.layers = layers;
+    in.settings = settings;
+    in.optimizer = optimizer;
+    in.examples = examples;
+    Backend& be = net.backend();
+    in.peaks = be.host_memory() ? measure_peaks(be, 1024, size_t(128) << 20)
+                                : measure_peaks(be, 8192, size_t(1) << 30);
+    std::vector<ParallelSettings::Predicted> out;
+    for (const ModeSeconds& t : predict_modes(in, link))
+      out.push_back({t.data_compute + t.data_comm, t.model_compute + t.model_comm});
+    return out;
+  };
+}
+
 // How the layers may be split over the ranks (model/parallel_plan.h). `split_layers`: let the
 // data/model parallel rule split layers (training); the gradient check keeps every layer whole.
 NetworkParallel parallel_settings(const TrainJob& job, const LoadedModel& m, bool split_layers) {
@@ -88,6 +140,7 @@ NetworkParallel parallel_settings(const TrainJob& job, const LoadedModel& m, boo
   if (!job.validation_files.empty())
     parallel.settings.keep_whole =
         "a validation set is used, which split layers do not support yet";
+  if (split_layers && !job.link.empty() && world_size() > 1) predict_with_link(job, m, parallel);
   return parallel;
 }
 
@@ -318,11 +371,14 @@ void check_training_files(const TrainJob& job) {
 }  // namespace
 
 void run_scaling_plan(const TrainJob& job, int ranks, const std::string& link_name,
-                      const LogSink& log) {
+                      const LogSink& log, uint32_t profile_steps) {
   if (ranks < 1) throw ArgumentError("--plan: the number of ranks must be at least 1");
+  const std::string name = !link_name.empty()  ? link_name
+                           : !job.link.empty() ? job.link
+                                               : "eth-10g";
   LinkModel link;
   try {
-    link = link_preset(link_name);
+    link = resolve_link(name);
   } catch (const ConfigError& e) {
     throw ArgumentError(std::string("--link: ") + e.what());
   }
@@ -331,11 +387,55 @@ void run_scaling_plan(const TrainJob& job, int ranks, const std::string& link_na
   auto model = load_model(job, log, /*split_layers=*/false, /*may_stream=*/false);
   TrainOptions options = train_options(job);
   apply_network_settings(model->spec, job.shuffle, options);
+  // The timed steps write nothing: no checkpoints, no state saved on a stop.
+  options.checkpoint_name.clear();
+  options.checkpoint_interval = 0;
+  options.stop_checkpoint_name.clear();
+  options.progress_seconds = 0;
   std::shared_ptr<Communicator> comm = world_communicator();
   TrainingLoop trainer(*model->net, model->bound, options, null_log(), comm.get());
   ParallelSettings settings = parallel_settings(job, *model, false).settings;
   settings.ranks = ranks;
-  for (const std::string& line : trainer.scaling_report(settings, link)) log(line);
+  if (profile_steps > 0)
+    log("plan: timing " + std::to_string(profile_steps) + " training steps (after 3 untimed) on " +
+        std::to_string(job.threads > 0 ? job.threads : default_thread_count()) +
+        " thread(s); ranks that will share a host's CPUs each get fewer: give --threads as "
+        "they will have");
+  const std::vector<std::string> lines =
+      profile_steps > 0 ? trainer.measured_scaling_report(settings, link, 3, profile_steps)
+                        : trainer.scaling_report(settings, link);
+  for (const std::string& line : lines) log(line);
+}
+
+void measure_link(const std::string& path, const LogSink& log) {
+  std::shared_ptr<Communicator> comm = world_communicator();
+  const int ranks = comm->size();
+  if (ranks < 2)
+    throw ArgumentError(
+        "--measure-link times the collectives between the ranks of a job: start it with mpirun "
+        "-np N (N >= 2)");
+  if (comm->rank() == 0)
+    log("measuring the link between " + std::to_string(ranks) +
+        " ranks: all_reduce, all_gather and reduce_scatter of 64 B to 32 MB");
+  LinkFile file;
+  file.samples = time_collectives(*comm);
+  const LinkModel fit = fit_link(file.samples, ranks);
+  file.latency_s = fit.latency_s;
+  file.bytes_per_s = fit.bytes_per_s;
+  file.ranks = ranks;
+  file.source = format("measured by nn-train --measure-link between %d ranks (", ranks) +
+                comm->name() + "), " + fit.source;
+  if (comm->rank() != 0) return;
+  for (const LinkSample& s : file.samples) {
+    const double hops = (s.op == "all_reduce" ? 2.0 : 1.0) * (ranks - 1.0);
+    const double model = hops * fit.latency_s + hops / ranks * s.bytes / fit.bytes_per_s;
+    log(format("  %-14s %12.0f bytes %10.3f ms (fit %.3f ms)", s.op.c_str(), s.bytes,
+               s.seconds * 1e3, model * 1e3));
+  }
+  write_link_file(path, file);
+  log(format("link: %.1f us per hop, %.3g GB/s bus bandwidth; written to ", fit.latency_s * 1e6,
+             fit.bytes_per_s / 1e9) +
+      path + " (give it to --link)");
 }
 
 std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,

@@ -76,6 +76,9 @@ class CdlParser {
         else
           r_.fail(m.path,
                   "expected \"Auto\", \"Data\" or \"Model\", not \"" + r_.get_string(m) + "\"");
+      } else if (k == "link") {
+        spec.link = r_.get_string(m);
+        if (spec.link.empty()) r_.fail(m.path, "expected a link preset's name or a file name");
       } else if (k == "backend") {
         spec.backend = r_.get_string(m);
         if (spec.backend != "cpu" && spec.backend != "cuda" && spec.backend != "auto")
@@ -93,8 +96,8 @@ class CdlParser {
         parse_serve(m, spec.serve);
       } else {
         r_.unknown_key(m, {"Version", "Network", "Command", "Data", "RandomSeed", "MemoryLimit",
-                           "Parallel", "Backend", "Device", "Precision", "TrainingParameters",
-                           "PredictionParameters", "ServeParameters"});
+                           "Parallel", "Link", "Backend", "Device", "Precision",
+                           "TrainingParameters", "PredictionParameters", "ServeParameters"});
       }
     }
     if (!has_network) {
@@ -369,6 +372,10 @@ CdlSpec parse_cdl(const std::string& text, const std::string& source) {
   // Paths in a command file are relative to the file, so a run does not depend on the CWD.
   const std::string base = config_detail::parent_directory(source);
   spec.network = resolve_path(base, spec.network);
+  // A link file (not a preset's name, which has neither) is relative to the command file.
+  if (spec.link.find('/') != std::string::npos ||
+      (spec.link.size() > 5 && spec.link.compare(spec.link.size() - 5, 5, ".json") == 0))
+    spec.link = resolve_path(base, spec.link);
   for (auto& d : spec.data) d = resolve_path(base, d);
   TrainingParameters& t = spec.training;
   t.results = resolve_path(base, t.results);

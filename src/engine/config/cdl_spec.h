@@ -99,6 +99,9 @@ struct CdlSpec {
   // Parallel (ours): the mode of every layer that has no "Parallel" key of its own under
   // mpirun: Auto (the rule decides), Data (split nothing), Model (split every layer that can be).
   ParallelMode parallel = ParallelMode::Auto;
+  // Link (ours): the interconnect the Auto rule predicts step times over (a preset name, or a
+  // file written by nn-train --measure-link, relative to the command file); "" = the bytes rule.
+  std::string link;
   std::string backend;        // Backend: "cpu", "cuda" or "auto"; "" = the tool's flag
   std::optional<int> device;  // Device: CUDA device index; unset = the tool's flag
   // Precision (ours): "FP32" or "BF16" for the dense products; unset = the network's, or the

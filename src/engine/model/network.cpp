@@ -168,6 +168,24 @@ void Network::plan_parallel(const NetworkParallel& parallel) {
   settings.ranks = comm.size();
   std::vector<Layer*> who;
   const std::vector<LayerCostInput> in = parallel_inputs(comm.size(), &who);
+  if (parallel.predict) {
+    // Every rank measures its own machine; rank 0's figures decide, so the ranks agree.
+    // (An answer of another length: no figures, the bytes rule; the last entry says which.)
+    const std::vector<ParallelSettings::Predicted> mine = parallel.predict(*this, in, settings);
+    std::vector<double> seconds(2 * in.size() + 1, 0.0);
+    if (mine.size() == in.size()) {
+      for (size_t i = 0; i < in.size(); ++i) {
+        seconds[2 * i] = mine[i].data_s;
+        seconds[2 * i + 1] = mine[i].model_s;
+      }
+      seconds.back() = 1.0;
+    }
+    comm.broadcast(seconds.data(), seconds.size(), 0);
+    settings.predicted.clear();
+    if (seconds.back() == 1.0)
+      for (size_t i = 0; i < in.size(); ++i)
+        settings.predicted.push_back({seconds[2 * i], seconds[2 * i + 1]});
+  }
   plan_ = choose_parallel(in, settings);
   for (size_t i = 0; i < plan_.size(); ++i) {
     if (!plan_[i].model_parallel) continue;

@@ -20,9 +20,16 @@ namespace nn {
 
 // Several processes: the ranks of `comm` and what the data/model parallel rule needs
 // (model/parallel_plan.h). Without a communicator of more than one rank every layer is whole.
+class Network;
 struct NetworkParallel {
   Communicator* comm = nullptr;
   ParallelSettings settings;  // ranks is taken from comm
+  // Optional: predicted seconds per step of each layer in each mode (per entry of `layers`),
+  // for the rule's step 4 (settings.predicted); called on every rank while the network is
+  // being built (its layers exist, no arrays yet), and rank 0's figures are used on all.
+  std::function<std::vector<ParallelSettings::Predicted>(
+      Network& net, const std::vector<LayerCostInput>& layers, const ParallelSettings& settings)>
+      predict;
 };
 
 class Network {

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/format.h"
 #include "core/memory_budget.h"
 
 namespace nn {
@@ -73,6 +74,15 @@ std::vector<LayerChoice> choose_parallel(const std::vector<LayerCostInput>& laye
                  format_bytes(c.replicated_bytes) +
                  ") take more than a quarter of a rank's memory budget (" +
                  format_bytes(s.memory_budget) + ")";
+    } else if (s.predicted.size() == layers.size()) {
+      const auto& t = s.predicted[out.size()];
+      c.model_parallel = t.model_s < t.data_s;
+      c.reason = format("%s parallel: predicted %.3f ms per step against %.3f ms %s parallel (",
+                        c.model_parallel ? "model" : "data",
+                        1e3 * (c.model_parallel ? t.model_s : t.data_s),
+                        1e3 * (c.model_parallel ? t.data_s : t.model_s),
+                        c.model_parallel ? "data" : "model") +
+                 s.predicted_basis + ")";
     } else if (c.model_bytes < c.data_bytes) {
       c.model_parallel = true;
       c.reason = "model parallel: moves " + mb(c.model_bytes) + " per step against " +

@@ -12,7 +12,9 @@
 //   2. a layer that cannot be split stays data parallel (the reason is printed);
 //   3. a layer whose replicated weights (value, gradient and optimizer state) take more than
 //      a quarter of a rank's memory budget is split;
-//   4. otherwise the mode that moves fewer bytes per step is taken (cost model below).
+//   4. otherwise, with predicted step times (the scaling cost model of train/scaling_plan.h
+//      over a named or measured link: nn-train --link), the mode predicted faster; without
+//      them, the mode that moves fewer bytes per step (cost model below).
 // Cost model: bytes a rank sends per step with ring collectives over P ranks, minibatch B,
 // f = (P - 1) / P, 4-byte floats:
 //   data:  all-reduce of the layer's parameters:  2 f * 4 * (sum of sources' units + sources)
@@ -61,6 +63,14 @@ struct ParallelSettings {
   // The mode of layers whose key is Auto (the CDL key "Parallel"): Auto leaves them to the
   // rule, Data keeps them whole, Model splits those that can be split.
   ParallelMode default_mode = ParallelMode::Auto;
+  // Rule 4's figures: per entry of `layers` (same order), the predicted seconds per step of the
+  // layer (compute and communication) in each mode; empty: the bytes rule. `predicted_basis`
+  // says where they come from, for the reasons ("eth-10g (preset)").
+  struct Predicted {
+    double data_s = 0.0, model_s = 0.0;
+  };
+  std::vector<Predicted> predicted;
+  std::string predicted_basis;
 };
 
 struct LayerChoice {

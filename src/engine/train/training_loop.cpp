@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 
 #include "backend/math/loss_sums.h"
@@ -21,6 +22,7 @@
 #include "train/checkpoint_files.h"
 #include "train/floor_report.h"
 #include "train/least_squares.h"
+#include "train/scaling_plan.h"
 #include "train/step_cost.h"
 
 namespace nn {
@@ -348,6 +350,44 @@ std::vector<std::string> TrainingLoop::scaling_report(const ParallelSettings& pa
   return format_scaling_plan(plan_scaling(in, link), in);
 }
 
+std::vector<std::string> TrainingLoop::measured_scaling_report(const ParallelSettings& parallel,
+                                                               const LinkModel& link,
+                                                               uint32_t warmup, uint32_t steps) {
+  const StepFloor floor = step_floor();
+  if (!floor.why_not.empty()) throw ConfigError("--plan: the step's cost is " + floor.why_not);
+  if (steps == 0) return scaling_report(parallel, link);
+  // Untimed steps first (first-touch of memory, caches, the allocator), then the timed ones.
+  options_.epochs = std::numeric_limits<uint32_t>::max();
+  options_.max_steps = step_ + warmup;
+  if (warmup > 0) run();
+  Profiler profiler(net_.backend().make_profile_clock());
+  set_profiler(&profiler, ProfileOutputs{false, ""});
+  options_.max_steps = step_ + steps;
+  run();
+  set_profiler(nullptr);
+  ScalingInputs in;
+  in.shapes = floor.shapes;
+  in.target_nnz = floor.target_nnz;
+  in.tensor = floor.tensor;
+  in.settings = parallel;
+  in.layers = net_.parallel_inputs(parallel.ranks);
+  in.optimizer = options_.optimizer.kind;
+  in.peaks = floor.peaks;
+  in.peaks_source = "measured on this machine's " + net_.backend().name() + " backend";
+  in.examples = data_.examples;
+  const double n = double(std::max<uint64_t>(profiler.steps(), 1));
+  for (const ProfileTotal& t : profiler.totals()) {
+    if (!t.top_level) continue;
+    const ProfileKey& k = profiler.key(t.key);
+    in.measured[{phase_name(k.phase), k.label}] += t.microseconds * 1e-6 / n;
+  }
+  in.measured_step_s = profiler.step_microseconds() * 1e-6 / n;
+  in.measured_source =
+      format("a profiled run of %.0f steps (after %u untimed) on this machine's ", n, warmup) +
+      net_.backend().name() + " backend";
+  return format_scaling_plan(plan_scaling(in, link), in);
+}
+
 StepFloor TrainingLoop::step_floor() {
   // What the floors' model does not describe is left out with the reason.
   StepFloor out;
@@ -464,6 +504,7 @@ std::vector<EpochReport> TrainingLoop::run_epochs() {
          (options_.keep_best ? ", the best network is kept" : "") +
          (validator_->ranking_rule().empty() ? "" : "; " + validator_->ranking_rule()));
   while (epoch_ < options_.epochs) {
+    if (options_.max_steps > 0 && step_ >= options_.max_steps) return reports;
     if (const int signal = agreed_stop_signal()) {
       stop(signal);
       return reports;
@@ -650,6 +691,18 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
                  double(epoch_ + 1), double(b + 1), double(batches),
                  100.0 * double(b + 1) / double(batches), total / done, rate, elapsed) +
           format_duration((double(n) - done) / std::max(rate, 1e-9)));
+    }
+    // The step limit ends the epoch here without saving (a later run() goes on from here).
+    if (options_.max_steps > 0 && step_ >= options_.max_steps && b + 1 < batches) {
+      if (row_sparse_) row_sparse_->flush(step_);
+      if (stream_) {
+        prefetcher_.wait();
+        stream_->end();
+      }
+      batch_ = b + 1;
+      epoch_loss_ = per_batch ? total : read_loss_sums(batches)[math::kLossTotal];
+      if (profiler_) profiler_->end_epoch(seconds_since(start));
+      return false;
     }
     // A stop request ends the epoch here; after its last minibatch, the epoch ends as usual
     // and run() stops before the next one.

@@ -40,6 +40,9 @@ namespace nn {
 
 struct TrainOptions {
   uint32_t epochs = 1;  // total epochs (a resumed run continues up to this)
+  // run() returns once this many updates are done, mid-epoch or not, saving nothing (0: no
+  // limit): the short profiled runs of `nn-train --plan`. A later run() goes on from there.
+  uint64_t max_steps = 0;
   uint32_t minibatch = 1024;
   OptimizerSettings optimizer;
   bool shuffle = true;
@@ -175,6 +178,12 @@ class TrainingLoop {
   // (train/scaling_plan.h), one string per line; computed in one process from the floors of
   // step_floor(). Trains nothing.
   std::vector<std::string> scaling_report(const ParallelSettings& parallel, const LinkModel& link);
+  // The same after timing `steps` steps of training on one rank (after `warmup` untimed ones):
+  // each part's compute is scaled from what it measured (train/scaling_plan.h). Trains the
+  // network's weights (the caller discards them) and writes nothing.
+  std::vector<std::string> measured_scaling_report(const ParallelSettings& parallel,
+                                                   const LinkModel& link, uint32_t warmup,
+                                                   uint32_t steps);
 
  private:
   // One epoch (or, resumed mid-epoch, the rest of it). Returns false when a stop request ended

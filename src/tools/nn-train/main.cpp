@@ -41,7 +41,9 @@ struct Flags {
   uint32_t validation_interval = 0, validation_k = 0, patience = 0;
   api::GradientCheckSettings check;
   int plan = 0;
-  std::string link = "eth-10g";
+  std::string link;  // "" = the CDL's Link, else (for --plan) eth-10g
+  std::string measure_link;
+  uint32_t plan_steps = 30;
   CLI::Option *plan_opt = nullptr, *batch_opt, *epochs_opt, *alpha_opt, *lambda_opt, *lambda1_opt,
               *mu_opt, *mu1_opt, *optimizer_opt, *seed_opt, *checkpoint_name_opt,
               *checkpoint_interval_opt, *checkpoints_kept_opt, *validation_opt,
@@ -112,12 +114,20 @@ void define_flags(CLI::App& app, Flags& f) {
   f.plan_opt = app.add_option(
       "--plan", f.plan,
       "instead of training, predict the time per layer, step and epoch on this many processes "
-      "(data or model parallel per layer, communication over --link, memory per rank) from this "
-      "machine's floors; the last line is \"predicted epoch: <s> s on <N> ranks (1 rank: <s> "
-      "s)\" (docs/scaling.md)");
+      "(data or model parallel per layer, communication over --link, memory per rank) from a "
+      "short profiled run on this machine scaled by the floors; the last line is \"predicted "
+      "epoch: <s> s on <N> ranks (1 rank: <s> s)\" (docs/scaling.md)");
+  app.add_option("--plan-steps", f.plan_steps,
+                 "--plan: training steps timed for the measured compute (default 30, after 3 "
+                 "untimed; 0 = the floors alone, nothing run)");
   app.add_option("--link", f.link,
-                 "--plan's interconnect: nvlink-h100, ib-ndr, pcie-h100, eth-10g (default) or "
-                 "eth-1g (figures and sources in docs/scaling.md)");
+                 "the interconnect: nvlink-h100, ib-ndr, pcie-h100, eth-10g, eth-1g (figures and "
+                 "sources in docs/scaling.md) or a file from --measure-link; under mpirun each "
+                 "layer then takes the mode predicted faster over it (CDL Link; default: the mode "
+                 "that moves fewer bytes; --plan's default eth-10g)");
+  app.add_option("--measure-link", f.measure_link,
+                 "under mpirun -np N: time the collectives between the ranks, fit a latency and a "
+                 "bandwidth and write them to this JSON file for --link; trains nothing");
   app.add_flag("--validate", f.validate,
                "check gradients against finite differences on the first minibatch instead of "
                "training (as CDL Command Validate); exit status 1 when a check fails");
@@ -458,12 +468,17 @@ int run(int argc, char** argv) {
   // node-local rank; under mpirun the ranks on a host share its CPUs (nn/process.h).
   const int device = f.device_opt->count() ? f.device : api::default_device();
   const int threads = f.threads > 0 ? f.threads : api::default_thread_count();
+  if (!f.measure_link.empty()) {
+    api::measure_link(f.measure_link, tool_log(f.quiet, false));
+    return 0;
+  }
   std::vector<std::string> overrides;
   bool seed_chosen = false;
   api::TrainJob job =
       !f.cdl.empty() ? job_from_cdl(f, device, overrides, seed_chosen) : job_from_flags(f, device);
   job.threads = threads;
   job.resume = f.resume;
+  if (!f.link.empty() && !f.plan_opt->count()) job.link = f.link;
   apply_validation_flags(f, job);
   apply_profile_flags(f, job);
   // Logs go to stderr like every other tool's; nn-train's results are the files it writes, so
@@ -475,7 +490,7 @@ int run(int argc, char** argv) {
         " (RandomSeed is absent or -1; set RandomSeed or --seed to this value to repeat the run)");
   if (f.validate) return check_gradients(f, job, log);
   if (f.plan_opt->count()) {
-    api::run_scaling_plan(job, f.plan, f.link, stream_log(stderr));
+    api::run_scaling_plan(job, f.plan, f.link, stream_log(stderr), f.plan_steps);
     return 0;
   }
   check_files(f, job);

@@ -256,7 +256,7 @@ TEST(CdlErrors, UnknownKeysListTheValidOnes) {
       error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
                                 "Epochs": 3})"),
       "run.cdl: Epochs: unknown key; expected one of Version, Network, Command, Data, "
-      "RandomSeed, MemoryLimit, Parallel, Backend, Device, Precision, TrainingParameters, "
+      "RandomSeed, MemoryLimit, Parallel, Link, Backend, Device, Precision, TrainingParameters, "
       "PredictionParameters");
   EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
                                 "TrainingParameters": {"Epochs": 1, "MiniBach": 3}})"),
