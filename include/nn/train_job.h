@@ -144,8 +144,11 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
 // `link` "" takes job.link, else eth-10g. With `profile_steps` > 0 the compute is measured:
 // that many training steps are timed (after 3 untimed ones) on this process's backend and
 // threads, and each part's predicted time is scaled from its measurement; 0: floors alone.
+// `device` (non-empty: "h100-sxm", "h200") predicts for that device instead, from its peaks,
+// scaled to its measured one-rank step `device_step_ms` when that is positive.
 void run_scaling_plan(const TrainJob& job, int ranks, const std::string& link, const LogSink& log,
-                      uint32_t profile_steps = 0);
+                      uint32_t profile_steps = 0, const std::string& device = "",
+                      double device_step_ms = 0.0);
 
 // `mpirun -np N nn-train --measure-link FILE`: times all-reduce, all-gather and reduce-scatter
 // of 64 B to 32 MB between the ranks, fits a latency and a bandwidth (model/link_model.h) and

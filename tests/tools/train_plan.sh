@@ -35,6 +35,16 @@ grep -q '^compute measured: [0-9.]* ms per step in a profiled run of 30 steps' s
   fail "not measured: $(sed -n 2,8p slow.log)"
 "${plan[@]}" --plan 4 --link eth-1g --plan-steps 0 2>floors.log || fail "floors: $(tail -3 floors.log)"
 grep -q '^compute from the floors at' floors.log || fail "floors: $(sed -n 2,8p floors.log)"
+# A device that is not here: its peaks, scaled to its measured step; nothing is timed.
+"${plan[@]}" --plan 8 --link nvlink-h100 --plan-device h100-sxm --plan-step-ms 2 2>gpu.log ||
+  fail "device: $(tail -3 gpu.log)"
+grep -q '^compute from the floors at 47600.0 GFLOP/s .* (a measured one-rank step of 2.000 ms)' \
+  gpu.log || fail "device: $(sed -n 1,4p gpu.log)"
+grep -q '1 rank: 2.000 ms' gpu.log || fail "device step: $(grep 'predicted step' gpu.log)"
+! grep -q 'plan: timing' gpu.log || fail "a device plan timed steps here"
+status=0
+"${plan[@]}" --plan 8 --plan-step-ms 2 2>nodev.log || status=$?
+[ "$status" = 2 ] || fail "--plan-step-ms without a device: status $status"
 # A link file as --measure-link writes it; a broken one is named with what is wrong.
 cat >link.json <<'JSON'
 { "format": "nn-link", "version": 1, "latency_s": 2e-4, "bytes_per_s": 1.2e8, "ranks": 2,

@@ -371,7 +371,8 @@ void check_training_files(const TrainJob& job) {
 }  // namespace
 
 void run_scaling_plan(const TrainJob& job, int ranks, const std::string& link_name,
-                      const LogSink& log, uint32_t profile_steps) {
+                      const LogSink& log, uint32_t profile_steps, const std::string& device,
+                      double device_step_ms) {
   if (ranks < 1) throw ArgumentError("--plan: the number of ranks must be at least 1");
   const std::string name = !link_name.empty()  ? link_name
                            : !job.link.empty() ? job.link
@@ -396,14 +397,27 @@ void run_scaling_plan(const TrainJob& job, int ranks, const std::string& link_na
   TrainingLoop trainer(*model->net, model->bound, options, null_log(), comm.get());
   ParallelSettings settings = parallel_settings(job, *model, false).settings;
   settings.ranks = ranks;
-  if (profile_steps > 0)
+  if (device_step_ms < 0)
+    throw ArgumentError("--plan-step-ms: a measured step time must be positive");
+  if (device_step_ms > 0 && device.empty())
+    throw ArgumentError("--plan-step-ms gives a --plan-device's measured step: name the device");
+  if (profile_steps > 0 && device.empty())
     log("plan: timing " + std::to_string(profile_steps) + " training steps (after 3 untimed) on " +
         std::to_string(job.threads > 0 ? job.threads : default_thread_count()) +
         " thread(s); ranks that will share a host's CPUs each get fewer: give --threads as "
         "they will have");
-  const std::vector<std::string> lines =
-      profile_steps > 0 ? trainer.measured_scaling_report(settings, link, 3, profile_steps)
-                        : trainer.scaling_report(settings, link);
+  TrainingLoop::PlanRun how;
+  how.steps = profile_steps;
+  if (!device.empty()) {
+    try {
+      how.device = device_preset(device);
+    } catch (const ConfigError& e) {
+      throw ArgumentError(std::string("--plan-device: ") + e.what());
+    }
+    how.steps = 0;
+    how.device_step_s = device_step_ms * 1e-3;
+  }
+  const std::vector<std::string> lines = trainer.scaling_report(settings, link, how);
   for (const std::string& line : lines) log(line);
 }
 

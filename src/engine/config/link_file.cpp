@@ -26,10 +26,11 @@ void write_link_file(const std::string& path, const LinkFile& link) {
 }
 
 LinkFile read_link_file(const std::string& path) {
-  const Json j = config_detail::parse_json_text(
-      config_detail::read_text_file(path, "link file"), path);
+  const Json j =
+      config_detail::parse_json_text(config_detail::read_text_file(path, "link file"), path);
   const JsonReader r(path);
-  if (!j.is_object()) r.wrong_type(j, "(top level)", "an object written by nn-train --measure-link");
+  if (!j.is_object())
+    r.wrong_type(j, "(top level)", "an object written by nn-train --measure-link");
   auto need = [&](const char* key) -> const Json& {
     if (!j.contains(key))
       r.fail(key, "missing (a link file is written by mpirun ... nn-train --measure-link FILE)");

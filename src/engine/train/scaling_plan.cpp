@@ -2,6 +2,7 @@
 #include "train/scaling_plan.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 
@@ -39,10 +40,14 @@ PhaseSeconds seconds_of(const StepCost& cost, const std::string& name, const Mac
 // measured / floor per (phase, layer) of the one-rank step, where both are known and positive.
 Efficiency efficiency_of(const ScalingInputs& in, const StepCost& one) {
   Efficiency out;
-  if (in.measured.empty()) return out;
   std::map<std::pair<std::string, std::string>, double> floors;
   for (const PhaseCost& p : one.phases)
     floors[{p.phase, p.layer}] += StepCost::floor_seconds(p, in.peaks);
+  if (in.measured.empty()) {
+    if (in.compute_scale != 1.0)
+      for (const auto& [key, floor] : floors) out[key] = in.compute_scale;
+    return out;
+  }
   for (const auto& [key, floor] : floors) {
     const auto m = in.measured.find(key);
     if (m != in.measured.end() && m->second > 0 && floor > 0) out[key] = m->second / floor;
@@ -150,6 +155,31 @@ std::vector<ModeSeconds> predict_modes(const ScalingInputs& in, const LinkModel&
   return out;
 }
 
+const std::vector<DevicePeaks>& device_presets() {
+  // FP32 and TF32 peaks of cuBLAS as this project's benchmark measured them on an H100 SXM
+  // (docs/gpu-report.md); bandwidths are the HBM specifications (an H200 has the H100's SMs).
+  static const std::vector<DevicePeaks> presets = {
+      {"h100-sxm",
+       {47.6e12, 47.6e12, 3.35e12},
+       "H100 SXM5: 47.6 TFLOP/s FP32 sgemm as measured by nn-bench-autoencoder on one "
+       "(docs/gpu-report.md), 3.35 TB/s HBM3"},
+      {"h200",
+       {47.6e12, 47.6e12, 4.8e12},
+       "H200: the H100's SMs (47.6 TFLOP/s FP32 sgemm measured on an H100), 4.8 TB/s HBM3e"},
+  };
+  return presets;
+}
+
+DevicePeaks device_preset(const std::string& name) {
+  std::string want, names;
+  for (char ch : name) want += char(std::tolower(static_cast<unsigned char>(ch)));
+  for (const DevicePeaks& d : device_presets()) {
+    if (d.name == want) return d;
+    names += (names.empty() ? "" : ", ") + d.name;
+  }
+  throw ConfigError("device \"" + name + "\": expected one of " + names);
+}
+
 std::string describe_link(const LinkModel& link) {
   for (const LinkModel& p : link_presets())
     if (p.name == link.name) return link.name + " (preset)";
@@ -164,7 +194,8 @@ ScalingPlan plan_scaling(const ScalingInputs& in, const LinkModel& link) {
   const int n = c.n;
   const uint32_t batch = c.batch;
   plan.other_s = other_seconds(in, c.one);
-  plan.step_one_s = in.measured.empty() ? c.one.floor_seconds(in.peaks) : in.measured_step_s;
+  plan.step_one_s =
+      in.measured.empty() ? in.compute_scale * c.one.floor_seconds(in.peaks) : in.measured_step_s;
 
   std::vector<LayerModes> modes;
   ParallelSettings settings = in.settings;
@@ -280,7 +311,11 @@ std::vector<std::string> format_scaling_plan(const ScalingPlan& plan, const Scal
     out.push_back(format("compute from the floors at %.1f GFLOP/s and %.1f GB/s (",
                          in.peaks.tensor_flops / 1e9, in.peaks.bytes_per_s / 1e9) +
                   in.peaks_source +
-                  format("), minibatch %u, %.0f examples per epoch", in.settings.minibatch,
+                  (in.compute_scale != 1.0
+                       ? format(") times %.3g (a measured one-rank step of %.3f ms)",
+                                in.compute_scale, plan.step_one_s * 1e3)
+                       : std::string(")")) +
+                  format(", minibatch %u, %.0f examples per epoch", in.settings.minibatch,
                          double(in.examples)));
   else
     out.push_back(format("compute measured: %.3f ms per step in ", in.measured_step_s * 1e3) +

@@ -52,7 +52,20 @@ struct ScalingInputs {
   std::map<std::pair<std::string, std::string>, double> measured;
   double measured_step_s = 0.0;
   std::string measured_source;
+  // Without `measured`: every part's floor times this (a device not here whose one-rank step
+  // was measured elsewhere: that step over its floor); 1 = the floors alone.
+  double compute_scale = 1.0;
 };
+
+// Devices that are not here, for `--plan-device`: their peaks and where the figures come from.
+struct DevicePeaks {
+  std::string name;
+  MachinePeaks peaks;
+  std::string source;
+};
+const std::vector<DevicePeaks>& device_presets();
+// The preset called `name` (case-insensitive); ConfigError listing the names otherwise.
+DevicePeaks device_preset(const std::string& name);
 
 // One layer's predicted seconds per step on each rank in each mode.
 struct ModeSeconds {

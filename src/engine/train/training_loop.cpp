@@ -334,7 +334,7 @@ std::vector<std::string> TrainingLoop::profile_floors() {
 }
 
 std::vector<std::string> TrainingLoop::scaling_report(const ParallelSettings& parallel,
-                                                      const LinkModel& link) {
+                                                      const LinkModel& link, const PlanRun& how) {
   const StepFloor floor = step_floor();
   if (!floor.why_not.empty()) throw ConfigError("--plan: the step's cost is " + floor.why_not);
   ScalingInputs in;
@@ -347,44 +347,38 @@ std::vector<std::string> TrainingLoop::scaling_report(const ParallelSettings& pa
   in.peaks = floor.peaks;
   in.peaks_source = "measured on this machine's " + net_.backend().name() + " backend";
   in.examples = data_.examples;
-  return format_scaling_plan(plan_scaling(in, link), in);
-}
-
-std::vector<std::string> TrainingLoop::measured_scaling_report(const ParallelSettings& parallel,
-                                                               const LinkModel& link,
-                                                               uint32_t warmup, uint32_t steps) {
-  const StepFloor floor = step_floor();
-  if (!floor.why_not.empty()) throw ConfigError("--plan: the step's cost is " + floor.why_not);
-  if (steps == 0) return scaling_report(parallel, link);
-  // Untimed steps first (first-touch of memory, caches, the allocator), then the timed ones.
-  options_.epochs = std::numeric_limits<uint32_t>::max();
-  options_.max_steps = step_ + warmup;
-  if (warmup > 0) run();
-  Profiler profiler(net_.backend().make_profile_clock());
-  set_profiler(&profiler, ProfileOutputs{false, ""});
-  options_.max_steps = step_ + steps;
-  run();
-  set_profiler(nullptr);
-  ScalingInputs in;
-  in.shapes = floor.shapes;
-  in.target_nnz = floor.target_nnz;
-  in.tensor = floor.tensor;
-  in.settings = parallel;
-  in.layers = net_.parallel_inputs(parallel.ranks);
-  in.optimizer = options_.optimizer.kind;
-  in.peaks = floor.peaks;
-  in.peaks_source = "measured on this machine's " + net_.backend().name() + " backend";
-  in.examples = data_.examples;
-  const double n = double(std::max<uint64_t>(profiler.steps(), 1));
-  for (const ProfileTotal& t : profiler.totals()) {
-    if (!t.top_level) continue;
-    const ProfileKey& k = profiler.key(t.key);
-    in.measured[{phase_name(k.phase), k.label}] += t.microseconds * 1e-6 / n;
+  if (how.device) {
+    in.peaks = how.device->peaks;
+    in.peaks_source = how.device->source;
+    in.tensor = false;  // the device's FP32 peak
+    if (how.device_step_s > 0) {
+      const double floor_s =
+          step_cost(in.shapes, parallel.minibatch, in.optimizer, false, in.target_nnz)
+              .floor_seconds(in.peaks);
+      in.compute_scale = how.device_step_s / std::max(floor_s, 1e-12);
+    }
+  } else if (how.steps > 0) {
+    // Untimed steps first (first touch of memory, caches, the allocator), then the timed ones.
+    options_.epochs = std::numeric_limits<uint32_t>::max();
+    options_.max_steps = step_ + how.warmup;
+    if (how.warmup > 0) run();
+    Profiler profiler(net_.backend().make_profile_clock());
+    set_profiler(&profiler, ProfileOutputs{false, ""});
+    options_.max_steps = step_ + how.steps;
+    run();
+    set_profiler(nullptr);
+    const double n = double(std::max<uint64_t>(profiler.steps(), 1));
+    for (const ProfileTotal& t : profiler.totals()) {
+      if (!t.top_level) continue;
+      const ProfileKey& k = profiler.key(t.key);
+      in.measured[{phase_name(k.phase), k.label}] += t.microseconds * 1e-6 / n;
+    }
+    in.measured_step_s = profiler.step_microseconds() * 1e-6 / n;
+    in.measured_source =
+        format("a profiled run of %.0f steps (after %u untimed) on this machine's ", n,
+               how.warmup) +
+        net_.backend().name() + " backend";
   }
-  in.measured_step_s = profiler.step_microseconds() * 1e-6 / n;
-  in.measured_source =
-      format("a profiled run of %.0f steps (after %u untimed) on this machine's ", n, warmup) +
-      net_.backend().name() + " backend";
   return format_scaling_plan(plan_scaling(in, link), in);
 }
 

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -175,15 +176,20 @@ class TrainingLoop {
   // backend (a fraction of a second; longer on a GPU's first call).
   StepFloor step_floor();
   // `nn-train --plan`: this loop's network, data and options on `parallel`'s ranks over `link`
-  // (train/scaling_plan.h), one string per line; computed in one process from the floors of
-  // step_floor(). Trains nothing.
-  std::vector<std::string> scaling_report(const ParallelSettings& parallel, const LinkModel& link);
-  // The same after timing `steps` steps of training on one rank (after `warmup` untimed ones):
-  // each part's compute is scaled from what it measured (train/scaling_plan.h). Trains the
-  // network's weights (the caller discards them) and writes nothing.
-  std::vector<std::string> measured_scaling_report(const ParallelSettings& parallel,
-                                                   const LinkModel& link, uint32_t warmup,
-                                                   uint32_t steps);
+  // (train/scaling_plan.h), one string per line, computed in one process from the floors of
+  // step_floor() and, per `run`, from timed steps or a device's figures.
+  struct PlanRun {
+    // Steps timed on this machine (after `warmup` untimed ones): each part's compute is scaled
+    // from what it measured. Trains the network's weights (the caller discards them) and
+    // writes nothing. 0: the floors alone.
+    uint32_t warmup = 3, steps = 0;
+    // A device that is not here: its peaks instead of this machine's (nothing is timed), and
+    // optionally its measured one-rank step in seconds (0: its floors alone).
+    std::optional<DevicePeaks> device;
+    double device_step_s = 0.0;
+  };
+  std::vector<std::string> scaling_report(const ParallelSettings& parallel, const LinkModel& link,
+                                          const PlanRun& run);
 
  private:
   // One epoch (or, resumed mid-epoch, the rest of it). Returns false when a stop request ended

@@ -44,6 +44,8 @@ struct Flags {
   std::string link;  // "" = the CDL's Link, else (for --plan) eth-10g
   std::string measure_link;
   uint32_t plan_steps = 30;
+  std::string plan_device;
+  double plan_step_ms = 0.0;
   CLI::Option *plan_opt = nullptr, *batch_opt, *epochs_opt, *alpha_opt, *lambda_opt, *lambda1_opt,
               *mu_opt, *mu1_opt, *optimizer_opt, *seed_opt, *checkpoint_name_opt,
               *checkpoint_interval_opt, *checkpoints_kept_opt, *validation_opt,
@@ -120,6 +122,11 @@ void define_flags(CLI::App& app, Flags& f) {
   app.add_option("--plan-steps", f.plan_steps,
                  "--plan: training steps timed for the measured compute (default 30, after 3 "
                  "untimed; 0 = the floors alone, nothing run)");
+  app.add_option("--plan-device", f.plan_device,
+                 "--plan for a device that is not here, from its peaks: h100-sxm or h200 (nothing "
+                 "is timed)");
+  app.add_option("--plan-step-ms", f.plan_step_ms,
+                 "--plan-device: its measured one-rank step in ms; the compute is scaled to it");
   app.add_option("--link", f.link,
                  "the interconnect: nvlink-h100, ib-ndr, pcie-h100, eth-10g, eth-1g (figures and "
                  "sources in docs/scaling.md) or a file from --measure-link; under mpirun each "
@@ -490,7 +497,8 @@ int run(int argc, char** argv) {
         " (RandomSeed is absent or -1; set RandomSeed or --seed to this value to repeat the run)");
   if (f.validate) return check_gradients(f, job, log);
   if (f.plan_opt->count()) {
-    api::run_scaling_plan(job, f.plan, f.link, stream_log(stderr), f.plan_steps);
+    api::run_scaling_plan(job, f.plan, f.link, stream_log(stderr), f.plan_steps, f.plan_device,
+                          f.plan_step_ms);
     return 0;
   }
   check_files(f, job);

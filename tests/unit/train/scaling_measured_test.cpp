@@ -24,7 +24,8 @@ std::vector<LinkSample> ring_samples(double latency, double bandwidth, int ranks
   std::vector<LinkSample> out;
   const double p = ranks;
   for (double bytes : {64.0, 4096.0, 262144.0, 4194304.0, 33554432.0}) {
-    out.push_back({"all_reduce", bytes, 2 * (p - 1) * latency + 2 * (p - 1) / p * bytes / bandwidth});
+    out.push_back(
+        {"all_reduce", bytes, 2 * (p - 1) * latency + 2 * (p - 1) / p * bytes / bandwidth});
     out.push_back({"all_gather", bytes, (p - 1) * latency + (p - 1) / p * bytes / bandwidth});
     out.push_back({"reduce_scatter", bytes, (p - 1) * latency + (p - 1) / p * bytes / bandwidth});
   }
@@ -45,8 +46,8 @@ TEST(LinkFit, RecoversTheLatencyAndBandwidthOfRingTimings) {
 
 TEST(LinkFit, MeasuredTimingsAreInterpolatedForTheirOwnRanks) {
   LinkModel l{"measured", 1e-5, 1e9, "test"};
-  l.samples = {{"all_reduce", 1000, 1e-3}, {"all_reduce", 1e6 + 1000, 3e-3},
-               {"reduce_scatter", 1000, 2e-3}};
+  l.samples = {
+      {"all_reduce", 1000, 1e-3}, {"all_reduce", 1e6 + 1000, 3e-3}, {"reduce_scatter", 1000, 2e-3}};
   l.samples_ranks = 2;
   EXPECT_NEAR(all_reduce_seconds(l, 501000, 2), 2e-3, 1e-12);  // halfway
   EXPECT_NEAR(all_reduce_seconds(l, 10, 2), 1e-3, 1e-12);      // below: the smallest's time
@@ -186,6 +187,27 @@ TEST(ScalingPlan, MeasuredComputeScalesEachPartByTheEfficiencyItReached) {
   EXPECT_EQ(lines[1].rfind("compute measured: ", 0), 0u) << lines[1];
 }
 
+TEST(ScalingPlan, ADevicesMeasuredStepScalesEveryPartAlike) {
+  ScalingInputs in = network(4);
+  const LinkModel link{"test", 1e-6, 1e11, "fast"};
+  const ScalingPlan floors = plan_scaling(in, link);
+  in.compute_scale = 2.5;
+  const ScalingPlan p = plan_scaling(in, link);
+  EXPECT_NEAR(p.step_one_s, 2.5 * floors.step_one_s, 1e-15);
+  for (size_t i = 0; i < p.layers.size(); ++i) {
+    EXPECT_NEAR(p.layers[i].compute_s, 2.5 * floors.layers[i].compute_s, 1e-15) << i;
+    EXPECT_NEAR(p.layers[i].comm_s, floors.layers[i].comm_s, 1e-15) << i;  // the link's alone
+  }
+  EXPECT_EQ(device_preset("H100-SXM").name, "h100-sxm");
+  EXPECT_GT(device_preset("h200").peaks.bytes_per_s, device_preset("h100-sxm").peaks.bytes_per_s);
+  try {
+    device_preset("abacus");
+    FAIL() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("h100-sxm"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ScalingPlan, AutoLayersTakeTheModePredictedFaster) {
   for (const char* name : {"eth-1g", "nvlink-h100"}) {
     ScalingInputs in = network(4);
@@ -196,8 +218,8 @@ TEST(ScalingPlan, AutoLayersTakeTheModePredictedFaster) {
     const std::vector<ModeSeconds> modes = predict_modes(in, link);
     ASSERT_EQ(modes.size(), 2u);
     for (size_t i = 0; i < 2; ++i) {
-      const bool model_faster = modes[i].model_compute + modes[i].model_comm <
-                                modes[i].data_compute + modes[i].data_comm;
+      const bool model_faster =
+          modes[i].model_compute + modes[i].model_comm < modes[i].data_compute + modes[i].data_comm;
       EXPECT_EQ(p.layers[i].model_parallel, model_faster) << name << " " << p.layers[i].reason;
       EXPECT_NE(p.layers[i].reason.find("predicted"), std::string::npos) << p.layers[i].reason;
     }
