@@ -12,7 +12,12 @@
 #include <netcdf.h>
 #include <netcdf_mem.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -94,8 +99,62 @@ size_t hdf5_end_of_file(const unsigned char* p, size_t size) {
   return eof > 0 && eof <= size ? size_t(eof) : size;
 }
 
+namespace {
+
+std::atomic<size_t> direct_bytes{size_t(256) << 20};
+
+// Cuts the file at `path` to the end-of-file address its HDF5 superblock records (HDF5 may leave
+// unused space allocated past it).
+void cut_to_hdf5_end(const std::string& path, const std::string& target) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) throw IoError(target + ": cannot reopen the file written: " + std::strerror(errno));
+  struct stat st;
+  unsigned char head[64] = {};
+  int err = 0;
+  if (::fstat(fd, &st) != 0 || ::pread(fd, head, sizeof head, 0) < 0) err = errno;
+  if (err == 0 && st.st_size >= off_t(sizeof head)) {
+    const size_t end = hdf5_end_of_file(head, size_t(st.st_size));
+    if (end < size_t(st.st_size) && ::ftruncate(fd, off_t(end)) != 0) err = errno;
+  }
+  ::close(fd);
+  if (err) throw IoError(target + ": cannot finish the file written: " + std::strerror(err));
+}
+
+// netCDF writes the file itself, into the AtomicFile's named temporary file.
+void write_netcdf_direct(AtomicFile& out, const std::function<void(int ncid)>& fill) {
+  const std::string path = out.content_path();
+  const std::string& target = out.target();
+  int ncid = -1;
+  // NC_CLOBBER: the temporary file exists (empty); netCDF/HDF5 truncate and fill it.
+  int rc = nc_create(path.c_str(), NC_NETCDF4 | NC_CLOBBER, &ncid);
+  if (rc != NC_NOERR)
+    throw IoError(target + ": cannot create NetCDF file: " + nc_strerror(rc));
+  try {
+    fill(ncid);
+  } catch (...) {
+    nc_abort(ncid);
+    throw;
+  }
+  rc = nc_close(ncid);
+  if (rc != NC_NOERR)
+    throw IoError(target + ": cannot finish NetCDF file (is the disk full?): " + nc_strerror(rc));
+  cut_to_hdf5_end(path, target);
+  out.adopt_content();
+  const uint64_t size = out.bytes_written();
+  // Checked by every reader before the NetCDF/HDF5 libraries see the file (io/file_checksum.h).
+  out.write(checksum_trailer_of_file(path, size, target));
+}
+
+}  // namespace
+
+size_t netcdf_direct_bytes() { return direct_bytes.load(); }
+void set_netcdf_direct_bytes(size_t bytes) { direct_bytes.store(bytes); }
+
 void write_netcdf(AtomicFile& out, size_t size_hint, const std::function<void(int ncid)>& fill) {
-  (void)size_hint;  // the core driver grows the image as needed
+  if (size_hint >= netcdf_direct_bytes() && !out.temp_path().empty() && out.target() != "-") {
+    write_netcdf_direct(out, fill);
+    return;
+  }
   size_t seed_size = 0;
   Image seed = empty_netcdf4_image(out.target(), &seed_size);
   NC_memio seed_memio{seed_size, seed.release(), 0};  // netCDF owns (and may realloc) it now

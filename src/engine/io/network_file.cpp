@@ -45,8 +45,11 @@ size_t payload_bytes(const NetworkFile& net) {
 void write_network_file(const std::string& path, const NetworkFile& net) {
   // Check first: an invalid network must not cost the previous good file at `path`.
   validate_network_file(net, path);
-  AtomicFile out(path);
-  write_netcdf(out, payload_bytes(net), [&](int ncid) {
+  // A large network is written by netCDF straight into a named temporary file (not held in
+  // memory a second time as its file image).
+  const size_t payload = payload_bytes(net);
+  AtomicFile out(path, /*named=*/payload >= netcdf_direct_bytes());
+  write_netcdf(out, payload, [&](int ncid) {
     try {
       write_network_layout(netCDF::NcGroup(ncid), net);
     } catch (const NcException& e) {

@@ -6,7 +6,9 @@
 #include <netcdf>
 
 #include "config/layer_shapes.h"
+#include "io/file_checksum.h"
 #include "io/model_io_test_support.h"
+#include "io/netcdf_output.h"
 #include "io/network_file.h"
 
 namespace nn::test {
@@ -63,6 +65,24 @@ TEST(NetworkFileRoundTrip, OverwritesAnExistingFile) {
   const NetworkFile second = conv_network_file();
   write_network_file(dir.file("net.nc"), second);
   expect_same_network_file(second, read_network_file(dir.file("net.nc")));
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"net.nc"});
+}
+
+TEST(NetworkFileRoundTrip, ALargeNetworkWrittenStraightToDiskIsTheSame) {
+  // Large files are written by netCDF into the temporary file itself (not built in memory):
+  // every network counts as large here. The same content, its checksum trailer, nothing left.
+  struct Restore {
+    size_t bytes = netcdf_direct_bytes();
+    ~Restore() { set_netcdf_direct_bytes(bytes); }
+  } restore;
+  set_netcdf_direct_bytes(0);
+  ScratchDir dir;
+  const NetworkFile original = rich_network_file();
+  write_network_file(dir.file("net.nc"), original);
+  EXPECT_EQ(verify_file_checksum(dir.file("net.nc")), ChecksumStatus::Verified);
+  expect_same_network_file(original, read_network_file(dir.file("net.nc")));
+  write_network_file(dir.file("net.nc"), conv_network_file());  // over an existing file
+  expect_same_network_file(conv_network_file(), read_network_file(dir.file("net.nc")));
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"net.nc"});
 }
 
