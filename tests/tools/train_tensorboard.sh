@@ -80,11 +80,11 @@ grep -q '^resuming from res2.nc$' res2.log || fail "resumed from epoch 2: $(grep
 check runs/res res.epochs.jsonl --minibatch-steps "$(steps 2 2 20)" --hparams "epochs=5" ||
   fail "resumed run: duplicates or numbers unlike the log's"
 
-# ---- stopped mid-epoch (SIGTERM at update 11: 10 done, 2 of epoch 3) and resumed ----
+# ---- stopped mid-epoch (SIGTERM at the start of update 11, which finishes: 3 of epoch 3) ----
 NN_TEST_FAIL_RANK=0 NN_TEST_FAIL_STEP=11 NN_TEST_FAIL_MODE=sigterm \
   train -n stop.nc -e 4 --checkpoint-interval 0 --tensorboard runs/stop --tensorboard-interval 3 \
   >stop1.log 2>&1 && fail "the stopped run exited 0"
-grep -q 'stopped by SIGTERM in epoch 3 after minibatch 2' stop1.log || fail "$(tail -3 stop1.log)"
+grep -q 'stopped by SIGTERM in epoch 3 after minibatch 3 of 4 (update 11)' stop1.log || fail "$(tail -3 stop1.log)"
 check runs/stop stop.epochs.jsonl --minibatch-steps "3,6,9" --status none ||
   fail "stopped run's file"
 train -n stop.nc -e 4 --checkpoint-interval 0 --tensorboard runs/stop --tensorboard-interval 3 \
