@@ -1,6 +1,8 @@
 // TensorBoard events through the generated protobuf classes (see tensorboard_event.h).
 #include "train/tensorboard_event.h"
 
+#include <climits>
+
 #include "train/tensorboard_records.pb.h"
 
 namespace nn {
@@ -90,7 +92,8 @@ std::string hparams_end_event(double wall_time, bool success) {
 
 std::optional<ParsedEvent> parse_event(std::string_view payload) {
   pb::Event e;
-  if (!e.ParseFromArray(payload.data(), int(payload.size()))) return std::nullopt;
+  if (payload.size() > size_t(INT_MAX) || !e.ParseFromArray(payload.data(), int(payload.size())))
+    return std::nullopt;
   ParsedEvent out;
   out.wall_time = e.wall_time();
   out.step = e.step();

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -19,7 +20,7 @@ namespace nn {
 namespace {
 
 // A resumed run reads at most this much of the file it continues (nn-train's own files stay far
-// below it: a record per epoch and at most kMaxMinibatchPoints others of ~100 bytes).
+// below it: a record per epoch and at most kMaxMinibatchPoints others of ~125 bytes).
 constexpr std::streamsize kMaxReadBytes = std::streamsize(256) << 20;
 
 constexpr const char* kMinibatchPrefix = "minibatch/";
@@ -29,10 +30,13 @@ double wall_clock() {
 }
 
 std::string read_prefix(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return "";
-  std::string bytes(size_t(kMaxReadBytes), '\0');
-  in.read(bytes.data(), kMaxReadBytes);
+  const std::streamoff size = in.tellg();
+  if (size <= 0) return "";
+  std::string bytes(size_t(std::min<std::streamoff>(size, kMaxReadBytes)), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), std::streamsize(bytes.size()));
   bytes.resize(size_t(in.gcount()));
   return bytes;
 }
