@@ -31,6 +31,7 @@ packages=(cmake ninja-build g++ make pkg-config libopenmpi-dev openmpi-bin libne
           libboost-dev                         # nn-serve's HTTP server (Boost.Beast/Asio)
           libcpp-httplib-dev curl              # the serving benchmark's client; curl: docs/serving.md
           libonnx-dev libprotobuf-dev python3-onnx  # nn-export; python3-onnx checks its graphs
+          protobuf-compiler  # protoc: nn-train's TensorBoard event records (--tensorboard)
           python3-dev pybind11-dev python3-pybind11 python3-numpy python3-scipy python3-pytest
           python3-venv)
           # the Python module nnsuite (python/, docs/python.md), its pytest suite, and a virtual

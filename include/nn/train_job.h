@@ -2,7 +2,8 @@
 // NetCDF files and bound to a JSON network, the network built (split over the ranks under
 // mpirun where the parallel plan says so), trained with atomic checkpoints, optional resumption
 // from the newest one, held-out validation with early stopping, a per-epoch JSON-lines log and a
-// loss-curve picture beside the result, and the result file written atomically. Also the
+// loss-curve picture beside the result, a TensorBoard event file when asked for, and the result
+// file written atomically. Also the
 // gradient check of a freshly initialised network (CDL Command "Validate").
 // A TrainJob is made from a CDL command file (train_job(CommandFile)) or field by field; both
 // mean exactly the run nn-train makes of them.
@@ -81,6 +82,12 @@ struct TrainJob {
   // Per-epoch JSON-lines log "<results stem>.epochs.jsonl" and loss curve "<stem>.curve.png"
   // (drawn when gnuplot or matplotlib is installed), written beside the results.
   bool epoch_log = true;
+  // TensorBoard event file (docs/monitoring.md): a directory ("" = none) that gets
+  // events.out.tfevents.nn-train with the run's hyper-parameters (hparams) and every epoch's
+  // scalars (the epoch log's numbers), and minibatch scalars every `tensorboard_interval` updates
+  // (0: none). Rank 0 writes it; a resumed run keeps the records up to its checkpoint.
+  std::string tensorboard;
+  uint32_t tensorboard_interval = 0;
 
   // Profiling (docs/performance.md). `profile`: at the end of the run, log the time per phase
   // (data, forward, loss, backward, communication, update) and layer of the training step with

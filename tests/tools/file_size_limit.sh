@@ -43,4 +43,20 @@ limited 1 recs.txt "$tools/nn-predict" -n net.nc -r ratings.txt -i features.idx 
   -k 1000 -s out/recs.txt -q
 limited 16 dump.nc "$tools/nn-predict" -n net.nc --data input.nc --dump out/dump.nc -q
 limited 16 enc.nc "$tools/nn-encode" cifar10 -i a.bin -o out/enc.nc --class-index out/c.idx
+# nn-train's TensorBoard file is created whole and then grows by appended records
+# (docs/monitoring.md): under 1 KiB its first records and epoch 1's fit, epoch 2's does not, and
+# the file is cut back to its last whole record.
+(ulimit -f 1 && exec "$tools/nn-train" -c config.json -i input.nc -o output.nc -n tbnet.nc -e 3 -q \
+  --tensorboard tb) 2>err.txt && fail "nn-train --tensorboard under ulimit -f 1 exited 0"
+grep -q '^nn-train: error: tb/events.out.tfevents.nn-train: write failed: File too large (cut back to its last whole record)$' \
+  err.txt || fail "nn-train --tensorboard: $(cat err.txt)"
+python3 - tb/events.out.tfevents.nn-train <<'PY' || fail "the TensorBoard file is not whole records"
+import struct, sys
+data, at, records = open(sys.argv[1], "rb").read(), 0, 0
+while at < len(data):
+    at += struct.unpack("<Q", data[at:at + 8])[0] + 16
+    records += 1
+assert at == len(data) and records == 3, (at, len(data), records)  # version, hparams, epoch 1
+PY
+if ls -A tb | grep -q '\.tmp\.'; then fail "temporary file left in tb: $(ls -A tb)"; fi
 echo "file_size_limit: ok"

@@ -37,9 +37,10 @@ fill_to() {
 
 # expect_full OUTPUTS -- command...: exit 1 with "No space left on device" naming one of the
 # OUTPUTS, and the disk holds exactly what it held before (same files, same contents). The one
-# exception is nn-train's per-epoch log (*.epochs.jsonl): it records epochs that completed before
-# the failure, like the checkpoints a failed run keeps, and is itself written atomically (when it
-# is there, it is complete; the 0 KiB case checks it cannot appear half-written).
+# exceptions are nn-train's per-epoch log (*.epochs.jsonl) and TensorBoard file (events.out.*):
+# they record epochs that completed before the failure, like the checkpoints a failed run keeps;
+# the log is written atomically and the TensorBoard file cut back to its last whole record (when
+# they are there they are complete; the 0 KiB case checks they cannot appear half-written).
 expect_full() {
   local outputs=() got=0
   while [[ $1 != -- ]]; do outputs+=("$1"); shift; done
@@ -52,11 +53,20 @@ expect_full() {
   local named=0 o
   for o in "${outputs[@]}"; do grep -qF "disk/$o" err.txt && named=1; done
   ((named)) || fail "$*: message names none of ${outputs[*]}: $(cat err.txt)"
-  (cd disk && ls -A | grep -v '\.epochs\.jsonl$' | sort | xargs -r md5sum) >after.txt
+  (cd disk && ls -A | grep -v '\.epochs\.jsonl$' | grep -v '^events\.out\.tfevents\.' | sort |
+    xargs -r md5sum) >after.txt
   for o in disk/*.epochs.jsonl; do
     [[ -e $o ]] || continue
     python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$o" ||
       fail "$*: $o is not complete JSON lines"
+    rm -f "$o"
+  done
+  for o in disk/events.out.tfevents.*; do
+    [[ -e $o ]] || continue
+    python3 -c 'import struct, sys
+data, at = open(sys.argv[1], "rb").read(), 0
+while at + 8 <= len(data): at += struct.unpack("<Q", data[at:at + 8])[0] + 16
+assert at == len(data)' "$o" || fail "$*: $o ends in a partial record"
     rm -f "$o"
   done
   cmp -s before.txt after.txt || fail "$*: files on the full disk changed: $(diff before.txt after.txt)"
@@ -75,6 +85,10 @@ for free in 0 4; do
   fill_to $free
   expect_full net.nc ck1.nc net.epochs.jsonl -- "$tools/nn-train" -c config.json -i input.nc -o output.nc \
     -n disk/net.nc -e 1 --checkpoint-name disk/ck --checkpoint-interval 1 -q
+  # The TensorBoard file: its creation fails (0 KiB), or an append does (4 KiB: 40 epochs with a
+  # record per minibatch).
+  expect_full events.out.tfevents.nn-train -- "$tools/nn-train" -c config.json -i input.nc \
+    -o output.nc -n tb.nc -e 40 --tensorboard disk --tensorboard-interval 1 -q
   expect_full recs.txt -- "$tools/nn-predict" -n net.nc -r ratings.txt -i features.idx \
     -o features.idx -k 100 -s disk/recs.txt -q
   expect_full dump.nc -- "$tools/nn-predict" -n net.nc --data input.nc --dump disk/dump.nc -q

@@ -44,6 +44,8 @@ TrainJob train_job(const CommandFile& cdl, uint64_t default_seed) {
   job.profile = t.profile;
   job.trace = t.trace;
   if (t.trace_steps) job.trace_steps = *t.trace_steps;
+  job.tensorboard = t.tensorboard;
+  job.tensorboard_interval = t.tensorboard_interval;
   if (t.sampling) {
     job.sampling_negatives = t.sampling->negatives;
     job.sampling_distribution = to_string(t.sampling->distribution);
@@ -101,6 +103,8 @@ TrainOptions train_options(const TrainJob& job) {
   o.validation_rank_input_items = job.validation_rank_input_items;
   o.patience = job.patience;
   o.keep_best = job.keep_best;
+  // Minibatch records are the TensorBoard file's: without one, no reports.
+  if (!job.tensorboard.empty()) o.minibatch_report_interval = job.tensorboard_interval;
   if (job.solver != "Gradient" && job.solver != "LeastSquares")
     throw ArgumentError("solver \"" + job.solver + "\": expected Gradient or LeastSquares");
   o.least_squares = job.solver == "LeastSquares";

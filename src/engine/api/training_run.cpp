@@ -34,9 +34,11 @@
 #include "train/epoch_log.h"
 #include "train/example_stream.h"
 #include "train/gradient_check.h"
+#include "train/hyper_parameters.h"
 #include "train/loss_curve.h"
 #include "train/scaling_plan.h"
 #include "train/step_cost.h"
+#include "train/tensorboard_log.h"
 
 namespace nn::api {
 namespace {
@@ -285,6 +287,8 @@ void remove_stale_outputs(const TrainJob& job, const TrainOptions& options, cons
   if (job.results != kStandardOutput) add(remove_stale_temp_files(job.results));
   add(remove_stale_temp_files(beside_results(job.results, ".epochs.jsonl")));
   add(remove_stale_temp_files(beside_results(job.results, ".curve.png")));
+  if (!job.tensorboard.empty())
+    add(remove_stale_temp_files(TensorBoardLog::path_in(job.tensorboard)));
   if (!job.trace.empty() && job.trace != kStandardOutput) add(remove_stale_temp_files(job.trace));
   if (!state_prefix(options).empty()) add(remove_stale_temp_files(state_prefix(options), true));
   for (const std::string& stale : removed) log("removed stale temporary file " + stale);
@@ -365,6 +369,8 @@ void check_training_files(const TrainJob& job) {
     outputs.push_back({"the loss curve", beside_results(job.results, ".curve.png")});
   }
   outputs.push_back({"trace", job.trace});
+  if (!job.tensorboard.empty())
+    outputs.push_back({"the TensorBoard file", TensorBoardLog::path_in(job.tensorboard)});
   check_distinct_files(outputs, inputs);
 }
 
@@ -507,12 +513,24 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
   log("model '" + (model->spec.name.empty() ? job.network_json : model->spec.name) + "':");
   for (const auto& line : format_summary(summarize(net), net.max_batch())) log(line);
 
-  // The per-epoch log is written as epochs end (rank 0's alone); a resumed run appends to it.
+  // The per-epoch log and the TensorBoard file are written as epochs end (rank 0's alone); a
+  // resumed run continues them from the epoch of its checkpoint.
   const std::string log_path = beside_results(job.results, ".epochs.jsonl");
   std::unique_ptr<EpochLog> epoch_log;
-  if (comm->rank() == 0 && job.epoch_log) epoch_log = std::make_unique<EpochLog>(log_path, resumed);
+  if (comm->rank() == 0 && job.epoch_log)
+    epoch_log = std::make_unique<EpochLog>(log_path, resumed, trainer.epoch());
+  std::unique_ptr<TensorBoardLog> tensorboard;
+  if (comm->rank() == 0 && !job.tensorboard.empty()) {
+    const TensorBoardResume at{trainer.epoch(), trainer.step()};
+    tensorboard = std::make_unique<TensorBoardLog>(
+        job.tensorboard, hyper_parameters(options, model->spec), resumed ? &at : nullptr, log);
+    log("tensorboard: " + tensorboard->path() + " (view it with: tensorboard --logdir " +
+        job.tensorboard + ")");
+    trainer.on_minibatch = [&](const MinibatchReport& m) { tensorboard->write_minibatch(m); };
+  }
   trainer.on_epoch = [&](const EpochReport& r) {
     if (epoch_log) epoch_log->write(r);
+    if (tensorboard) tensorboard->write_epoch(r);
     if (on_epoch) trainer.sync_weights();  // the callback may read the model
     if (on_epoch && !on_epoch(epoch_stats(r))) throw StopRequested{};
   };
@@ -524,6 +542,12 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
     trainer.run();
   } catch (const StopRequested&) {
   } catch (const DivergenceError& e) {
+    if (tensorboard) {
+      try {
+        tensorboard->finish(/*success=*/false);
+      } catch (const IoError&) {  // the divergence is the error to report
+      }
+    }
     throw DivergenceError(with_checkpoint_note(e.what(), last_checkpoint));
   }
   if (const int signal = trainer.stopped()) {
@@ -538,6 +562,7 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
     const NetworkFile result = trainer.snapshot();  // collective with model-parallel layers
     if (comm->rank() == 0) write_network_file(job.results, result);
   }
+  if (tensorboard) tensorboard->finish(/*success=*/true);
   if (comm->rank() == 0) remove_stop_checkpoints(options, trainer.epoch(), log);
   log("wrote " +
       (job.results == "-" ? std::string("the network to standard output") : job.results) +

@@ -221,6 +221,10 @@ class CdlParser {
         t.trace = non_empty_string(m);
       } else if (k == "tracesteps") {
         t.trace_steps = uint32_t(r_.get_int(*m.value, m.path, 0, kMaxU32));
+      } else if (k == "tensorboard") {
+        t.tensorboard = non_empty_string(m);
+      } else if (k == "tensorboardinterval") {
+        t.tensorboard_interval = uint32_t(r_.get_int(*m.value, m.path, 0, kMaxU32));
       } else if (k == "solver") {
         t.solver = r_.get_string(*m.value, m.path);
         if (t.solver != "Gradient" && t.solver != "LeastSquares")
@@ -255,7 +259,9 @@ class CdlParser {
                            "LazyUpdate",
                            "Profile",
                            "Trace",
-                           "TraceSteps"});
+                           "TraceSteps",
+                           "TensorBoard",
+                           "TensorBoardInterval"});
       }
     }
   }
@@ -381,6 +387,7 @@ CdlSpec parse_cdl(const std::string& text, const std::string& source) {
   t.results = resolve_path(base, t.results);
   t.checkpoint_name = resolve_path(base, t.checkpoint_name);
   t.trace = resolve_path(base, t.trace);
+  t.tensorboard = resolve_path(base, t.tensorboard);
   for (auto& d : t.validation_data) d = resolve_path(base, d);
   PredictionParameters& p = spec.prediction;
   for (std::string* path :

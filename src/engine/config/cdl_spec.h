@@ -56,6 +56,10 @@ struct TrainingParameters {
   bool profile = false;
   std::string trace;
   std::optional<uint32_t> trace_steps;
+  // TensorBoard (ours; docs/monitoring.md): the event file's directory ("" = none) and the
+  // updates between minibatch records (0 = epochs only).
+  std::string tensorboard;
+  uint32_t tensorboard_interval = 0;
 };
 
 struct PredictionParameters {

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
@@ -46,10 +45,19 @@ std::string epoch_record(const EpochReport& r) {
   return j.dump();
 }
 
-EpochLog::EpochLog(const std::string& path, bool append) : path_(path) {
+EpochLog::EpochLog(const std::string& path, bool append, uint64_t last_epoch) : path_(path) {
   if (!append) return;
   std::ifstream in(path, std::ios::binary);
-  if (in) content_.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::string line;
+  while (std::getline(in, line)) {
+    // A line that does not parse (a hand edit) is kept as it was; only later epochs are dropped.
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_object() && j.contains("epoch") && j["epoch"].is_number_unsigned() &&
+        j["epoch"].get<uint64_t>() > last_epoch)
+      continue;
+    content_ += line;
+    content_ += '\n';
+  }
 }
 
 // The whole log is rewritten through the atomic write path each epoch (a few hundred bytes per

@@ -3,6 +3,7 @@
 // the names of the files beside the results. train/loss_curve.h draws the picture from it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "train/training_loop.h"
@@ -19,9 +20,10 @@ std::string epoch_record(const EpochReport& r);
 
 class EpochLog {
  public:
-  // A log at `path`; `append` keeps the records already there (a resumed run). Nothing is
-  // written until the first epoch ends.
-  EpochLog(const std::string& path, bool append);
+  // A log at `path`; `append` keeps the records already there of epochs up to `last_epoch` (a
+  // resumed run: the epochs its checkpoint holds; later ones, of a run that went on after that
+  // checkpoint, are run again and recorded anew). Nothing is written until the first epoch ends.
+  EpochLog(const std::string& path, bool append, uint64_t last_epoch = UINT64_MAX);
   // Adds one record and atomically replaces the file with all records so far. Throws IoError
   // (with the operating system's reason) when the file cannot be written.
   void write(const EpochReport& r);

@@ -497,6 +497,9 @@ std::vector<EpochReport> TrainingLoop::run_epochs() {
                             : std::string()) +
          (options_.keep_best ? ", the best network is kept" : "") +
          (validator_->ranking_rule().empty() ? "" : "; " + validator_->ranking_rule()));
+  report_error_ = 0;
+  report_examples_ = 0;
+  report_time_ = Clock::now();
   while (epoch_ < options_.epochs) {
     if (options_.max_steps > 0 && step_ >= options_.max_steps) return reports;
     if (const int signal = agreed_stop_signal()) {
@@ -610,6 +613,7 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
   const bool check_every_batch = net_.backend().host_memory();
   clear_loss_sums(epoch_loss_);
   double total = epoch_loss_;  // several ranks: the all-reduced errors so far
+  report_base_ = epoch_loss_;
   auto last_progress = start;
 
   // Every rank holds the same order; each assembles only its slice of global batch b (with
@@ -671,6 +675,11 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
       net_.backend().fold_loss_sums(loss_sums_.data(), b + 1);
       if (check_every_batch || (b + 1) % kDivergenceCheckBatches == 0) read_loss_sums(batches);
     }
+    report_examples_ += rows;
+    if (options_.minibatch_report_interval > 0 && step_ % options_.minibatch_report_interval == 0) {
+      if (!per_batch) total = read_loss_sums(batches)[math::kLossTotal];
+      report_minibatch(total, alpha);
+    }
     if (options_.progress_seconds > 0 &&
         std::chrono::duration<double>(Clock::now() - last_progress).count() >=
             options_.progress_seconds) {
@@ -723,6 +732,7 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
     }
   }
   if (!per_batch) total = read_loss_sums(batches)[math::kLossTotal];
+  report_error_ += total - report_base_;  // the next epoch's sums start from 0
   // Validation, checkpoints and the saved network read every row. (Outside the steps, so not a
   // profiler range: the profile accounts for steps only.)
   if (row_sparse_) row_sparse_->flush(step_);
@@ -923,6 +933,22 @@ void TrainingLoop::log_stream_epoch(double epoch_seconds) {
              double(epoch_ + 1), double(s.read.examples), double(s.windows),
              format_bytes(s.read.bytes).c_str(), double(s.read.ranges), s.read_seconds,
              100.0 * s.read_seconds / std::max(epoch_seconds, 1e-9), s.wait_seconds));
+}
+
+void TrainingLoop::report_minibatch(double epoch_total, float alpha) {
+  report_error_ += epoch_total - report_base_;
+  report_base_ = epoch_total;
+  MinibatchReport m;
+  m.step = step_;
+  m.epoch = epoch_ + 1;
+  m.examples = report_examples_;
+  m.loss = report_error_ / double(std::max<uint64_t>(report_examples_, 1));
+  m.examples_per_second = double(report_examples_) / std::max(seconds_since(report_time_), 1e-9);
+  m.alpha = alpha;
+  report_error_ = 0;
+  report_examples_ = 0;
+  report_time_ = Clock::now();
+  if (on_minibatch && comm_->rank() == 0) on_minibatch(m);
 }
 
 void TrainingLoop::clear_loss_sums(double total) {

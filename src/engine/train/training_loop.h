@@ -10,6 +10,7 @@
 // from it computes what the uninterrupted run would have.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -56,6 +57,9 @@ struct TrainOptions {
   // older (a 40 MB network every epoch adds up). 0 keeps all.
   int checkpoints_kept = 0;
   double progress_seconds = 10;  // in-epoch progress lines when an epoch runs longer than this
+  // Updates between minibatch reports (on_minibatch: at every step that is a multiple of it);
+  // 0: none.
+  uint32_t minibatch_report_interval = 0;
   // Data parallelism (a communicator with several ranks): gradient buckets and whether their
   // all-reduce overlaps the backward pass (train/data_parallel.h).
   GradientReducerOptions reduction;
@@ -107,6 +111,19 @@ struct EpochReport {
   double alpha = 0;        // learning rate at the start of the epoch
   bool validated = false;  // a validation result follows
   ValidationResult validation;
+};
+
+// Training between two minibatch reports (TrainOptions::minibatch_report_interval), for
+// monitoring within an epoch.
+struct MinibatchReport {
+  uint64_t step = 0;   // the update it was made after (1-based; a multiple of the interval)
+  uint64_t epoch = 0;  // the epoch that update belongs to (1-based)
+  // Mean per example over the updates since the previous report (or since the run started or
+  // resumed): the data term with the penalties, as in EpochReport::data_loss.
+  double loss = 0;
+  uint64_t examples = 0;  // the examples of those updates
+  double examples_per_second = 0;
+  double alpha = 0;  // the learning rate of this update
 };
 
 class TrainingLoop {
@@ -164,6 +181,9 @@ class TrainingLoop {
   // Called after each epoch (and its validation) with its report, on rank 0 only (like
   // checkpoints); for per-epoch logs.
   std::function<void(const EpochReport&)> on_epoch;
+  // Called every minibatch_report_interval updates, on rank 0 only; costs a read of the loss
+  // sums (a synchronisation on a GPU).
+  std::function<void(const MinibatchReport&)> on_minibatch;
   // This process's rank among the training processes (0 when training alone).
   int rank() const { return comm_->rank(); }
   // After run(): the epoch whose weights the network holds when keep_best restored them (0 when
@@ -222,6 +242,9 @@ class TrainingLoop {
   double regularization_loss();
   // Logs the reader's share of a streamed epoch.
   void log_stream_epoch(double epoch_seconds);
+  // Adds the error since the last minibatch report (`epoch_total`: the epoch's error so far) and
+  // makes the report of the update just done, which ran at learning rate `alpha`.
+  void report_minibatch(double epoch_total, float alpha);
   // Resets the loss sums at the start of an epoch, to `total` (resumed mid-epoch) or 0.
   void clear_loss_sums(double total = 0.0);
   // Reads the loss sums back (one transfer) and throws DivergenceError naming the first batch of
@@ -285,6 +308,11 @@ class TrainingLoop {
   NetworkFile best_file_;  // the best evaluated weights (keep_best)
   std::string stop_reason_;
   double epoch_seconds_sum_ = 0;  // for the ETA
+  // Minibatch reports: the error and examples summed since the last one, the epoch's error
+  // total when it was made (the loss sums count per epoch), and when it was made.
+  double report_error_ = 0, report_base_ = 0;
+  uint64_t report_examples_ = 0;
+  std::chrono::steady_clock::time_point report_time_;
   uint64_t epochs_timed_ = 0;
 };
 

@@ -35,6 +35,8 @@ struct Flags {
   bool profile = false;
   std::string trace;
   uint32_t trace_steps = 20;
+  std::string tensorboard;
+  uint32_t tensorboard_interval = 0;
   std::string solver, sparse_update;
   uint64_t stream_chunk = 0, stream_window = 0;
   std::vector<std::string> validation;
@@ -51,7 +53,8 @@ struct Flags {
               *checkpoint_interval_opt, *checkpoints_kept_opt, *validation_opt,
               *validation_interval_opt, *validation_k_opt, *patience_opt, *no_keep_best_opt,
               *rank_input_items_opt, *backend_opt, *device_opt, *precision_opt, *profile_opt,
-              *trace_opt, *trace_steps_opt, *sparse_update_opt;
+              *trace_opt, *trace_steps_opt, *sparse_update_opt, *tensorboard_opt,
+              *tensorboard_interval_opt;
 };
 
 void define_flags(CLI::App& app, Flags& f) {
@@ -212,6 +215,16 @@ void define_flags(CLI::App& app, Flags& f) {
       "--trace-steps", f.trace_steps,
       "steps per epoch in the --trace file, 0 = every step; at most 200000 events are kept "
       "(default 20; CDL TrainingParameters.TraceSteps)");
+  f.tensorboard_opt = app.add_option(
+      "--tensorboard", f.tensorboard,
+      "write a TensorBoard event file into this directory (created if missing): every epoch's "
+      "scalars (losses, validation metrics, learning rate, examples per second, epoch time) and "
+      "the hyper-parameters; rank 0's under mpirun; a resumed run continues it (CDL "
+      "TrainingParameters.TensorBoard; docs/monitoring.md)");
+  f.tensorboard_interval_opt = app.add_option(
+      "--tensorboard-interval", f.tensorboard_interval,
+      "also write minibatch scalars (loss, learning rate, examples per second) every this many "
+      "updates, 0 = epochs only (default 0; CDL TrainingParameters.TensorBoardInterval)");
 }
 
 // The profiling flags, over what the CDL said.
@@ -220,6 +233,18 @@ void apply_profile_flags(const Flags& f, api::TrainJob& job) {
   if (f.trace_opt->count()) job.trace = f.trace;
   if (f.trace_steps_opt->count()) job.trace_steps = f.trace_steps;
   if (f.trace_opt->count() && f.trace.empty()) throw UsageError("--trace: the file name is empty");
+}
+
+// The TensorBoard flags, over what the CDL said.
+void apply_tensorboard_flags(const Flags& f, api::TrainJob& job) {
+  if (f.tensorboard_opt->count()) job.tensorboard = f.tensorboard;
+  if (f.tensorboard_interval_opt->count()) job.tensorboard_interval = f.tensorboard_interval;
+  if (f.tensorboard_opt->count() && f.tensorboard.empty())
+    throw UsageError("--tensorboard: the directory name is empty");
+  if (job.tensorboard.empty() && job.tensorboard_interval > 0)
+    throw UsageError(
+        "--tensorboard-interval (CDL TensorBoardInterval) needs --tensorboard (CDL "
+        "TensorBoard), the directory to write to");
 }
 
 // The streaming flags, over what the CDL said.
@@ -307,6 +332,8 @@ std::vector<std::string> cdl_overrides(const Flags& f, const api::CommandFile& c
        {f.profile_opt, "Profile", t.profile ? "true" : "false"},
        {f.trace_opt, "Trace", t.trace},
        {f.trace_steps_opt, "TraceSteps", std::to_string(t.trace_steps)},
+       {f.tensorboard_opt, "TensorBoard", t.tensorboard},
+       {f.tensorboard_interval_opt, "TensorBoardInterval", std::to_string(t.tensorboard_interval)},
        {f.sparse_update_opt, "SparseUpdate", t.sparse_update}});
 }
 
@@ -488,6 +515,7 @@ int run(int argc, char** argv) {
   if (!f.link.empty() && !f.plan_opt->count()) job.link = f.link;
   apply_validation_flags(f, job);
   apply_profile_flags(f, job);
+  apply_tensorboard_flags(f, job);
   // Logs go to stderr like every other tool's; nn-train's results are the files it writes, so
   // standard output stays empty (and free for a pipeline).
   const LogSink log = tool_log(f.quiet, job.profile);

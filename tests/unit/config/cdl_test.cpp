@@ -181,6 +181,28 @@ TEST(Cdl, ProfilingKeys) {
                   "TrainingParameters.Profile");
 }
 
+TEST(Cdl, TensorBoardKeys) {
+  const CdlSpec off = parse_cdl(kTrain, "run.cdl");
+  EXPECT_EQ(off.training.tensorboard, "");
+  EXPECT_EQ(off.training.tensorboard_interval, 0u);
+  test::ScratchDir dir;
+  const CdlSpec on = load_cdl(dir.write("exp/train.cdl", R"({"Network": "n", "Command": "Train",
+      "Data": "d", "TrainingParameters": {"Epochs": 1, "TensorBoard": "runs/a",
+      "tensorboardInterval": 50}})"));
+  EXPECT_EQ(on.training.tensorboard,
+            (std::filesystem::path(dir.path()) / "exp" / "runs/a").string());  // beside the file
+  EXPECT_EQ(on.training.tensorboard_interval, 50u);
+  EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
+                                "TrainingParameters": {"Epochs": 1, "TensorBoard": ""}})"),
+                  "run.cdl: TrainingParameters.TensorBoard: must not be empty");
+  EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
+                                "TrainingParameters": {"TensorBoardInterval": -1}})"),
+                  "TrainingParameters.TensorBoardInterval");
+  EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
+                                "TrainingParameters": {"Tensorboards": "x"}})"),
+                  "TensorBoard");  // the nearest known key is suggested
+}
+
 TEST(Cdl, SparseUpdateKeys) {
   EXPECT_EQ(parse_cdl(kTrain, "run.cdl").training.sparse_update, "Exact");
   const auto with = [](const std::string& params) {

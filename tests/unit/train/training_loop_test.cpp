@@ -235,6 +235,35 @@ TEST(TrainingLoop, OneOptimizerCallUpdatesEveryParameterOfAStep) {
   EXPECT_EQ(be->optimizer_launches, t.step());
 }
 
+// Minibatch reports (TensorBoard's minibatch scalars) come at every multiple of the interval,
+// across epoch ends, and together hold exactly the error the epochs report; on a device backend
+// (loss sums read back only for them) the same numbers as on the CPU.
+TEST(TrainingLoop, MinibatchReportsAddUpToTheEpochLosses) {
+  auto rows = taste_rows(256, 5);
+  for (const bool host : {true, false}) {
+    Fixture f(kAutoencoder, {sparse_set("input", 32, rows), sparse_set("output", 32, rows)}, 7,
+              std::make_unique<CountingBackend>(host));
+    TrainOptions o = options(3);  // 16 minibatches of 16 per epoch
+    o.minibatch_report_interval = 6;
+    TrainingLoop t(*f.net, f.bound, o, null_log());
+    std::vector<MinibatchReport> reports;
+    t.on_minibatch = [&](const MinibatchReport& m) { reports.push_back(m); };
+    const std::vector<EpochReport> epochs = t.run();
+    ASSERT_EQ(reports.size(), 8u) << "steps 6, 12, ..., 48";
+    double error = 0, expected = 0;
+    for (size_t i = 0; i < reports.size(); ++i) {
+      EXPECT_EQ(reports[i].step, 6 * (i + 1));
+      EXPECT_EQ(reports[i].epoch, (reports[i].step - 1) / 16 + 1);
+      EXPECT_EQ(reports[i].examples, 96u);
+      EXPECT_EQ(reports[i].alpha, 0.01f);
+      EXPECT_GT(reports[i].examples_per_second, 0);
+      error += reports[i].loss * double(reports[i].examples);
+    }
+    for (const EpochReport& e : epochs) expected += e.data_loss * 256;
+    EXPECT_NEAR(error, expected, 1e-9 * expected) << (host ? "host" : "device");
+  }
+}
+
 // The divergence check, deferred on device backends, still names the first bad batch.
 TEST(TrainingLoop, DeferredDivergenceCheckNamesTheSameBatch) {
   auto rows = taste_rows(64, 4);
