@@ -34,8 +34,9 @@
 #   has it), NN_CHECK_PLAN_LINK (auto: measured when the build has --measure-link, else the
 #   nearest preset; preset: always the nearest preset; or a preset name or a link file for every
 #   link), NN_CHECK_SHAPER (auto, netem or relay), NN_CHECK_RANK_CPUS (the CPU lists of ranks 0
-#   and 1, e.g. "0-7 8-15"; default: the halves of this process's CPUs), NN_CHECK_RUN_TIMEOUT
-#   (seconds per mpirun, default 3600).
+#   and 1, e.g. "0-7 8-15"; default: the halves of this process's CPUs), NN_CHECK_PRIORITY
+#   (normal, or rt: ranks and plans SCHED_FIFO, for a busy machine of your own),
+#   NN_CHECK_RUN_TIMEOUT (seconds per mpirun, default 3600).
 # Exit status: 0 = every link verified and, with training, every prediction within 25% of the
 # measurement and the rule's pick the faster (or within 5% of it); 1 = a check failed (the
 # tables say which); 2 = usage or setup error; 77 = cannot run here (not root, no network
@@ -47,19 +48,29 @@ tools=${NN_TOOLS:-$root/build/src/tools}
 links="1g-200us 10g-50us loopback"
 networks="1x128 3x1024 million"
 quick=0 dry=0 keep=""
-usage() {
-  sed -n '/^# Usage:/,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//' >&2
-  exit 2
+usage() {  # usage STATUS: the header's usage and environment, to stderr unless STATUS is 0
+  if [ "$1" = 0 ]; then
+    sed -n '/^# Usage:/,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//'
+  else
+    sed -n '/^# Usage:/,/^# Exit status/p' "$0" | sed 's/^# \{0,1\}//' >&2
+  fi
+  exit "$1"
 }
 while [ $# -gt 0 ]; do
   case $1 in
-    --links) links=$2; shift 2 ;;
-    --networks) networks=$2; shift 2 ;;
+    --links | --networks | --keep)
+      [ $# -ge 2 ] || { echo "$me: $1 needs a value" >&2; usage 2; }
+      case $1 in
+        --links) links=$2 ;;
+        --networks) networks=$2 ;;
+        *) keep=$2 ;;
+      esac
+      shift 2
+      ;;
     --quick) quick=1; shift ;;
     --dry-run) dry=1; shift ;;
-    --keep) keep=$2; shift 2 ;;
-    -h | --help) usage ;;
-    *) echo "$me: unknown argument '$1'" >&2; usage ;;
+    -h | --help) usage 0 ;;
+    *) echo "$me: unknown argument '$1'" >&2; usage 2 ;;
   esac
 done
 note() { echo "$me: $*" >&2; }
@@ -602,12 +613,13 @@ if table:
             picks = f"plan {picks}, **run {ran}**"
             bad += 1
         err, ok = "-", "-"
+        counts = mode != "1 rank"  # one process: shown to tell compute from communication errors
         try:
             e = (float(p) - float(m)) / float(m)
             err, ok = f"{e * 100:+.0f}%", "yes" if abs(e) <= 0.25 else "**no**"
-            bad += ok != "yes"
+            bad += counts and ok != "yes"
         except ValueError:
-            bad += 1
+            bad += counts
         print(f"| {net} | {link} | {desc} | {mode} | {picks} | {p} | {m} | {err} | {ok} | {load} |")
     print()
     print("| network | link | the rule picks | predicted faster | measured faster | rule's pick within 5% of the faster |")
