@@ -13,10 +13,12 @@ namespace nn::tool {
 
 struct GrpcOptions {
   std::string host = "127.0.0.1";
-  int port = 0;        // 0: any free port (port() says which)
-  int handlers = 256;  // calls handled at once (a thread each), as HTTP's --connections
-  uint64_t max_message =
-      1 << 20;  // bytes of a request message (--max-body); larger: RESOURCE_EXHAUSTED
+  int port = 0;  // 0: any free port (port() says which)
+  // Inference calls handled at once, a thread each (--connections), and in progress at all,
+  // handled or waiting (--max-connections; more are refused with RESOURCE_EXHAUSTED).
+  int handlers = 256, max_pending = 4096;
+  // Bytes of a request message (--max-body); larger: RESOURCE_EXHAUSTED.
+  uint64_t max_message = 1 << 20;
 };
 
 class GrpcFront {

@@ -101,7 +101,17 @@ grpc::StatusCode grpc_code(int http_status) {
   }
 }
 
-OipService::OipService(api::Service& service) : service_(service) {}
+namespace {
+
+// A status of the Service (HTTP's) as gRPC's.
+grpc::Status to_grpc(const api::OipStatus& st) {
+  return st.ok() ? grpc::Status::OK : grpc::Status(grpc_code(st.status), st.error);
+}
+
+}  // namespace
+
+OipService::OipService(api::Service& service, HandlerPool& pool, uint64_t max_pending)
+    : service_(service), pool_(pool), max_pending_(max_pending) {}
 
 grpc::Status OipService::done(Method method, const grpc::Status& status) {
   const int code = int(status.error_code());
@@ -110,46 +120,51 @@ grpc::Status OipService::done(Method method, const grpc::Status& status) {
   return status;
 }
 
-grpc::Status OipService::done(Method method, const api::OipStatus& status) {
-  return done(method, status.ok() ? grpc::Status::OK
-                                  : grpc::Status(grpc_code(status.status), status.error));
+grpc::ServerUnaryReactor* OipService::finish(grpc::CallbackServerContext* context, Method method,
+                                             const grpc::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(done(method, status));
+  return reactor;
 }
 
-grpc::Status OipService::ServerLive(grpc::ServerContext*, const inference::ServerLiveRequest*,
-                                    inference::ServerLiveResponse* out) {
+grpc::ServerUnaryReactor* OipService::ServerLive(grpc::CallbackServerContext* context,
+                                                 const inference::ServerLiveRequest*,
+                                                 inference::ServerLiveResponse* out) {
   out->set_live(service_.health(false).ok());
-  return done(kServerLive, grpc::Status::OK);
+  return finish(context, kServerLive, grpc::Status::OK);
 }
 
-grpc::Status OipService::ServerReady(grpc::ServerContext*, const inference::ServerReadyRequest*,
-                                     inference::ServerReadyResponse* out) {
+grpc::ServerUnaryReactor* OipService::ServerReady(grpc::CallbackServerContext* context,
+                                                  const inference::ServerReadyRequest*,
+                                                  inference::ServerReadyResponse* out) {
   // Not ready is an answer, not a failure (HTTP says it with 503; gRPC with ready: false).
   out->set_ready(service_.health(true).ok());
-  return done(kServerReady, grpc::Status::OK);
+  return finish(context, kServerReady, grpc::Status::OK);
 }
 
-grpc::Status OipService::ModelReady(grpc::ServerContext*, const inference::ModelReadyRequest* in,
-                                    inference::ModelReadyResponse* out) {
+grpc::ServerUnaryReactor* OipService::ModelReady(grpc::CallbackServerContext* context,
+                                                 const inference::ModelReadyRequest* in,
+                                                 inference::ModelReadyResponse* out) {
   const api::OipStatus st = service_.model_ready(in->name(), in->version());
   out->set_ready(st.ok());
   // An unknown model is an error; a known one that is not ready (draining) is ready: false.
-  return done(kModelReady, st.status == 503 ? api::OipStatus{} : st);
+  return finish(context, kModelReady, st.status == 503 ? grpc::Status::OK : to_grpc(st));
 }
 
-grpc::Status OipService::ServerMetadata(grpc::ServerContext*,
-                                        const inference::ServerMetadataRequest*,
-                                        inference::ServerMetadataResponse* out) {
+grpc::ServerUnaryReactor* OipService::ServerMetadata(grpc::CallbackServerContext* context,
+                                                     const inference::ServerMetadataRequest*,
+                                                     inference::ServerMetadataResponse* out) {
   api::ServerMetadata meta;
   const api::OipStatus st = service_.server_metadata(meta);
   out->set_name(meta.name);
   out->set_version(meta.version);
   for (const std::string& e : meta.extensions) out->add_extensions(e);
-  return done(kServerMetadata, st);
+  return finish(context, kServerMetadata, to_grpc(st));
 }
 
-grpc::Status OipService::ModelMetadata(grpc::ServerContext*,
-                                       const inference::ModelMetadataRequest* in,
-                                       inference::ModelMetadataResponse* out) {
+grpc::ServerUnaryReactor* OipService::ModelMetadata(grpc::CallbackServerContext* context,
+                                                    const inference::ModelMetadataRequest* in,
+                                                    inference::ModelMetadataResponse* out) {
   api::ModelMetadata meta;
   const api::OipStatus st = service_.model_metadata(in->name(), in->version(), meta);
   if (st.ok()) {
@@ -159,51 +174,80 @@ grpc::Status OipService::ModelMetadata(grpc::ServerContext*,
     fill_tensors(meta.inputs, out->mutable_inputs());
     fill_tensors(meta.outputs, out->mutable_outputs());
   }
-  return done(kModelMetadata, st);
+  return finish(context, kModelMetadata, to_grpc(st));
 }
 
-grpc::Status OipService::ModelInfer(grpc::ServerContext*, const inference::ModelInferRequest* in,
-                                    inference::ModelInferResponse* out) {
-  api::InferRequest request;
-  request.model_name = in->model_name();
-  request.model_version = in->model_version();
-  request.id = in->id();
-  const int raw = in->raw_input_contents_size();
-  if (raw > 0 && raw != in->inputs_size())
-    return done(kModelInfer, invalid("raw_input_contents: " + std::to_string(raw) +
-                                     " entries for " + std::to_string(in->inputs_size()) +
-                                     " inputs; give one per input, or none"));
-  for (int i = 0; i < in->inputs_size(); ++i) {
-    request.inputs.emplace_back();
-    const grpc::Status st =
-        read_input(in->inputs(i), raw > 0 ? &in->raw_input_contents(i) : nullptr, size_t(i),
-                   request.inputs.back());
-    if (!st.ok()) return done(kModelInfer, st);
+grpc::ServerUnaryReactor* OipService::ModelInfer(grpc::CallbackServerContext* context,
+                                                 const inference::ModelInferRequest* in,
+                                                 inference::ModelInferResponse* out) {
+  if (pending_.fetch_add(1) >= max_pending_) {
+    pending_.fetch_sub(1);
+    return finish(context, kModelInfer,
+                  {grpc::StatusCode::RESOURCE_EXHAUSTED,
+                   std::to_string(max_pending_) +
+                       " calls in progress; at most that many at once (--max-connections)"});
   }
-  for (const auto& o : in->outputs()) request.outputs.push_back(o.name());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  // The request and the answer live until Finish, so the handler thread may read and fill them.
+  const bool queued = pool_.submit([this, in, out, reactor] {
+    const grpc::Status st = done(kModelInfer, model_infer(*in, *out));
+    pending_.fetch_sub(1);
+    reactor->Finish(st);
+  });
+  if (!queued) {  // the front is stopping: a call must still be finished
+    pending_.fetch_sub(1);
+    reactor->Finish(
+        done(kModelInfer, {grpc::StatusCode::UNAVAILABLE, "the server is shutting down"}));
+  }
+  return reactor;
+}
+
+grpc::Status OipService::model_infer(const inference::ModelInferRequest& in,
+                                     inference::ModelInferResponse& out) {
+  api::InferRequest request;
+  request.model_name = in.model_name();
+  request.model_version = in.model_version();
+  request.id = in.id();
+  const int raw = in.raw_input_contents_size();
+  if (raw > 0 && raw != in.inputs_size())
+    return invalid("raw_input_contents: " + std::to_string(raw) + " entries for " +
+                   std::to_string(in.inputs_size()) + " inputs; give one per input, or none");
+  for (int i = 0; i < in.inputs_size(); ++i) {
+    request.inputs.emplace_back();
+    const grpc::Status st = read_input(in.inputs(i), raw > 0 ? &in.raw_input_contents(i) : nullptr,
+                                       size_t(i), request.inputs.back());
+    if (!st.ok()) return st;
+  }
+  for (const auto& o : in.outputs()) request.outputs.push_back(o.name());
   api::InferResponse answer;
   const api::OipStatus st = service_.infer(std::move(request), answer);
-  if (!st.ok()) return done(kModelInfer, st);
-  out->set_model_name(answer.model_name);
-  out->set_model_version(answer.model_version);
-  out->set_id(answer.id);
+  if (!st.ok()) return to_grpc(st);
+  out.set_model_name(answer.model_name);
+  out.set_model_version(answer.model_version);
+  out.set_id(answer.id);
   for (const api::Tensor& t : answer.outputs) {
-    auto* o = out->add_outputs();
+    auto* o = out.add_outputs();
     o->set_name(t.name);
     o->set_datatype(t.datatype);
     for (int64_t d : t.shape) o->add_shape(d);
-    out->add_raw_output_contents(reinterpret_cast<const char*>(t.data.data()),
-                                 t.data.size() * sizeof(float));
+    out.add_raw_output_contents(reinterpret_cast<const char*>(t.data.data()),
+                                t.data.size() * sizeof(float));
   }
-  return done(kModelInfer, grpc::Status::OK);
+  return grpc::Status::OK;
 }
 
-grpc::Status OipService::ModelConfig(grpc::ServerContext*, const inference::ModelConfigRequest* in,
-                                     inference::ModelConfigResponse* out) {
+grpc::ServerUnaryReactor* OipService::ModelConfig(grpc::CallbackServerContext* context,
+                                                  const inference::ModelConfigRequest* in,
+                                                  inference::ModelConfigResponse* out) {
+  return finish(context, kModelConfig, model_config(*in, *out));
+}
+
+grpc::Status OipService::model_config(const inference::ModelConfigRequest& in,
+                                      inference::ModelConfigResponse& out) {
   api::ModelConfig c;
-  const api::OipStatus st = service_.model_config(in->name(), in->version(), c);
-  if (!st.ok()) return done(kModelConfig, st);
-  inference::ModelConfig* config = out->mutable_config();
+  const api::OipStatus st = service_.model_config(in.name(), in.version(), c);
+  if (!st.ok()) return to_grpc(st);
+  inference::ModelConfig* config = out.mutable_config();
   config->set_name(c.name);
   config->set_platform(c.platform);
   config->set_backend(c.backend);
@@ -223,18 +267,23 @@ grpc::Status OipService::ModelConfig(grpc::ServerContext*, const inference::Mode
   auto* batching = config->mutable_dynamic_batching();
   for (int64_t b : c.preferred_batch_sizes) batching->add_preferred_batch_size(int32_t(b));
   batching->set_max_queue_delay_microseconds(c.max_queue_delay_us);
-  return done(kModelConfig, grpc::Status::OK);
+  return grpc::Status::OK;
 }
 
-grpc::Status OipService::ModelStatistics(grpc::ServerContext*,
-                                         const inference::ModelStatisticsRequest* in,
-                                         inference::ModelStatisticsResponse* out) {
+grpc::ServerUnaryReactor* OipService::ModelStatistics(grpc::CallbackServerContext* context,
+                                                      const inference::ModelStatisticsRequest* in,
+                                                      inference::ModelStatisticsResponse* out) {
+  return finish(context, kModelStatistics, model_statistics(*in, *out));
+}
+
+grpc::Status OipService::model_statistics(const inference::ModelStatisticsRequest& in,
+                                          inference::ModelStatisticsResponse& out) {
   api::ModelStatistics s;
   // No name asks for every model's statistics: this server's one.
-  const std::string& model = in->name().empty() ? service_.model_name() : in->name();
-  const api::OipStatus st = service_.model_statistics(model, in->version(), s);
-  if (!st.ok()) return done(kModelStatistics, st);
-  inference::ModelStatistics* m = out->add_model_stats();
+  const std::string& model = in.name().empty() ? service_.model_name() : in.name();
+  const api::OipStatus st = service_.model_statistics(model, in.version(), s);
+  if (!st.ok()) return to_grpc(st);
+  inference::ModelStatistics* m = out.add_model_stats();
   m->set_name(s.name);
   m->set_version(s.version);
   m->set_last_inference(s.last_inference_ms);
@@ -256,7 +305,7 @@ grpc::Status OipService::ModelStatistics(grpc::ServerContext*,
     fill_duration(b.compute_infer, bs->mutable_compute_infer());
     fill_duration(b.compute_output, bs->mutable_compute_output());
   }
-  return done(kModelStatistics, grpc::Status::OK);
+  return grpc::Status::OK;
 }
 
 std::string OipService::metrics() const {

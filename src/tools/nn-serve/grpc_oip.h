@@ -1,15 +1,19 @@
 // The Open Inference Protocol's gRPC service (inference.GRPCInferenceService, oip.proto) over an
 // api::Service: each call is turned into the Service's typed call, which the JSON endpoints go
 // through too, so gRPC answers what HTTP answers; a refusal's HTTP status becomes the gRPC status
-// code that means the same (grpc_code), with the same message. Calls are counted by method and
-// code for GET /metrics.
+// code that means the same (grpc_code), with the same message. gRPC's callback API: ModelInfer,
+// which blocks until its batch has run, is handed to a pool of handler threads (as HTTP's
+// requests are), where calls beyond the pool's threads wait in its queue; the other calls are
+// answered at once on gRPC's own thread. Calls are counted by method and code for GET /metrics.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <cstdint>
 #include <string>
 
+#include "nn-serve/http_pool.h"
 #include "nn-serve/oip.grpc.pb.h"
 #include "nn/serve.h"
 
@@ -19,26 +23,36 @@ namespace nn::tool {
 // 413 RESOURCE_EXHAUSTED, 500 INTERNAL, 503 UNAVAILABLE; 200 OK.
 grpc::StatusCode grpc_code(int http_status);
 
-class OipService final : public inference::GRPCInferenceService::Service {
+class OipService final : public inference::GRPCInferenceService::CallbackService {
  public:
-  explicit OipService(api::Service& service);
+  // ModelInfer calls run on `pool`; at most `max_pending` of them are running or waiting at once
+  // (more are refused with RESOURCE_EXHAUSTED).
+  OipService(api::Service& service, HandlerPool& pool, uint64_t max_pending);
 
-  grpc::Status ServerLive(grpc::ServerContext*, const inference::ServerLiveRequest*,
-                          inference::ServerLiveResponse*) override;
-  grpc::Status ServerReady(grpc::ServerContext*, const inference::ServerReadyRequest*,
-                           inference::ServerReadyResponse*) override;
-  grpc::Status ModelReady(grpc::ServerContext*, const inference::ModelReadyRequest*,
-                          inference::ModelReadyResponse*) override;
-  grpc::Status ServerMetadata(grpc::ServerContext*, const inference::ServerMetadataRequest*,
-                              inference::ServerMetadataResponse*) override;
-  grpc::Status ModelMetadata(grpc::ServerContext*, const inference::ModelMetadataRequest*,
-                             inference::ModelMetadataResponse*) override;
-  grpc::Status ModelInfer(grpc::ServerContext*, const inference::ModelInferRequest*,
-                          inference::ModelInferResponse*) override;
-  grpc::Status ModelConfig(grpc::ServerContext*, const inference::ModelConfigRequest*,
-                           inference::ModelConfigResponse*) override;
-  grpc::Status ModelStatistics(grpc::ServerContext*, const inference::ModelStatisticsRequest*,
-                               inference::ModelStatisticsResponse*) override;
+  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext*,
+                                       const inference::ServerLiveRequest*,
+                                       inference::ServerLiveResponse*) override;
+  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext*,
+                                        const inference::ServerReadyRequest*,
+                                        inference::ServerReadyResponse*) override;
+  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext*,
+                                       const inference::ModelReadyRequest*,
+                                       inference::ModelReadyResponse*) override;
+  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext*,
+                                           const inference::ServerMetadataRequest*,
+                                           inference::ServerMetadataResponse*) override;
+  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext*,
+                                          const inference::ModelMetadataRequest*,
+                                          inference::ModelMetadataResponse*) override;
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext*,
+                                       const inference::ModelInferRequest*,
+                                       inference::ModelInferResponse*) override;
+  grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext*,
+                                        const inference::ModelConfigRequest*,
+                                        inference::ModelConfigResponse*) override;
+  grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext*,
+                                            const inference::ModelStatisticsRequest*,
+                                            inference::ModelStatisticsResponse*) override;
 
   // nn_serve_grpc_requests_total{method, code}, in the Prometheus text format.
   std::string metrics() const;
@@ -57,9 +71,20 @@ class OipService final : public inference::GRPCInferenceService::Service {
   };
   static constexpr int kCodes = 17;  // grpc::StatusCode 0 (OK) to 16 (UNAUTHENTICATED)
   grpc::Status done(Method method, const grpc::Status& status);
-  grpc::Status done(Method method, const api::OipStatus& status);
+  // Finishes the call at once with `status`, counted.
+  grpc::ServerUnaryReactor* finish(grpc::CallbackServerContext* context, Method method,
+                                   const grpc::Status& status);
+  grpc::Status model_infer(const inference::ModelInferRequest& in,
+                           inference::ModelInferResponse& out);
+  grpc::Status model_config(const inference::ModelConfigRequest& in,
+                            inference::ModelConfigResponse& out);
+  grpc::Status model_statistics(const inference::ModelStatisticsRequest& in,
+                                inference::ModelStatisticsResponse& out);
 
   api::Service& service_;
+  HandlerPool& pool_;
+  const uint64_t max_pending_;
+  std::atomic<uint64_t> pending_{0};
   std::atomic<uint64_t> calls_[kMethods][kCodes] = {};
 };
 

@@ -177,6 +177,7 @@ int run(int argc, char** argv) {
     g.host = s.host;
     g.port = s.grpc_port;
     g.handlers = f.front.connections;
+    g.max_pending = f.front.max_connections;
     g.max_message = s.max_body;
     grpc = std::make_unique<GrpcFront>(service, g);
     // As for HTTP, a port chosen by the system is announced even with -q.

@@ -145,7 +145,8 @@ def main():
         hconfig = http_json(hport, "GET", f"/v2/models/{MODEL}/config")[1]
         check(int(config["max_batch_size"]) == hconfig["max_batch_size"] == MAX_ROWS and
               config["input"][0]["data_type"] == hconfig["input"][0]["data_type"] == "TYPE_FP32" and
-              [int(d) for d in config["input"][0]["dims"]] == hconfig["input"][0]["dims"] == [units],
+              [int(d) for d in config["input"][0]["dims"]] == hconfig["input"][0]["dims"] ==
+              [units],
               f"model config: gRPC {config}, HTTP {hconfig}")
 
         # The same rows, both ways: equal bit for bit.
@@ -158,7 +159,8 @@ def main():
             check(status == 200 and got.dtype == np.float32 and got.shape == want.shape and
                   np.array_equal(got, want), f"rows of shape {shape}: gRPC and HTTP scores differ")
         # One row as a typed list (contents.fp32_contents), the other way the protocol allows.
-        stub = service_pb2_grpc.GRPCInferenceServiceStub(grpc.insecure_channel(f"127.0.0.1:{gport}"))
+        channel = grpc.insecure_channel(f"127.0.0.1:{gport}")
+        stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
         rows = rng.random((2, units), dtype=np.float32)
         req = service_pb2.ModelInferRequest(model_name=MODEL, id="typed-1")
         t = req.inputs.add(name="Input", datatype="FP32", shape=[2, units])
@@ -233,7 +235,8 @@ def main():
 
         with concurrent.futures.ThreadPoolExecutor(32) as pool:
             results = list(pool.map(by_grpc, range(16))) + list(pool.map(by_http, range(16, 32)))
-        check(all(all(r) for r in results), "concurrent answers differ from the rows' answers alone")
+        check(all(all(r) for r in results),
+              "concurrent answers differ from the rows' answers alone")
         sent_ok += 320
         rows_ok += 10 * sum(r.shape[0] for r in rows)
 
@@ -257,8 +260,8 @@ def main():
         c.request("GET", "/metrics")
         text = c.getresponse().read().decode()
         c.close()
-        grpc_ok = int(re.search(r'nn_serve_grpc_requests_total\{method="ModelInfer",code="OK"\} (\d+)',
-                                text).group(1))
+        grpc_ok = int(re.search(
+            r'nn_serve_grpc_requests_total\{method="ModelInfer",code="OK"\} (\d+)', text).group(1))
         infer_ok = int(re.search(r'nn_serve_requests_total\{endpoint="infer",code="200"\} (\d+)',
                                  text).group(1))
         check(grpc_ok == 4 + 1 + 160 and infer_ok == sent_ok,
