@@ -125,7 +125,7 @@ struct InferRequest {
   std::string model_version;  // "" or the version being served
   std::string id;             // echoed in the answer
   std::vector<Tensor> inputs;
-  std::vector<std::string> outputs;  // layers to answer ("" = the network's output layers)
+  std::vector<std::string> outputs;  // layers to answer (none: the network's output layers)
 };
 
 struct InferResponse {

@@ -28,8 +28,8 @@ struct GrpcFront::Impl {
 GrpcFront::GrpcFront(api::Service& service, const GrpcOptions& o)
     : impl_(std::make_unique<Impl>()) {
   impl_->pool = std::make_unique<HandlerPool>(std::max(1, o.handlers));
-  impl_->oip =
-      std::make_unique<OipService>(service, *impl_->pool, uint64_t(std::max(1, o.max_pending)));
+  impl_->oip = std::make_unique<OipService>(service, *impl_->pool,
+                                            uint64_t(std::max(1, o.max_pending)), o.access_log);
   // grpc++'s own grpc.health.v1.Health (Check and Watch), which the server registers on build.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;

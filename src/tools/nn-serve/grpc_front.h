@@ -19,6 +19,7 @@ struct GrpcOptions {
   int handlers = 256, max_pending = 4096;
   // Bytes of a request message (--max-body); larger: RESOURCE_EXHAUSTED.
   uint64_t max_message = 1 << 20;
+  bool access_log = true;  // a line per call on standard error, as HTTP's
 };
 
 class GrpcFront {

@@ -3,6 +3,7 @@
 // way; answers in raw_output_contents, as Triton answers) or as typed lists (contents).
 #include "nn-serve/grpc_oip.h"
 
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -110,61 +111,80 @@ grpc::Status to_grpc(const api::OipStatus& st) {
 
 }  // namespace
 
-OipService::OipService(api::Service& service, HandlerPool& pool, uint64_t max_pending)
-    : service_(service), pool_(pool), max_pending_(max_pending) {}
+OipService::OipService(api::Service& service, HandlerPool& pool, uint64_t max_pending,
+                       bool access_log)
+    : service_(service), pool_(pool), max_pending_(max_pending), access_log_(access_log) {}
 
-grpc::Status OipService::done(Method method, const grpc::Status& status) {
+grpc::Status OipService::done(grpc::CallbackServerContext* context, Method method,
+                              const grpc::Status& status, Clock::time_point start) {
   const int code = int(status.error_code());
-  calls_[method][code >= 0 && code < kCodes ? code : int(grpc::StatusCode::UNKNOWN)].fetch_add(
-      1, std::memory_order_relaxed);
+  const int slot = code >= 0 && code < kCodes ? code : int(grpc::StatusCode::UNKNOWN);
+  calls_[method][slot].fetch_add(1, std::memory_order_relaxed);
+  if (access_log_) {
+    // "ipv4:127.0.0.1:50312" -> "127.0.0.1", "ipv6:[::1]:50312" -> "[::1]", as HTTP's log names
+    // the client.
+    std::string peer = context->peer();
+    const size_t scheme = peer.find(':'), port = peer.rfind(':');
+    if (scheme != std::string::npos && port != std::string::npos && port > scheme)
+      peer = peer.substr(scheme + 1, port - scheme - 1);
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    // One fprintf per line: lines of concurrent calls do not interleave.
+    std::fprintf(stderr, "%s gRPC %s %s %.3f ms\n", peer.c_str(), kMethodNames[method],
+                 kCodeNames[slot], ms);
+  }
   return status;
 }
 
 grpc::ServerUnaryReactor* OipService::finish(grpc::CallbackServerContext* context, Method method,
-                                             const grpc::Status& status) {
+                                             Clock::time_point start, const grpc::Status& status) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(done(method, status));
+  reactor->Finish(done(context, method, status, start));
   return reactor;
 }
 
 grpc::ServerUnaryReactor* OipService::ServerLive(grpc::CallbackServerContext* context,
                                                  const inference::ServerLiveRequest*,
                                                  inference::ServerLiveResponse* out) {
+  const Clock::time_point start = Clock::now();
   out->set_live(service_.health(false).ok());
-  return finish(context, kServerLive, grpc::Status::OK);
+  return finish(context, kServerLive, start, grpc::Status::OK);
 }
 
 grpc::ServerUnaryReactor* OipService::ServerReady(grpc::CallbackServerContext* context,
                                                   const inference::ServerReadyRequest*,
                                                   inference::ServerReadyResponse* out) {
+  const Clock::time_point start = Clock::now();
   // Not ready is an answer, not a failure (HTTP says it with 503; gRPC with ready: false).
   out->set_ready(service_.health(true).ok());
-  return finish(context, kServerReady, grpc::Status::OK);
+  return finish(context, kServerReady, start, grpc::Status::OK);
 }
 
 grpc::ServerUnaryReactor* OipService::ModelReady(grpc::CallbackServerContext* context,
                                                  const inference::ModelReadyRequest* in,
                                                  inference::ModelReadyResponse* out) {
+  const Clock::time_point start = Clock::now();
   const api::OipStatus st = service_.model_ready(in->name(), in->version());
   out->set_ready(st.ok());
   // An unknown model is an error; a known one that is not ready (draining) is ready: false.
-  return finish(context, kModelReady, st.status == 503 ? grpc::Status::OK : to_grpc(st));
+  return finish(context, kModelReady, start, st.status == 503 ? grpc::Status::OK : to_grpc(st));
 }
 
 grpc::ServerUnaryReactor* OipService::ServerMetadata(grpc::CallbackServerContext* context,
                                                      const inference::ServerMetadataRequest*,
                                                      inference::ServerMetadataResponse* out) {
+  const Clock::time_point start = Clock::now();
   api::ServerMetadata meta;
   const api::OipStatus st = service_.server_metadata(meta);
   out->set_name(meta.name);
   out->set_version(meta.version);
   for (const std::string& e : meta.extensions) out->add_extensions(e);
-  return finish(context, kServerMetadata, to_grpc(st));
+  return finish(context, kServerMetadata, start, to_grpc(st));
 }
 
 grpc::ServerUnaryReactor* OipService::ModelMetadata(grpc::CallbackServerContext* context,
                                                     const inference::ModelMetadataRequest* in,
                                                     inference::ModelMetadataResponse* out) {
+  const Clock::time_point start = Clock::now();
   api::ModelMetadata meta;
   const api::OipStatus st = service_.model_metadata(in->name(), in->version(), meta);
   if (st.ok()) {
@@ -174,30 +194,31 @@ grpc::ServerUnaryReactor* OipService::ModelMetadata(grpc::CallbackServerContext*
     fill_tensors(meta.inputs, out->mutable_inputs());
     fill_tensors(meta.outputs, out->mutable_outputs());
   }
-  return finish(context, kModelMetadata, to_grpc(st));
+  return finish(context, kModelMetadata, start, to_grpc(st));
 }
 
 grpc::ServerUnaryReactor* OipService::ModelInfer(grpc::CallbackServerContext* context,
                                                  const inference::ModelInferRequest* in,
                                                  inference::ModelInferResponse* out) {
+  const Clock::time_point start = Clock::now();
   if (pending_.fetch_add(1) >= max_pending_) {
     pending_.fetch_sub(1);
-    return finish(context, kModelInfer,
+    return finish(context, kModelInfer, start,
                   {grpc::StatusCode::RESOURCE_EXHAUSTED,
                    std::to_string(max_pending_) +
                        " calls in progress; at most that many at once (--max-connections)"});
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   // The request and the answer live until Finish, so the handler thread may read and fill them.
-  const bool queued = pool_.submit([this, in, out, reactor] {
-    const grpc::Status st = done(kModelInfer, model_infer(*in, *out));
+  const bool queued = pool_.submit([this, context, in, out, reactor, start] {
+    const grpc::Status st = done(context, kModelInfer, model_infer(*in, *out), start);
     pending_.fetch_sub(1);
     reactor->Finish(st);
   });
   if (!queued) {  // the front is stopping: a call must still be finished
     pending_.fetch_sub(1);
-    reactor->Finish(
-        done(kModelInfer, {grpc::StatusCode::UNAVAILABLE, "the server is shutting down"}));
+    reactor->Finish(done(context, kModelInfer,
+                         {grpc::StatusCode::UNAVAILABLE, "the server is shutting down"}, start));
   }
   return reactor;
 }
@@ -239,7 +260,8 @@ grpc::Status OipService::model_infer(const inference::ModelInferRequest& in,
 grpc::ServerUnaryReactor* OipService::ModelConfig(grpc::CallbackServerContext* context,
                                                   const inference::ModelConfigRequest* in,
                                                   inference::ModelConfigResponse* out) {
-  return finish(context, kModelConfig, model_config(*in, *out));
+  const Clock::time_point start = Clock::now();
+  return finish(context, kModelConfig, start, model_config(*in, *out));
 }
 
 grpc::Status OipService::model_config(const inference::ModelConfigRequest& in,
@@ -273,7 +295,8 @@ grpc::Status OipService::model_config(const inference::ModelConfigRequest& in,
 grpc::ServerUnaryReactor* OipService::ModelStatistics(grpc::CallbackServerContext* context,
                                                       const inference::ModelStatisticsRequest* in,
                                                       inference::ModelStatisticsResponse* out) {
-  return finish(context, kModelStatistics, model_statistics(*in, *out));
+  const Clock::time_point start = Clock::now();
+  return finish(context, kModelStatistics, start, model_statistics(*in, *out));
 }
 
 grpc::Status OipService::model_statistics(const inference::ModelStatisticsRequest& in,

@@ -10,6 +10,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -26,8 +27,9 @@ grpc::StatusCode grpc_code(int http_status);
 class OipService final : public inference::GRPCInferenceService::CallbackService {
  public:
   // ModelInfer calls run on `pool`; at most `max_pending` of them are running or waiting at once
-  // (more are refused with RESOURCE_EXHAUSTED).
-  OipService(api::Service& service, HandlerPool& pool, uint64_t max_pending);
+  // (more are refused with RESOURCE_EXHAUSTED). With `access_log`, a line per call on standard
+  // error, as HTTP's: client, "gRPC", method, code, milliseconds.
+  OipService(api::Service& service, HandlerPool& pool, uint64_t max_pending, bool access_log);
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext*,
                                        const inference::ServerLiveRequest*,
@@ -70,10 +72,13 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
     kMethods
   };
   static constexpr int kCodes = 17;  // grpc::StatusCode 0 (OK) to 16 (UNAUTHENTICATED)
-  grpc::Status done(Method method, const grpc::Status& status);
-  // Finishes the call at once with `status`, counted.
+  using Clock = std::chrono::steady_clock;
+  // Counts (and logs) a call that began at `start`; returns its status.
+  grpc::Status done(grpc::CallbackServerContext* context, Method method, const grpc::Status& status,
+                    Clock::time_point start);
+  // Finishes the call at once with `status`, counted and logged.
   grpc::ServerUnaryReactor* finish(grpc::CallbackServerContext* context, Method method,
-                                   const grpc::Status& status);
+                                   Clock::time_point start, const grpc::Status& status);
   grpc::Status model_infer(const inference::ModelInferRequest& in,
                            inference::ModelInferResponse& out);
   grpc::Status model_config(const inference::ModelConfigRequest& in,
@@ -84,6 +89,7 @@ class OipService final : public inference::GRPCInferenceService::CallbackService
   api::Service& service_;
   HandlerPool& pool_;
   const uint64_t max_pending_;
+  const bool access_log_;
   std::atomic<uint64_t> pending_{0};
   std::atomic<uint64_t> calls_[kMethods][kCodes] = {};
 };

@@ -179,6 +179,7 @@ int run(int argc, char** argv) {
     g.handlers = f.front.connections;
     g.max_pending = f.front.max_connections;
     g.max_message = s.max_body;
+    g.access_log = f.front.access_log;
     grpc = std::make_unique<GrpcFront>(service, g);
     // As for HTTP, a port chosen by the system is announced even with -q.
     const LogSink announce = f.quiet && s.grpc_port == 0 ? stream_log(stderr, "nn-serve: ") : log;
