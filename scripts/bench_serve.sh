@@ -8,7 +8,16 @@
 # of --rate requests a second (default 1000, 16 clients, latency from each request's scheduled
 # start), the issue's aim being p99 under 5 ms there on 2 cores. In the same run,
 # samples/movielens/serve.py (the Python module's in-process thread pool, no HTTP) on the same
-# network. Every cell is bounded: at most --requests requests and --seconds seconds.
+# network. Then the Open Inference Protocol's POST /v2/models/<name>/infer (the users' rows as
+# dense FP32 JSON, with batching) driven by the same load generator and by Triton's perf_analyzer
+# over HTTP (JSON tensors) and over gRPC (--grpc-port), at the same client counts: perf_analyzer
+# comes from tritonclient 2.41.1's wheel (PyPI's perf-analyzer is a placeholder; newer wheels'
+# binary needs a newer glibc than Debian 12's), installed into <build>/perf-analyzer-venv with
+# libcudart.so.12 from nvidia-cuda-runtime-cu12, and needs libb64-0d (scripts/setup.sh installs
+# it); NN_PERF_ANALYZER names another binary; without it (no PyPI) those rows are left out and
+# the script says why. Every cell is bounded: at most --requests requests and --seconds seconds
+# (perf_analyzer: 2-second windows until three in a row agree within 50% (its default, 10%, is
+# rarely met on 2 shared cores), at most 10 of them).
 # Usage: scripts/bench_serve.sh [--requests N] [--seconds S] [--threads T] [--clients "1 8 64"]
 #                               [--rate Q]
 # The work directory is build/bench-serve (NN_BENCH_DIR); a trained network there is reused.
@@ -78,7 +87,7 @@ start_server() {  # start_server LOG FLAGS...: nn-serve on a free port; sets $se
   server=$!
   port=""
   for _ in $(seq 300); do
-    port=$(grep -o "127.0.0.1:[0-9]*" "$log" 2>/dev/null | head -1 | cut -d: -f2) || true
+    port=$(grep -o "http://127.0.0.1:[0-9]*" "$log" 2>/dev/null | head -1 | cut -d: -f3) || true
     [ -n "$port" ] && return 0
     kill -0 "$server" 2>/dev/null || { cat "$log" >&2; exit 1; }
     sleep 0.1
@@ -108,6 +117,110 @@ for mode in batching none; do
   stop_server
 done
 
+# --- The Open Inference Protocol: our load generator and perf_analyzer (HTTP, gRPC) ---
+# perf_analyzer from tritonclient 2.41.1's wheel (see the top), or NN_PERF_ANALYZER.
+perf=${NN_PERF_ANALYZER:-}
+perf_env=()
+perf_why=""
+rm -f perf-skipped.txt
+if [ -z "$perf" ]; then
+  venv=$build/perf-analyzer-venv
+  if [ ! -x "$venv/bin/perf_analyzer" ]; then
+    rm -rf "$venv"
+    { python3 -m venv "$venv" &&
+      timeout 600 "$venv/bin/pip" install -q --timeout 15 --retries 1 tritonclient==2.41.1 \
+        nvidia-cuda-runtime-cu12; } >perf-install.log 2>&1 ||
+      { perf_why="perf_analyzer could not be installed: $(tail -2 perf-install.log)"; rm -rf "$venv"; }
+  fi
+  perf=$venv/bin/perf_analyzer
+  cudart=$(ls -d "$venv"/lib/python3*/site-packages/nvidia/cuda_runtime/lib 2>/dev/null | head -1)
+  perf_env=(env "LD_LIBRARY_PATH=${cudart}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+fi
+# It has no --help (it prints its usage and exits 99), but its usage says it has loaded.
+"${perf_env[@]}" "$perf" --help >perf-help.log 2>&1 || true
+if [ -z "$perf_why" ] && ! grep -q -- --concurrency-range perf-help.log; then
+  perf_why="$perf does not run: $(head -1 perf-help.log) (libb64-0d? libcudart.so.12?)"
+fi
+# The same users' rows for both clients: their rated movies (at most 50) as 1.0 in the input
+# layer's columns (features.idx), dense, as FP32; the first 200 users.
+model=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["Name"])' \
+        "$root/configs/recommender-autoencoder/network.json" 2>/dev/null || echo model)
+start_server serve-oip.log --max-batch 256 --max-delay-ms 2 --grpc-port 0
+grpc_port=$(grep -o "gRPC listening on 127.0.0.1:[0-9]*" serve-oip.log | grep -o '[0-9]*$')
+meta=$(curl -s "127.0.0.1:$port/v2/models/$model")
+units=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["inputs"][0]["shape"][1])' "$meta")
+python3 - "$ratings" features.idx "$units" oip-requests.jsonl oip-data.json <<'PY'
+import csv, json, sys
+ratings, index, units, bodies, data = sys.argv[1], sys.argv[2], int(sys.argv[3]), *sys.argv[4:]
+column = dict(line.rstrip("\n").split("\t")[:2] for line in open(index) if "\t" in line)
+users = {}
+with open(ratings, newline="") as f:
+    for row in csv.reader(f):
+        if row and row[0].isdigit():
+            users.setdefault(row[0], []).append(row[1])
+rows = []
+for items in list(users.values())[:200]:
+    row = [0] * units
+    for item in items[:50]:
+        row[int(column[item])] = 1
+    rows.append(row)
+with open(bodies, "w") as out:
+    for row in rows:
+        out.write(json.dumps({"inputs": [{"name": "Input", "shape": [1, units], "datatype": "FP32",
+                                          "data": row}]}, separators=(",", ":")) + "\n")
+# perf_analyzer wants FP32 data written as floats ("1.0", not "1").
+json.dump({"data": [{"Input": [float(v) for v in row]} for row in rows]}, open(data, "w"),
+          separators=(",", ":"))
+PY
+oip_results=$work/results-oip.jsonl
+: >"$oip_results"
+infer_path=/v2/models/$model/infer
+"$load" --port "$port" --path "$infer_path" --bodies oip-requests.jsonl --clients 8 --requests 400 \
+  --seconds 5 >/dev/null
+for c in $clients; do
+  line=$("$load" --port "$port" --path "$infer_path" --bodies oip-requests.jsonl --clients "$c" \
+         --requests "$requests" --seconds "$seconds")
+  echo "{\"client\": \"nn-bench-serve-load\", \"protocol\": \"HTTP, JSON\", ${line#\{}" |
+    tee -a "$oip_results"
+done
+if [ -z "$perf_why" ]; then
+  for proto in http grpc; do
+    url=127.0.0.1:$port
+    extra=(--input-tensor-format json --output-tensor-format json)
+    if [ $proto = grpc ]; then
+      url=127.0.0.1:$grpc_port
+      extra=()
+    fi
+    for c in $clients; do
+      rm -f perf.csv
+      timeout 120 "${perf_env[@]}" "$perf" -m "$model" -u "$url" -i "$proto" \
+        --input-data oip-data.json --concurrency-range "$c" --max-threads "$c" \
+        --measurement-interval 2000 --max-trials 10 --stability-percentage 50 -f perf.csv \
+        "${extra[@]}" \
+        >"perf-$proto-$c.log" 2>&1 || true
+      python3 - perf.csv "$proto" "$c" "perf-$proto-$c.log" <<'PY' | tee -a "$oip_results"
+import csv, json, re, sys
+try:
+    row = next(csv.DictReader(open(sys.argv[1])))
+except (OSError, StopIteration):
+    print(f"bench_serve: perf_analyzer {sys.argv[2]} {sys.argv[3]}: no result (see {sys.argv[4]})",
+          file=sys.stderr)
+    sys.exit(0)
+# The requests of the measurement it reports (its last, stable windows).
+counts = re.findall(r"Client:\s*\n\s*Request count: (\d+)", open(sys.argv[4]).read())
+print(json.dumps({"client": "perf_analyzer", "protocol": "gRPC" if sys.argv[2] == "grpc"
+                  else "HTTP, JSON", "clients": int(sys.argv[3]), "rate": 0,
+                  "requests": int(counts[-1]) if counts else None,
+                  "rps": float(row["Inferences/Second"]),
+                  "p50_ms": float(row["p50 latency"]) / 1000, "p99_ms": float(row["p99 latency"]) / 1000}))
+PY
+    done
+  done
+else
+  echo "bench_serve: no perf_analyzer rows: $perf_why" | tee perf-skipped.txt
+fi
+stop_server
+
 echo "== samples/movielens/serve.py (in-process, $threads threads, no HTTP)"
 py_line=$(PYTHONPATH=$build/python timeout 120 /usr/bin/python3 "$root/samples/movielens/serve.py" \
           network.nc --threads "$threads" --requests "$requests" | head -1) || py_line="(failed)"
@@ -128,3 +241,16 @@ for r in rows:
           f"{r['p99_ms']:.2f} |")
 print(f"| serve.py, in-process, no HTTP | {sys.argv[2]} | | | | |")
 PY
+echo
+echo "POST /v2/models/$model/infer, one dense FP32 row of $units a request, batching 256 rows / 2 ms:"
+python3 - "$oip_results" <<'PY'
+import json, sys
+print("| client | protocol | clients | requests | req/s | p50 ms | p99 ms |")
+print("|---|---|---:|---:|---:|---:|---:|")
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    n = r["requests"] if r["requests"] is not None else "(windows)"
+    print(f"| {r['client']} | {r['protocol']} | {r['clients']} | {n} | {r['rps']:.0f} | "
+          f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} |")
+PY
+[ -f perf-skipped.txt ] && cat perf-skipped.txt || true

@@ -318,6 +318,8 @@ class CdlParser {
         p.host = non_empty_string(m);
       } else if (k == "port") {
         p.port = int(r_.get_int(*m.value, m.path, 0, 65535));
+      } else if (k == "grpcport") {
+        p.grpc_port = int(r_.get_int(*m.value, m.path, 0, 65535));
       } else if (k == "threads") {
         p.threads = int(r_.get_int(*m.value, m.path, 1, 4096));
       } else if (k == "maxbatch") {
@@ -335,8 +337,8 @@ class CdlParser {
       } else if (k == "modelname") {
         p.model_name = non_empty_string(m);
       } else {
-        r_.unknown_key(m, {"InputIndex", "OutputIndex", "Host", "Port", "Threads", "MaxBatch",
-                           "MaxDelayMs", "K", "MaxK", "MaxBody", "ModelName"});
+        r_.unknown_key(m, {"InputIndex", "OutputIndex", "Host", "Port", "GrpcPort", "Threads",
+                           "MaxBatch", "MaxDelayMs", "K", "MaxK", "MaxBody", "ModelName"});
       }
     }
   }

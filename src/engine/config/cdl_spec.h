@@ -83,6 +83,7 @@ struct ServeParameters {
   std::string output_index;  // item names of answers (required to serve)
   std::string host;          // "" = 127.0.0.1
   int port = -1;             // -1 = 8080; 0 = any free port
+  int grpc_port = -1;        // -1 = no gRPC front; 0 = any free port
   int threads = 0;
   uint32_t max_batch = 0;
   double max_delay_ms = -1;  // -1 = the tool's default

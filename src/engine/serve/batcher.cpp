@@ -8,11 +8,13 @@
 
 namespace nn::serve {
 
-Batcher::Batcher(int workers, uint32_t max_batch, double max_delay_ms, Metrics* metrics)
+Batcher::Batcher(int workers, uint32_t max_batch, double max_delay_ms, Metrics* metrics,
+                 ModelStats* stats)
     : max_batch_(std::max<uint32_t>(1, max_batch)),
       max_delay_(std::chrono::duration_cast<Clock::duration>(
           std::chrono::duration<double, std::milli>(std::max(0.0, max_delay_ms)))),
-      metrics_(metrics) {
+      metrics_(metrics),
+      stats_model_(stats) {
   for (int w = 0; w < std::max(1, workers); ++w)
     workers_.emplace_back([this, w] { work(size_t(w)); });
 }
@@ -82,8 +84,10 @@ std::vector<Job*> Batcher::take_batch() {
     }
   }
   ++stats_.batches;
+  const Clock::time_point now = Clock::now();
+  for (Job* j : batch)
+    j->times.queue = uint64_t(std::chrono::nanoseconds(now - j->arrival).count());
   if (metrics_) {
-    const Clock::time_point now = Clock::now();
     for (const Job* j : batch)
       metrics_->queue_time(std::chrono::duration<double>(now - j->arrival).count());
     metrics_->batch(rows);
@@ -117,17 +121,30 @@ void Batcher::work(size_t worker) {
 void Batcher::execute(size_t worker, const std::vector<Job*>& batch) {
   try {
     api::Evaluator& ev = *batch.front()->gen->evaluators.at(worker);
-    if (batch.front()->kind == Job::Kind::TopK)
-      execute_top_k(ev, batch);
-    else
-      execute_outputs(ev, batch);
+    const Clock::time_point start = Clock::now();
+    const Phases p = batch.front()->kind == Job::Kind::TopK ? execute_top_k(ev, batch)
+                                                            : execute_outputs(ev, batch);
+    const Clock::time_point end = Clock::now();
+    auto ns = [](Clock::duration d) { return uint64_t(std::chrono::nanoseconds(d).count()); };
+    // Every job of the batch waited for the whole pass: each is charged all of it (as Triton
+    // charges a batch's compute to each of its requests).
+    uint64_t rows = 0;
+    for (Job* j : batch) {
+      j->times.input = ns(p.input_done - start);
+      j->times.infer = ns(p.infer_done - p.input_done);
+      j->times.output = ns(end - p.infer_done);
+      rows += j->rows;
+    }
+    if (stats_model_)
+      stats_model_->batch(rows, ns(p.input_done - start), ns(p.infer_done - p.input_done),
+                          ns(end - p.infer_done));
   } catch (...) {
     for (Job* j : batch) j->error = std::current_exception();
   }
   for (Job* j : batch) j->done.set_value();
 }
 
-void Batcher::execute_top_k(api::Evaluator& ev, const std::vector<Job*>& batch) {
+Batcher::Phases Batcher::execute_top_k(api::Evaluator& ev, const std::vector<Job*>& batch) {
   // The jobs' rows one after another, and the largest k: the first k of a row's top K_max are
   // its top k (the ranking is a total order: score, then the lower column).
   std::vector<uint64_t> row_ptr{0}, ex_ptr{0};
@@ -154,7 +171,10 @@ void Batcher::execute_top_k(api::Evaluator& ev, const std::vector<Job*>& batch) 
   std::vector<float> top_score(rows * k);
   const api::CsrInput input{row_ptr.data(), index.data(), value.data(), rows, gen.input_units};
   const api::Exclusion exclude{ex_ptr.data(), ex_index.data(), rows};
+  Phases phases;
+  phases.input_done = Clock::now();
   ev.top_k(input, k, gen.output_layer, &exclude, top_index.data(), top_score.data());
+  phases.infer_done = Clock::now();
   uint64_t first = 0;
   for (Job* j : batch) {
     j->top_index.resize(j->rows * j->k);
@@ -165,9 +185,10 @@ void Batcher::execute_top_k(api::Evaluator& ev, const std::vector<Job*>& batch) 
     }
     first += j->rows;
   }
+  return phases;
 }
 
-void Batcher::execute_outputs(api::Evaluator& ev, const std::vector<Job*>& batch) {
+Batcher::Phases Batcher::execute_outputs(api::Evaluator& ev, const std::vector<Job*>& batch) {
   const Generation& gen = *batch.front()->gen;
   const std::string& layer = batch.front()->layer;
   const uint64_t units = ev.units(layer);
@@ -183,13 +204,17 @@ void Batcher::execute_outputs(api::Evaluator& ev, const std::vector<Job*>& batch
     first += j->rows;
   }
   std::vector<float> out(rows * units);
+  Phases phases;
+  phases.input_done = Clock::now();
   ev.outputs(api::DenseInput{x.data(), rows, gen.input_units}, layer, out.data());
+  phases.infer_done = Clock::now();
   first = 0;
   for (Job* j : batch) {
     j->units = units;
     j->outputs.assign(out.begin() + first * units, out.begin() + (first + j->rows) * units);
     first += j->rows;
   }
+  return phases;
 }
 
 }  // namespace nn::serve

@@ -23,6 +23,7 @@
 
 #include "serve/generation.h"
 #include "serve/metrics.h"
+#include "serve/stats.h"
 
 namespace nn::serve {
 
@@ -52,6 +53,7 @@ struct Job {
   uint64_t units = 0;
   std::exception_ptr error;
   Clock::time_point arrival;
+  JobTimes times;  // set with the results: queue, and its batch's input, pass and output
   std::promise<void> done;
 };
 
@@ -61,8 +63,10 @@ struct BatcherStats {
 
 class Batcher {
  public:
-  // `metrics` (may be null) gets each job's queue time and each batch's rows.
-  Batcher(int workers, uint32_t max_batch, double max_delay_ms, Metrics* metrics = nullptr);
+  // `metrics` (may be null) gets each job's queue time and each batch's rows; `stats` (may be
+  // null) each batch's rows and phases.
+  Batcher(int workers, uint32_t max_batch, double max_delay_ms, Metrics* metrics = nullptr,
+          ModelStats* stats = nullptr);
   ~Batcher();  // finishes the queued jobs, then stops the workers
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
@@ -83,12 +87,17 @@ class Batcher {
   uint64_t compatible_rows() const;  // rows that could join a batch of the oldest job
   static bool compatible(const Job& a, const Job& b);
   void execute(size_t worker, const std::vector<Job*>& batch);
-  void execute_top_k(api::Evaluator& ev, const std::vector<Job*>& batch);
-  void execute_outputs(api::Evaluator& ev, const std::vector<Job*>& batch);
+  // Each returns the ends of its input and forward-pass phases (the output phase ends on return).
+  struct Phases {
+    Clock::time_point input_done, infer_done;
+  };
+  Phases execute_top_k(api::Evaluator& ev, const std::vector<Job*>& batch);
+  Phases execute_outputs(api::Evaluator& ev, const std::vector<Job*>& batch);
 
   const uint32_t max_batch_;
   const Clock::duration max_delay_;
   Metrics* const metrics_;
+  ModelStats* const stats_model_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;  // a job arrived, collecting ended, or stopping
   std::deque<Job*> queue_;

@@ -261,14 +261,14 @@ std::string format_recommend(const RecommendQuery& q) {
   return out;
 }
 
-InferQuery parse_infer(const std::string& body, const std::shared_ptr<const Generation>& gen,
-                       const api::ServeOptions& options) {
+api::InferRequest parse_infer(const std::string& body,
+                              const std::shared_ptr<const Generation>& gen) {
   const json request = parse_body(body);
   check_object(request, "request", {"id", "parameters", "inputs", "outputs"});
-  InferQuery q;
+  api::InferRequest r;
   if (request.contains("id")) {
     if (!request["id"].is_string()) throw HttpError(400, "id: expected a string");
-    q.id = request["id"].get<std::string>();
+    r.id = request["id"].get<std::string>();
   }
   if (request.contains("parameters") && !request["parameters"].is_object())
     throw HttpError(400, "parameters: expected an object");
@@ -281,36 +281,27 @@ InferQuery parse_infer(const std::string& body, const std::shared_ptr<const Gene
   check_object(in, "inputs[0]", {"name", "shape", "datatype", "data", "parameters"});
   for (const char* f : {"name", "shape", "datatype", "data"})
     if (!in.contains(f)) throw HttpError(400, std::string("inputs[0].") + f + ": missing");
-  if (!in["name"].is_string() || in["name"].get<std::string>() != gen->input_layer)
-    throw HttpError(400, "inputs[0].name: unknown input " + in["name"].dump() +
-                             "; the model's input is '" + gen->input_layer + "'");
-  if (in["datatype"] != "FP32")
-    throw HttpError(400,
-                    "inputs[0].datatype: " + in["datatype"].dump() + " is not served; use FP32");
+  // A name or datatype that is not a string cannot be the model's: make_infer says so, quoting
+  // it as JSON.
+  api::Tensor t;
+  t.name = in["name"].is_string() ? in["name"].get<std::string>() : in["name"].dump();
+  t.datatype =
+      in["datatype"].is_string() ? in["datatype"].get<std::string>() : in["datatype"].dump();
   const json& shape = in["shape"];
-  if (!shape.is_array() || shape.empty() || shape.size() > 2)
+  if (!shape.is_array())
     throw HttpError(400, "inputs[0].shape: expected [columns] or [rows, columns]");
-  for (const json& d : shape)
-    if (!d.is_number_unsigned() || d.get<uint64_t>() < 1)
+  for (const json& d : shape) {
+    if (!d.is_number_integer())
       throw HttpError(400, "inputs[0].shape: expected positive integers; got " + shape.dump());
-  const uint64_t rows = shape.size() == 2 ? shape[0].get<uint64_t>() : 1;
-  const uint64_t cols = shape.back().get<uint64_t>();
-  if (cols > gen->input_units)
-    throw HttpError(400, "inputs[0].shape: " + std::to_string(cols) + " columns; input '" +
-                             gen->input_layer + "' has " + std::to_string(gen->input_units));
-  if (rows > options.max_rows)
-    throw HttpError(413, "inputs[0].shape: " + std::to_string(rows) + " rows; at most " +
-                             std::to_string(options.max_rows) + " in one request");
+    // Beyond int64 is as wrong as zero: make_infer refuses both with this message.
+    t.shape.push_back(
+        d.is_number_unsigned() && d.get<uint64_t>() > uint64_t(INT64_MAX) ? 0 : d.get<int64_t>());
+  }
   if (!in["data"].is_array()) throw HttpError(400, "inputs[0].data: expected a list of numbers");
-  const uint64_t count = count_numbers(in["data"]);
-  if (count != rows * cols)
-    throw HttpError(400, "inputs[0].data: " + std::to_string(count) + " numbers; shape " +
-                             shape.dump() + " needs " + std::to_string(rows * cols));
-  std::vector<float> data;
-  data.reserve(count);
-  flatten(in["data"], "inputs[0].data", data, count);
-
-  std::vector<std::string> layers;
+  // The body is at most max_body bytes, so its numbers are bounded too.
+  t.data.reserve(count_numbers(in["data"]));
+  flatten(in["data"], "inputs[0].data", t.data, UINT64_MAX);
+  r.inputs.push_back(std::move(t));
   if (request.contains("outputs")) {
     const json& outputs = request["outputs"];
     if (!outputs.is_array() || outputs.empty())
@@ -320,52 +311,122 @@ InferQuery parse_infer(const std::string& body, const std::shared_ptr<const Gene
       check_object(outputs[i], w, {"name", "parameters"});
       if (!outputs[i].contains("name") || !outputs[i]["name"].is_string())
         throw HttpError(400, w + ".name: expected a layer name");
-      const std::string name = outputs[i]["name"].get<std::string>();
-      std::string known;
-      bool found = false;
-      for (const api::LayerInfo& l : gen->model->layers()) {
-        if (l.kind == "Input") continue;
-        known += (known.empty() ? "" : ", ") + l.name;
-        found = found || l.name == name;
-      }
-      if (!found) throw HttpError(400, w + ".name: no output '" + name + "'; outputs are " + known);
-      layers.push_back(name);
+      r.outputs.push_back(outputs[i]["name"].get<std::string>());
     }
-  } else {
-    layers = gen->model->output_layers();
   }
-  for (const std::string& layer : layers) {
+  return r;
+}
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? "," : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+InferQuery make_infer(api::InferRequest& r, const std::shared_ptr<const Generation>& gen,
+                      const api::ServeOptions& options) {
+  if (r.inputs.size() != 1)
+    throw HttpError(400, "inputs: expected a list of one tensor (the model has one input, '" +
+                             gen->input_layer + "')");
+  api::Tensor& in = r.inputs[0];
+  if (in.name != gen->input_layer)
+    throw HttpError(400, "inputs[0].name: unknown input " + json(in.name).dump() +
+                             "; the model's input is '" + gen->input_layer + "'");
+  if (in.datatype != "FP32")
+    throw HttpError(400,
+                    "inputs[0].datatype: " + json(in.datatype).dump() + " is not served; use FP32");
+  if (in.shape.empty() || in.shape.size() > 2)
+    throw HttpError(400, "inputs[0].shape: expected [columns] or [rows, columns]");
+  for (int64_t d : in.shape)
+    if (d < 1)
+      throw HttpError(400,
+                      "inputs[0].shape: expected positive integers; got " + shape_text(in.shape));
+  const uint64_t rows = in.shape.size() == 2 ? uint64_t(in.shape[0]) : 1;
+  const uint64_t cols = uint64_t(in.shape.back());
+  if (cols > gen->input_units)
+    throw HttpError(400, "inputs[0].shape: " + std::to_string(cols) + " columns; input '" +
+                             gen->input_layer + "' has " + std::to_string(gen->input_units));
+  if (rows > options.max_rows)
+    throw HttpError(413, "inputs[0].shape: " + std::to_string(rows) + " rows; at most " +
+                             std::to_string(options.max_rows) + " in one request");
+  if (in.data.size() != rows * cols)
+    throw HttpError(400, "inputs[0].data: " + std::to_string(in.data.size()) + " numbers; shape " +
+                             shape_text(in.shape) + " needs " + std::to_string(rows * cols));
+  // JSON has no NaN or infinity; a binary tensor can, and must not reach the model either.
+  for (size_t i = 0; i < in.data.size(); ++i)
+    if (!std::isfinite(in.data[i]))
+      throw HttpError(400, "inputs[0].data[" + std::to_string(i) + "]: not a finite float");
+
+  std::vector<std::string> layers;
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    const std::string& name = r.outputs[i];
+    std::string known;
+    bool found = false;
+    for (const api::LayerInfo& l : gen->model->layers()) {
+      if (l.kind == "Input") continue;
+      known += (known.empty() ? "" : ", ") + l.name;
+      found = found || l.name == name;
+    }
+    if (!found)
+      throw HttpError(400, "outputs[" + std::to_string(i) + "].name: no output '" + name +
+                               "'; outputs are " + known);
+    layers.push_back(name);
+  }
+  if (layers.empty()) layers = gen->model->output_layers();
+  InferQuery q;
+  q.id = r.id;
+  for (size_t i = 0; i < layers.size(); ++i) {
     auto job = std::make_unique<Job>();
     job->kind = Job::Kind::Outputs;
     job->gen = gen;
     job->rows = rows;
     job->cols = cols;
-    job->dense = data;
-    job->layer = layer;
+    // The last job takes the request's data; the others copy it.
+    job->dense = i + 1 < layers.size() ? in.data : std::move(in.data);
+    job->layer = layers[i];
     q.jobs.push_back(std::move(job));
   }
   return q;
 }
 
-std::string format_infer(const InferQuery& q, const std::string& model_name) {
+api::InferResponse infer_response(InferQuery& q, const std::string& model_name) {
+  api::InferResponse r;
+  r.model_name = model_name;
+  r.model_version = std::to_string(q.jobs.front()->gen->version);
+  r.id = q.id;
+  for (auto& job : q.jobs) {
+    api::Tensor t;
+    t.name = job->layer;
+    t.shape = {int64_t(job->rows), int64_t(job->units)};
+    t.data = std::move(job->outputs);
+    r.outputs.push_back(std::move(t));
+  }
+  return r;
+}
+
+std::string format_infer(const api::InferResponse& r) {
   std::string out = "{\"model_name\":";
-  append_string(out, model_name);
-  out += ",\"model_version\":\"" + std::to_string(q.jobs.front()->gen->version) + "\"";
-  if (!q.id.empty()) {
+  append_string(out, r.model_name);
+  out += ",\"model_version\":";
+  append_string(out, r.model_version);
+  if (!r.id.empty()) {
     out += ",\"id\":";
-    append_string(out, q.id);
+    append_string(out, r.id);
   }
   out += ",\"outputs\":[";
-  for (size_t i = 0; i < q.jobs.size(); ++i) {
-    const Job& j = *q.jobs[i];
+  for (size_t i = 0; i < r.outputs.size(); ++i) {
+    const api::Tensor& t = r.outputs[i];
     if (i) out += ',';
     out += "{\"name\":";
-    append_string(out, j.layer);
-    out += ",\"datatype\":\"FP32\",\"shape\":[" + std::to_string(j.rows) + "," +
-           std::to_string(j.units) + "],\"data\":[";
-    for (size_t v = 0; v < j.outputs.size(); ++v) {
+    append_string(out, t.name);
+    out += ",\"datatype\":\"FP32\",\"shape\":" + shape_text(t.shape) + ",\"data\":[";
+    for (size_t v = 0; v < t.data.size(); ++v) {
       if (v) out += ',';
-      append_float(out, j.outputs[v]);
+      append_float(out, t.data[v]);
     }
     out += "]}";
   }
@@ -373,19 +434,38 @@ std::string format_infer(const InferQuery& q, const std::string& model_name) {
   return out;
 }
 
-std::string format_metadata(const Generation& gen, const std::string& model_name) {
-  json inputs = json::array(), outputs = json::array();
-  inputs.push_back(
-      {{"name", gen.input_layer}, {"datatype", "FP32"}, {"shape", {-1, int64_t(gen.input_units)}}});
+api::ServerMetadata server_metadata() {
+  return {"nn-serve", NN_SERVE_VERSION, {"model_configuration", "statistics"}};
+}
+
+std::string format_server_metadata(const api::ServerMetadata& m) {
+  const json meta = {{"name", m.name}, {"version", m.version}, {"extensions", m.extensions}};
+  return meta.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+api::ModelMetadata model_metadata(const Generation& gen, const std::string& model_name) {
+  api::ModelMetadata m;
+  m.name = model_name;
+  m.platform = "nn";
+  m.versions = {std::to_string(gen.version)};
+  m.inputs.push_back({gen.input_layer, "FP32", {-1, int64_t(gen.input_units)}});
   for (const std::string& name : gen.model->output_layers())
-    outputs.push_back({{"name", name},
-                       {"datatype", "FP32"},
-                       {"shape", {-1, int64_t(gen.model->layer(name).units)}}});
-  const json meta = {{"name", model_name},
-                     {"versions", {std::to_string(gen.version)}},
-                     {"platform", "nn"},
-                     {"inputs", inputs},
-                     {"outputs", outputs}};
+    m.outputs.push_back({name, "FP32", {-1, int64_t(gen.model->layer(name).units)}});
+  return m;
+}
+
+std::string format_metadata(const api::ModelMetadata& m) {
+  auto tensors = [](const std::vector<api::TensorInfo>& list) {
+    json out = json::array();
+    for (const api::TensorInfo& t : list)
+      out.push_back({{"name", t.name}, {"datatype", t.datatype}, {"shape", t.shape}});
+    return out;
+  };
+  const json meta = {{"name", m.name},
+                     {"versions", m.versions},
+                     {"platform", m.platform},
+                     {"inputs", tensors(m.inputs)},
+                     {"outputs", tensors(m.outputs)}};
   return meta.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -32,17 +32,31 @@ RecommendQuery parse_recommend(const std::string& body,
                                const api::ServeOptions& options);
 std::string format_recommend(const RecommendQuery& query);
 
-// A parsed OIP v2 infer body: one job per requested output.
+// A checked OIP v2 inference request: one job per requested output.
 struct InferQuery {
   std::string id;  // echoed when given
   std::vector<std::unique_ptr<Job>> jobs;
 };
-InferQuery parse_infer(const std::string& body, const std::shared_ptr<const Generation>& gen,
-                       const api::ServeOptions& options);
-std::string format_infer(const InferQuery& query, const std::string& model_name);
+// The JSON body of POST .../infer as a typed request: its fields and their JSON types checked
+// (the model name and version come from the path, not from here).
+api::InferRequest parse_infer(const std::string& body,
+                              const std::shared_ptr<const Generation>& gen);
+// A typed request (from JSON, or from the gRPC front) checked against the model and made into
+// jobs; the input's data is moved out of it. HttpError 400 or 413 naming the field at fault.
+InferQuery make_infer(api::InferRequest& request, const std::shared_ptr<const Generation>& gen,
+                      const api::ServeOptions& options);
+// The answered jobs as outputs (moved out of them).
+api::InferResponse infer_response(InferQuery& query, const std::string& model_name);
+std::string format_infer(const api::InferResponse& response);
 
-// GET /v2/models/<name>: inputs and outputs with their shapes (-1: any batch size).
-std::string format_metadata(const Generation& gen, const std::string& model_name);
+// GET /v2: the server's name, version and extensions.
+api::ServerMetadata server_metadata();
+std::string format_server_metadata(const api::ServerMetadata& meta);
+
+// The inputs and outputs with their shapes (-1: any batch size).
+api::ModelMetadata model_metadata(const Generation& gen, const std::string& model_name);
+// GET /v2/models/<name>
+std::string format_metadata(const api::ModelMetadata& meta);
 
 // {"error": message}
 std::string error_body(const std::string& message);

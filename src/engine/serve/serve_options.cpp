@@ -25,6 +25,7 @@ ServeOptions serve_options(const CommandFile& cdl) {
   if (p.max_body > 0) o.max_body = p.max_body;
   if (!p.host.empty()) o.host = p.host;
   if (p.port >= 0) o.port = p.port;
+  if (p.grpc_port >= 0) o.grpc_port = p.grpc_port;
   return o;
 }
 

@@ -1,48 +1,24 @@
-// The public Service (include/nn/serve.h): routing, status codes, reload and drain around the
-// batcher. A request takes the current generation of the model when it is accepted and keeps it
-// to the end, so reload() can swap generations at any time: batches already formed finish on the
-// old model, which is freed when its last request has been answered.
+// The public Service (include/nn/serve.h): lifecycle, HTTP routing, reload and drain around the
+// batcher (the inference path and the typed Open Inference Protocol calls are service_oip.cpp's).
+// A request takes the current generation of the model when it is accepted and keeps it to the
+// end, so reload() can swap generations at any time: batches already formed finish on the old
+// model, which is freed when its last request has been answered.
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
 #include <utility>
 
 #include "nn/error.h"
 #include "nn/process.h"
 #include "nn/serve.h"
-#include "serve/batcher.h"
-#include "serve/generation.h"
 #include "serve/http_error.h"
-#include "serve/metrics.h"
+#include "serve/oip_json.h"
 #include "serve/requests.h"
+#include "serve/service_impl.h"
 
 namespace nn::api {
 
 using serve::Generation;
 using serve::HttpError;
-
-struct Service::Impl {
-  ServeOptions options;
-  LogSink log;
-  int workers = 1;
-  std::string name;
-  mutable std::mutex mutex;  // guards current, draining, in_flight, requests and reloads
-  std::condition_variable idle;
-  std::shared_ptr<const Generation> current;
-  bool draining = false;
-  uint64_t in_flight = 0, requests = 0, reloads = 0;
-  std::mutex reload_mutex;  // one reload at a time
-  serve::Metrics metrics;   // before the batcher, which records into it
-  std::unique_ptr<serve::Batcher> batcher;
-
-  std::shared_ptr<const Generation> snapshot() const {
-    std::lock_guard<std::mutex> lock(mutex);
-    return current;
-  }
-  ServeResponse route(const ServeRequest& r);
-  ServeResponse infer(const std::string& body, bool recommend);
-};
 
 namespace {
 
@@ -82,7 +58,7 @@ Service::Service(ServeOptions options, LogSink log) : impl_(std::make_unique<Imp
   s.name = s.options.model_name.empty() ? s.current->model->name() : s.options.model_name;
   if (s.name.empty()) s.name = "model";
   s.batcher = std::make_unique<serve::Batcher>(s.workers, s.options.max_batch,
-                                               s.options.max_delay_ms, &s.metrics);
+                                               s.options.max_delay_ms, &s.metrics, &s.model_stats);
 }
 
 Service::~Service() {
@@ -162,8 +138,9 @@ ServeResponse Service::handle(const ServeRequest& request) {
   const auto start = std::chrono::steady_clock::now();
   s.metrics.in_flight.fetch_add(1, std::memory_order_relaxed);
   ServeResponse response;
+  RequestTrace trace;
   try {
-    response = s.route(request);
+    response = s.route(request, trace);
   } catch (const HttpError& e) {
     response = {e.status(), serve::error_body(e.what())};
   } catch (const std::bad_alloc&) {
@@ -172,20 +149,43 @@ ServeResponse Service::handle(const ServeRequest& request) {
     response = {500, serve::error_body(e.what())};
   }
   s.metrics.in_flight.fetch_sub(1, std::memory_order_relaxed);
-  s.metrics.request(
-      serve::endpoint_of(request.path), response.status,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  std::lock_guard<std::mutex> lock(s.mutex);
-  ++s.requests;
+  s.count(serve::endpoint_of(request.path), response.status, start, &trace);
   return response;
 }
 
-ServeResponse Service::Impl::route(const ServeRequest& r) {
+void Service::Impl::count(serve::Endpoint endpoint, int status,
+                          std::chrono::steady_clock::time_point start, const RequestTrace* trace) {
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  metrics.request(endpoint, status, std::chrono::duration<double>(elapsed).count());
+  if (trace && trace->model)
+    model_stats.request(status == 200, trace->rows,
+                        uint64_t(std::chrono::nanoseconds(elapsed).count()), trace->times);
+  std::lock_guard<std::mutex> lock(mutex);
+  ++requests;
+}
+
+void Service::Impl::check_model(const std::string& model, const std::string& version) const {
+  if (model != name)
+    throw HttpError(404, "no model '" + model + "'; this server has '" + name + "'");
+  if (!version.empty()) {
+    const std::string serving = std::to_string(snapshot()->version);
+    if (version != serving)
+      throw HttpError(404, "no version '" + version + "' of model '" + name +
+                               "'; this server has version " + serving);
+  }
+}
+
+void Service::Impl::check_ready() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (draining) throw HttpError(503, "not ready: the server is shutting down");
+}
+
+ServeResponse Service::Impl::route(const ServeRequest& r, RequestTrace& trace) {
   const std::vector<std::string> seg = segments(r.path);
   const auto ok = [](std::string body) { return ServeResponse{200, std::move(body)}; };
   if (seg.size() == 1 && seg[0] == "recommend") {
     require_method(r, "POST");
-    return infer(r.body, true);
+    return recommend(r.body, trace);
   }
   if (seg.size() == 1 && seg[0] == "metrics") {
     require_method(r, "GET");
@@ -199,83 +199,56 @@ ServeResponse Service::Impl::route(const ServeRequest& r) {
                              name + ", POST /v2/models/" + name + "/infer, GET /metrics");
   if (seg.size() == 1) {
     require_method(r, "GET");
-    return ok("{\"name\":\"nn-serve\",\"extensions\":[]}");
+    return ok(serve::format_server_metadata(serve::server_metadata()));
   }
   if (seg.size() == 3 && seg[1] == "health" && (seg[2] == "live" || seg[2] == "ready")) {
     require_method(r, "GET");
     if (seg[2] == "live") return ok("{\"live\":true}");
-    std::lock_guard<std::mutex> lock(mutex);
-    if (draining) throw HttpError(503, "not ready: the server is shutting down");
+    check_ready();
     return ok("{\"ready\":true}");
   }
+  if (seg.size() == 3 && seg[1] == "models" && seg[2] == "stats" && name != "stats") {
+    // Triton's statistics of every model: this one.
+    require_method(r, "GET");
+    return ok(serve::format_statistics({statistics()}));
+  }
   if (seg.size() >= 3 && seg[1] == "models") {
-    if (seg[2] != name)
-      throw HttpError(404, "no model '" + seg[2] + "'; this server has '" + name + "'");
-    if (seg.size() == 3) {
-      require_method(r, "GET");
-      return ok(serve::format_metadata(*snapshot(), name));
+    // /v2/models/<name>[/versions/<version>][/<action>]
+    const std::string& model = seg[2];
+    std::string version;
+    size_t next = 3;
+    if (seg.size() >= 5 && seg[3] == "versions") {
+      version = seg[4];
+      next = 5;
     }
-    if (seg.size() == 4 && seg[3] == "ready") {
+    const std::string action = seg.size() == next + 1 ? seg[next] : "";
+    if (seg.size() > next + 1 || (seg.size() == 4 && seg[3] == "versions"))
+      throw HttpError(404, "no endpoint " + r.path);
+    check_model(model, version);
+    if (action.empty()) {
       require_method(r, "GET");
-      std::lock_guard<std::mutex> lock(mutex);
-      if (draining) throw HttpError(503, "not ready: the server is shutting down");
+      return ok(serve::format_metadata(serve::model_metadata(*snapshot(), name)));
+    }
+    if (action == "ready") {
+      require_method(r, "GET");
+      check_ready();
       return ok("{\"name\":\"" + name + "\",\"ready\":true}");
     }
-    if (seg.size() == 4 && seg[3] == "infer") {
+    if (action == "infer") {
       require_method(r, "POST");
-      return infer(r.body, false);
+      InferRequest request;
+      return ok(serve::format_infer(infer(request, trace, &r.body)));
+    }
+    if (action == "config") {
+      require_method(r, "GET");
+      return ok(serve::format_config(config()));
+    }
+    if (action == "stats") {
+      require_method(r, "GET");
+      return ok(serve::format_statistics({statistics()}));
     }
   }
   throw HttpError(404, "no endpoint " + r.path);
-}
-
-ServeResponse Service::Impl::infer(const std::string& body, bool recommend) {
-  if (body.size() > options.max_body)
-    throw HttpError(413, "request body of " + std::to_string(body.size()) + " bytes; at most " +
-                             std::to_string(options.max_body));
-  std::shared_ptr<const Generation> gen;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (draining) throw HttpError(503, "not ready: the server is shutting down");
-    gen = current;
-    ++in_flight;
-  }
-  // Counted in flight from here to the answer, whatever happens (drain waits for zero).
-  struct InFlight {
-    Impl& s;
-    ~InFlight() {
-      std::lock_guard<std::mutex> lock(s.mutex);
-      if (--s.in_flight == 0) s.idle.notify_all();
-    }
-  } in_flight_guard{*this};
-  // Announced to the batcher until its first job is queued: a batch being collected waits for
-  // it (up to max_delay), and goes at once when no accepted request is still on its way.
-  batcher->announce();
-  bool announced = true;
-  struct Withdraw {
-    serve::Batcher& b;
-    bool& pending;
-    ~Withdraw() {
-      if (pending) b.withdraw();
-    }
-  } withdraw_guard{*batcher, announced};
-  auto rethrow = [](const serve::Job& j) {
-    if (j.error) std::rethrow_exception(j.error);
-  };
-  if (recommend) {
-    serve::RecommendQuery q = serve::parse_recommend(body, gen, options);
-    if (q.job->rows > 0) {
-      batcher->run(*q.job, std::exchange(announced, false));
-      rethrow(*q.job);
-    }
-    return {200, serve::format_recommend(q)};
-  }
-  serve::InferQuery q = serve::parse_infer(body, gen, options);
-  for (auto& job : q.jobs) {
-    batcher->run(*job, std::exchange(announced, false));
-    rethrow(*job);
-  }
-  return {200, serve::format_infer(q, name)};
 }
 
 }  // namespace nn::api

@@ -94,7 +94,8 @@ void block_serve_signals() {
   for (int sig : {SIGHUP, SIGTERM, SIGINT}) sigaction(sig, &action, nullptr);
 }
 
-void serve_http(api::Service& service, const FrontOptions& o, const LogSink& log) {
+void serve_http(api::Service& service, const FrontOptions& o, const LogSink& log,
+                const SideFront& side) {
   HttpLimits limits;
   limits.max_body = o.max_body;
   limits.handlers = o.connections;
@@ -103,11 +104,13 @@ void serve_http(api::Service& service, const FrontOptions& o, const LogSink& log
   limits.header_timeout_s = o.header_timeout_s;
   limits.body_timeout_s = o.body_timeout_s;
   HttpServer* running = nullptr;  // for /metrics, set once the server exists
-  auto answer = [&service, &running, &o](const HttpRequest& req) {
+  auto answer = [&service, &running, &o, &side](const HttpRequest& req) {
     const api::ServeResponse r = service.handle({req.method, req.path, req.body});
     HttpResponse res{r.status, r.content_type, r.body};
-    if (r.status == 200 && req.path == "/metrics" && running)
+    if (r.status == 200 && req.path == "/metrics" && running) {
       res.body += connection_metrics(running->counters(), o.max_connections);
+      if (side.metrics) res.body += side.metrics();
+    }
     return res;
   };
   const bool access_log = o.access_log;
@@ -154,6 +157,7 @@ void serve_http(api::Service& service, const FrontOptions& o, const LogSink& log
     if (sig == SIGTERM || sig == SIGINT) {
       log(std::string(sig == SIGTERM ? "SIGTERM" : "SIGINT") +
           ": draining (new requests get 503; accepted ones are answered)");
+      if (side.draining) side.draining();
       break;
     }
     if (sig == SIGHUP) {
@@ -173,6 +177,7 @@ void serve_http(api::Service& service, const FrontOptions& o, const LogSink& log
       reload("the network file changed");
   }
   service.drain();
+  if (side.stop) side.stop();
   server.stop();
   const api::ServeStats st = service.stats();
   log("stopped after " + std::to_string(st.requests) + " requests (" + std::to_string(st.rows) +

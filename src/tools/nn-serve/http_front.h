@@ -3,6 +3,7 @@
 // and SIGTERM/SIGINT draining before exit.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "nn/log.h"
@@ -24,12 +25,20 @@ struct FrontOptions {
   bool quiet = false;  // no status lines either, except "listening on" for --port 0
 };
 
+// Another front beside HTTP (gRPC): what it adds to GET /metrics, what it does when draining
+// begins (before the Service drains) and how it stops (after). Any of them may be empty.
+struct SideFront {
+  std::function<std::string()> metrics;
+  std::function<void()> draining, stop;
+};
+
 // The calling thread must have called block_serve_signals before starting any thread of its own:
 // SIGHUP, SIGTERM and SIGINT are then blocked everywhere but in this function's sigtimedwait
 // (threads the process had before pass them on to this one). Returns when a
 // SIGTERM or SIGINT has drained the service; `log` gets the status lines (listening, reloads,
 // draining), the access log goes to standard error unless turned off.
-void serve_http(api::Service& service, const FrontOptions& options, const LogSink& log);
+void serve_http(api::Service& service, const FrontOptions& options, const LogSink& log,
+                const SideFront& side = {});
 void block_serve_signals();
 
 }  // namespace nn::tool

@@ -11,13 +11,14 @@ HandlerPool::~HandlerPool() {
   stop();
 }
 
-void HandlerPool::submit(std::function<void()> task) {
+bool HandlerPool::submit(std::function<void()> task) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_) return;
+    if (stopping_) return false;
     queue_.push_back(std::move(task));
   }
   wake_.notify_one();
+  return true;
 }
 
 void HandlerPool::stop() {

@@ -1,6 +1,7 @@
-// The threads that run nn-serve's complete requests (http_server.h): a request may block for as
-// long as its batch takes, so it runs here, off the I/O thread. The queue is bounded by the
-// connections (each has at most one request in progress).
+// The threads that run nn-serve's complete requests (http_server.h), and its gRPC inference calls
+// (grpc_oip.h): a request may block for as long as its batch takes, so it runs here, off the I/O
+// threads. The queue is bounded by the caller: HTTP's by the connections (each has at most one
+// request in progress), gRPC's by a count of calls in progress.
 #pragma once
 
 #include <condition_variable>
@@ -19,7 +20,8 @@ class HandlerPool {
   HandlerPool(const HandlerPool&) = delete;
   HandlerPool& operator=(const HandlerPool&) = delete;
 
-  void submit(std::function<void()> task);
+  // False (the task dropped) once stop() has begun.
+  bool submit(std::function<void()> task);
   // Runs what is queued, then joins the threads; later submissions are dropped. Idempotent.
   void stop();
 

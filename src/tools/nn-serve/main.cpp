@@ -1,12 +1,18 @@
 // nn-serve: answers recommendation and inference requests over HTTP with a trained network
-// (docs/serving.md): POST /recommend with item names, the Open Inference Protocol v2 endpoints,
-// concurrent requests batched together, the network reloaded on SIGHUP or when its file is
-// replaced, SIGTERM draining. From a CDL file (Command "Serve") or flags:
-//   nn-serve -n network.nc -i input.idx -o output.idx [--port 8080] [--max-batch 256]
-// The flags become api::ServeOptions (nn/serve.h); the library serves, http_front.cpp listens.
+// (docs/serving.md): POST /recommend with item names, the Open Inference Protocol v2 endpoints
+// (over HTTP, and over gRPC with --grpc-port), concurrent requests batched together, the network
+// reloaded on SIGHUP or when its file is replaced, SIGTERM draining. From a CDL file (Command
+// "Serve") or flags:
+//   nn-serve -n network.nc -i input.idx -o output.idx [--port 8080] [--grpc-port 8001]
+// The flags become api::ServeOptions (nn/serve.h); the library serves, http_front.cpp listens,
+// and grpc_front.cpp beside it (where the build has gRPC: NN_HAVE_GRPC).
+#include <memory>
 #include <string>
 
 #include "common/cli_support.h"
+#ifdef NN_HAVE_GRPC
+#include "nn-serve/grpc_front.h"
+#endif
 #include "nn-serve/http_front.h"
 #include "nn/command_file.h"
 #include "nn/serve.h"
@@ -36,6 +42,10 @@ void define_flags(CLI::App& app, Flags& f) {
       ->check(CLI::ExistingFile);
   app.add_option("--host", f.serve.host, "address to listen on (default 127.0.0.1)");
   app.add_option("--port", f.serve.port, "port to listen on (default 8080; 0 = any free port)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--grpc-port", f.serve.grpc_port,
+                 "also serve the Open Inference Protocol over gRPC on this port (0 = any free "
+                 "port), with grpc.health.v1 (default: no gRPC)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--threads", f.serve.threads,
                  "evaluators running batches at once, and CPU threads (default: the CPUs this "
@@ -92,11 +102,12 @@ void define_flags(CLI::App& app, Flags& f) {
 int run(int argc, char** argv) {
   CLI::App app{
       "Serve a trained network over HTTP: POST /recommend {\"items\": [...], \"k\": 10},\n"
-      "the Open Inference Protocol v2 (/v2/health/ready, /v2/models/<name>/infer), concurrent\n"
-      "requests batched, the network reloaded on SIGHUP or when its file is replaced.\n"
+      "the Open Inference Protocol v2 (/v2/health/ready, /v2/models/<name>/infer; over gRPC\n"
+      "too with --grpc-port), concurrent requests batched, the network reloaded on SIGHUP or\n"
+      "when its file is replaced.\n"
       "  nn-serve serve.cdl                 run a CDL command file (Command: Serve)\n"
-      "  nn-serve -n net.nc -i input.idx -o output.idx [--port 8080] [--threads N]\n"
-      "           [--max-batch 256] [--max-delay-ms 2]\n"
+      "  nn-serve -n net.nc -i input.idx -o output.idx [--port 8080] [--grpc-port 8001]\n"
+      "           [--threads N] [--max-batch 256] [--max-delay-ms 2]\n"
       "GET /metrics answers in the Prometheus text format.",
       "nn-serve"};
   Flags f;
@@ -118,6 +129,7 @@ int run(int argc, char** argv) {
     take("-o", f.serve.output_index, from.output_index);
     take("--host", f.serve.host, from.host);
     take("--port", f.serve.port, from.port);
+    take("--grpc-port", f.serve.grpc_port, from.grpc_port);
     take("--threads", f.serve.threads, from.threads);
     take("--max-batch", f.serve.max_batch, from.max_batch);
     take("--max-delay-ms", f.serve.max_delay_ms, from.max_delay_ms);
@@ -157,7 +169,34 @@ int run(int argc, char** argv) {
       " evaluator(s); batches of up to " + std::to_string(s.max_batch) + " rows or " +
       std::to_string(s.max_delay_ms).substr(0, std::to_string(s.max_delay_ms).find('.') + 3) +
       " ms");
-  serve_http(service, f.front, log);
+  SideFront side;
+#ifdef NN_HAVE_GRPC
+  std::unique_ptr<GrpcFront> grpc;
+  if (s.grpc_port >= 0) {
+    GrpcOptions g;
+    g.host = s.host;
+    g.port = s.grpc_port;
+    g.handlers = f.front.connections;
+    g.max_pending = f.front.max_connections;
+    g.max_message = s.max_body;
+    g.access_log = f.front.access_log;
+    grpc = std::make_unique<GrpcFront>(service, g);
+    // As for HTTP, a port chosen by the system is announced even with -q.
+    const LogSink announce = f.quiet && s.grpc_port == 0 ? stream_log(stderr, "nn-serve: ") : log;
+    announce("gRPC listening on " + s.host + ":" + std::to_string(grpc->port()) +
+             " (inference.GRPCInferenceService, grpc.health.v1.Health)");
+    GrpcFront* front = grpc.get();
+    side.metrics = [front] { return front->metrics(); };
+    side.draining = [front] { front->draining(); };
+    side.stop = [front] { front->stop(); };
+  }
+#else
+  if (s.grpc_port >= 0)
+    throw UsageError(
+        "--grpc-port: this nn-serve was built without gRPC (Debian's libgrpc++-dev, "
+        "protobuf-compiler-grpc; scripts/setup.sh installs them)");
+#endif
+  serve_http(service, f.front, log, side);
   return 0;
 }
 

@@ -125,11 +125,12 @@ TEST_F(ServeTest, InferIsTheOutputLayerAndTakesNarrowRows) {
 TEST_F(ServeTest, CommandFileServe) {
   std::ofstream(path("serve.cdl")) << R"({"Command": "Serve", "Network": "network.nc",
       "ServeParameters": {"InputIndex": "input.idx", "OutputIndex": "output.idx", "Port": 0,
-      "MaxBatch": 16, "MaxDelayMs": 0.5, "K": 3, "ModelName": "m"}})";
+      "GrpcPort": 8001, "MaxBatch": 16, "MaxDelayMs": 0.5, "K": 3, "ModelName": "m"}})";
   const api::ServeOptions o = api::serve_options(api::CommandFile::read(path("serve.cdl")));
   EXPECT_EQ(o.network, path("network.nc"));
   EXPECT_EQ(o.input_index, path("input.idx"));
   EXPECT_EQ(o.port, 0);
+  EXPECT_EQ(o.grpc_port, 8001);
   EXPECT_EQ(o.max_batch, 16u);
   EXPECT_EQ(o.max_delay_ms, 0.5);
   EXPECT_EQ(o.default_k, 3u);
@@ -139,6 +140,14 @@ TEST_F(ServeTest, CommandFileServe) {
   std::ofstream(path("bad.cdl")) << R"({"Command": "Serve", "Network": "network.nc",
       "ServeParameters": {"Prot": 1}})";
   EXPECT_THROW(api::CommandFile::read(path("bad.cdl")), ConfigError);
+  std::ofstream(path("port.cdl")) << R"({"Command": "Serve", "Network": "network.nc",
+      "ServeParameters": {"InputIndex": "input.idx", "OutputIndex": "output.idx",
+      "GrpcPort": 70000}})";
+  EXPECT_THROW(api::CommandFile::read(path("port.cdl")), ConfigError);
+  // No GrpcPort: no gRPC.
+  std::ofstream(path("plain.cdl")) << R"({"Command": "Serve", "Network": "network.nc",
+      "ServeParameters": {"InputIndex": "input.idx", "OutputIndex": "output.idx"}})";
+  EXPECT_EQ(api::serve_options(api::CommandFile::read(path("plain.cdl"))).grpc_port, -1);
 }
 
 }  // namespace
