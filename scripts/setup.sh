@@ -29,11 +29,11 @@ packages=(cmake ninja-build g++ make pkg-config libopenmpi-dev openmpi-bin libne
           gnuplot-nox   # gnuplot: nn-train's loss curve PNG (optional; training works without)
           groff-base    # groff's man macros: CTest docs.man-lint renders the man pages
           libboost-dev                         # nn-serve's HTTP server (Boost.Beast/Asio)
-          libgrpc++-dev protobuf-compiler protobuf-compiler-grpc  # nn-serve --grpc-port
+          libgrpc++-dev protobuf-compiler-grpc  # nn-serve --grpc-port
           libcpp-httplib-dev curl              # the serving benchmark's client; curl: docs/serving.md
           libb64-0d                            # perf_analyzer (tritonclient's wheel) in bench_serve.sh
           libonnx-dev libprotobuf-dev python3-onnx  # nn-export; python3-onnx checks its graphs
-          protobuf-compiler  # protoc: nn-train's TensorBoard event records (--tensorboard)
+          protobuf-compiler  # protoc: TensorBoard event records, nn-serve gRPC messages
           python3-dev pybind11-dev python3-pybind11 python3-numpy python3-scipy python3-pytest
           python3-venv)
           # the Python module nnsuite (python/, docs/python.md), its pytest suite, and a virtual

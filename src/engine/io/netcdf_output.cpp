@@ -8,11 +8,10 @@
 // checksum trailer (io/file_checksum.h).
 #include "io/netcdf_output.h"
 
+#include <fcntl.h>
 #include <hdf5.h>
 #include <netcdf.h>
 #include <netcdf_mem.h>
-
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,8 +126,7 @@ void write_netcdf_direct(AtomicFile& out, const std::function<void(int ncid)>& f
   int ncid = -1;
   // NC_CLOBBER: the temporary file exists (empty); netCDF/HDF5 truncate and fill it.
   int rc = nc_create(path.c_str(), NC_NETCDF4 | NC_CLOBBER, &ncid);
-  if (rc != NC_NOERR)
-    throw IoError(target + ": cannot create NetCDF file: " + nc_strerror(rc));
+  if (rc != NC_NOERR) throw IoError(target + ": cannot create NetCDF file: " + nc_strerror(rc));
   try {
     fill(ncid);
   } catch (...) {
@@ -147,8 +145,12 @@ void write_netcdf_direct(AtomicFile& out, const std::function<void(int ncid)>& f
 
 }  // namespace
 
-size_t netcdf_direct_bytes() { return direct_bytes.load(); }
-void set_netcdf_direct_bytes(size_t bytes) { direct_bytes.store(bytes); }
+size_t netcdf_direct_bytes() {
+  return direct_bytes.load();
+}
+void set_netcdf_direct_bytes(size_t bytes) {
+  direct_bytes.store(bytes);
+}
 
 void write_netcdf(AtomicFile& out, size_t size_hint, const std::function<void(int ncid)>& fill) {
   if (size_hint >= netcdf_direct_bytes() && !out.temp_path().empty() && out.target() != "-") {

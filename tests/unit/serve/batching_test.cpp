@@ -71,6 +71,9 @@ TEST_F(ServeTest, BatchedAnswersEqualSingleAnswersUnderConcurrentLoad) {
   api::ServeOptions batched_options = options();
   batched_options.max_batch = 64;
   batched_options.max_delay_ms = 20;  // long enough to gather many requests on a loaded machine
+  // One worker: while it runs a batch the other clients' requests queue behind it (with two, a
+  // busy machine once served all 240 requests alone, each arriving at an idle worker).
+  batched_options.threads = 1;
   api::Service batched(batched_options);
   api::ServeOptions single_options = options();
   single_options.max_batch = 1;
@@ -82,11 +85,14 @@ TEST_F(ServeTest, BatchedAnswersEqualSingleAnswersUnderConcurrentLoad) {
   std::vector<api::ServeResponse> got(requests.size());
   std::vector<std::thread> clients;
   constexpr int kClients = 16;
+  std::atomic<bool> go{false};  // every client starts at once
   for (int c = 0; c < kClients; ++c)
     clients.emplace_back([&, c] {
+      while (!go.load()) std::this_thread::yield();
       for (size_t i = size_t(c); i < requests.size(); i += kClients)
         got[i] = post(batched, requests[i].first, requests[i].second);
     });
+  go.store(true);
   for (std::thread& t : clients) t.join();
   for (size_t i = 0; i < requests.size(); ++i) {
     const api::ServeResponse want = post(single, requests[i].first, requests[i].second);
