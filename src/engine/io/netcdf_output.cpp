@@ -102,23 +102,6 @@ namespace {
 
 std::atomic<size_t> direct_bytes{size_t(256) << 20};
 
-// Cuts the file at `path` to the end-of-file address its HDF5 superblock records (HDF5 may leave
-// unused space allocated past it).
-void cut_to_hdf5_end(const std::string& path, const std::string& target) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) throw IoError(target + ": cannot reopen the file written: " + std::strerror(errno));
-  struct stat st;
-  unsigned char head[64] = {};
-  int err = 0;
-  if (::fstat(fd, &st) != 0 || ::pread(fd, head, sizeof head, 0) < 0) err = errno;
-  if (err == 0 && st.st_size >= off_t(sizeof head)) {
-    const size_t end = hdf5_end_of_file(head, size_t(st.st_size));
-    if (end < size_t(st.st_size) && ::ftruncate(fd, off_t(end)) != 0) err = errno;
-  }
-  ::close(fd);
-  if (err) throw IoError(target + ": cannot finish the file written: " + std::strerror(err));
-}
-
 // netCDF writes the file itself, into the AtomicFile's named temporary file.
 void write_netcdf_direct(AtomicFile& out, const std::function<void(int ncid)>& fill) {
   const std::string path = out.content_path();
@@ -144,6 +127,21 @@ void write_netcdf_direct(AtomicFile& out, const std::function<void(int ncid)>& f
 }
 
 }  // namespace
+
+void cut_to_hdf5_end(const std::string& path, const std::string& target) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) throw IoError(target + ": cannot reopen the file written: " + std::strerror(errno));
+  struct stat st;
+  unsigned char head[64] = {};
+  int err = 0;
+  if (::fstat(fd, &st) != 0 || ::pread(fd, head, sizeof head, 0) < 0) err = errno;
+  if (err == 0 && st.st_size >= off_t(sizeof head)) {
+    const size_t end = hdf5_end_of_file(head, size_t(st.st_size));
+    if (end < size_t(st.st_size) && ::ftruncate(fd, off_t(end)) != 0) err = errno;
+  }
+  ::close(fd);
+  if (err) throw IoError(target + ": cannot finish the file written: " + std::strerror(err));
+}
 
 size_t netcdf_direct_bytes() {
   return direct_bytes.load();

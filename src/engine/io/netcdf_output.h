@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 
 #include "core/atomic_file.h"
 
@@ -31,5 +32,9 @@ void set_netcdf_direct_bytes(size_t bytes);
 // addresses); `size` when the bytes do not start with a superblock of that form or it claims
 // more than `size` bytes.
 size_t hdf5_end_of_file(const unsigned char* p, size_t size);
+
+// Cuts the HDF5 file netCDF wrote at `path` to the end-of-file address its superblock records
+// (HDF5 may leave space allocated past it). IoError naming `target` on failure.
+void cut_to_hdf5_end(const std::string& path, const std::string& target);
 
 }  // namespace nn

@@ -122,25 +122,6 @@ struct SparseDatasetWriter::Impl {
       throw IoError(out->target() + ": reserving " + std::to_string(bytes) +
                     " bytes for the file failed: " + std::strerror(err));
   }
-
-  // Cuts the closed file to the end-of-file address in its superblock (the space reserved
-  // beyond it).
-  void cut_to_hdf5_end() {
-    const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-      throw IoError(out->target() + ": cannot reopen the file written: " + std::strerror(errno));
-    struct stat st;
-    unsigned char head[64] = {};
-    int err = 0;
-    if (::fstat(fd, &st) != 0 || ::pread(fd, head, sizeof head, 0) < 0) err = errno;
-    if (err == 0 && st.st_size >= off_t(sizeof head)) {
-      const size_t end = hdf5_end_of_file(head, size_t(st.st_size));
-      if (end < size_t(st.st_size) && ::ftruncate(fd, off_t(end)) != 0) err = errno;
-    }
-    ::close(fd);
-    if (err)
-      throw IoError(out->target() + ": cannot finish the file written: " + std::strerror(err));
-  }
 };
 
 SparseDatasetWriter::SparseDatasetWriter(AtomicFile& out, const ExampleSet& header,
@@ -268,7 +249,7 @@ void SparseDatasetWriter::finish() {
     m.nc = -1;
     m.check(rc, "closing the file");
     m.remove_handler();
-    m.cut_to_hdf5_end();
+    cut_to_hdf5_end(m.path, m.out->target());
     m.out->adopt_content();
     const uint64_t size = m.out->bytes_written();
     // Checked by every reader before the NetCDF/HDF5 libraries see the file.
