@@ -36,7 +36,9 @@
 #   link), NN_CHECK_SHAPER (auto, netem or relay), NN_CHECK_RANK_CPUS (the CPU lists of ranks 0
 #   and 1, e.g. "0-7 8-15"; default: the halves of this process's CPUs), NN_CHECK_PRIORITY
 #   (normal, or rt: ranks and plans SCHED_FIFO, for a busy machine of your own),
-#   NN_CHECK_RUN_TIMEOUT (seconds per mpirun, default 3600).
+#   NN_CHECK_RUN_TIMEOUT (seconds per mpirun, default 3600), NN_CHECK_LINK_MAX (bytes: the
+#   largest message --measure-link times; default the largest weight array of the networks
+#   checked, 0 with --quick; for builds with --measure-link-max).
 # Exit status: 0 = every link verified and, with training, every prediction within 25% of the
 # measurement and the rule's pick the faster (or within 5% of it); 1 = a check failed (the
 # tables say which); 2 = usage or setup error; 77 = cannot run here (not root, no network
@@ -95,6 +97,21 @@ if [ $quick = 1 ] || [ $dry = 1 ]; then
   epochs=${NN_CHECK_EPOCHS:-2} plan_steps=3 probe_mb=8 pingpong_repeats=40
 fi
 run_timeout=${NN_CHECK_RUN_TIMEOUT:-3600}
+# The largest gradient a network checked reduces in one message (items x first hidden width).
+largest_array() {
+  local max=0 bytes n
+  for n in $networks; do
+    case $n in
+      1x128) bytes=$((27278 * 128 * 4)) ;;
+      3x1024) bytes=$((27278 * 1024 * 4)) ;;
+      million) bytes=$((1000000 * 128 * 4)) ;;
+      *) bytes=0 ;;
+    esac
+    [ "$bytes" -gt "$max" ] && max=$bytes
+  done
+  echo "$max"
+}
+link_max=${NN_CHECK_LINK_MAX:-$([ $quick = 1 ] && echo 0 || largest_array)}
 plan_link_choice=${NN_CHECK_PLAN_LINK:-auto}
 shaper=${NN_CHECK_SHAPER:-auto}
 for n in $networks; do
@@ -212,10 +229,11 @@ exec ip netns exec "\$ns" sh -c "\$*"
 AGENT
 chmod +x "$work/agent.sh"
 printf '%s slots=1\n%s slots=1\n' $addr_a $addr_b >"$work/hosts"
-has_measure_link=0 has_plan_steps=0
+has_measure_link=0 has_measure_link_max=0 has_plan_steps=0
 if [ $dry = 0 ]; then
   help=$("$tools/nn-train" --help 2>&1)
   grep -q -- --measure-link <<<"$help" && has_measure_link=1
+  grep -q -- --measure-link-max <<<"$help" && has_measure_link_max=1
   grep -q -- --plan-steps <<<"$help" && has_plan_steps=1
 fi
 load() { cut -d' ' -f1 /proc/loadavg; }
@@ -396,8 +414,11 @@ PY
 plan_link() {
   local name=$1 choice=$plan_link_choice
   if [ "$choice" = auto ] && [ $has_measure_link = 1 ]; then
-    local file="$work/link-$name.json"
-    mpi "$work/measure-link-$name.log" "$tools/nn-train" --measure-link "$file" >/dev/null ||
+    local file="$work/link-$name.json" larger=()
+    [ $has_measure_link_max = 1 ] && [ "$link_max" -gt 33554432 ] &&
+      larger=(--measure-link-max "$link_max")
+    mpi "$work/measure-link-$name.log" "$tools/nn-train" --measure-link "$file" "${larger[@]}" \
+      >/dev/null ||
       die "nn-train --measure-link over $name failed: $(tail -5 "$work/measure-link-$name.log")"
     echo "$file"
     return

@@ -158,10 +158,11 @@ void run_scaling_plan(const TrainJob& job, int ranks, const std::string& link, c
                       double device_step_ms = 0.0);
 
 // `mpirun -np N nn-train --measure-link FILE`: times all-reduce, all-gather and reduce-scatter
-// of 64 B to 32 MB between the ranks, fits a latency and a bandwidth (model/link_model.h) and
-// writes them with the timings to `path` on rank 0, for --link / TrainJob::link. Every rank
-// calls it. ArgumentError with one process.
-void measure_link(const std::string& path, const LogSink& log);
+// of 64 B to 32 MB between the ranks (and, when `max_bytes` is larger, of sizes growing 8-fold
+// up to it: a network whose gradients are larger exchanges them in messages that large), fits a
+// latency and a bandwidth (model/link_model.h) and writes them with the timings to `path` on
+// rank 0, for --link / TrainJob::link. Every rank calls it. ArgumentError with one process.
+void measure_link(const std::string& path, const LogSink& log, uint64_t max_bytes = 0);
 
 // The gradient check: the job's network built and initialised as for training (with job.seed),
 // backward()'s gradients compared with finite differences on the first minibatch.

@@ -147,7 +147,7 @@ std::shared_ptr<Model> Model::from_json(const std::string& json,
 }
 
 void Model::save(const std::string& path) const {
-  write_network_file(path, impl_->net->to_file());
+  write_network_file(path, impl_->net->to_file_view());
 }
 
 const std::string& Model::name() const {

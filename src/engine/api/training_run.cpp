@@ -13,6 +13,7 @@
 #include "api/train_setup.h"
 #include "backend/backend_choice.h"
 #include "backend/cpu/blas_kernels.h"
+#include "backend/math/optimizer_math.h"
 #include "config/parse.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -36,6 +37,7 @@
 #include "train/gradient_check.h"
 #include "train/hyper_parameters.h"
 #include "train/loss_curve.h"
+#include "train/row_sparse.h"
 #include "train/scaling_plan.h"
 #include "train/step_cost.h"
 #include "train/tensorboard_log.h"
@@ -108,11 +110,34 @@ void predict_with_link(const TrainJob& job, const LoadedModel& m, NetworkParalle
   const std::map<std::string, double> target_nnz = mean_nnz(m.bound.outputs);
   const OptimizerKind optimizer = optimizer_kind(job.optimizer);
   const uint64_t examples = m.bound.examples;
+  // Sparse inputs whose matrices the training loop will update row by row (train/row_sparse.h,
+  // ignoring its rarer exceptions such as shared matrices): their gradients are exchanged as the
+  // minibatch's distinct rows, counted here from the data.
+  SparseUpdateMode update = SparseUpdateMode::Exact;
+  try {
+    update = sparse_update_mode(job.sparse_update);
+  } catch (const ConfigError& e) {
+    throw ArgumentError(e.what());
+  }
+  const bool by_rows =
+      update == SparseUpdateMode::Lazy ||
+      (update == SparseUpdateMode::Exact && math::skips_have_closed_form(optimizer) &&
+       job.lambda == 0.0f && job.lambda1 == 0.0f);
+  std::map<std::string, double> touched;
+  const auto batch = static_cast<uint32_t>(std::min<uint64_t>(job.minibatch, examples));
+  for (const LayerData& d : m.bound.inputs)
+    if (by_rows && d.dataset->is_sparse()) touched[d.layer] = mean_distinct_rows(*d.dataset, batch);
   parallel.settings.predicted_basis = "over " + describe_link(link) + ", floors of this machine";
   parallel.predict = [=](Network& net, const std::vector<LayerCostInput>& layers,
                          const ParallelSettings& settings) {
     ScalingInputs in;
     in.shapes = layer_shapes(net, input_nnz);
+    for (LayerShape& shape : in.shapes) {
+      const auto t = touched.find(shape.name);
+      if (t == touched.end()) continue;
+      shape.touched_rows = t->second;
+      shape.row_sparse_update = true;
+    }
     in.target_nnz = target_nnz;
     in.layers = layers;
     in.settings = settings;
@@ -427,18 +452,27 @@ void run_scaling_plan(const TrainJob& job, int ranks, const std::string& link_na
   for (const std::string& line : lines) log(line);
 }
 
-void measure_link(const std::string& path, const LogSink& log) {
+void measure_link(const std::string& path, const LogSink& log, uint64_t max_bytes) {
   std::shared_ptr<Communicator> comm = world_communicator();
   const int ranks = comm->size();
   if (ranks < 2)
     throw ArgumentError(
         "--measure-link times the collectives between the ranks of a job: start it with mpirun "
         "-np N (N >= 2)");
+  LinkTiming timing;
+  // Larger messages than the default's largest, 8-fold apart, then the maximum itself: Open
+  // MPI may change algorithm, and a link its rate, with the size (docs/scaling.md).
+  if (double(max_bytes) > timing.sizes.back()) {
+    for (double s = timing.sizes.back() * 8.0; s < double(max_bytes); s *= 8.0)
+      timing.sizes.push_back(s);
+    timing.sizes.push_back(double(max_bytes));
+  }
   if (comm->rank() == 0)
     log("measuring the link between " + std::to_string(ranks) +
-        " ranks: all_reduce, all_gather and reduce_scatter of 64 B to 32 MB");
+        " ranks: all_reduce, all_gather and reduce_scatter of 64 B to " +
+        format_bytes(uint64_t(timing.sizes.back())));
   LinkFile file;
-  file.samples = time_collectives(*comm);
+  file.samples = time_collectives(*comm, timing);
   const LinkModel fit = fit_link(file.samples, ranks);
   file.latency_s = fit.latency_s;
   file.bytes_per_s = fit.bytes_per_s;
@@ -559,7 +593,8 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
                       signal, saved);
   }
   {
-    const NetworkFile result = trainer.snapshot();  // collective with model-parallel layers
+    // Collective with model-parallel layers; the arrays are read in place (no second copy).
+    const NetworkFile result = trainer.snapshot_view();
     if (comm->rank() == 0) write_network_file(job.results, result);
   }
   if (tensorboard) tensorboard->finish(/*success=*/true);

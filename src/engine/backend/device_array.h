@@ -68,6 +68,8 @@ class DeviceArray {
 
   T* data() { return ptr_; }
   const T* data() const { return ptr_; }
+  // Its memory is the host's (a CPU backend's array): data() may be read in place.
+  bool host_readable() const { return backend_ != nullptr && backend_->host_memory(); }
   size_t size() const { return size_; }
   // Elements that fit without reallocating (>= size()).
   size_t capacity() const { return capacity_; }

@@ -30,8 +30,8 @@ using netCDF::exceptions::NcException;
 size_t payload_bytes(const NetworkFile& net) {
   size_t floats = 0;
   for (const WeightArrays& w : net.weights) {
-    floats += w.weights.size() + w.bias.size();
-    for (const auto& s : w.weight_state) floats += s.size();
+    floats += weights_of(w).size + w.bias.size();
+    for (const FloatRun& s : weight_states_of(w)) floats += s.size;
     for (const auto& s : w.bias_state) floats += s.size();
   }
   for (const LayerArrays& l : net.layers)
@@ -41,6 +41,18 @@ size_t payload_bytes(const NetworkFile& net) {
 }
 
 }  // namespace
+
+FloatRun weights_of(const WeightArrays& w) {
+  if (w.weights_run.data) return w.weights_run;
+  return {w.weights.data(), w.weights.size()};
+}
+
+std::vector<FloatRun> weight_states_of(const WeightArrays& w) {
+  if (!w.weight_state_runs.empty()) return w.weight_state_runs;
+  std::vector<FloatRun> out;
+  for (const auto& s : w.weight_state) out.push_back({s.data(), s.size()});
+  return out;
+}
 
 void write_network_file(const std::string& path, const NetworkFile& net) {
   // Check first: an invalid network must not cost the previous good file at `path`.

@@ -13,6 +13,13 @@
 
 namespace nn {
 
+// Floats a writer reads in place (not owned).
+struct FloatRun {
+  const float* data = nullptr;
+  size_t size = 0;
+  bool empty() const { return size == 0; }
+};
+
 struct WeightArrays {
   std::string input_layer, output_layer;
   // DSSTNE's dimensions: FC weights use width = output units, height = input units.
@@ -25,7 +32,17 @@ struct WeightArrays {
   // Optimizer state (ours): 0..2 arrays shaped like weights, and like bias.
   std::vector<std::vector<float>> weight_state;
   std::vector<std::vector<float>> bias_state;
+  // Set by Network::to_file_view on a host-memory backend instead of copies in `weights` and
+  // `weight_state` (then empty): the network's own arrays, read while the file is written, so
+  // that saving a large network needs no second copy of it. Readers never set them.
+  FloatRun weights_run;
+  std::vector<FloatRun> weight_state_runs;
 };
+
+// The weights and their optimizer state as a writer reads them: the runs where set, else the
+// vectors.
+FloatRun weights_of(const WeightArrays& w);
+std::vector<FloatRun> weight_states_of(const WeightArrays& w);
 
 // Per-layer arrays for batch normalisation (DSSTNE's layer<i>_scaleBN etc.).
 struct LayerArrays {
@@ -59,6 +76,9 @@ struct NetworkFile {
   TrainingState training;
   std::string checkpoint_name = "checkpoint";
   int checkpoint_interval = 0;
+  // A request to Layer::save, not stored: set the weights' runs (WeightArrays::weights_run) to
+  // arrays in host memory instead of copying them (Network::to_file_view).
+  bool borrow_host_arrays = false;
 };
 
 // Writes atomically: a temporary file beside `path`, then rename. Throws IoError/DataError.

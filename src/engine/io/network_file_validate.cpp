@@ -57,12 +57,15 @@ class Validator {
       fail_att(name, "is " + std::to_string(v) + ", expected " + std::to_string(min) + ".." +
                          std::to_string(max));
   }
-  void finite_values(const std::string& var, const std::vector<float>& values) const {
-    for (size_t k = 0; k < values.size(); ++k)
-      if (!std::isfinite(values[k]))
+  void finite_values(const std::string& var, FloatRun values) const {
+    for (size_t k = 0; k < values.size; ++k)
+      if (!std::isfinite(values.data[k]))
         fail_var(var, "element " + std::to_string(k) + " is " +
-                          (std::isnan(values[k]) ? "NaN" : std::to_string(values[k])) +
+                          (std::isnan(values.data[k]) ? "NaN" : std::to_string(values.data[k])) +
                           ", expected finite values");
+  }
+  void finite_values(const std::string& var, const std::vector<float>& values) const {
+    finite_values(var, FloatRun{values.data(), values.size()});
   }
   void size_is(const std::string& var, size_t actual, uint64_t expected,
                const std::string& why) const {
@@ -214,22 +217,23 @@ class Validator {
       check_fc_shape(i, w, in, out);
 
     check_sharing(i, w, out);
+    const FloatRun weights = weights_of(w);
     if (w.shared) {
-      if (!w.weights.empty())
+      if (!weights.empty())
         fail_var(key("weights"),
                  "is given for a shared weight, expected none (the values belong to " +
                      quoted(w.source_input_layer) + " -> " + quoted(w.source_output_layer) + ")");
-    } else if (w.weights.empty() != w.bias.empty()) {
+    } else if (weights.empty() != w.bias.empty()) {
       // DSSTNE re-initialises a weight when either array is missing; a half-stored weight is a bug.
-      fail_var(key(w.weights.empty() ? "weights" : "bias"),
-               "is missing while " + quoted(key(w.weights.empty() ? "bias" : "weights")) +
+      fail_var(key(weights.empty() ? "weights" : "bias"),
+               "is missing while " + quoted(key(weights.empty() ? "bias" : "weights")) +
                    " is present (store both or neither)");
     }
     const std::string dims_text = std::to_string(w.width) + "*" + std::to_string(w.height) + "*" +
                                   std::to_string(w.length) + "*" + std::to_string(w.depth) + "*" +
                                   std::to_string(w.breadth);
     const std::string size_why = "width*height*length*depth*breadth = " + dims_text;
-    if (!w.weights.empty()) size_is(key("weights"), w.weights.size(), size, size_why);
+    if (!weights.empty()) size_is(key("weights"), weights.size, size, size_why);
     if (!w.bias.empty()) {
       if (out.type == LayerType::Convolutional)
         size_is(key("bias"), w.bias.size(), w.width, "width = output channels");
@@ -240,9 +244,9 @@ class Validator {
                     ? "2 x units (means and log-variances) of " + quoted(out.name)
                     : "units of " + quoted(out.name));
     }
-    finite_values(key("weights"), w.weights);
+    finite_values(key("weights"), weights);
     finite_values(key("bias"), w.bias);
-    check_states(key("nn_state"), w.weight_state, w.weights.size(), key("weights"));
+    check_states(key("nn_state"), weight_states_of(w), weights.size, key("weights"));
     check_states(key("nn_bias_state"), w.bias_state, w.bias.size(), key("bias"));
   }
 
@@ -317,14 +321,20 @@ class Validator {
                    quoted(w.source_output_layer) + ", but no unshared weight connects them");
   }
 
-  void check_states(const std::string& prefix, const std::vector<std::vector<float>>& states,
-                    size_t size, const std::string& owner) const {
+  void check_states(const std::string& prefix, const std::vector<FloatRun>& states, size_t size,
+                    const std::string& owner) const {
     for (size_t k = 0; k < states.size(); ++k) {
       const std::string var = prefix + std::to_string(k);
       if (size == 0) fail_var(var, "is given, but " + quoted(owner) + " has no values");
-      size_is(var, states[k].size(), size, "same as " + quoted(owner));
+      size_is(var, states[k].size, size, "same as " + quoted(owner));
       finite_values(var, states[k]);
     }
+  }
+  void check_states(const std::string& prefix, const std::vector<std::vector<float>>& states,
+                    size_t size, const std::string& owner) const {
+    std::vector<FloatRun> runs;
+    for (const auto& s : states) runs.push_back({s.data(), s.size()});
+    check_states(prefix, runs, size, owner);
   }
 
   void check_layer_arrays() const {

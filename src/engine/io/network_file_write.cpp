@@ -42,25 +42,33 @@ class LayoutWriter {
   void int32_(const std::string& name, int value) const { nc_.putAtt(name, ncInt, value); }
   void float_(const std::string& name, float value) const { nc_.putAtt(name, ncFloat, value); }
 
+  static FloatRun run(const std::vector<float>& v) { return {v.data(), v.size()}; }
+
   // Float variables sharing one dimension (several arrays of the same length).
   void floats(const std::string& dim_name, size_t size,
-              const std::vector<std::pair<std::string, const std::vector<float>*>>& vars) const {
+              const std::vector<std::pair<std::string, FloatRun>>& vars) const {
     const NcDim dim = nc_.addDim(dim_name, size);
     for (const auto& [name, values] : vars) {
       NcVar var = nc_.addVar(name, ncFloat, dim);
-      var.putVar(values->data());
+      var.putVar(values.data);
     }
   }
 
   // Optimizer state arrays: a count attribute, one dimension, numbered variables.
   void states(const std::string& count_key, const std::string& dim_name,
-              const std::string& var_prefix, const std::vector<std::vector<float>>& arrays) const {
+              const std::string& var_prefix, const std::vector<FloatRun>& arrays) const {
     if (arrays.empty()) return;
     uint32_(count_key, arrays.size());
-    std::vector<std::pair<std::string, const std::vector<float>*>> vars;
+    std::vector<std::pair<std::string, FloatRun>> vars;
     for (size_t k = 0; k < arrays.size(); ++k)
-      vars.emplace_back(var_prefix + std::to_string(k), &arrays[k]);
-    floats(dim_name, arrays[0].size(), vars);
+      vars.emplace_back(var_prefix + std::to_string(k), arrays[k]);
+    floats(dim_name, arrays[0].size, vars);
+  }
+  void states(const std::string& count_key, const std::string& dim_name,
+              const std::string& var_prefix, const std::vector<std::vector<float>>& arrays) const {
+    std::vector<FloatRun> runs;
+    for (const auto& a : arrays) runs.push_back(run(a));
+    states(count_key, dim_name, var_prefix, runs);
   }
 
   void write_globals() const {
@@ -208,10 +216,10 @@ class LayoutWriter {
     if (!arrays || arrays->bn_scale.empty()) return;
     auto key = [i](const std::string& k) { return layer_key(i, k); };
     floats(key("bnDim"), arrays->bn_scale.size(),
-           {{key("scaleBN"), &arrays->bn_scale},
-            {key("biasBN"), &arrays->bn_bias},
-            {key("runningMeanBN"), &arrays->bn_running_mean},
-            {key("runningVarianceBN"), &arrays->bn_running_variance}});
+           {{key("scaleBN"), run(arrays->bn_scale)},
+            {key("biasBN"), run(arrays->bn_bias)},
+            {key("runningMeanBN"), run(arrays->bn_running_mean)},
+            {key("runningVarianceBN"), run(arrays->bn_running_variance)}});
     // Scale and bias states have the BN size; one dimension serves both lists.
     if (!arrays->bn_scale_state.empty() || !arrays->bn_bias_state.empty()) {
       const NcDim dim = nc_.addDim(key("nn_bnStateDim"), arrays->bn_scale.size());
@@ -243,15 +251,16 @@ class LayoutWriter {
     float_(key("norm"), w.norm);
     // A NetCDF dimension of length 0 would be unlimited, so absent arrays get no variable at all
     // (DSSTNE's NNNetwork constructor then initialises the weight randomly).
-    if (!w.bias.empty()) floats(key("biasDim"), w.bias.size(), {{key("bias"), &w.bias}});
+    if (!w.bias.empty()) floats(key("biasDim"), w.bias.size(), {{key("bias"), run(w.bias)}});
+    const FloatRun weights = weights_of(w);
     if (w.shared) {
       uint32_(key("bTransposed"), w.transposed);
       text(key("sourceInputLayer"), w.source_input_layer);
       text(key("sourceOutputLayer"), w.source_output_layer);
-    } else if (!w.weights.empty()) {
-      floats(key("weightDim"), w.weights.size(), {{key("weights"), &w.weights}});
+    } else if (!weights.empty()) {
+      floats(key("weightDim"), weights.size, {{key("weights"), weights}});
     }
-    states(key("nn_states"), key("nn_stateDim"), key("nn_state"), w.weight_state);
+    states(key("nn_states"), key("nn_stateDim"), key("nn_state"), weight_states_of(w));
     states(key("nn_bias_states"), key("nn_biasStateDim"), key("nn_bias_state"), w.bias_state);
   }
 

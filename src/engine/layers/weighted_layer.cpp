@@ -99,7 +99,7 @@ void load_connection(Backend& backend, const WeightArrays& wa, const std::string
 
 WeightArrays save_connection(const std::string& input, const std::string& output, uint64_t n_out,
                              uint64_t n_in, float norm, const Parameter& weights,
-                             const Parameter& bias) {
+                             const Parameter& bias, bool borrow) {
   WeightArrays wa;
   wa.input_layer = input;
   wa.output_layer = output;
@@ -107,9 +107,16 @@ WeightArrays save_connection(const std::string& input, const std::string& output
   wa.height = n_in;
   wa.norm = norm;
   wa.locked = weights.locked;
-  wa.weights = weights.value.to_host();
+  bool in_place = borrow && weights.value.host_readable() && !weights.value.empty();
+  for (const auto& s : weights.state) in_place = in_place && s.host_readable();
+  if (in_place) {
+    wa.weights_run = {weights.value.data(), weights.value.size()};
+    for (const auto& s : weights.state) wa.weight_state_runs.push_back({s.data(), s.size()});
+  } else {
+    wa.weights = weights.value.to_host();
+    for (const auto& s : weights.state) wa.weight_state.push_back(s.to_host());
+  }
   wa.bias = bias.value.to_host();
-  for (const auto& s : weights.state) wa.weight_state.push_back(s.to_host());
   for (const auto& s : bias.state) wa.bias_state.push_back(s.to_host());
   return wa;
 }
@@ -221,7 +228,7 @@ void WeightedLayer<C>::save(NetworkFile& file) const {
       for (const auto& st : c->bias.state) wa.bias_state.push_back(st.to_host());
     } else {
       wa = save_connection(c->source->name(), name(), shape[0], shape[1], spec_.weight_norm,
-                           c->weights, c->bias);
+                           c->weights, c->bias, file.borrow_host_arrays);
     }
     wa.width = shape[0];
     wa.height = shape[1];

@@ -158,8 +158,10 @@ inline uint64_t weight_stream(uint32_t layer_index, uint32_t connection) {
 void load_connection(Backend& backend, const WeightArrays& wa, const std::string& input,
                      const std::string& output, Parameter& weights, Parameter& bias);
 // The reverse: parameters to WeightArrays (width = outputs, height = inputs).
+// `borrow`: where the weights live in host memory, point at them (WeightArrays::weights_run and
+// weight_state_runs) instead of copying them.
 WeightArrays save_connection(const std::string& input, const std::string& output, uint64_t n_out,
                              uint64_t n_in, float norm, const Parameter& weights,
-                             const Parameter& bias);
+                             const Parameter& bias, bool borrow = false);
 
 }  // namespace nn

@@ -284,6 +284,15 @@ NetworkFile Network::to_file() const {
   return f;
 }
 
+NetworkFile Network::to_file_view() const {
+  NetworkFile f;
+  f.spec = spec_;
+  f.borrow_host_arrays = true;
+  for (const auto& layer : layers_) layer->save(f);
+  f.borrow_host_arrays = false;
+  return f;
+}
+
 void Network::share_weights_of(Network& owner) {
   NN_CHECK(owner.layers_.size() == layers_.size(), "share_weights_of: networks differ");
   for (size_t i = 0; i < layers_.size(); ++i) {

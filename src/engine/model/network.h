@@ -51,6 +51,11 @@ class Network {
   // With model-parallel layers this is collective (every rank must call it) and only rank 0's
   // file is complete: the slices are gathered there.
   NetworkFile to_file() const;
+  // As to_file, but where the backend's memory is the host's the weights and their optimizer
+  // state are not copied: the file points at this network's arrays (WeightArrays::weights_run),
+  // valid until the network changes. For writing the file at once: saving a large network then
+  // needs no second copy of it.
+  NetworkFile to_file_view() const;
 
   // Makes this network's weights, biases and inference statistics views of `owner`'s (built from
   // the same spec): no copy, and this network's own parameter memory, gradients and optimizer

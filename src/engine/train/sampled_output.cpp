@@ -161,7 +161,7 @@ void SampledOutput::forward_loss(const LayerContext& ctx, const HostBatch& batch
   x_ = connection_.source->activations();
   compact_targets_ = targets;
   to_places(compact_targets_, cols_.columns, cols_.positives);
-  const TargetView& tv = targets_.load_sparse(be, compact_targets_);
+  const TargetView& tv = targets_.load_sparse(be, compact_targets_, compact_targets_.cols);
   prepare_columns(be, cols_.columns, cols_.inclusion);
   if (!cols_.columns.empty() && rows_ > 0) compute_loss(be, tv, sum);
 }
@@ -191,7 +191,7 @@ void SampledOutput::forward_split(const LayerContext& ctx, const HostBatch& whol
   // normalised by it).
   slice_sparse_columns(targets, sh.first, sh.count, compact_targets_, row_sum_);
   to_places(compact_targets_, local, local_positives);
-  TargetView tv = targets_.load_sparse(be, compact_targets_);
+  TargetView tv = targets_.load_sparse(be, compact_targets_, compact_targets_.cols);
   tv.row_sum = targets_.load_row_sum(be, row_sum_);
   prepare_columns(be, local, inclusion);
   x_ = layer_.gathered_input(0, ctx);  // collective

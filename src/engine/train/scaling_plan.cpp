@@ -126,7 +126,42 @@ StepCost model_cost(const ScalingInputs& in, const Costs& c, const std::string& 
 struct LayerModes {
   ModeSeconds t;
   double data_backward = 0.0, model_backward = 0.0, data_rows = 0.0;
+  double data_blocking = 0.0;  // the part of t.data_comm that no backward pass overlaps
 };
+
+const LayerShape* shape_named(const ScalingInputs& in, const std::string& name) {
+  for (const LayerShape& s : in.shapes)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+// Data parallel: the gradient exchange of layer `l` in one step. Its weights go through the
+// dense all-reduce buckets (overlapped with the backward pass), except the matrix of a sparse
+// input updated row by row (train/row_sparse.h): there the ranks first agree on the rows the
+// minibatch touched (an all-gather of a count, then of each rank's row indices) and sum only
+// those rows, after the backward pass. Returns {all seconds, the blocking part}.
+std::pair<double, double> data_comm_seconds(const ScalingInputs& in, const Costs& c,
+                                            const LayerCostInput& l, const LinkModel& link) {
+  if (!in.settings.training) return {0.0, 0.0};
+  double dense_floats = parameters_of(l), blocking = 0.0;
+  if (const LayerShape* self = shape_named(in, l.name)) {
+    for (const std::string& source : self->sources) {
+      const LayerShape* s = shape_named(in, source);
+      if (s == nullptr || !s->sparse_input || !s->row_sparse_update) continue;
+      const double k = std::max(s->nnz_per_row, 1.0);
+      const double all_rows = double(s->units);
+      const double touched = s->touched_rows > 0 ? std::min(s->touched_rows, all_rows)
+                                                 : std::min(c.batch * k, all_rows);
+      const double per_rank = std::min(touched, double(c.rank_rows) * k);
+      dense_floats -= all_rows * double(l.units);
+      blocking += all_gather_seconds(link, 8.0 * c.n, c.n) +
+                  all_gather_seconds(link, per_rank * c.n * 4.0, c.n) +
+                  all_reduce_seconds(link, touched * double(l.units) * kFloat, c.n);
+    }
+  }
+  const double dense = all_reduce_seconds(link, std::max(dense_floats, 0.0) * kFloat, c.n);
+  return {dense + blocking, blocking};
+}
 
 LayerModes modes_of(const ScalingInputs& in, const Costs& c, const LayerCostInput& l,
                     const LinkModel& link) {
@@ -136,8 +171,9 @@ LayerModes modes_of(const ScalingInputs& in, const Costs& c, const LayerCostInpu
   const PhaseSeconds m = seconds_of(model_cost(in, c, l.name), l.name, in.peaks, c.efficiency);
   // Data parallel: its rows' passes, the whole update; the weights' all-reduce.
   out.t.data_compute = d.rows + o.update;
-  out.t.data_comm =
-      in.settings.training ? all_reduce_seconds(link, parameters_of(l) * kFloat, c.n) : 0.0;
+  const auto [data_comm, data_blocking] = data_comm_seconds(in, c, l, link);
+  out.t.data_comm = data_comm;
+  out.data_blocking = data_blocking;
   out.t.model_compute = m.rows + m.update;
   out.t.model_comm = model_comm_seconds(l, c.batch, c.n, link, in.settings.training);
   out.data_backward = d.backward;
@@ -242,7 +278,8 @@ ScalingPlan plan_scaling(const ScalingInputs& in, const LinkModel& link) {
       units_rows = double(c.rank_rows) * double(l.units);
       ls.memory_bytes = params + 2.0 * units_rows * kFloat;
       backward_s.push_back(lm.data_backward);
-      data_comm_s.push_back(ls.comm_s);
+      blocking_comm += lm.data_blocking;
+      data_comm_s.push_back(ls.comm_s - lm.data_blocking);
     }
     compute += ls.compute_s;
     plan.memory_one_bytes += params + 2.0 * double(batch) * double(l.units) * kFloat;

@@ -58,7 +58,7 @@ TargetView OutputLosses::targets(size_t o, const HostBatch& batch, const HostBat
     rows = batch.rows;
     cols = out.units();
     return data_.outputs[o].dataset->is_sparse()
-               ? targets_[o]->load_sparse(be, batch.sparse[slot])
+               ? targets_[o]->load_sparse(be, batch.sparse[slot], out.units())
                : targets_[o]->load_dense(be, batch.dense[slot], out.units(), batch.weights[slot]);
   }
   NN_CHECK(whole != nullptr, "model-parallel output without the whole minibatch");
@@ -68,7 +68,7 @@ TargetView OutputLosses::targets(size_t o, const HostBatch& batch, const HostBat
   TargetView tv;
   if (data_.outputs[o].dataset->is_sparse()) {
     slice_sparse_columns(whole->sparse[slot], sh.first, sh.count, slice_, row_sum_);
-    tv = targets_[o]->load_sparse(be, slice_);
+    tv = targets_[o]->load_sparse(be, slice_, sh.count);
   } else {
     const std::vector<float>& d = whole->dense[slot];
     const size_t u = out.units();

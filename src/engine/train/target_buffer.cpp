@@ -1,9 +1,25 @@
 // Target upload for loss computation.
 #include "train/target_buffer.h"
 
+#include <string>
+
+#include "core/error.h"
+
 namespace nn {
 
-const TargetView& TargetBuffer::load_sparse(Backend& backend, const SparseBatch& b) {
+const TargetView& TargetBuffer::load_sparse(Backend& backend, const SparseBatch& b,
+                                            uint32_t units) {
+  // Targets usually arrive with each example's items ascending (nn-generate writes them so): a
+  // device backend then needs no sort of the batch's entries by (row, index) for the loss.
+  bool sorted = true;
+  for (uint32_t r = 0; r < b.rows && r + 1 < b.row_ptr.size(); ++r)
+    for (uint32_t e = b.row_ptr[r]; e < b.row_ptr[r + 1]; ++e) {
+      if (b.index[e] >= units)
+        throw DataError("loss: sparse targets of batch row " + std::to_string(r) + ": index " +
+                        std::to_string(b.index[e]) + " is outside the output layer's " +
+                        std::to_string(units) + " units");
+      if (e > b.row_ptr[r] && b.index[e] < b.index[e - 1]) sorted = false;
+    }
   row_ptr_.assign(backend, b.row_ptr);
   index_.assign(backend, b.index);
   value_.assign(backend, b.value);
@@ -17,15 +33,6 @@ const TargetView& TargetBuffer::load_sparse(Backend& backend, const SparseBatch&
   view_.sp.value = b.value.empty() ? nullptr : value_.data();
   view_.sp.row_weight = b.row_weight.empty() ? nullptr : row_weight_.data();
   view_.sp.nnz = b.index.size();
-  // Targets usually arrive with each example's items ascending (nn-generate writes them so): a
-  // device backend then needs no sort of the batch's entries by (row, index) for the loss.
-  bool sorted = true;
-  for (uint32_t r = 0; r < b.rows && sorted && r + 1 < b.row_ptr.size(); ++r)
-    for (uint32_t e = b.row_ptr[r] + 1; e < b.row_ptr[r + 1]; ++e)
-      if (b.index[e] < b.index[e - 1]) {
-        sorted = false;
-        break;
-      }
   view_.sp.rows_sorted = sorted;
   view_.ignore_zero = b.ignore_zero;
   view_.row_weight = view_.sp.row_weight;

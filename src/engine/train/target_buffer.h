@@ -8,8 +8,10 @@ namespace nn {
 
 class TargetBuffer {
  public:
-  // Uploads a sparse or dense host batch and returns the view for the loss kernels.
-  const TargetView& load_sparse(Backend& backend, const SparseBatch& batch);
+  // Uploads a sparse or dense host batch and returns the view for the loss kernels. A sparse
+  // target index of `units` or more (the output layer's width) is a DataError here, on the host,
+  // so that no device backend has to stop its stream to report it.
+  const TargetView& load_sparse(Backend& backend, const SparseBatch& batch, uint32_t units);
   const TargetView& load_dense(Backend& backend, const std::vector<float>& values, uint32_t cols,
                                const std::vector<float>& weights);
   const TargetView& view() const { return view_; }

@@ -251,7 +251,7 @@ void TrainingLoop::stop(int signal) {
   const std::string& name =
       options_.checkpoint_name.empty() ? options_.stop_checkpoint_name : options_.checkpoint_name;
   if (name.empty() || step_ == 0) return;
-  const NetworkFile file = snapshot();  // collective with model-parallel layers
+  const NetworkFile file = snapshot_view();  // collective with model-parallel layers
   const std::string path = checkpoint_file_name(name, epoch_, batch_);
   if (comm_->rank() == 0) {
     write_network_file(path, file);
@@ -263,10 +263,14 @@ void TrainingLoop::stop(int signal) {
   stop_checkpoint_ = path;
 }
 
-NetworkFile TrainingLoop::snapshot() const {
+NetworkFile TrainingLoop::snapshot() const { return snapshot_of(/*borrow=*/false); }
+
+NetworkFile TrainingLoop::snapshot_view() const { return snapshot_of(/*borrow=*/true); }
+
+NetworkFile TrainingLoop::snapshot_of(bool borrow) const {
   // (Logically const: the weights' values are the same in either layout.)
   if (sampled_) sampled_->restore_weights();
-  NetworkFile f = net_.to_file();
+  NetworkFile f = borrow ? net_.to_file_view() : net_.to_file();
   TrainingState& t = f.training;
   t.present = true;
   t.epoch = epoch_;
@@ -524,7 +528,7 @@ std::vector<EpochReport> TrainingLoop::run_epochs() {
     if (!options_.checkpoint_name.empty() && options_.checkpoint_interval > 0 &&
         epoch_ % uint64_t(options_.checkpoint_interval) == 0) {
       // Every rank takes part (model-parallel slices are gathered); rank 0 writes.
-      const NetworkFile file = snapshot();
+      const NetworkFile file = snapshot_view();
       if (comm_->rank() == 0) {
         const std::string path = checkpoint_path(epoch_);
         write_network_file(path, file);

@@ -162,6 +162,9 @@ class TrainingLoop {
   // Network + training state, ready to write. Collective with model-parallel layers (every
   // rank calls it; rank 0's file is the complete one).
   NetworkFile snapshot() const;
+  // As snapshot(), the weights and their state read in place where they are in host memory
+  // (Network::to_file_view): for writing at once, valid until the next training step.
+  NetworkFile snapshot_view() const;
   // Checkpoint path for an epoch: "<checkpoint_name><epoch>.nc".
   std::string checkpoint_path(uint64_t epoch) const;
   void remove_old_checkpoint();
@@ -212,6 +215,7 @@ class TrainingLoop {
                                           const PlanRun& run);
 
  private:
+  NetworkFile snapshot_of(bool borrow) const;
   // One epoch (or, resumed mid-epoch, the rest of it). Returns false when a stop request ended
   // it before its last minibatch (batch_ says how far it got).
   bool run_epoch(EpochReport& report);

@@ -45,6 +45,7 @@ struct Flags {
   int plan = 0;
   std::string link;  // "" = the CDL's Link, else (for --plan) eth-10g
   std::string measure_link;
+  std::string measure_link_max;
   uint32_t plan_steps = 30;
   std::string plan_device;
   double plan_step_ms = 0.0;
@@ -138,6 +139,9 @@ void define_flags(CLI::App& app, Flags& f) {
   app.add_option("--measure-link", f.measure_link,
                  "under mpirun -np N: time the collectives between the ranks, fit a latency and a "
                  "bandwidth and write them to this JSON file for --link; trains nothing");
+  app.add_option("--measure-link-max", f.measure_link_max,
+                 "--measure-link: also time messages up to this size (e.g. 512M, the largest "
+                 "weight array's gradient; default 32M)");
   app.add_flag("--validate", f.validate,
                "check gradients against finite differences on the first minibatch instead of "
                "training (as CDL Command Validate); exit status 1 when a check fails");
@@ -503,7 +507,15 @@ int run(int argc, char** argv) {
   const int device = f.device_opt->count() ? f.device : api::default_device();
   const int threads = f.threads > 0 ? f.threads : api::default_thread_count();
   if (!f.measure_link.empty()) {
-    api::measure_link(f.measure_link, tool_log(f.quiet, false));
+    uint64_t max_bytes = 0;
+    if (!f.measure_link_max.empty()) {
+      const auto bytes = api::parse_byte_size(f.measure_link_max);
+      if (!bytes)
+        throw UsageError("--measure-link-max: expected a size such as 512M or 2G, got '" +
+                         f.measure_link_max + "'");
+      max_bytes = *bytes;
+    }
+    api::measure_link(f.measure_link, tool_log(f.quiet, false), max_bytes);
     return 0;
   }
   std::vector<std::string> overrides;

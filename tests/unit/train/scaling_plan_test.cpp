@@ -152,6 +152,36 @@ TEST(ScalingPlan, ModelParallelDividesTheUnitsAndBlocksOnItsCollectives) {
   EXPECT_NEAR(p.layers[0].other_comm_s, 2 * all_gather_seconds(l, 256.0 * 1000 * 4, 4), 1e-15);
 }
 
+TEST(ScalingPlan, ARowSparseInputExchangesOnlyTheTouchedRowsAfterTheBackwardPass) {
+  // Sparse input of 100,000 items (20 non-zeros a row) -> Hidden 100 -> Output 100, 2 ranks.
+  ScalingInputs in = three_layers(2, ParallelMode::Data, ParallelMode::Data);
+  in.shapes[0].units = 100000;
+  in.shapes[0].sparse_input = true;
+  in.shapes[0].nnz_per_row = 20;
+  in.shapes[0].touched_rows = 3000;
+  in.shapes[1].units = 100;
+  in.shapes[2].units = 100;
+  in.layers = {cost_input("H", 100, 100000, true, false, ParallelMode::Data),
+               cost_input("Out", 100, 100, false, true, ParallelMode::Data)};
+  const LinkModel l = link(1e-4, 1e8);
+  const ScalingPlan dense = plan_scaling(in, l);
+  // Updated densely: the whole 100,001 x 100 matrix in the all-reduce.
+  EXPECT_NEAR(dense.layers[0].comm_s, all_reduce_seconds(l, 100001.0 * 100 * 4, 2), 1e-15);
+
+  in.shapes[0].row_sparse_update = true;
+  const ScalingPlan rows = plan_scaling(in, l);
+  // Row by row: the ranks agree on the rows (a count, then each rank's indices: 128 rows x 20
+  // non-zeros, at most the 3,000 touched) and sum the 3,000 touched rows; the bias stays dense.
+  const double agree = all_gather_seconds(l, 8.0 * 2, 2) + all_gather_seconds(l, 2560.0 * 2 * 4, 2);
+  const double touched = all_reduce_seconds(l, 3000.0 * 100 * 4, 2);
+  const double bias = all_reduce_seconds(l, 100.0 * 4, 2);
+  EXPECT_NEAR(rows.layers[0].comm_s, agree + touched + bias, 1e-15);
+  EXPECT_LT(rows.layers[0].comm_s, dense.layers[0].comm_s / 10);
+  // That exchange follows the backward pass: it is exposed whatever the backward pass takes.
+  EXPECT_GE(rows.exposed_comm_s, agree + touched - 1e-15);
+  EXPECT_LT(rows.step_s, dense.step_s);
+}
+
 TEST(ScalingPlan, TheReportEndsWithThePredictedEpoch) {
   const ScalingInputs in = three_layers(2, ParallelMode::Auto, ParallelMode::Auto);
   const ScalingPlan p = plan_scaling(in, link_preset("eth-10g"));

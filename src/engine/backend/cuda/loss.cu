@@ -327,8 +327,9 @@ void CudaBackend::output_delta(const LossParams& p, const float* a, const Target
   const cuda::DeviceGuard guard(device_);
   if (rows == 0 || cols == 0) return;
   launch_loss(*this, p, a, t, rows, cols, delta);
-  // A bad sparse target index is a data error the caller must see now, as on the CPU.
-  if (t.sparse) synchronize();
+  // No synchronisation inside a training step: the training loop refuses a bad sparse target
+  // index on the host before uploading it (TargetBuffer::load_sparse); the kernel's error flag
+  // stays armed for other callers and is reported at the stream's next synchronisation.
 }
 
 double CudaBackend::loss_and_delta(const LossParams& p, const float* a, const TargetView& t,
