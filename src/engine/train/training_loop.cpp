@@ -263,9 +263,13 @@ void TrainingLoop::stop(int signal) {
   stop_checkpoint_ = path;
 }
 
-NetworkFile TrainingLoop::snapshot() const { return snapshot_of(/*borrow=*/false); }
+NetworkFile TrainingLoop::snapshot() const {
+  return snapshot_of(/*borrow=*/false);
+}
 
-NetworkFile TrainingLoop::snapshot_view() const { return snapshot_of(/*borrow=*/true); }
+NetworkFile TrainingLoop::snapshot_view() const {
+  return snapshot_of(/*borrow=*/true);
+}
 
 NetworkFile TrainingLoop::snapshot_of(bool borrow) const {
   // (Logically const: the weights' values are the same in either layout.)

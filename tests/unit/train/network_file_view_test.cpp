@@ -40,8 +40,9 @@ struct Trained {
   Fixture f;
   std::unique_ptr<TrainingLoop> loop;
   explicit Trained(std::unique_ptr<Backend> backend = nullptr)
-      : f(kAutoencoder, {sparse_set("input", 20, rows_of(64)), sparse_set("output", 20, rows_of(64))},
-          7, std::move(backend)) {
+      : f(kAutoencoder,
+          {sparse_set("input", 20, rows_of(64)), sparse_set("output", 20, rows_of(64))}, 7,
+          std::move(backend)) {
     TrainOptions o;
     o.epochs = 1;
     o.minibatch = 16;
