@@ -42,6 +42,11 @@ struct TrainSettings {
   uint32_t trace_steps = 20;
   // "Exact", "Dense" or "Lazy": as TrainJob::sparse_update.
   std::string sparse_update = "Exact";
+  // TensorBoard (docs/monitoring.md; as TrainJob's fields of the same names): a directory for
+  // the event file ("" = none), written as epochs end (rank 0 only), and the minibatch loss
+  // every `tensorboard_interval` updates (0 = epochs only). The file is started fresh.
+  std::string tensorboard;
+  uint32_t tensorboard_interval = 0;
 };
 
 struct EpochStats {
@@ -67,7 +72,9 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   // Runs the epochs not yet run (settings.epochs in all). Under mpirun the callback runs on
-  // rank 0 only, so stopping early from it is for single-process runs.
+  // rank 0 only, so stopping early from it is for single-process runs. With a TensorBoard
+  // directory, the run's end record is written when the last epoch ends, or, for a Trainer
+  // destroyed before that, as a run that did not finish.
   std::vector<EpochStats> run(const EpochCallback& on_epoch = nullptr);
   uint64_t epoch() const;
 

@@ -504,7 +504,8 @@ PYBIND11_MODULE(_core, m) {
                        float mu, float mu1, uint64_t seed, const py::object& shuffle,
                        const std::string& checkpoint_name, int checkpoint_interval,
                        const py::object& log, bool profile, const std::string& trace,
-                       uint32_t trace_steps, const std::string& sparse_update) {
+                       uint32_t trace_steps, const std::string& sparse_update,
+                       const std::string& tensorboard, uint32_t tensorboard_interval) {
              std::vector<Dataset> sets;
              for (auto item : data) {
                if (!py::isinstance<py::str>(item.first))
@@ -530,6 +531,8 @@ PYBIND11_MODULE(_core, m) {
              s.trace = trace;
              s.trace_steps = trace_steps;
              s.sparse_update = sparse_update;
+             s.tensorboard = tensorboard;
+             s.tensorboard_interval = tensorboard_interval;
              return std::make_unique<Trainer>(model.model, std::move(sets), s);
            }),
            py::arg("model"), py::arg("data"), py::arg("epochs") = 1, py::arg("minibatch") = 1024,
@@ -538,7 +541,8 @@ PYBIND11_MODULE(_core, m) {
            py::arg("seed") = 1, py::arg("shuffle") = py::none(), py::arg("checkpoint_name") = "",
            py::arg("checkpoint_interval") = 0, py::arg("log") = py::none(),
            py::arg("profile") = false, py::arg("trace") = "", py::arg("trace_steps") = 20,
-           py::arg("sparse_update") = "Exact", py::keep_alive<1, 2>())
+           py::arg("sparse_update") = "Exact", py::arg("tensorboard") = "",
+           py::arg("tensorboard_interval") = 0, py::keep_alive<1, 2>())
       .def(
           "run",
           [](Trainer& t, const py::object& callback) {

@@ -84,3 +84,42 @@ def test_trainer_profile_and_trace(work, tmp_path):
     events = json.loads(trace.read_text())["traceEvents"]
     assert len({e["args"]["step"] for e in events if e["ph"] == "X"}) == 4  # one per epoch
     assert_same_weights(model, nnsuite.Model.load(work / "net.nc"))
+
+
+def tf_records(path):
+    """The payloads of a TFRecord file (length, masked CRCs unchecked here: the C++ tests check them)."""
+    data = path.read_bytes()
+    out, at = [], 0
+    while at + 12 <= len(data):
+        n = int.from_bytes(data[at:at + 8], "little")
+        out.append(data[at + 12:at + 12 + n])
+        at += 12 + n + 4
+    assert at == len(data), "the file ends in a torn record"
+    return out
+
+
+def test_trainer_writes_tensorboard_events(work, tmp_path):
+    x = nnsuite.read_datasets(work / "input.nc")["input"]
+    model = nnsuite.Model.from_json(str(work / "network.json"),
+                                    datasets={"input": x, "output": x}, seed=3)
+    logdir = tmp_path / "tb"
+    trainer = nnsuite.Trainer(model, {"input": x, "output": x}, epochs=3, minibatch=8,
+                              optimizer="adam", alpha=0.01, seed=3,
+                              tensorboard=str(logdir), tensorboard_interval=2)
+    stats = trainer.run()
+    records = tf_records(logdir / "events.out.tfevents.nn-train")
+    epochs = [r for r in records if b"train/loss" in r]
+    minibatches = [r for r in records if b"minibatch/" in r]
+    steps = len(stats) * -(-x.shape[0] // 8)
+    assert len(epochs) == 3
+    assert len(minibatches) == steps // 2
+    # The run's end record (hparams plugin) follows the last epoch.
+    assert records.index(epochs[-1]) < len(records) - 1
+    try:
+        from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    except ImportError:
+        return
+    acc = EventAccumulator(str(logdir))
+    acc.Reload()
+    losses = [e.value for e in acc.Scalars("train/loss")]
+    np.testing.assert_array_equal(np.float32(losses), np.float32([s["loss"] for s in stats]))

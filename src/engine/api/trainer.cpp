@@ -14,6 +14,8 @@
 #include "model/binding.h"
 #include "nn/command_file.h"
 #include "nn/train_job.h"
+#include "train/hyper_parameters.h"
+#include "train/tensorboard_log.h"
 
 namespace nn::api {
 namespace {
@@ -44,6 +46,9 @@ struct Trainer::Impl {
   std::unique_ptr<Profiler> profiler;  // null: not profiling; outlives the loop that holds it
   std::unique_ptr<nn::TrainingLoop> trainer;
   std::shared_ptr<Communicator> comm;
+  std::unique_ptr<TensorBoardLog> tensorboard;  // null: none, or not rank 0
+  uint32_t epochs = 0;
+  bool finished = false;  // the TensorBoard end record is written
 };
 
 namespace {
@@ -66,9 +71,11 @@ std::unique_ptr<Trainer::Impl> make_impl(std::shared_ptr<Model> model, std::vect
   return impl;
 }
 
-std::vector<EpochStats> run_trainer(nn::TrainingLoop& trainer, const EpochCallback& on_epoch) {
+std::vector<EpochStats> run_trainer(nn::TrainingLoop& trainer, const EpochCallback& on_epoch,
+                                    TensorBoardLog* tensorboard) {
   std::vector<EpochStats> out;
   trainer.on_epoch = [&](const EpochReport& r) {
+    if (tensorboard) tensorboard->write_epoch(r);
     out.push_back(epoch_stats(r));
     if (on_epoch) trainer.sync_weights();  // the callback may read the model
     if (on_epoch && !on_epoch(out.back())) throw StopRequested{};
@@ -112,7 +119,17 @@ Trainer::Trainer(std::shared_ptr<Model> model, std::vector<Dataset> data, TrainS
   o.sparse_update = sparse_update_mode(s.sparse_update);
   if (!model) throw ConfigError("Trainer: no model");
   apply_network_settings(model->impl().net->spec(), s.shuffle, o);
+  // Minibatch reports exist for the TensorBoard file alone.
+  if (!s.tensorboard.empty()) o.minibatch_report_interval = s.tensorboard_interval;
+  const std::vector<HyperParameter> hparams = hyper_parameters(o, model->impl().net->spec());
   impl_ = make_impl(std::move(model), std::move(data), std::move(o), s.log, "the given datasets");
+  impl_->epochs = s.epochs;
+  if (!s.tensorboard.empty() && impl_->comm->rank() == 0) {
+    const LogSink log = s.log ? LogSink(s.log) : null_log();
+    impl_->tensorboard = std::make_unique<TensorBoardLog>(s.tensorboard, hparams, nullptr, log);
+    TensorBoardLog* tb = impl_->tensorboard.get();
+    impl_->trainer->on_minibatch = [tb](const MinibatchReport& m) { tb->write_minibatch(m); };
+  }
   if (s.profile || !s.trace.empty()) {
     ProfilerOptions settings;
     settings.trace = !s.trace.empty();
@@ -123,10 +140,23 @@ Trainer::Trainer(std::shared_ptr<Model> model, std::vector<Dataset> data, TrainS
   }
 }
 
-Trainer::~Trainer() = default;
+Trainer::~Trainer() {
+  // A Trainer left before its last epoch: TensorBoard shows the run as not finished.
+  if (impl_ && impl_->tensorboard && !impl_->finished) {
+    try {
+      impl_->tensorboard->finish(/*success=*/false);
+    } catch (...) {
+    }
+  }
+}
 
 std::vector<EpochStats> Trainer::run(const EpochCallback& on_epoch) {
-  return run_trainer(*impl_->trainer, on_epoch);
+  std::vector<EpochStats> out = run_trainer(*impl_->trainer, on_epoch, impl_->tensorboard.get());
+  if (impl_->tensorboard && !impl_->finished && impl_->trainer->epoch() >= impl_->epochs) {
+    impl_->tensorboard->finish(/*success=*/true);
+    impl_->finished = true;
+  }
+  return out;
 }
 
 uint64_t Trainer::epoch() const {
