@@ -29,9 +29,10 @@ class CountingBackend final : public Backend {
   size_t fused_losses = 0;   // activate_loss_accumulate
   size_t gemms = 0, bf16_conversions = 0, bf16_b_gemms = 0;  // gemm, convert_to_bf16, gemm_bf16_b
   size_t optimizer_launches = 0;  // optimizer_step and optimizer_step_multi calls
+  size_t synchronizations = 0;    // synchronize() calls (a host wait for the stream on a GPU)
   void clear() {
     allocations = uploads = downloads = value_returns = fused_losses = 0;
-    gemms = bf16_conversions = bf16_b_gemms = optimizer_launches = 0;
+    gemms = bf16_conversions = bf16_b_gemms = optimizer_launches = synchronizations = 0;
   }
 
   // Thread probe: the calls of a forward pass (transfers, products, activations, top-K) note when
@@ -64,7 +65,10 @@ class CountingBackend final : public Backend {
     inner_->download(dst, src, bytes);
   }
   void copy(void* dst, const void* src, size_t bytes) override { inner_->copy(dst, src, bytes); }
-  void synchronize() override { inner_->synchronize(); }
+  void synchronize() override {
+    ++synchronizations;
+    inner_->synchronize();
+  }
   std::unique_ptr<Backend> make_peer() override {
     if (!probe || !probe->give_peers) return nullptr;
     auto peer = std::make_unique<CountingBackend>(host_memory_, 1);

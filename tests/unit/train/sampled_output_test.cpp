@@ -13,6 +13,7 @@
 #include <numeric>
 #include <set>
 
+#include "backend/counting_backend.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "model/model_test_util.h"
@@ -302,6 +303,33 @@ TEST(SampledOutput, TrainingIsDeterministicForASeedWhateverTheThreads) {
   }
   EXPECT_EQ(result[1], result[2]) << "the same seed gives the same weights";
   EXPECT_EQ(result[0], result[1]) << "1 thread or 2: the same bits";
+}
+
+// On a device backend (posed by CountingBackend) the sampled step with row-sparse input updates
+// waits for the stream nowhere: no synchronisation, no value returned, and no read-back but the
+// epochs' loss sums.
+TEST(SampledOutput, AStepOnADeviceBackendDoesNotWaitForTheStream) {
+  const auto in_rows = random_rows(7, 64, 30, 4);
+  const auto out_rows = random_rows(8, 64, 200, 3);
+  const std::string json =
+      network("SoftMax", R"({"Negatives": 32, "Distribution": "Popularity"})", 200);
+  auto counting = std::make_unique<CountingBackend>(/*host_memory=*/false);
+  CountingBackend* be = counting.get();
+  Fixture f(json, {sparse_set("input", 30, in_rows), sparse_set("output", 200, out_rows)}, 7,
+            std::move(counting));
+  TrainOptions o = one_step(64, OptimizerKind::Adam);
+  o.minibatch = 16;
+  o.epochs = 3;
+  o.optimizer.alpha = 0.01f;
+  o.sparse_update = SparseUpdateMode::Lazy;
+  TrainingLoop t(*f.net, f.bound, o, nullptr);
+  be->clear();
+  const auto reports = t.run();
+  ASSERT_EQ(reports.size(), 3u);
+  EXPECT_EQ(be->synchronizations, 0u) << "the loop waited for the stream";
+  EXPECT_EQ(be->value_returns, 0u) << "a loss or reduction returned a value (a GPU sync)";
+  // 4 steps an epoch; per epoch at most the loss sums and the regularisation sums.
+  EXPECT_LE(be->downloads, 2u * 3u) << be->downloads << " downloads in 12 steps";
 }
 
 // The sampled layer holds W and its state transposed between its steps: whatever reads the

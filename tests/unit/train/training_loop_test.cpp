@@ -201,6 +201,7 @@ TEST(TrainingLoop, LossesAreReadBackOncePerEpochOnDeviceBackends) {
   be->clear();
   const auto rd = td.run();
   EXPECT_EQ(be->value_returns, 0u) << "a loss or reduction returned a value (a GPU sync)";
+  EXPECT_EQ(be->synchronizations, 0u) << "the loop waited for the stream";
   // Per epoch: the loss sums and the regularisation sums (256 / 16 = 16 batches, under the
   // divergence-check interval).
   EXPECT_LE(be->downloads, 2u * 3u);
