@@ -2,7 +2,8 @@
 runs it in a work dir holding network.nc, net2.nc and features.idx; the interpreter must have
 tritonclient[grpc,http] and numpy). One server, both ports:
   - health: ServerLive/Ready, ModelReady, grpc.health.v1.Health/Check SERVING (NOT_FOUND for a
-    service it does not know);
+    service it does not know); a Health/Watch stream sees SERVING, then NOT_SERVING when
+    SIGTERM drains the server, and ends when it exits;
   - server and model metadata, Triton's model config and statistics: gRPC's equal HTTP's;
   - inference: the same rows through tritonclient.grpc (raw bytes, and typed fp32_contents) and
     through HTTP's JSON give equal FP32 scores, bit for bit, also under 16 concurrent clients of
@@ -19,6 +20,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import grpc
@@ -115,8 +117,27 @@ def health(port, service=""):
         return {b"\x08\x01": "SERVING", b"\x08\x02": "NOT_SERVING"}.get(answer, repr(answer))
 
 
+def watch(port, seen, first):
+    """grpc.health.v1.Health/Watch of '' until the stream ends: every status it sends, then how
+    it ended (OK, or the RPC's status code)."""
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        call = channel.unary_stream("/grpc.health.v1.Health/Watch",
+                                    request_serializer=lambda b: b,
+                                    response_deserializer=lambda b: b)
+        try:
+            for answer in call(b"", timeout=90):
+                seen.append({b"\x08\x01": "SERVING", b"\x08\x02": "NOT_SERVING"}.get(
+                    answer, repr(answer)))
+                first.set()
+            seen.append("OK")
+        except grpc.RpcError as e:
+            seen.append(e.code().name)
+        first.set()
+
+
 def main():
     proc, hport, gport = start()
+    watched, first_status = [], threading.Event()
     client = tg.InferenceServerClient(f"127.0.0.1:{gport}")
     rng = np.random.default_rng(7)
     sent_ok = sent_fail = rows_ok = 0  # inference requests for this model, both protocols
@@ -278,6 +299,11 @@ def main():
               "after the reload: gRPC and HTTP differ")
         g = grpc_error(lambda: grpc_infer(client, rows, version="1"))
         check(g is not None and g[0] == "NOT_FOUND", f"version 1 after the reload: {g}")
+        # A health watcher sees SERVING now and NOT_SERVING when the server drains (below).
+        watcher = threading.Thread(target=watch, args=(gport, watched, first_status), daemon=True)
+        watcher.start()
+        check(first_status.wait(10) and watched[:1] == ["SERVING"],
+              f"grpc.health.v1 Watch: first status {watched}")
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -286,6 +312,11 @@ def main():
             proc.kill()
             code = "killed after 60 s"
     check(code == 0, f"nn-serve exited {code} after SIGTERM: {open('grpc.log').read()}")
+    if first_status.is_set():
+        watcher.join(30)
+        check(not watcher.is_alive() and "NOT_SERVING" in watched,
+              f"grpc.health.v1 Watch across SIGTERM saw {watched}"
+              f"{' and is still open' if watcher.is_alive() else ''}")
     if failures:
         raise SystemExit(f"{len(failures)} check(s) failed")
     print(f"serve_grpc_check: OK ({sent_ok} answered and {sent_fail} refused inference "
