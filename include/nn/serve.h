@@ -64,12 +64,18 @@ struct ServeRequest {
   std::string method;  // "GET", "POST", ...
   std::string path;    // without the query string
   std::string body;
+  // The Inference-Header-Content-Length header of Triton's binary tensor extension ("" when
+  // absent): the body is that many bytes of JSON, then the inputs' raw data.
+  std::string inference_header_length{};
 };
 
 struct ServeResponse {
   int status = 200;
   std::string body;  // JSON; errors are {"error": "message"}; /metrics: Prometheus text
   std::string content_type = "application/json";
+  // Set when outputs were asked for as binary: the length of the body's JSON part (the
+  // Inference-Header-Content-Length header to send); the raw outputs follow it.
+  std::string inference_header_length{};
 };
 
 // What the service has done so far.

@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string_view>
 #include <unordered_set>
 
 #include "serve/http_error.h"
@@ -261,9 +264,34 @@ std::string format_recommend(const RecommendQuery& q) {
   return out;
 }
 
-api::InferRequest parse_infer(const std::string& body,
-                              const std::shared_ptr<const Generation>& gen) {
-  const json request = parse_body(body);
+bool BinaryOutputs::wants(const std::string& output) const {
+  return all || std::find(names.begin(), names.end(), output) != names.end();
+}
+
+namespace {
+
+// A tensor's "parameters": an object whose `flag` (if there) is a boolean; its value.
+bool flag_of(const json& owner, const std::string& where, const char* flag) {
+  if (!owner.contains("parameters")) return false;
+  const json& p = owner["parameters"];
+  if (!p.is_object()) throw HttpError(400, where + ".parameters: expected an object");
+  if (!p.contains(flag)) return false;
+  if (!p[flag].is_boolean())
+    throw HttpError(400, where + ".parameters." + flag + ": expected true or false");
+  return p[flag].get<bool>();
+}
+
+}  // namespace
+
+api::InferRequest parse_infer(const std::string& body, const std::shared_ptr<const Generation>& gen,
+                              size_t json_length, BinaryOutputs* binary) {
+  if (json_length != std::string::npos && json_length > body.size())
+    throw HttpError(400, "Inference-Header-Content-Length: " + std::to_string(json_length) +
+                             " is more than the body's " + std::to_string(body.size()) + " bytes");
+  const bool split = json_length != std::string::npos;
+  const json request = parse_body(split ? body.substr(0, json_length) : body);
+  const std::string_view rest =
+      split ? std::string_view(body).substr(json_length) : std::string_view();
   check_object(request, "request", {"id", "parameters", "inputs", "outputs"});
   api::InferRequest r;
   if (request.contains("id")) {
@@ -272,6 +300,7 @@ api::InferRequest parse_infer(const std::string& body,
   }
   if (request.contains("parameters") && !request["parameters"].is_object())
     throw HttpError(400, "parameters: expected an object");
+  const bool all_binary = flag_of(request, "request", "binary_data_output");
   if (!request.contains("inputs")) throw HttpError(400, "inputs: missing");
   const json& inputs = request["inputs"];
   if (!inputs.is_array() || inputs.size() != 1)
@@ -279,8 +308,22 @@ api::InferRequest parse_infer(const std::string& body,
                              gen->input_layer + "')");
   const json& in = inputs[0];
   check_object(in, "inputs[0]", {"name", "shape", "datatype", "data", "parameters"});
-  for (const char* f : {"name", "shape", "datatype", "data"})
+  // With "binary_data_size" the data follows the JSON instead of being in it.
+  std::optional<uint64_t> binary_size;
+  if (in.contains("parameters")) {
+    const json& p = in["parameters"];
+    if (!p.is_object()) throw HttpError(400, "inputs[0].parameters: expected an object");
+    if (p.contains("binary_data_size")) {
+      if (!p["binary_data_size"].is_number_unsigned())
+        throw HttpError(400, "inputs[0].parameters.binary_data_size: expected a byte count");
+      binary_size = p["binary_data_size"].get<uint64_t>();
+    }
+  }
+  for (const char* f : {"name", "shape", "datatype"})
     if (!in.contains(f)) throw HttpError(400, std::string("inputs[0].") + f + ": missing");
+  if (!binary_size && !in.contains("data")) throw HttpError(400, "inputs[0].data: missing");
+  if (binary_size && in.contains("data"))
+    throw HttpError(400, "inputs[0]: both \"data\" and parameters.binary_data_size; give one");
   // A name or datatype that is not a string cannot be the model's: make_infer says so, quoting
   // it as JSON.
   api::Tensor t;
@@ -297,11 +340,32 @@ api::InferRequest parse_infer(const std::string& body,
     t.shape.push_back(
         d.is_number_unsigned() && d.get<uint64_t>() > uint64_t(INT64_MAX) ? 0 : d.get<int64_t>());
   }
-  if (!in["data"].is_array()) throw HttpError(400, "inputs[0].data: expected a list of numbers");
-  // The body is at most max_body bytes, so its numbers are bounded too.
-  t.data.reserve(count_numbers(in["data"]));
-  flatten(in["data"], "inputs[0].data", t.data, UINT64_MAX);
+  if (binary_size) {
+    if (t.datatype != "FP32")
+      throw HttpError(400, "inputs[0].datatype: binary data is read as FP32; got " + t.datatype);
+    if (*binary_size % sizeof(float) != 0)
+      throw HttpError(400, "inputs[0].parameters.binary_data_size: " +
+                               std::to_string(*binary_size) + " is not a multiple of 4 (FP32)");
+    if (*binary_size != rest.size())
+      throw HttpError(400,
+                      "inputs[0].parameters.binary_data_size: " + std::to_string(*binary_size) +
+                          " bytes, but " + std::to_string(rest.size()) +
+                          " follow the JSON (Inference-Header-Content-Length)");
+    t.data.resize(*binary_size / sizeof(float));
+    if (!t.data.empty()) std::memcpy(t.data.data(), rest.data(), *binary_size);
+  } else {
+    if (!rest.empty())
+      throw HttpError(400, std::to_string(rest.size()) +
+                               " bytes follow the JSON, but no input has "
+                               "parameters.binary_data_size");
+    if (!in["data"].is_array()) throw HttpError(400, "inputs[0].data: expected a list of numbers");
+    // The body is at most max_body bytes, so its numbers are bounded too.
+    t.data.reserve(count_numbers(in["data"]));
+    flatten(in["data"], "inputs[0].data", t.data, UINT64_MAX);
+  }
   r.inputs.push_back(std::move(t));
+  BinaryOutputs wanted;
+  wanted.all = all_binary;
   if (request.contains("outputs")) {
     const json& outputs = request["outputs"];
     if (!outputs.is_array() || outputs.empty())
@@ -312,8 +376,10 @@ api::InferRequest parse_infer(const std::string& body,
       if (!outputs[i].contains("name") || !outputs[i]["name"].is_string())
         throw HttpError(400, w + ".name: expected a layer name");
       r.outputs.push_back(outputs[i]["name"].get<std::string>());
+      if (flag_of(outputs[i], w, "binary_data")) wanted.names.push_back(r.outputs.back());
     }
   }
+  if (binary) *binary = std::move(wanted);
   return r;
 }
 
@@ -408,7 +474,8 @@ api::InferResponse infer_response(InferQuery& q, const std::string& model_name) 
   return r;
 }
 
-std::string format_infer(const api::InferResponse& r) {
+std::string format_infer(const api::InferResponse& r, const BinaryOutputs& binary,
+                         size_t* json_length) {
   std::string out = "{\"model_name\":";
   append_string(out, r.model_name);
   out += ",\"model_version\":";
@@ -418,12 +485,21 @@ std::string format_infer(const api::InferResponse& r) {
     append_string(out, r.id);
   }
   out += ",\"outputs\":[";
+  std::vector<const api::Tensor*> raw;  // the outputs that follow the JSON, in order
   for (size_t i = 0; i < r.outputs.size(); ++i) {
     const api::Tensor& t = r.outputs[i];
     if (i) out += ',';
     out += "{\"name\":";
     append_string(out, t.name);
-    out += ",\"datatype\":\"FP32\",\"shape\":" + shape_text(t.shape) + ",\"data\":[";
+    out += ",\"datatype\":\"FP32\",\"shape\":" + shape_text(t.shape);
+    if (binary.wants(t.name)) {
+      out +=
+          ",\"parameters\":{\"binary_data_size\":" + std::to_string(t.data.size() * sizeof(float)) +
+          "}}";
+      raw.push_back(&t);
+      continue;
+    }
+    out += ",\"data\":[";
     for (size_t v = 0; v < t.data.size(); ++v) {
       if (v) out += ',';
       append_float(out, t.data[v]);
@@ -431,11 +507,15 @@ std::string format_infer(const api::InferResponse& r) {
     out += "]}";
   }
   out += "]}";
+  if (json_length) *json_length = raw.empty() ? std::string::npos : out.size();
+  for (const api::Tensor* t : raw)
+    out.append(reinterpret_cast<const char*>(t->data.data()), t->data.size() * sizeof(float));
   return out;
 }
 
 api::ServerMetadata server_metadata() {
-  return {"nn-serve", NN_SERVE_VERSION, {"model_configuration", "statistics"}};
+  return {
+      "nn-serve", NN_SERVE_VERSION, {"model_configuration", "statistics", "binary_tensor_data"}};
 }
 
 std::string format_server_metadata(const api::ServerMetadata& m) {

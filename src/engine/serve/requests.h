@@ -37,17 +37,35 @@ struct InferQuery {
   std::string id;  // echoed when given
   std::vector<std::unique_ptr<Job>> jobs;
 };
-// The JSON body of POST .../infer as a typed request: its fields and their JSON types checked
-// (the model name and version come from the path, not from here).
-api::InferRequest parse_infer(const std::string& body,
-                              const std::shared_ptr<const Generation>& gen);
+// Triton's binary tensor extension over HTTP: which outputs go back as raw bytes after the JSON
+// (the request's "parameters": {"binary_data_output": true}, or an output's
+// "parameters": {"binary_data": true}).
+struct BinaryOutputs {
+  bool all = false;
+  std::vector<std::string> names;
+  bool wants(const std::string& output) const;
+};
+// The body of POST .../infer as a typed request: its fields and their JSON types checked (the
+// model name and version come from the path, not from here). With the binary extension the JSON
+// is the body's first `json_length` bytes (the Inference-Header-Content-Length header; npos: the
+// whole body), and an input with "parameters": {"binary_data_size": n} takes its data from the
+// next n bytes after it (little-endian FP32). `binary` (may be null) receives the outputs asked
+// for as binary.
+api::InferRequest parse_infer(const std::string& body, const std::shared_ptr<const Generation>& gen,
+                              size_t json_length = std::string::npos,
+                              BinaryOutputs* binary = nullptr);
 // A typed request (from JSON, or from the gRPC front) checked against the model and made into
 // jobs; the input's data is moved out of it. HttpError 400 or 413 naming the field at fault.
 InferQuery make_infer(api::InferRequest& request, const std::shared_ptr<const Generation>& gen,
                       const api::ServeOptions& options);
 // The answered jobs as outputs (moved out of them).
 api::InferResponse infer_response(InferQuery& query, const std::string& model_name);
-std::string format_infer(const api::InferResponse& response);
+// The answer as JSON; the outputs `binary` names go after it as raw little-endian FP32, each with
+// "parameters": {"binary_data_size": bytes} instead of "data", and `json_length` (when not null)
+// receives the JSON's length (for the Inference-Header-Content-Length header; npos when nothing
+// is binary).
+std::string format_infer(const api::InferResponse& response, const BinaryOutputs& binary = {},
+                         size_t* json_length = nullptr);
 
 // GET /v2: the server's name, version and extensions.
 api::ServerMetadata server_metadata();

@@ -4,6 +4,7 @@
 // end, so reload() can swap generations at any time: batches already formed finish on the old
 // model, which is freed when its last request has been answered.
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <utility>
 
@@ -180,6 +181,31 @@ void Service::Impl::check_ready() const {
   if (draining) throw HttpError(503, "not ready: the server is shutting down");
 }
 
+ServeResponse Service::Impl::infer_http(const ServeRequest& r, RequestTrace& trace) {
+  size_t json_length = std::string::npos;
+  if (!r.inference_header_length.empty()) {
+    const std::string& h = r.inference_header_length;
+    const auto end = h.data() + h.size();
+    unsigned long long n = 0;
+    const auto [ptr, ec] = std::from_chars(h.data(), end, n);
+    if (ec != std::errc() || ptr != end)
+      throw HttpError(400,
+                      "Inference-Header-Content-Length: expected a byte count; got '" + h + "'");
+    json_length = size_t(n);
+  }
+  InferRequest request;
+  serve::BinaryOutputs binary;
+  const InferResponse answer = infer(request, trace, &r.body, json_length, &binary);
+  ServeResponse out;
+  size_t json_part = std::string::npos;
+  out.body = serve::format_infer(answer, binary, &json_part);
+  if (json_part != std::string::npos) {
+    out.content_type = "application/octet-stream";
+    out.inference_header_length = std::to_string(json_part);
+  }
+  return out;
+}
+
 ServeResponse Service::Impl::route(const ServeRequest& r, RequestTrace& trace) {
   const std::vector<std::string> seg = segments(r.path);
   const auto ok = [](std::string body) { return ServeResponse{200, std::move(body)}; };
@@ -236,8 +262,7 @@ ServeResponse Service::Impl::route(const ServeRequest& r, RequestTrace& trace) {
     }
     if (action == "infer") {
       require_method(r, "POST");
-      InferRequest request;
-      return ok(serve::format_infer(infer(request, trace, &r.body)));
+      return infer_http(r, trace);
     }
     if (action == "config") {
       require_method(r, "GET");

@@ -16,6 +16,10 @@
 #include "serve/metrics.h"
 #include "serve/stats.h"
 
+namespace nn::serve {
+struct BinaryOutputs;
+}  // namespace nn::serve
+
 namespace nn::api {
 
 // What an inference request did, for Triton's statistics: whether it was addressed to this model
@@ -51,9 +55,14 @@ struct Service::Impl {
 
   ServeResponse route(const ServeRequest& r, RequestTrace& trace);
   ServeResponse recommend(const std::string& body, RequestTrace& trace);
-  // The typed inference every form of it goes through: checks, batcher, answer.
+  // The typed inference every form of it goes through: checks, batcher, answer. `json_body`:
+  // an HTTP body to parse first (serve::parse_infer, with `json_length` and `binary`).
   InferResponse infer(InferRequest& request, RequestTrace& trace,
-                      const std::string* json_body = nullptr);
+                      const std::string* json_body = nullptr,
+                      size_t json_length = std::string::npos,
+                      serve::BinaryOutputs* binary = nullptr);
+  // POST .../infer over HTTP: JSON, or Triton's binary tensor extension.
+  ServeResponse infer_http(const ServeRequest& r, RequestTrace& trace);
   ModelConfig config() const;
   ModelStatistics statistics() const;
 

@@ -87,13 +87,14 @@ ServeResponse Service::Impl::recommend(const std::string& body, RequestTrace& tr
 }
 
 InferResponse Service::Impl::infer(InferRequest& request, RequestTrace& trace,
-                                   const std::string* json_body) {
+                                   const std::string* json_body, size_t json_length,
+                                   serve::BinaryOutputs* binary) {
   if (json_body && json_body->size() > options.max_body)
     throw HttpError(413, "request body of " + std::to_string(json_body->size()) +
                              " bytes; at most " + std::to_string(options.max_body));
   trace.model = true;
   Admission admitted(*this);
-  if (json_body) request = serve::parse_infer(*json_body, admitted.gen());
+  if (json_body) request = serve::parse_infer(*json_body, admitted.gen(), json_length, binary);
   serve::InferQuery q = serve::make_infer(request, admitted.gen(), options);
   for (auto& job : q.jobs) admitted.run(*job, trace);
   trace.rows = q.jobs.front()->rows;

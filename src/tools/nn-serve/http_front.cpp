@@ -105,8 +105,9 @@ void serve_http(api::Service& service, const FrontOptions& o, const LogSink& log
   limits.body_timeout_s = o.body_timeout_s;
   HttpServer* running = nullptr;  // for /metrics, set once the server exists
   auto answer = [&service, &running, &o, &side](const HttpRequest& req) {
-    const api::ServeResponse r = service.handle({req.method, req.path, req.body});
-    HttpResponse res{r.status, r.content_type, r.body};
+    const api::ServeResponse r =
+        service.handle({req.method, req.path, req.body, req.inference_header_length});
+    HttpResponse res{r.status, r.content_type, r.body, r.inference_header_length};
     if (r.status == 200 && req.path == "/metrics" && running) {
       res.body += connection_metrics(running->counters(), o.max_connections);
       if (side.metrics) res.body += side.metrics();

@@ -286,6 +286,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     r.method = head_ ? "GET" : method_;
     r.path = path_;
     r.body = std::move(req.body());
+    r.inference_header_length = std::string(req["Inference-Header-Content-Length"]);
     keep_alive_ = req.keep_alive();
     parser_.reset();
     started_ = Clock::now();
@@ -342,6 +343,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     out_ = "HTTP/1.1 " + std::to_string(res.status) + " " + std::string(reason) +
            "\r\nContent-Type: " + res.content_type +
            "\r\nContent-Length: " + std::to_string(res.body.size()) + "\r\n" +
+           (res.inference_header_length.empty()
+                ? std::string()
+                : "Inference-Header-Content-Length: " + res.inference_header_length + "\r\n") +
            (close ? "Connection: close\r\n\r\n" : "\r\n");
     if (!head_) out_ += res.body;
   }

@@ -18,12 +18,14 @@ struct HttpRequest {
   std::string method;  // as sent; HEAD is handed over as GET (the body is then not sent)
   std::string path;    // percent-decoded, without the query string
   std::string body;
+  std::string inference_header_length{};  // the Inference-Header-Content-Length header, or ""
 };
 
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  std::string inference_header_length{};  // sent as Inference-Header-Content-Length when set
 };
 
 // One answered request, for the access log and the metrics. `refused`: the server answered by

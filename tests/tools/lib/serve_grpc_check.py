@@ -7,7 +7,7 @@ tritonclient[grpc,http] and numpy). One server, both ports:
   - server and model metadata, Triton's model config and statistics: gRPC's equal HTTP's;
   - inference: the same rows through tritonclient.grpc (raw bytes, and typed fp32_contents) and
     through HTTP's JSON give equal FP32 scores, bit for bit, also under 16 concurrent clients of
-    each protocol;
+    each protocol; so does HTTP with the binary tensor extension (tritonclient.http);
   - refusals: gRPC's message is HTTP's, under the code that means HTTP's status;
   - statistics and metrics count exactly the requests sent;
   - a reload (SIGHUP) shows in gRPC's metadata and answers; SIGTERM drains and exits 0.
@@ -192,6 +192,24 @@ def main():
         rows_ok += 4
         check(answer.id == "typed-1" and answer.model_version == "1" and
               np.array_equal(typed, http_infer(hport, rows)[1]), "fp32_contents: scores differ")
+
+        # HTTP with Triton's binary tensor extension (tritonclient.http's default): binary in,
+        # binary out, and each mixed with JSON; the scores equal the JSON request's.
+        hclient = th.InferenceServerClient(f"127.0.0.1:{hport}")
+        rows = rng.random((3, units), dtype=np.float32)
+        _, want = http_infer(hport, rows)
+        sent_ok += 1
+        rows_ok += 3
+        for binary_in, binary_out in [(True, True), (True, False), (False, True)]:
+            x = th.InferInput("Input", list(rows.shape), "FP32")
+            x.set_data_from_numpy(rows, binary_data=binary_in)
+            out = th.InferRequestedOutput("Output", binary_data=binary_out)
+            got = hclient.infer(MODEL, [x], outputs=[out]).as_numpy("Output")
+            sent_ok += 1
+            rows_ok += 3
+            check(got is not None and got.dtype == np.float32 and np.array_equal(got, want),
+                  f"HTTP binary in {binary_in}, out {binary_out}: scores differ from JSON's")
+        hclient.close()
 
         # Refusals: HTTP's message, the gRPC code of HTTP's status.
         good = rng.random((1, units), dtype=np.float32)
