@@ -10,8 +10,8 @@
 # samples/movielens/serve.py (the Python module's in-process thread pool, no HTTP) on the same
 # network. Then the Open Inference Protocol's POST /v2/models/<name>/infer (the users' rows as
 # dense FP32 JSON, with batching) driven by the same load generator and by Triton's perf_analyzer
-# over HTTP (JSON tensors) and over gRPC (--grpc-port), at the same client counts: perf_analyzer
-# comes from tritonclient 2.41.1's wheel (PyPI's perf-analyzer is a placeholder; newer wheels'
+# over HTTP (JSON tensors, and Triton's binary tensors) and over gRPC (--grpc-port), at the same
+# client counts: perf_analyzer comes from tritonclient 2.41.1's wheel (PyPI's perf-analyzer is a placeholder; newer wheels'
 # binary needs a newer glibc than Debian 12's), installed into <build>/perf-analyzer-venv with
 # libcudart.so.12 from nvidia-cuda-runtime-cu12, and needs libb64-0d (scripts/setup.sh installs
 # it); NN_PERF_ANALYZER names another binary; without it (no PyPI) those rows are left out and
@@ -184,21 +184,21 @@ for c in $clients; do
     tee -a "$oip_results"
 done
 if [ -z "$perf_why" ]; then
-  for proto in http grpc; do
-    url=127.0.0.1:$port
+  for form in http-json http-binary grpc; do
+    url=127.0.0.1:$port proto=http label="HTTP, JSON"
     extra=(--input-tensor-format json --output-tensor-format json)
-    if [ $proto = grpc ]; then
-      url=127.0.0.1:$grpc_port
-      extra=()
-    fi
+    case $form in
+      http-binary) extra=() label="HTTP, binary" ;;  # Triton's binary tensor extension
+      grpc) url=127.0.0.1:$grpc_port proto=grpc label=gRPC extra=() ;;
+    esac
     for c in $clients; do
       rm -f perf.csv
       timeout 120 "${perf_env[@]}" "$perf" -m "$model" -u "$url" -i "$proto" \
         --input-data oip-data.json --concurrency-range "$c" --max-threads "$c" \
         --measurement-interval 2000 --max-trials 10 --stability-percentage 50 -f perf.csv \
         "${extra[@]}" \
-        >"perf-$proto-$c.log" 2>&1 || true
-      python3 - perf.csv "$proto" "$c" "perf-$proto-$c.log" <<'PY' | tee -a "$oip_results"
+        >"perf-$form-$c.log" 2>&1 || true
+      python3 - perf.csv "$label" "$c" "perf-$form-$c.log" <<'PY' | tee -a "$oip_results"
 import csv, json, re, sys
 try:
     row = next(csv.DictReader(open(sys.argv[1])))
@@ -208,8 +208,8 @@ except (OSError, StopIteration):
     sys.exit(0)
 # The requests of the measurement it reports (its last, stable windows).
 counts = re.findall(r"Client:\s*\n\s*Request count: (\d+)", open(sys.argv[4]).read())
-print(json.dumps({"client": "perf_analyzer", "protocol": "gRPC" if sys.argv[2] == "grpc"
-                  else "HTTP, JSON", "clients": int(sys.argv[3]), "rate": 0,
+print(json.dumps({"client": "perf_analyzer", "protocol": sys.argv[2],
+                  "clients": int(sys.argv[3]), "rate": 0,
                   "requests": int(counts[-1]) if counts else None,
                   "rps": float(row["Inferences/Second"]),
                   "p50_ms": float(row["p50 latency"]) / 1000, "p99_ms": float(row["p99 latency"]) / 1000}))
