@@ -37,7 +37,13 @@ GrpcFront::GrpcFront(api::Service& service, const GrpcOptions& o)
   const std::string address =
       (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host) + ":" +
       std::to_string(o.port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &impl_->port);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!o.tls_cert_chain.empty()) {
+    grpc::SslServerCredentialsOptions tls;
+    tls.pem_key_cert_pairs.push_back({o.tls_private_key, o.tls_cert_chain});
+    credentials = grpc::SslServerCredentials(tls);
+  }
+  builder.AddListeningPort(address, credentials, &impl_->port);
   // gRPC binds with SO_REUSEPORT by default: a second server on a port in use would start and
   // share its connections instead of failing.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -47,8 +53,10 @@ GrpcFront::GrpcFront(api::Service& service, const GrpcOptions& o)
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || impl_->port == 0)
     throw IoError("gRPC: cannot listen on " + address +
-                  " (in use, or not an address of this "
-                  "machine?)");
+                  (o.tls_cert_chain.empty()
+                       ? " (in use, or not an address of this machine?)"
+                       : " (in use, not an address of this machine, or a TLS certificate and key "
+                         "that do not match?)"));
   if (auto* health = impl_->server->GetHealthCheckService()) {
     health->SetServingStatus("", service.ready());
     health->SetServingStatus("inference.GRPCInferenceService", service.ready());

@@ -20,6 +20,8 @@ struct GrpcOptions {
   // Bytes of a request message (--max-body); larger: RESOURCE_EXHAUSTED.
   uint64_t max_message = 1 << 20;
   bool access_log = true;  // a line per call on standard error, as HTTP's
+  // TLS: the certificate chain and its private key, PEM text (both empty: plain gRPC).
+  std::string tls_cert_chain, tls_private_key;
 };
 
 class GrpcFront {

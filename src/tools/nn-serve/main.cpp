@@ -6,6 +6,8 @@
 //   nn-serve -n network.nc -i input.idx -o output.idx [--port 8080] [--grpc-port 8001]
 // The flags become api::ServeOptions (nn/serve.h); the library serves, http_front.cpp listens,
 // and grpc_front.cpp beside it (where the build has gRPC: NN_HAVE_GRPC).
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -26,8 +28,19 @@ struct Flags {
   api::ServeOptions serve;
   FrontOptions front;
   std::string cdl, max_body, memory_limit;
+  std::string grpc_tls_cert, grpc_tls_key;  // PEM files; both or neither
   bool quiet = false;
 };
+
+// A PEM file's contents; UsageError naming the flag when it cannot be read or is not PEM.
+std::string read_pem(const std::string& flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(flag + ": cannot read '" + path + "'");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.find("-----BEGIN ") == std::string::npos)
+    throw UsageError(flag + ": '" + path + "' is not a PEM file (no -----BEGIN line)");
+  return text;
+}
 
 void define_flags(CLI::App& app, Flags& f) {
   app.add_option("cdl", f.cdl, "CDL command file (JSON) with Command Serve")
@@ -47,6 +60,9 @@ void define_flags(CLI::App& app, Flags& f) {
                  "also serve the Open Inference Protocol over gRPC on this port (0 = any free "
                  "port), with grpc.health.v1 (default: no gRPC)")
       ->check(CLI::Range(0, 65535));
+  app.add_option("--grpc-tls-cert", f.grpc_tls_cert,
+                 "serve gRPC over TLS with this certificate chain (PEM; needs --grpc-tls-key)");
+  app.add_option("--grpc-tls-key", f.grpc_tls_key, "the private key of --grpc-tls-cert (PEM)");
   app.add_option("--threads", f.serve.threads,
                  "evaluators running batches at once, and CPU threads (default: the CPUs this "
                  "process may use)")
@@ -170,6 +186,8 @@ int run(int argc, char** argv) {
       std::to_string(s.max_delay_ms).substr(0, std::to_string(s.max_delay_ms).find('.') + 3) +
       " ms");
   SideFront side;
+  if ((!f.grpc_tls_cert.empty() || !f.grpc_tls_key.empty()) && s.grpc_port < 0)
+    throw UsageError("--grpc-tls-cert/--grpc-tls-key secure the gRPC front: give --grpc-port too");
 #ifdef NN_HAVE_GRPC
   std::unique_ptr<GrpcFront> grpc;
   if (s.grpc_port >= 0) {
@@ -180,10 +198,17 @@ int run(int argc, char** argv) {
     g.max_pending = f.front.max_connections;
     g.max_message = s.max_body;
     g.access_log = f.front.access_log;
+    if (f.grpc_tls_cert.empty() != f.grpc_tls_key.empty())
+      throw UsageError("--grpc-tls-cert and --grpc-tls-key go together: give both or neither");
+    if (!f.grpc_tls_cert.empty()) {
+      g.tls_cert_chain = read_pem("--grpc-tls-cert", f.grpc_tls_cert);
+      g.tls_private_key = read_pem("--grpc-tls-key", f.grpc_tls_key);
+    }
     grpc = std::make_unique<GrpcFront>(service, g);
     // As for HTTP, a port chosen by the system is announced even with -q.
     const LogSink announce = f.quiet && s.grpc_port == 0 ? stream_log(stderr, "nn-serve: ") : log;
     announce("gRPC listening on " + s.host + ":" + std::to_string(grpc->port()) +
+             (g.tls_cert_chain.empty() ? "" : " with TLS") +
              " (inference.GRPCInferenceService, grpc.health.v1.Health)");
     GrpcFront* front = grpc.get();
     side.metrics = [front] { return front->metrics(); };
@@ -191,6 +216,8 @@ int run(int argc, char** argv) {
     side.stop = [front] { front->stop(); };
   }
 #else
+  if (!f.grpc_tls_cert.empty() || !f.grpc_tls_key.empty())
+    throw UsageError("--grpc-tls-cert/--grpc-tls-key: this nn-serve was built without gRPC");
   if (s.grpc_port >= 0)
     throw UsageError(
         "--grpc-port: this nn-serve was built without gRPC (Debian's libgrpc++-dev, "

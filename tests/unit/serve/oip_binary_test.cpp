@@ -54,9 +54,8 @@ TEST_F(ServeTest, BinaryTensorsAnswerWhatJsonAnswers) {
 
   // Binary in and out (asked for on the output, then for every output).
   for (const auto& [outputs, parameters] :
-       {std::pair<json, json>{json::array({{{"name", "Output"},
-                                            {"parameters", {{"binary_data", true}}}}}),
-                              nullptr},
+       {std::pair<json, json>{
+            json::array({{{"name", "Output"}, {"parameters", {{"binary_data", true}}}}}), nullptr},
         std::pair<json, json>{nullptr, {{"binary_data_output", true}}}}) {
     const api::ServeResponse r = s.handle(request(data, 3, true, outputs, parameters));
     ASSERT_EQ(r.status, 200) << r.body;
@@ -80,9 +79,10 @@ TEST_F(ServeTest, BinaryTensorsAnswerWhatJsonAnswers) {
     }
   }
   // JSON in, one output of two binary: only that one follows the JSON.
-  const api::ServeResponse mixed = s.handle(request(
-      data, 3, false,
-      json::array({{{"name", "Hidden"}}, {{"name", "Output"}, {"parameters", {{"binary_data", true}}}}})));
+  const api::ServeResponse mixed = s.handle(
+      request(data, 3, false,
+              json::array({{{"name", "Hidden"}},
+                           {{"name", "Output"}, {"parameters", {{"binary_data", true}}}}})));
   ASSERT_EQ(mixed.status, 200) << mixed.body;
   const size_t n = std::stoul(mixed.inference_header_length);
   const json head = json::parse(mixed.body.substr(0, n));
