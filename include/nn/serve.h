@@ -52,12 +52,14 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8080;     // 0: any free port
   int grpc_port = -1;  // the gRPC front (Open Inference Protocol): -1 none, 0 any free port
+  // PEM files of a certificate chain and its private key: the gRPC front over TLS ("": plain).
+  std::string grpc_tls_cert, grpc_tls_key;
 };
 
 // The service a CDL command file (Command "Serve") describes: its Network, Backend, Device and
-// ServeParameters (InputIndex, OutputIndex, Host, Port, GrpcPort, Threads, MaxBatch, MaxDelayMs, K,
-// MaxK, MaxBody, ModelName); the defaults above where it says nothing. ConfigError for another
-// Command.
+// ServeParameters (InputIndex, OutputIndex, Host, Port, GrpcPort, GrpcTlsCert, GrpcTlsKey, Threads,
+// MaxBatch, MaxDelayMs, K, MaxK, MaxBody, ModelName); the defaults above where it says nothing.
+// ConfigError for another Command.
 ServeOptions serve_options(const CommandFile& cdl);
 
 struct ServeRequest {

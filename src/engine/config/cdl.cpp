@@ -320,6 +320,10 @@ class CdlParser {
         p.port = int(r_.get_int(*m.value, m.path, 0, 65535));
       } else if (k == "grpcport") {
         p.grpc_port = int(r_.get_int(*m.value, m.path, 0, 65535));
+      } else if (k == "grpctlscert") {
+        p.grpc_tls_cert = non_empty_string(m);
+      } else if (k == "grpctlskey") {
+        p.grpc_tls_key = non_empty_string(m);
       } else if (k == "threads") {
         p.threads = int(r_.get_int(*m.value, m.path, 1, 4096));
       } else if (k == "maxbatch") {
@@ -337,8 +341,9 @@ class CdlParser {
       } else if (k == "modelname") {
         p.model_name = non_empty_string(m);
       } else {
-        r_.unknown_key(m, {"InputIndex", "OutputIndex", "Host", "Port", "GrpcPort", "Threads",
-                           "MaxBatch", "MaxDelayMs", "K", "MaxK", "MaxBody", "ModelName"});
+        r_.unknown_key(m, {"InputIndex", "OutputIndex", "Host", "Port", "GrpcPort", "GrpcTlsCert",
+                           "GrpcTlsKey", "Threads", "MaxBatch", "MaxDelayMs", "K", "MaxK",
+                           "MaxBody", "ModelName"});
       }
     }
   }
@@ -395,7 +400,8 @@ CdlSpec parse_cdl(const std::string& text, const std::string& source) {
   for (std::string* path :
        {&p.output, &p.filter, &p.input_index, &p.output_index, &p.sample_index, &p.target})
     *path = resolve_path(base, *path);
-  for (std::string* path : {&spec.serve.input_index, &spec.serve.output_index})
+  for (std::string* path : {&spec.serve.input_index, &spec.serve.output_index,
+                            &spec.serve.grpc_tls_cert, &spec.serve.grpc_tls_key})
     *path = resolve_path(base, *path);
   return spec;
 }

@@ -79,11 +79,12 @@ struct PredictionParameters {
 // ServeParameters (ours): how nn-serve serves the Network (docs/serving.md). Zero or empty fields
 // leave the tool's defaults.
 struct ServeParameters {
-  std::string input_index;   // item names of requests (required to serve)
-  std::string output_index;  // item names of answers (required to serve)
-  std::string host;          // "" = 127.0.0.1
-  int port = -1;             // -1 = 8080; 0 = any free port
-  int grpc_port = -1;        // -1 = no gRPC front; 0 = any free port
+  std::string input_index;                  // item names of requests (required to serve)
+  std::string output_index;                 // item names of answers (required to serve)
+  std::string host;                         // "" = 127.0.0.1
+  int port = -1;                            // -1 = 8080; 0 = any free port
+  int grpc_port = -1;                       // -1 = no gRPC front; 0 = any free port
+  std::string grpc_tls_cert, grpc_tls_key;  // PEM files: the gRPC front over TLS
   int threads = 0;
   uint32_t max_batch = 0;
   double max_delay_ms = -1;  // -1 = the tool's default

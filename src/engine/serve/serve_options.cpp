@@ -26,6 +26,8 @@ ServeOptions serve_options(const CommandFile& cdl) {
   if (!p.host.empty()) o.host = p.host;
   if (p.port >= 0) o.port = p.port;
   if (p.grpc_port >= 0) o.grpc_port = p.grpc_port;
+  o.grpc_tls_cert = p.grpc_tls_cert;
+  o.grpc_tls_key = p.grpc_tls_key;
   return o;
 }
 

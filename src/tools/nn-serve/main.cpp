@@ -28,7 +28,6 @@ struct Flags {
   api::ServeOptions serve;
   FrontOptions front;
   std::string cdl, max_body, memory_limit;
-  std::string grpc_tls_cert, grpc_tls_key;  // PEM files; both or neither
   bool quiet = false;
 };
 
@@ -60,9 +59,10 @@ void define_flags(CLI::App& app, Flags& f) {
                  "also serve the Open Inference Protocol over gRPC on this port (0 = any free "
                  "port), with grpc.health.v1 (default: no gRPC)")
       ->check(CLI::Range(0, 65535));
-  app.add_option("--grpc-tls-cert", f.grpc_tls_cert,
+  app.add_option("--grpc-tls-cert", f.serve.grpc_tls_cert,
                  "serve gRPC over TLS with this certificate chain (PEM; needs --grpc-tls-key)");
-  app.add_option("--grpc-tls-key", f.grpc_tls_key, "the private key of --grpc-tls-cert (PEM)");
+  app.add_option("--grpc-tls-key", f.serve.grpc_tls_key,
+                 "the private key of --grpc-tls-cert (PEM)");
   app.add_option("--threads", f.serve.threads,
                  "evaluators running batches at once, and CPU threads (default: the CPUs this "
                  "process may use)")
@@ -146,6 +146,8 @@ int run(int argc, char** argv) {
     take("--host", f.serve.host, from.host);
     take("--port", f.serve.port, from.port);
     take("--grpc-port", f.serve.grpc_port, from.grpc_port);
+    take("--grpc-tls-cert", f.serve.grpc_tls_cert, from.grpc_tls_cert);
+    take("--grpc-tls-key", f.serve.grpc_tls_key, from.grpc_tls_key);
     take("--threads", f.serve.threads, from.threads);
     take("--max-batch", f.serve.max_batch, from.max_batch);
     take("--max-delay-ms", f.serve.max_delay_ms, from.max_delay_ms);
@@ -186,7 +188,7 @@ int run(int argc, char** argv) {
       std::to_string(s.max_delay_ms).substr(0, std::to_string(s.max_delay_ms).find('.') + 3) +
       " ms");
   SideFront side;
-  if ((!f.grpc_tls_cert.empty() || !f.grpc_tls_key.empty()) && s.grpc_port < 0)
+  if ((!f.serve.grpc_tls_cert.empty() || !f.serve.grpc_tls_key.empty()) && s.grpc_port < 0)
     throw UsageError("--grpc-tls-cert/--grpc-tls-key secure the gRPC front: give --grpc-port too");
 #ifdef NN_HAVE_GRPC
   std::unique_ptr<GrpcFront> grpc;
@@ -198,11 +200,11 @@ int run(int argc, char** argv) {
     g.max_pending = f.front.max_connections;
     g.max_message = s.max_body;
     g.access_log = f.front.access_log;
-    if (f.grpc_tls_cert.empty() != f.grpc_tls_key.empty())
+    if (f.serve.grpc_tls_cert.empty() != f.serve.grpc_tls_key.empty())
       throw UsageError("--grpc-tls-cert and --grpc-tls-key go together: give both or neither");
-    if (!f.grpc_tls_cert.empty()) {
-      g.tls_cert_chain = read_pem("--grpc-tls-cert", f.grpc_tls_cert);
-      g.tls_private_key = read_pem("--grpc-tls-key", f.grpc_tls_key);
+    if (!f.serve.grpc_tls_cert.empty()) {
+      g.tls_cert_chain = read_pem("--grpc-tls-cert (CDL GrpcTlsCert)", f.serve.grpc_tls_cert);
+      g.tls_private_key = read_pem("--grpc-tls-key (CDL GrpcTlsKey)", f.serve.grpc_tls_key);
     }
     grpc = std::make_unique<GrpcFront>(service, g);
     // As for HTTP, a port chosen by the system is announced even with -q.
@@ -216,7 +218,7 @@ int run(int argc, char** argv) {
     side.stop = [front] { front->stop(); };
   }
 #else
-  if (!f.grpc_tls_cert.empty() || !f.grpc_tls_key.empty())
+  if (!f.serve.grpc_tls_cert.empty() || !f.serve.grpc_tls_key.empty())
     throw UsageError("--grpc-tls-cert/--grpc-tls-key: this nn-serve was built without gRPC");
   if (s.grpc_port >= 0)
     throw UsageError(

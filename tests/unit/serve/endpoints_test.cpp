@@ -125,12 +125,16 @@ TEST_F(ServeTest, InferIsTheOutputLayerAndTakesNarrowRows) {
 TEST_F(ServeTest, CommandFileServe) {
   std::ofstream(path("serve.cdl")) << R"({"Command": "Serve", "Network": "network.nc",
       "ServeParameters": {"InputIndex": "input.idx", "OutputIndex": "output.idx", "Port": 0,
-      "GrpcPort": 8001, "MaxBatch": 16, "MaxDelayMs": 0.5, "K": 3, "ModelName": "m"}})";
+      "GrpcPort": 8001, "GrpcTlsCert": "tls/chain.pem", "GrpcTlsKey": "/etc/key.pem",
+      "MaxBatch": 16, "MaxDelayMs": 0.5, "K": 3, "ModelName": "m"}})";
   const api::ServeOptions o = api::serve_options(api::CommandFile::read(path("serve.cdl")));
   EXPECT_EQ(o.network, path("network.nc"));
   EXPECT_EQ(o.input_index, path("input.idx"));
   EXPECT_EQ(o.port, 0);
   EXPECT_EQ(o.grpc_port, 8001);
+  // TLS files: a relative path is the command file's, an absolute one stays.
+  EXPECT_EQ(o.grpc_tls_cert, path("tls/chain.pem"));
+  EXPECT_EQ(o.grpc_tls_key, "/etc/key.pem");
   EXPECT_EQ(o.max_batch, 16u);
   EXPECT_EQ(o.max_delay_ms, 0.5);
   EXPECT_EQ(o.default_k, 3u);
@@ -147,7 +151,9 @@ TEST_F(ServeTest, CommandFileServe) {
   // No GrpcPort: no gRPC.
   std::ofstream(path("plain.cdl")) << R"({"Command": "Serve", "Network": "network.nc",
       "ServeParameters": {"InputIndex": "input.idx", "OutputIndex": "output.idx"}})";
-  EXPECT_EQ(api::serve_options(api::CommandFile::read(path("plain.cdl"))).grpc_port, -1);
+  const api::ServeOptions plain = api::serve_options(api::CommandFile::read(path("plain.cdl")));
+  EXPECT_EQ(plain.grpc_port, -1);
+  EXPECT_TRUE(plain.grpc_tls_cert.empty() && plain.grpc_tls_key.empty());
 }
 
 }  // namespace
