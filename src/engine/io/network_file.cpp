@@ -42,16 +42,22 @@ size_t payload_bytes(const NetworkFile& net) {
 
 }  // namespace
 
+FloatRun run_of(const std::vector<float>& v) {
+  return {v.data(), v.size()};
+}
+
+std::vector<FloatRun> runs_of(const std::vector<std::vector<float>>& vs) {
+  std::vector<FloatRun> out;
+  for (const auto& v : vs) out.push_back(run_of(v));
+  return out;
+}
+
 FloatRun weights_of(const WeightArrays& w) {
-  if (w.weights_run.data) return w.weights_run;
-  return {w.weights.data(), w.weights.size()};
+  return w.weights_run.data ? w.weights_run : run_of(w.weights);
 }
 
 std::vector<FloatRun> weight_states_of(const WeightArrays& w) {
-  if (!w.weight_state_runs.empty()) return w.weight_state_runs;
-  std::vector<FloatRun> out;
-  for (const auto& s : w.weight_state) out.push_back({s.data(), s.size()});
-  return out;
+  return w.weight_state_runs.empty() ? runs_of(w.weight_state) : w.weight_state_runs;
 }
 
 void write_network_file(const std::string& path, const NetworkFile& net) {

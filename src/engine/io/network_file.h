@@ -39,6 +39,10 @@ struct WeightArrays {
   std::vector<FloatRun> weight_state_runs;
 };
 
+// A vector (or each of a list of vectors) as the run a writer reads.
+FloatRun run_of(const std::vector<float>& v);
+std::vector<FloatRun> runs_of(const std::vector<std::vector<float>>& vs);
+
 // The weights and their optimizer state as a writer reads them: the runs where set, else the
 // vectors.
 FloatRun weights_of(const WeightArrays& w);

@@ -64,9 +64,6 @@ class Validator {
                           (std::isnan(values.data[k]) ? "NaN" : std::to_string(values.data[k])) +
                           ", expected finite values");
   }
-  void finite_values(const std::string& var, const std::vector<float>& values) const {
-    finite_values(var, FloatRun{values.data(), values.size()});
-  }
   void size_is(const std::string& var, size_t actual, uint64_t expected,
                const std::string& why) const {
     if (actual != expected)
@@ -245,9 +242,9 @@ class Validator {
                     : "units of " + quoted(out.name));
     }
     finite_values(key("weights"), weights);
-    finite_values(key("bias"), w.bias);
+    finite_values(key("bias"), run_of(w.bias));
     check_states(key("nn_state"), weight_states_of(w), weights.size, key("weights"));
-    check_states(key("nn_bias_state"), w.bias_state, w.bias.size(), key("bias"));
+    check_states(key("nn_bias_state"), runs_of(w.bias_state), w.bias.size(), key("bias"));
   }
 
   // Outputs of a fully connected weight: the layer's units, times maxout_k for MaxOut layers
@@ -330,12 +327,6 @@ class Validator {
       finite_values(var, states[k]);
     }
   }
-  void check_states(const std::string& prefix, const std::vector<std::vector<float>>& states,
-                    size_t size, const std::string& owner) const {
-    std::vector<FloatRun> runs;
-    for (const auto& s : states) runs.push_back({s.data(), s.size()});
-    check_states(prefix, runs, size, owner);
-  }
 
   void check_layer_arrays() const {
     std::map<std::string, size_t> seen;
@@ -362,9 +353,9 @@ class Validator {
         for (int k = 1; k < 4; ++k)
           size_is(key(bn_keys[k]), bn[k]->size(), size, "same as " + quoted(key("scaleBN")));
       }
-      for (int k = 0; k < 4; ++k) finite_values(key(bn_keys[k]), *bn[k]);
-      check_states(key("nn_scaleBN_state"), a.bn_scale_state, size, key("scaleBN"));
-      check_states(key("nn_biasBN_state"), a.bn_bias_state, size, key("biasBN"));
+      for (int k = 0; k < 4; ++k) finite_values(key(bn_keys[k]), run_of(*bn[k]));
+      check_states(key("nn_scaleBN_state"), runs_of(a.bn_scale_state), size, key("scaleBN"));
+      check_states(key("nn_biasBN_state"), runs_of(a.bn_bias_state), size, key("biasBN"));
     }
   }
 

@@ -42,8 +42,6 @@ class LayoutWriter {
   void int32_(const std::string& name, int value) const { nc_.putAtt(name, ncInt, value); }
   void float_(const std::string& name, float value) const { nc_.putAtt(name, ncFloat, value); }
 
-  static FloatRun run(const std::vector<float>& v) { return {v.data(), v.size()}; }
-
   // Float variables sharing one dimension (several arrays of the same length).
   void floats(const std::string& dim_name, size_t size,
               const std::vector<std::pair<std::string, FloatRun>>& vars) const {
@@ -63,12 +61,6 @@ class LayoutWriter {
     for (size_t k = 0; k < arrays.size(); ++k)
       vars.emplace_back(var_prefix + std::to_string(k), arrays[k]);
     floats(dim_name, arrays[0].size, vars);
-  }
-  void states(const std::string& count_key, const std::string& dim_name,
-              const std::string& var_prefix, const std::vector<std::vector<float>>& arrays) const {
-    std::vector<FloatRun> runs;
-    for (const auto& a : arrays) runs.push_back(run(a));
-    states(count_key, dim_name, var_prefix, runs);
   }
 
   void write_globals() const {
@@ -216,10 +208,10 @@ class LayoutWriter {
     if (!arrays || arrays->bn_scale.empty()) return;
     auto key = [i](const std::string& k) { return layer_key(i, k); };
     floats(key("bnDim"), arrays->bn_scale.size(),
-           {{key("scaleBN"), run(arrays->bn_scale)},
-            {key("biasBN"), run(arrays->bn_bias)},
-            {key("runningMeanBN"), run(arrays->bn_running_mean)},
-            {key("runningVarianceBN"), run(arrays->bn_running_variance)}});
+           {{key("scaleBN"), run_of(arrays->bn_scale)},
+            {key("biasBN"), run_of(arrays->bn_bias)},
+            {key("runningMeanBN"), run_of(arrays->bn_running_mean)},
+            {key("runningVarianceBN"), run_of(arrays->bn_running_variance)}});
     // Scale and bias states have the BN size; one dimension serves both lists.
     if (!arrays->bn_scale_state.empty() || !arrays->bn_bias_state.empty()) {
       const NcDim dim = nc_.addDim(key("nn_bnStateDim"), arrays->bn_scale.size());
@@ -251,7 +243,7 @@ class LayoutWriter {
     float_(key("norm"), w.norm);
     // A NetCDF dimension of length 0 would be unlimited, so absent arrays get no variable at all
     // (DSSTNE's NNNetwork constructor then initialises the weight randomly).
-    if (!w.bias.empty()) floats(key("biasDim"), w.bias.size(), {{key("bias"), run(w.bias)}});
+    if (!w.bias.empty()) floats(key("biasDim"), w.bias.size(), {{key("bias"), run_of(w.bias)}});
     const FloatRun weights = weights_of(w);
     if (w.shared) {
       uint32_(key("bTransposed"), w.transposed);
@@ -261,7 +253,8 @@ class LayoutWriter {
       floats(key("weightDim"), weights.size, {{key("weights"), weights}});
     }
     states(key("nn_states"), key("nn_stateDim"), key("nn_state"), weight_states_of(w));
-    states(key("nn_bias_states"), key("nn_biasStateDim"), key("nn_bias_state"), w.bias_state);
+    states(key("nn_bias_states"), key("nn_biasStateDim"), key("nn_bias_state"),
+           runs_of(w.bias_state));
   }
 
   const NcGroup& nc_;
