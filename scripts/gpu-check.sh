@@ -772,6 +772,15 @@ for hidden in 128 1024x3; do
       grep -q "no usable CUDA device" "$logs/bench-$hidden-$math.log" && bench_rc=nodevice
     fi
   done
+  # The bias epilogue's share: TF32 again with broadcast_bias + gemm instead of cuBLASLt's
+  # epilogue (its JSON line says "bias_epilogue": false).
+  if [ "$(left)" -gt 60 ]; then
+    NN_CUDA_TF32=1 NN_CUDA_BIAS_EPILOGUE=0 run_for 90 "$logs/bench-$hidden-tf32-no-epilogue.log" \
+      "$bin/nn-bench-autoencoder" --hidden "$hidden" --batches "$batches" --epochs "$bench_epochs" \
+      --optimizer RMSProp --backend cuda --device "$device" &&
+      grep '^{' "$logs/bench-$hidden-tf32-no-epilogue.log" |
+      sed 's/}$/, "bias_epilogue": false}/' | tag >> "$bench_log"
+  fi
   # Where the time goes: nn-train --profile's table with floors, FP32 (logs/profile-*.log).
   [ "$(left)" -gt 60 ] && run_for 60 "$logs/profile-$hidden.log" "$bin/nn-bench-autoencoder" \
     --hidden "$hidden" --batches "$batches" --epochs 1 --optimizer RMSProp --backend cuda \

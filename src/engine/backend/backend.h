@@ -84,7 +84,8 @@ class Backend {
   virtual void set_precision(Precision p) = 0;
   virtual Precision precision() const = 0;
   // dst[i] = math::float_to_bf16(src[i]) for i < n (both in backend memory): a layer converts its
-  // weights once per forward pass and hands the copy to gemm_bf16_b in both passes.
+  // weights (unless the optimizer wrote their copy: OptimizerTensor::w_bf16), its input and its
+  // delta once per pass and hands the copies to gemm_bf16_ab.
   virtual void convert_to_bf16(const float* src, uint16_t* dst, size_t n) = 0;
   // gemm whose B is given in BF16 (b16: convert_to_bf16 of an FP32 B with the same layout and
   // ldb): A is rounded to BF16, products accumulate in FP32, C = alpha * op(A) op(B) + beta * C.
@@ -92,6 +93,30 @@ class Backend {
   virtual void gemm_bf16_b(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                            const float* a, int lda, const uint16_t* b16, int ldb, float beta,
                            float* c, int ldc) = 0;
+  // gemm with both operands given in BF16 (a16, b16: convert_to_bf16 copies of FP32 operands with
+  // the same layouts and leading dimensions): products accumulate in FP32, C = alpha * op(A)
+  // op(B) + beta * C. The same arithmetic, bit for bit, as gemm in BF16 mode on the FP32
+  // operands, without converting either again; any precision setting.
+  virtual void gemm_bf16_ab(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                            const uint16_t* a16, int lda, const uint16_t* b16, int ldb, float beta,
+                            float* c, int ldc) = 0;
+  // C[m][n] (leading dimension n) = op(A) op(B) + bias, bias[j] added to every row's column j,
+  // C's earlier contents unused: a fully connected layer's z. The operands are FP32 (a, b, as
+  // gemm takes them, in the current precision) or both BF16 copies (a16, b16, as gemm_bf16_ab
+  // takes them; a and b are then unused). The base class writes the bias (broadcast_bias) and
+  // adds the product to it (gemm with beta = 1); the CUDA backend runs one cuBLASLt matmul with a
+  // bias epilogue, which neither writes C first nor reads it back.
+  // (Inline: the CUDA module carries no engine object for it.)
+  virtual void gemm_bias(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
+                         const uint16_t* a16, int lda, const float* b, const uint16_t* b16, int ldb,
+                         const float* bias, float* c) {
+    if (m <= 0 || n <= 0) return;
+    broadcast_bias(c, bias, uint32_t(m), uint32_t(n), /*accumulate=*/false);
+    if (a16 && b16)
+      gemm_bf16_ab(trans_a, trans_b, m, n, k, 1.0f, a16, lda, b16, ldb, 1.0f, c, n);
+    else
+      gemm(trans_a, trans_b, m, n, k, 1.0f, a, lda, b, ldb, 1.0f, c, n);
+  }
   // z[r][c] = bias[c] (accumulate=false) or z[r][c] += bias[c].
   virtual void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
                               bool accumulate) = 0;
@@ -180,16 +205,18 @@ class Backend {
                               float* state1, size_t n) = 0;
   // Several parameter arrays in one call (a multi-tensor step): tensors[i] takes the update
   // optimizer_step would give it with `p`, its lambda and lambda1 zero where !regularize, element
-  // for element the same arithmetic. The base class calls optimizer_step once per tensor; the
-  // CUDA backend updates them all in one kernel launch.
+  // for element the same arithmetic, and its BF16 copy written where w_bf16 is set. The base
+  // class calls optimizer_step (then convert_to_bf16) once per tensor; the CUDA backend updates
+  // them all, copies included, in one kernel launch.
   // (Inline: the CUDA module carries no engine object for it.)
   virtual void optimizer_step_multi(const OptimizerParams& p, const OptimizerTensor* tensors,
                                     size_t count) {
     for (size_t i = 0; i < count; ++i) {
+      const OptimizerTensor& t = tensors[i];
       OptimizerParams q = p;
-      if (!tensors[i].regularize) q.lambda = q.lambda1 = 0.0f;
-      optimizer_step(q, tensors[i].w, tensors[i].g, tensors[i].state0, tensors[i].state1,
-                     tensors[i].n);
+      if (!t.regularize) q.lambda = q.lambda1 = 0.0f;
+      optimizer_step(q, t.w, t.g, t.state0, t.state1, t.n);
+      if (t.w_bf16) convert_to_bf16(t.w, t.w_bf16, t.n);
     }
   }
   // Row-sparse form (train/row_sparse.h): w, state0 and state1 viewed as [*][width]; rows

@@ -96,7 +96,9 @@ struct OptimizerParams {
 
 // One parameter array of a multi-tensor optimizer step (Backend::optimizer_step_multi): its
 // values, gradient and state arrays (as optimizer_step takes them), and whether the step's L2 and
-// L1 decay apply (false for biases and other unregularized parameters).
+// L1 decay apply (false for biases and other unregularized parameters). w_bf16, when set (n
+// elements, backend memory), receives the updated values rounded to BF16 (math::float_to_bf16),
+// written by the same pass: the BF16 copy a BF16 forward pass would otherwise convert.
 struct OptimizerTensor {
   float* w = nullptr;
   const float* g = nullptr;
@@ -104,6 +106,7 @@ struct OptimizerTensor {
   float* state1 = nullptr;
   size_t n = 0;
   bool regularize = true;
+  uint16_t* w_bf16 = nullptr;
 };
 
 // Number of per-parameter state arrays an optimizer keeps (0, 1 or 2).

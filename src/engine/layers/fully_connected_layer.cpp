@@ -68,32 +68,50 @@ void FullyConnectedLayer::compute_z(const LayerContext& ctx, float* z) {
   const uint32_t rows = ctx.rows, n_out = pre_units();
   bool first = true;
   for (auto& c : connections_) {
-    be.broadcast_bias(z, c->bias.value.data(), rows, n_out, /*accumulate=*/!first);
-    first = false;
     Layer* src = c->source;
+    const float* bias = c->bias.value.data();
     const float* w = c->matrix().value.data();
     if (src->has_sparse_output()) {
+      be.broadcast_bias(z, bias, rows, n_out, /*accumulate=*/!first);
       if (c->transposed)
         be.sparse_matmul_transposed(src->sparse_output(), w, n_out, z);
       else
         be.sparse_matmul(src->sparse_output(), w, n_out, z);
+      first = false;
+      continue;
+    }
+    // W is [n_in][n_out], or [n_out][n_in] used transposed.
+    const int n_in = static_cast<int>(src->units());
+    const int ldw = c->transposed ? n_in : int(n_out);
+    const uint16_t *x16 = nullptr, *w16 = nullptr;
+    if (be.precision() == Precision::BF16) {
+      // The matrix's copy as the optimizer wrote it with its last update, else converted now;
+      // the input converted once, for this product and the weight gradient.
+      Parameter& m = c->matrix();
+      if (!m.bf16_written || m.value_bf16.size() != m.size()) {
+        m.value_bf16.resize(be, m.size());
+        be.convert_to_bf16(w, m.value_bf16.data(), m.size());
+      }
+      const size_t x_size = size_t(rows) * uint32_t(n_in);
+      c->inputs_bf16.resize(be, x_size);
+      be.convert_to_bf16(src->activations(), c->inputs_bf16.data(), x_size);
+      c->bf16_current = true;
+      x16 = c->inputs_bf16.data();
+      w16 = m.value_bf16.data();
+    }
+    if (first) {  // z = x W + b in one call (a bias epilogue on a GPU)
+      be.gemm_bias(false, c->transposed, rows, n_out, n_in, src->activations(), x16, n_in, w, w16,
+                   ldw, bias, z);
     } else {
-      // W is [n_in][n_out], or [n_out][n_in] used transposed.
-      const int n_in = static_cast<int>(src->units());
-      const int ldw = c->transposed ? n_in : int(n_out);
-      if (be.precision() == Precision::BF16) {
-        // Converted once per forward pass and reused by backward (Connection::weights_bf16).
-        const size_t size = c->matrix().size();
-        if (c->weights_bf16.size() != size) c->weights_bf16.resize(be, size);
-        be.convert_to_bf16(w, c->weights_bf16.data(), size);
-        c->bf16_current = true;
-        be.gemm_bf16_b(false, c->transposed, rows, n_out, n_in, 1.0f, src->activations(), n_in,
-                       c->weights_bf16.data(), ldw, 1.0f, z, n_out);
-      } else {
+      be.broadcast_bias(z, bias, rows, n_out, /*accumulate=*/true);
+      if (x16)
+        be.gemm_bf16_ab(false, c->transposed, rows, n_out, n_in, 1.0f, x16, n_in, w16, ldw, 1.0f, z,
+                        n_out);
+      else
         be.gemm(false, c->transposed, rows, n_out, n_in, 1.0f, src->activations(), n_in, w, ldw,
                 1.0f, z, n_out);
-      }
     }
+    first = false;
   }
   if (first) be.fill(z, size_t(rows) * n_out, 0.0f);
 }
@@ -145,10 +163,21 @@ void FullyConnectedLayer::propagate(const LayerContext& ctx, const float* d) {
   Backend& be = ctx.backend;
   const uint32_t rows = ctx.rows, n_out = pre_units();
   const float inv_rows = 1.0f / static_cast<float>(rows);
+  // BF16 products (the forward pass made the copies: Connection::bf16_current): the delta is
+  // rounded once, for every connection's weight gradient and dE/dx.
+  const bool bf16 = be.precision() == Precision::BF16;
+  const uint16_t* d16 = nullptr;
+  for (auto& c : connections_) {
+    if (!bf16 || !c->bf16_current || d16) continue;
+    delta_bf16_.resize(be, size_t(rows) * n_out);
+    be.convert_to_bf16(d, delta_bf16_.data(), delta_bf16_.size());
+    d16 = delta_bf16_.data();
+  }
   for (auto& c : connections_) {
     Layer* src = c->source;
     Parameter& m = c->matrix();
     float* gw = m.grad.data();
+    const bool from_bf16 = bf16 && c->bf16_current;
     // A matrix used by several connections sums their gradients (zeroed by the Network first).
     const bool accumulate = c->matrix_users() > 1;
     if (src->has_sparse_output() && m.row_grad.enabled) {
@@ -176,10 +205,18 @@ void FullyConnectedLayer::propagate(const LayerContext& ctx, const float* d) {
     } else {
       const int n_in = static_cast<int>(src->units());
       const float beta = accumulate ? 1.0f : 0.0f;
-      if (c->transposed)  // G[n_out][n_in] = delta^T x
+      // G[n_out][n_in] = delta^T x (transposed), else G[n_in][n_out] = x^T delta. In BF16, from
+      // the forward pass's input copy and the delta's: the arithmetic gemm in BF16 mode does.
+      if (from_bf16 && c->transposed)
+        be.gemm_bf16_ab(true, false, n_out, n_in, rows, inv_rows, d16, n_out, c->inputs_bf16.data(),
+                        n_in, beta, gw, n_in);
+      else if (from_bf16)
+        be.gemm_bf16_ab(true, false, n_in, n_out, rows, inv_rows, c->inputs_bf16.data(), n_in, d16,
+                        n_out, beta, gw, n_out);
+      else if (c->transposed)
         be.gemm(true, false, n_out, n_in, rows, inv_rows, d, n_out, src->activations(), n_in, beta,
                 gw, n_in);
-      else  // G[n_in][n_out] = x^T delta
+      else
         be.gemm(true, false, n_in, n_out, rows, inv_rows, src->activations(), n_in, d, n_out, beta,
                 gw, n_out);
     }
@@ -188,9 +225,9 @@ void FullyConnectedLayer::propagate(const LayerContext& ctx, const float* d) {
       const int n_in = static_cast<int>(src->units());
       const float* w = m.value.data();
       const int ldw = c->transposed ? n_in : int(n_out);
-      if (c->bf16_current && be.precision() == Precision::BF16)
-        be.gemm_bf16_b(false, !c->transposed, rows, n_in, n_out, 1.0f, d, n_out,
-                       c->weights_bf16.data(), ldw, 1.0f, src->delta(), n_in);
+      if (from_bf16)
+        be.gemm_bf16_ab(false, !c->transposed, rows, n_in, n_out, 1.0f, d16, n_out,
+                        m.value_bf16.data(), ldw, 1.0f, src->delta(), n_in);
       else
         be.gemm(false, !c->transposed, rows, n_in, n_out, 1.0f, d, n_out, w, ldw, 1.0f,
                 src->delta(), n_in);

@@ -40,10 +40,11 @@ struct Connection : WeightConnection {
   Parameter& matrix() { return used_weights(); }
   const Parameter& matrix() const { return used_weights(); }
   uint32_t matrix_users() const { return used_weights_users(); }
-  // BF16 precision (Backend::set_precision): the matrix rounded to BF16 by the forward pass,
-  // which the backward pass's dE/dx product reuses (the weights cannot change in between: the
-  // optimizer runs after backward). `bf16_current` says the copy is that of the last forward.
-  DeviceArray<uint16_t> weights_bf16;
+  // BF16 precision (Backend::set_precision), a dense source: the forward pass rounds the source's
+  // activations to BF16 here, and the backward pass's weight gradient reuses them, as its dE/dx
+  // product reuses the matrix's copy (Parameter::value_bf16); neither can change in between.
+  // `bf16_current` says both copies are those of the last forward pass.
+  DeviceArray<uint16_t> inputs_bf16;
   bool bf16_current = false;
 };
 
@@ -106,6 +107,8 @@ class FullyConnectedLayer : public WeightedLayer<Connection> {
   // [global rows][count] (local) -> this rank's rows of every unit, and back.
   void local_to_rows(Backend& be, const LayerContext& ctx, const float* local, float* out);
   void rows_to_local(Backend& be, const LayerContext& ctx, const float* in, float* local);
+
+  DeviceArray<uint16_t> delta_bf16_;  // BF16 products: the delta, rounded once (propagate)
 
   DeviceArray<float> a_local_, d_local_;    // Hidden: [global rows][count]
   std::vector<DeviceArray<float>> x_full_;  // per connection: gathered dense source

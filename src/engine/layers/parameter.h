@@ -41,6 +41,14 @@ struct Parameter {
   // data-parallel gradient reduction leaves it alone and regularisation sums it over the ranks.
   bool sharded = false;
   RowGradient row_grad;  // sparse input matrices under row-sparse updates
+  // BF16 precision: value rounded to BF16 for the dense products (Backend::convert_to_bf16),
+  // made by the first forward pass that needs it. bf16_written: the optimizer wrote this copy
+  // with its last update (OptimizerTensor::w_bf16), so the next forward pass uses it without
+  // converting. Only Optimizer::update_all sets it, every other update clears it, and a training
+  // loop clears it when it ends (TrainingLoop::run), so weights changed in any other way (loaded,
+  // restored, set through the API) are always converted afresh.
+  DeviceArray<uint16_t> value_bf16;
+  bool bf16_written = false;
   size_t size() const { return value.size(); }
 };
 

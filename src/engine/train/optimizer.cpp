@@ -60,6 +60,7 @@ OptimizerParams Optimizer::params(bool regularize, uint64_t step, float alpha) c
 void Optimizer::skip_rows(Parameter& p, uint32_t width, const uint32_t* rows, const float* factors,
                           uint32_t count) {
   if (p.locked || count == 0) return;
+  p.bf16_written = false;
   float* s0 = p.state.size() > 0 ? p.state[0].data() : nullptr;
   float* s1 = p.state.size() > 1 ? p.state[1].data() : nullptr;
   backend_.optimizer_skip_rows(settings_.kind, p.value.data(), s0, s1, width, rows, factors, count);
@@ -68,6 +69,7 @@ void Optimizer::skip_rows(Parameter& p, uint32_t width, const uint32_t* rows, co
 void Optimizer::update_rows(Parameter& p, uint32_t width, const uint32_t* index, uint32_t count,
                             const float* grad, uint64_t step, float alpha) {
   if (p.locked || count == 0) return;
+  p.bf16_written = false;
   float* s0 = p.state.size() > 0 ? p.state[0].data() : nullptr;
   float* s1 = p.state.size() > 1 ? p.state[1].data() : nullptr;
   backend_.optimizer_step_rows(params(p, step, alpha), p.value.data(), grad, s0, s1, width, index,
@@ -83,6 +85,7 @@ void Optimizer::update_rows(Parameter& p, uint32_t width, const uint32_t* index,
 
 void Optimizer::update(Parameter& p, uint64_t step, float alpha) {
   if (p.locked) return;
+  p.bf16_written = false;  // the forward pass converts the new values
   const OptimizerParams op = params(p, step, alpha);
   float* s0 = p.state.size() > 0 ? p.state[0].data() : nullptr;
   float* s1 = p.state.size() > 1 ? p.state[1].data() : nullptr;
@@ -121,6 +124,12 @@ void Optimizer::update_all(const std::vector<Parameter*>& parameters, uint64_t s
     t.state1 = p->state.size() > 1 ? p->state[1].data() : nullptr;
     t.n = p->size();
     t.regularize = p->regularize;
+    // A BF16 copy that a forward pass made (a dense product's matrix) is rewritten by the
+    // update itself, unless WeightNorm changes the values after it.
+    const bool copy = backend_.precision() == Precision::BF16 &&
+                      p->value_bf16.size() == p->size() && p->max_column_norm <= 0.0f;
+    t.w_bf16 = copy ? p->value_bf16.data() : nullptr;
+    p->bf16_written = copy;
     multi_.push_back(t);
   }
   if (multi_.empty()) return;

@@ -44,6 +44,9 @@ class Optimizer {
   // update() of every parameter of `parameters`, those with a dense gradient in one multi-tensor
   // call (Backend::optimizer_step_multi: one launch on a GPU instead of one per array), the
   // row-sparse ones by their rows. The same arithmetic, so the same results, as update() on each.
+  // A dense array with a BF16 copy (Parameter::value_bf16) has it rewritten by the same pass
+  // (Parameter::bf16_written), unless WeightNorm follows the update; update(), update_rows() and
+  // skip_rows() leave the copy stale and say so.
   void update_all(const std::vector<Parameter*>& parameters, uint64_t step, float alpha);
   // The steps rows of `p` ([*][width]) skipped, caught up (Backend::optimizer_skip_rows; `rows`
   // and `factors` in backend memory, rows null for rows 0..count).

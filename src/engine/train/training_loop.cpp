@@ -304,12 +304,14 @@ std::vector<EpochReport> TrainingLoop::run() {
   } catch (...) {
     // Whatever ended the run (a stop thrown by a callback, divergence), the network's weights
     // are where its readers expect them.
+    forget_bf16_copies();
     try {
       sync_weights();
     } catch (...) {
     }
     throw;
   }
+  forget_bf16_copies();
   sync_weights();
   if (profiler_) report_profile();
   return reports;
@@ -317,6 +319,10 @@ std::vector<EpochReport> TrainingLoop::run() {
 
 void TrainingLoop::sync_weights() {
   if (sampled_) sampled_->restore_weights();
+}
+
+void TrainingLoop::forget_bf16_copies() {
+  for (Parameter* p : net_.parameters()) p->bf16_written = false;
 }
 
 void TrainingLoop::report_profile() {
@@ -528,7 +534,10 @@ std::vector<EpochReport> TrainingLoop::run_epochs() {
                  reducer_->overlapping() ? "overlapped" : "not overlapped"));
     if (reducer_) reduce_wait_reported_ = reducer_->wait_seconds();
     const bool go_on = validate(reports.back());
-    if (on_epoch && comm_->rank() == 0) on_epoch(reports.back());
+    if (on_epoch && comm_->rank() == 0) {
+      forget_bf16_copies();  // the callback may change the weights
+      on_epoch(reports.back());
+    }
     if (!options_.checkpoint_name.empty() && options_.checkpoint_interval > 0 &&
         epoch_ % uint64_t(options_.checkpoint_interval) == 0) {
       // Every rank takes part (model-parallel slices are gathered); rank 0 writes.
@@ -546,6 +555,7 @@ std::vector<EpochReport> TrainingLoop::run_epochs() {
   }
   if (validator_ && options_.keep_best && have_best_ && best_epoch_ != epoch_) {
     sync_weights();  // the arrays loaded are in the network's layout
+    forget_bf16_copies();
     net_.load_arrays(best_file_);
     restored_epoch_ = best_epoch_;
     log_("kept the network of epoch " + std::to_string(best_epoch_) + " (best " + best_.metric +

@@ -216,6 +216,10 @@ class TrainingLoop {
 
  private:
   NetworkFile snapshot_of(bool borrow) const;
+  // The optimizer's BF16 weight copies (Parameter::bf16_written) are trusted only while this
+  // loop alone changes the weights: forgotten before anything else may (a callback, the best
+  // epoch's weights restored) and when run() ends.
+  void forget_bf16_copies();
   // One epoch (or, resumed mid-epoch, the rest of it). Returns false when a stop request ended
   // it before its last minibatch (batch_ says how far it got).
   bool run_epoch(EpochReport& report);

@@ -289,6 +289,74 @@ TEST_P(BackendBf16, GemmWithConvertedBEqualsGemmAndWorksInFp32Mode) {
   }
 }
 
+// Both operands converted by the caller (a layer converts its input and delta once and reuses
+// them): the same bits as gemm in BF16 mode, for every transposition, in FP32 mode too.
+TEST_P(BackendBf16, GemmWithBothOperandsConvertedEqualsGemm) {
+  NN_BF16_BACKEND_OR_SKIP(be, 2);
+  auto fp32 = backend(2);
+  const int m = 40, n = 96, k = 130;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Rng rng(11 + 2 * ta + tb);
+      auto a = uniform(size_t(m) * k, rng, -2, 2);
+      auto b = uniform(size_t(k) * n, rng, -2, 2);
+      auto c = uniform(size_t(m) * n, rng, -1, 1);
+      const int lda = ta ? m : k, ldb = tb ? k : n;
+      auto da = to_device(*be, a), db = to_device(*be, b), dc = to_device(*be, c);
+      be->gemm(ta, tb, m, n, k, 0.5f, da.data(), lda, db.data(), ldb, 1.0f, dc.data(), n);
+      for (Backend* on : {be.get(), fp32.get()}) {
+        auto oa = to_device(*on, a), ob = to_device(*on, b), oc = to_device(*on, c);
+        DeviceArray<uint16_t> a16(*on, a.size()), b16(*on, b.size());
+        on->convert_to_bf16(oa.data(), a16.data(), a.size());
+        on->convert_to_bf16(ob.data(), b16.data(), b.size());
+        on->gemm_bf16_ab(ta, tb, m, n, k, 0.5f, a16.data(), lda, b16.data(), ldb, 1.0f, oc.data(),
+                         n);
+        EXPECT_TRUE(test::bitwise_equal(dc.to_host(), oc.to_host()))
+            << "ta=" << ta << " tb=" << tb << (on == be.get() ? " (BF16 mode)" : " (FP32 mode)");
+      }
+    }
+}
+
+// The multi-tensor optimizer step writes a tensor's BF16 copy from its updated values: the bits
+// convert_to_bf16 gives after the step, for the tensors that ask; the others' copies untouched.
+TEST_P(BackendBf16, OptimizerStepWritesTheUpdatedValuesBf16Copy) {
+  auto be = backend(2);
+  Rng rng(5);
+  const size_t n0 = 20000, n1 = 777;  // several chunks of the CUDA kernel, and a small one
+  auto w0 = uniform(n0, rng, -1, 1), g0 = uniform(n0, rng, -1, 1);
+  auto w1 = uniform(n1, rng, -1, 1), g1 = uniform(n1, rng, -1, 1);
+  auto dw0 = to_device(*be, w0), dg0 = to_device(*be, g0), dw1 = to_device(*be, w1),
+       dg1 = to_device(*be, g1);
+  std::vector<float> zeros0(n0, 0.0f), zeros1(n1, 0.0f);
+  auto s0 = to_device(*be, zeros0), s1 = to_device(*be, zeros1);
+  DeviceArray<uint16_t> copy0(*be, n0), copy1(*be, n1);
+  const std::vector<uint16_t> untouched(n1, 0x7fc1);
+  copy1.upload(untouched);
+  OptimizerParams p;
+  p.kind = OptimizerKind::RMSProp;
+  p.alpha = 0.01f;
+  p.lambda = 0.001f;
+  p.mu = 0.9f;
+  p.step = 1;
+  OptimizerTensor t[2];
+  t[0].w = dw0.data();
+  t[0].g = dg0.data();
+  t[0].state0 = s0.data();
+  t[0].n = n0;
+  t[0].w_bf16 = copy0.data();
+  t[1].w = dw1.data();
+  t[1].g = dg1.data();
+  t[1].state0 = s1.data();
+  t[1].n = n1;
+  t[1].regularize = false;
+  for (int step = 0; step < 2; ++step) be->optimizer_step_multi(p, t, 2);
+  const std::vector<float> updated = dw0.to_host();
+  EXPECT_NE(updated, w0);
+  const std::vector<uint16_t> got = copy0.to_host();
+  for (size_t i = 0; i < n0; ++i) ASSERT_EQ(got[i], math::float_to_bf16(updated[i])) << "at " << i;
+  EXPECT_EQ(copy1.to_host(), untouched);
+}
+
 TEST_P(BackendBf16, ZeroInnerDimensionScalesC) {
   NN_BF16_BACKEND_OR_SKIP(be, 1);
   auto c = to_device(*be, std::vector<float>{1, 2, 3, 4});

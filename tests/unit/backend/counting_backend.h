@@ -28,11 +28,14 @@ class CountingBackend final : public Backend {
   size_t value_returns = 0;  // loss, loss_and_delta, sum_squares, sum_abs, sparseness_penalty
   size_t fused_losses = 0;   // activate_loss_accumulate
   size_t gemms = 0, bf16_conversions = 0, bf16_b_gemms = 0;  // gemm, convert_to_bf16, gemm_bf16_b
-  size_t optimizer_launches = 0;  // optimizer_step and optimizer_step_multi calls
-  size_t synchronizations = 0;    // synchronize() calls (a host wait for the stream on a GPU)
+  size_t bf16_ab_gemms = 0;                                  // gemm_bf16_ab
+  size_t bf16_copies_written = 0;  // optimizer_step_multi tensors with a BF16 copy (w_bf16)
+  size_t optimizer_launches = 0;   // optimizer_step and optimizer_step_multi calls
+  size_t synchronizations = 0;     // synchronize() calls (a host wait for the stream on a GPU)
   void clear() {
     allocations = uploads = downloads = value_returns = fused_losses = 0;
     gemms = bf16_conversions = bf16_b_gemms = optimizer_launches = synchronizations = 0;
+    bf16_ab_gemms = bf16_copies_written = 0;
   }
 
   // Thread probe: the calls of a forward pass (transfers, products, activations, top-K) note when
@@ -108,6 +111,12 @@ class CountingBackend final : public Backend {
                    const uint16_t* b16, int ldb, float beta, float* c, int ldc) override {
     ++bf16_b_gemms;
     inner_->gemm_bf16_b(ta, tb, m, n, k, alpha, a, lda, b16, ldb, beta, c, ldc);
+  }
+  void gemm_bf16_ab(bool ta, bool tb, int m, int n, int k, float alpha, const uint16_t* a16,
+                    int lda, const uint16_t* b16, int ldb, float beta, float* c, int ldc) override {
+    const Inside inside(*this);
+    ++bf16_ab_gemms;
+    inner_->gemm_bf16_ab(ta, tb, m, n, k, alpha, a16, lda, b16, ldb, beta, c, ldc);
   }
   void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
                       bool accumulate) override {
@@ -208,6 +217,7 @@ class CountingBackend final : public Backend {
   void optimizer_step_multi(const OptimizerParams& p, const OptimizerTensor* tensors,
                             size_t count) override {
     ++optimizer_launches;
+    for (size_t i = 0; i < count; ++i) bf16_copies_written += tensors[i].w_bf16 != nullptr;
     inner_->optimizer_step_multi(p, tensors, count);
   }
   void optimizer_step_rows(const OptimizerParams& p, float* w, const float* g, float* s0, float* s1,

@@ -8,7 +8,9 @@
 
 #include "backend/backend.h"
 #include "backend/device_array.h"
+#include "backend/math/bf16_math.h"
 #include "backend_test_util.h"
+#include "core/error.h"
 #include "core/random.h"
 
 namespace nn {
@@ -140,6 +142,65 @@ TEST_P(BackendBias, BroadcastSetsOrAccumulates) {
   const auto z = dz.to_host();
   for (uint32_t r = 0; r < rows; ++r)
     for (uint32_t c = 0; c < cols; ++c) ASSERT_EQ(z[size_t(r) * cols + c], bias[c]);
+}
+
+// gemm_bias: C = op(A) op(B) + bias, from FP32 operands and from BF16 copies, for every
+// transposition and an output width that is not a multiple of 8 (rows of C and B misaligned for
+// tensor cores). C starts as NaN: it is written, not read. On the CPU it is the base class's
+// broadcast_bias + gemm, bit for bit; on a GPU one cuBLASLt matmul with a bias epilogue.
+TEST_P(BackendBias, GemmWithBiasIsTheProductPlusTheBias) {
+  auto be = backend(2);
+  bool bf16_products = true;  // BF16 copies only where this backend multiplies them natively
+  try {
+    backend(1)->set_precision(Precision::BF16);
+  } catch (const ConfigError&) {
+    bf16_products = false;
+  }
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (bool bf16 : {false, true}) {
+        if (bf16 && !bf16_products) continue;
+        const int m = 64, n = 302, k = 96;
+        Rng rng(uint64_t(17 + 4 * ta + 2 * tb + bf16));
+        const int lda = ta ? m : k, ldb = tb ? k : n;
+        auto a = uniform(size_t(m) * k, rng, -1, 1);
+        auto b = uniform(size_t(k) * n, rng, -1, 1);
+        auto bias = uniform(size_t(n), rng, -1, 1);
+        if (bf16)  // operands exactly representable, so the reference is exact
+          for (auto* v : {&a, &b})
+            for (float& x : *v) x = math::round_to_bf16(x);
+        std::vector<double> want(size_t(m) * n);
+        for (int i = 0; i < m; ++i)
+          for (int j = 0; j < n; ++j) {
+            double s = bias[size_t(j)];
+            for (int p = 0; p < k; ++p) {
+              const double av = ta ? a[size_t(p) * lda + i] : a[size_t(i) * lda + p];
+              const double bv = tb ? b[size_t(j) * ldb + p] : b[size_t(p) * ldb + j];
+              s += av * bv;
+            }
+            want[size_t(i) * n + j] = s;
+          }
+        auto da = to_device(*be, a), db = to_device(*be, b), dbias = to_device(*be, bias);
+        DeviceArray<uint16_t> a16(*be, a.size()), b16(*be, b.size());
+        be->convert_to_bf16(da.data(), a16.data(), a.size());
+        be->convert_to_bf16(db.data(), b16.data(), b.size());
+        auto dc = to_device(*be, std::vector<float>(size_t(m) * n, std::nanf("")));
+        be->gemm_bias(ta, tb, m, n, k, da.data(), bf16 ? a16.data() : nullptr, lda, db.data(),
+                      bf16 ? b16.data() : nullptr, ldb, dbias.data(), dc.data());
+        const std::vector<float> got = dc.to_host();
+        EXPECT_TRUE(all_near(got, want, 1e-5 * k, 1e-5))
+            << "ta=" << ta << " tb=" << tb << " bf16=" << bf16;
+        if (!on_cpu()) continue;
+        auto ref = to_device(*be, std::vector<float>(size_t(m) * n, 0.0f));
+        be->broadcast_bias(ref.data(), dbias.data(), m, n, false);
+        if (bf16)
+          be->gemm_bf16_ab(ta, tb, m, n, k, 1.0f, a16.data(), lda, b16.data(), ldb, 1.0f,
+                           ref.data(), n);
+        else
+          be->gemm(ta, tb, m, n, k, 1.0f, da.data(), lda, db.data(), ldb, 1.0f, ref.data(), n);
+        EXPECT_TRUE(test::bitwise_equal(got, ref.to_host()))
+            << "ta=" << ta << " tb=" << tb << " bf16=" << bf16;
+      }
 }
 
 TEST_P(BackendColumnSums, MatchReferenceWithAlphaBeta) {

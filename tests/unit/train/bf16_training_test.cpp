@@ -1,6 +1,7 @@
 // Training in BF16 precision (docs/wide-outputs.md, "BF16 arithmetic"): fully connected layers
-// convert each dense weight matrix once per step and use the copy for both the forward product
-// and the backward pass's dE/dx; the sparse input product stays FP32; and the losses of a BF16
+// convert each dense input and delta once per step and the optimizer writes the matrices' BF16
+// copies with its update (bit for bit the weights rounded, and the losses of fresh conversions);
+// the sparse input product stays FP32; and the losses of a BF16
 // run differ from FP32's (the arithmetic changed) but stay within 1% of them, with a full and
 // with a sampled output layer. Skipped where the CPU refuses BF16 (no AVX512-BF16).
 #include <gtest/gtest.h>
@@ -10,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "../backend/backend_test_util.h"
 #include "../backend/counting_backend.h"
+#include "backend/math/bf16_math.h"
 #include "core/error.h"
 #include "model/model_test_util.h"
 #include "train/training_loop.h"
@@ -64,7 +67,12 @@ bool try_bf16(Backend& be, std::string* why) {
   }
 }
 
-TEST(Bf16Training, EachDenseWeightMatrixIsConvertedOncePerStep) {
+// Per step, for the two dense connections (H1 -> H2, H2 -> Output): the forward pass converts
+// each one's input, the backward pass each layer's delta, once; the weight gradient and dE/dx
+// reuse those copies. The matrices are converted by the first forward pass only: from then on
+// the optimizer writes their copies with its update. (Before, a step converted 10 arrays: both
+// matrices, both inputs twice and both deltas twice.)
+TEST(Bf16Training, TheOptimizerWritesTheMatrixCopiesAndEachOperandIsConvertedOnce) {
   auto counting = std::make_unique<CountingBackend>();
   CountingBackend* be = counting.get();
   std::string why;
@@ -74,11 +82,85 @@ TEST(Bf16Training, EachDenseWeightMatrixIsConvertedOncePerStep) {
   be->clear();
   t.run();
   const size_t steps = 2 * 48 / 8;
-  EXPECT_EQ(be->bf16_conversions, 2 * steps) << "one conversion per dense matrix and step";
-  // Forward x W and backward dz W^T for both dense matrices, from the converted copies.
-  EXPECT_EQ(be->bf16_b_gemms, 4 * steps);
-  // The weight gradients x^T dz go through gemm (which rounds both operands in BF16 mode).
-  EXPECT_EQ(be->gemms, 2 * steps);
+  EXPECT_EQ(be->bf16_conversions, 4 * steps + 2) << "inputs and deltas, plus the first matrices";
+  EXPECT_EQ(be->bf16_copies_written, 2 * steps) << "both matrices' copies at every update";
+  // x W forward, x^T dz and dz W^T backward, for both dense matrices, all from copies.
+  EXPECT_EQ(be->bf16_ab_gemms, 6 * steps);
+  EXPECT_EQ(be->bf16_b_gemms, 0u);
+  EXPECT_EQ(be->gemms, 0u);
+}
+
+// Dense parameters of `net` that have a BF16 copy.
+std::vector<Parameter*> with_copies(Network& net) {
+  std::vector<Parameter*> out;
+  for (Parameter* p : net.parameters())
+    if (!p->value_bf16.empty()) out.push_back(p);
+  return out;
+}
+
+// The copy the optimizer wrote with its last update is the weights rounded, bit for bit; once
+// the run is over it is no longer trusted, so weights changed afterwards are converted afresh.
+TEST(Bf16Training, TheOptimizersCopiesAreTheUpdatedWeightsAndForgottenWhenTheRunEnds) {
+  auto counting = std::make_unique<CountingBackend>();
+  CountingBackend* be = counting.get();
+  std::string why;
+  if (!try_bf16(*be, &why)) GTEST_SKIP() << why;
+  Fixture f(kJson, data(), 7, std::move(counting));
+  {
+    TrainingLoop t(*f.net, f.bound, epochs(3), [](const std::string&) {});
+    t.run();
+  }
+  const std::vector<Parameter*> copies = with_copies(*f.net);
+  ASSERT_EQ(copies.size(), 2u) << "the two dense matrices";
+  for (Parameter* p : copies) {
+    EXPECT_FALSE(p->bf16_written) << p->name;
+    const std::vector<float> w = p->value.to_host();
+    const std::vector<uint16_t> w16 = p->value_bf16.to_host();
+    ASSERT_EQ(w16.size(), w.size());
+    for (size_t i = 0; i < w.size(); ++i)
+      ASSERT_EQ(w16[i], math::float_to_bf16(w[i])) << p->name << " at " << i;
+  }
+  // Weights changed between runs: the next run's first forward pass converts them again.
+  for (Parameter* p : copies) {
+    std::vector<float> w = p->value.to_host();
+    for (float& v : w) v = -v;
+    p->value.upload(w);
+  }
+  be->clear();
+  TrainingLoop again(*f.net, f.bound, epochs(1), [](const std::string&) {});
+  again.run();
+  EXPECT_EQ(be->bf16_conversions, 4 * (48 / 8) + 2) << "the first step converts both matrices";
+}
+
+// Training with the optimizer's copies gives the losses of the same training with every matrix
+// converted afresh by the forward pass, bit for bit. One step per epoch; in the second run an
+// epoch callback (which might change the weights) makes the loop forget the copies before
+// every step but the first.
+TEST(Bf16Training, CopiesWrittenByTheOptimizerGiveTheLossesOfFreshConversions) {
+  auto counting_a = std::make_unique<CountingBackend>();
+  auto counting_b = std::make_unique<CountingBackend>();
+  CountingBackend* be_a = counting_a.get();
+  CountingBackend* be_b = counting_b.get();
+  std::string why;
+  if (!try_bf16(*be_a, &why) || !try_bf16(*be_b, &why)) GTEST_SKIP() << why;
+  Fixture a(kJson, data(), 7, std::move(counting_a));
+  Fixture b(kJson, data(), 7, std::move(counting_b));
+  TrainOptions o = epochs(5);
+  o.minibatch = 48;
+  TrainingLoop ta(*a.net, a.bound, o, [](const std::string&) {});
+  TrainingLoop tb(*b.net, b.bound, o, [](const std::string&) {});
+  tb.on_epoch = [](const EpochReport&) {};
+  be_a->clear();
+  be_b->clear();
+  const auto ra = ta.run(), rb = tb.run();
+  EXPECT_EQ(be_a->bf16_conversions, 4u * 5 + 2) << "matrices converted by the first step only";
+  EXPECT_EQ(be_b->bf16_conversions, 6u * 5) << "matrices converted by every step";
+  ASSERT_EQ(ra.size(), rb.size());
+  for (size_t e = 0; e < ra.size(); ++e)
+    EXPECT_EQ(ra[e].data_loss, rb[e].data_loss) << "epoch " << e + 1;
+  for (size_t i = 0; i < with_copies(*a.net).size(); ++i)
+    EXPECT_TRUE(bitwise_equal(with_copies(*a.net)[i]->value.to_host(),
+                              with_copies(*b.net)[i]->value.to_host()));
 }
 
 // FP32's per-epoch losses `ra` and BF16's `rb`: within 1% of each other but not equal (the

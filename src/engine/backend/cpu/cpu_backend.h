@@ -87,6 +87,9 @@ class CpuBackend final : public Backend {
   void convert_to_bf16(const float* src, uint16_t* dst, size_t n) override;
   void gemm_bf16_b(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                    int lda, const uint16_t* b16, int ldb, float beta, float* c, int ldc) override;
+  void gemm_bf16_ab(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                    const uint16_t* a16, int lda, const uint16_t* b16, int ldb, float beta,
+                    float* c, int ldc) override;
   void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
                       bool accumulate) override;
   void column_sums(const float* x, uint32_t rows, uint32_t cols, float alpha, float beta,

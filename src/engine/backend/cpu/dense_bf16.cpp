@@ -223,6 +223,17 @@ void CpuBackend::gemm_bf16_b(bool trans_a, bool trans_b, int m, int n, int k, fl
   const size_t a_span = math::operand_span(trans_a ? k : m, trans_a ? m : k, lda);
   auto* a16 = static_cast<uint16_t*>(operand_buffers().a.get(a_span * sizeof(uint16_t)));
   convert_to_bf16(a, a16, a_span);
+  gemm_bf16_ab(trans_a, trans_b, m, n, k, alpha, a16, lda, b16, ldb, beta, c, ldc);
+}
+
+void CpuBackend::gemm_bf16_ab(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                              const uint16_t* a16, int lda, const uint16_t* b16, int ldb,
+                              float beta, float* c, int ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    gemm(trans_a, trans_b, m, n, k, alpha, nullptr, lda, nullptr, ldb, beta, c, ldc);
+    return;
+  }
 #ifdef NN_HAVE_DNNL
   if (!matmul_) matmul_.reset(cpu::make_dnnl_matmul());
   cpu::DnnlMatmul& mm = *matmul_;
@@ -240,7 +251,8 @@ void CpuBackend::gemm_bf16_b(bool trans_a, bool trans_b, int m, int n, int k, fl
 #else
   // No oneDNN: set_precision refuses BF16, so only a direct call gets here. The same arithmetic
   // (BF16 operands, FP32 products and sums) through sgemm on the widened values, slowly.
-  std::vector<float> wa(a_span), wb(math::operand_span(trans_b ? n : k, trans_b ? k : n, ldb));
+  std::vector<float> wa(math::operand_span(trans_a ? k : m, trans_a ? m : k, lda)),
+      wb(math::operand_span(trans_b ? n : k, trans_b ? k : n, ldb));
   for (size_t i = 0; i < wa.size(); ++i) wa[i] = math::bf16_to_float(a16[i]);
   for (size_t i = 0; i < wb.size(); ++i) wb[i] = math::bf16_to_float(b16[i]);
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,

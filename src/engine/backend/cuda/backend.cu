@@ -12,6 +12,7 @@
 #include "backend/cuda/cuda_factory.h"
 #include "backend/cuda/cuda_reduce.cuh"
 #include "backend/cuda/cudnn_support.h"
+#include "backend/cuda/dense_lt.h"
 #include "backend/cuda/device_guard.h"
 #include "backend/math/loss_sums.h"
 #include "backend/math/reduce_math.h"
@@ -75,6 +76,8 @@ CudaBackend::CudaBackend(int device, bool tf32, const cuda::CudnnSettings& cudnn
   NN_CUDA_CALL(cudaMemsetAsync(error_flag_, 0xff, sizeof(unsigned long long), stream_));
   for (Staging& st : staging_)
     NN_CUDA_CALL(cudaEventCreateWithFlags(&st.done, cudaEventDisableTiming));
+  const char* epilogue = std::getenv("NN_CUDA_BIAS_EPILOGUE");
+  bias_epilogue_ = !(epilogue && std::strcmp(epilogue, "0") == 0);
 }
 
 CudaBackend::~CudaBackend() {
@@ -83,6 +86,7 @@ CudaBackend::~CudaBackend() {
   // device fault, when every call fails).
   cudaStreamSynchronize(stream_);
   cudnn_.reset();
+  lt_.reset();
   for (Buffer& b : scratch_)
     if (b.ptr) cudaFree(b.ptr);
   if (error_flag_) cudaFree(error_flag_);

@@ -28,7 +28,8 @@
 namespace nn {
 namespace cuda {
 class Cudnn;
-}
+class LtPlans;
+}  // namespace cuda
 
 class CudaBackend final : public Backend {
  public:
@@ -77,6 +78,15 @@ class CudaBackend final : public Backend {
   void convert_to_bf16(const float* src, uint16_t* dst, size_t n) override;
   void gemm_bf16_b(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                    int lda, const uint16_t* b16, int ldb, float beta, float* c, int ldc) override;
+  void gemm_bf16_ab(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                    const uint16_t* a16, int lda, const uint16_t* b16, int ldb, float beta,
+                    float* c, int ldc) override;
+  // One cuBLASLt matmul with a bias epilogue (cuda/dense_lt.cpp), planned once per shape; the
+  // base class's broadcast_bias + gemm where cuBLASLt has no algorithm for the shape, or when the
+  // environment sets NN_CUDA_BIAS_EPILOGUE=0 (for comparisons).
+  void gemm_bias(bool trans_a, bool trans_b, int m, int n, int k, const float* a,
+                 const uint16_t* a16, int lda, const float* b, const uint16_t* b16, int ldb,
+                 const float* bias, float* c) override;
   void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
                       bool accumulate) override;
   void column_sums(const float* x, uint32_t rows, uint32_t cols, float alpha, float beta,
@@ -120,7 +130,8 @@ class CudaBackend final : public Backend {
   void optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
                       float* state1, size_t n) override;
   // One kernel for every tensor (cuda/optimizer.cu): blocks take fixed chunks of the tensors
-  // from a table on the device, uploaded again only when the tensors change.
+  // from a table on the device, uploaded again only when the tensors change; the BF16 copies
+  // (OptimizerTensor::w_bf16) are written by the same threads from the updated values.
   void optimizer_step_multi(const OptimizerParams& p, const OptimizerTensor* tensors,
                             size_t count) override;
   void optimizer_step_rows(const OptimizerParams& p, float* w, const float* g, float* state0,
@@ -206,6 +217,7 @@ class CudaBackend final : public Backend {
     kSlotTemp,
     kSlotBf16A,
     kSlotBf16B,
+    kSlotLtWorkspace,  // cuBLASLt's workspace (gemm_bias)
     kSlotCount
   };
   void* scratch(Slot slot, size_t bytes);
@@ -271,6 +283,8 @@ class CudaBackend final : public Backend {
   };
   Buffer scratch_[kSlotCount];
   std::unique_ptr<cuda::Cudnn> cudnn_;
+  std::unique_ptr<cuda::LtPlans> lt_;  // gemm_bias's plans, made on first use
+  bool bias_epilogue_ = true;          // NN_CUDA_BIAS_EPILOGUE=0 turns it off
   // optimizer_step_multi's device table (tensors, then chunks) and the tensors it was built for.
   std::vector<OptimizerTensor> multi_tensors_;
   void* multi_table_ = nullptr;

@@ -107,6 +107,19 @@ void CudaBackend::gemm_bf16_b(bool trans_a, bool trans_b, int m, int n, int k, f
   const size_t a_span = math::operand_span(trans_a ? k : m, trans_a ? m : k, lda);
   auto* a16 = static_cast<uint16_t*>(scratch(kSlotBf16A, a_span * sizeof(uint16_t)));
   convert_to_bf16(a, a16, a_span);
+  gemm_bf16_ab(trans_a, trans_b, m, n, k, alpha, a16, lda, b16, ldb, beta, c, ldc);
+}
+
+void CudaBackend::gemm_bf16_ab(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                               const uint16_t* a16, int lda, const uint16_t* b16, int ldb,
+                               float beta, float* c, int ldc) {
+  const cuda::DeviceGuard guard(device_);
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    gemm(trans_a, trans_b, m, n, k, alpha, nullptr, lda, nullptr, ldb, beta, c, ldc);
+    return;
+  }
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B first, as in gemm.
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   NN_CUBLAS_CALL(cublasGemmEx(blas_, op_b, op_a, n, m, k, &alpha, b16, CUDA_R_16BF, ldb, a16,

@@ -7,6 +7,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_guard.h"
+#include "backend/math/bf16_math.h"
 #include "backend/math/optimizer_math.h"
 #include "core/error.h"
 
@@ -18,9 +19,10 @@ constexpr int kStates = math::kOptimizerStates<K>;
 
 // Element `at` of the parameter and its state takes rule K with gradient g: the arithmetic of
 // the dense and the row-sparse kernels alike.
+// Returns the updated value (for the multi-tensor kernel's BF16 copy).
 template <OptimizerKind K>
-__device__ __forceinline__ void update_element(const math::OptConsts& c, float* w, float g,
-                                               float* s0, float* s1, size_t at) {
+__device__ __forceinline__ float update_element(const math::OptConsts& c, float* w, float g,
+                                                float* s0, float* s1, size_t at) {
   float wi = w[at];
   float a = 0.0f, b = 0.0f;
   if constexpr (kStates<K> >= 1) a = s0[at];
@@ -29,6 +31,7 @@ __device__ __forceinline__ void update_element(const math::OptConsts& c, float* 
   w[at] = wi;
   if constexpr (kStates<K> >= 1) s0[at] = a;
   if constexpr (kStates<K> >= 2) s1[at] = b;
+  return wi;
 }
 
 template <OptimizerKind K>
@@ -78,6 +81,7 @@ struct MultiTensor {
   const float* g;
   float* s0;
   float* s1;
+  uint16_t* w16;  // the BF16 copy to write, or null
   size_t n;
   int regularize;
 };
@@ -94,15 +98,21 @@ __global__ void optimizer_multi_kernel(math::OptConsts reg, math::OptConsts plai
   const math::OptConsts& c = t.regularize ? reg : plain;
   const size_t begin = size_t(ch.index) * kMultiChunk;
   const size_t end = begin + kMultiChunk < t.n ? begin + kMultiChunk : t.n;
-  for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x)
-    update_element<K>(c, t.w, t.g[i], t.s0, t.s1, i);
+  if (t.w16) {
+    for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+      t.w16[i] = math::float_to_bf16(update_element<K>(c, t.w, t.g[i], t.s0, t.s1, i));
+  } else {
+    for (size_t i = begin + threadIdx.x; i < end; i += blockDim.x)
+      update_element<K>(c, t.w, t.g[i], t.s0, t.s1, i);
+  }
 }
 
 bool same_tensors(const std::vector<OptimizerTensor>& a, const OptimizerTensor* b, size_t count) {
   if (a.size() != count) return false;
   for (size_t i = 0; i < count; ++i)
     if (a[i].w != b[i].w || a[i].g != b[i].g || a[i].state0 != b[i].state0 ||
-        a[i].state1 != b[i].state1 || a[i].n != b[i].n || a[i].regularize != b[i].regularize)
+        a[i].state1 != b[i].state1 || a[i].n != b[i].n || a[i].regularize != b[i].regularize ||
+        a[i].w_bf16 != b[i].w_bf16)
       return false;
   return true;
 }
@@ -125,7 +135,7 @@ void CudaBackend::optimizer_step_multi(const OptimizerParams& p, const Optimizer
     std::vector<MultiChunk> chunks;
     for (size_t i = 0; i < count; ++i) {
       const OptimizerTensor& t = tensors[i];
-      table[i] = {t.w, t.g, t.state0, t.state1, t.n, t.regularize ? 1 : 0};
+      table[i] = {t.w, t.g, t.state0, t.state1, t.w_bf16, t.n, t.regularize ? 1 : 0};
       const size_t pieces = (t.n + kMultiChunk - 1) / kMultiChunk;
       NN_CHECK(pieces <= UINT32_MAX, "optimizer_step_multi: tensor too large");
       for (size_t k = 0; k < pieces; ++k)
