@@ -128,6 +128,10 @@ class CpuBackend final : public Backend {
   void transpose(const float* src, uint32_t rows, uint32_t cols, float* dst) override;
   void optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
                       float* state1, size_t n) override;
+  // Each tensor as optimizer_step updates it, its BF16 copy (w_bf16) written chunk by chunk
+  // from the updated values while they are in the cache.
+  void optimizer_step_multi(const OptimizerParams& p, const OptimizerTensor* tensors,
+                            size_t count) override;
   void optimizer_step_rows(const OptimizerParams& p, float* w, const float* g, float* state0,
                            float* state1, uint32_t width, const uint32_t* rows,
                            uint32_t count) override;

@@ -21,6 +21,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
+#include "backend/math/bf16_math.h"
 #include "backend/math/optimizer_math.h"
 #include "core/error.h"
 
@@ -45,16 +46,21 @@ inline void apply_span(size_t lo, size_t hi, float* w, const float* g, float* s0
 }
 
 // Applies the rule to every parameter in chunks spread over the pool, with software prefetch
-// (stream.h).
+// (stream.h). With w16, each chunk's updated values are rounded to BF16 there while still in the
+// cache (OptimizerTensor::w_bf16), instead of by a second pass over the weights.
 template <int kStates, typename Rule>
 void update(cpu::ThreadPool& pool, size_t n, float* w, const float* g, float* s0, float* s1,
-            const Rule& rule) {
+            const Rule& rule, uint16_t* w16 = nullptr) {
   cpu::for_chunks(pool, n, kParallelMin, [=](size_t lo, size_t hi) {
     cpu::prefetch_ahead<1>(w, lo);
     cpu::prefetch_ahead(g, lo);
     if constexpr (kStates >= 1) cpu::prefetch_ahead<1>(s0, lo);
     if constexpr (kStates >= 2) cpu::prefetch_ahead<1>(s1, lo);
     apply_span<kStates>(lo, hi, w, g, s0, s1, rule);
+    if (w16) {
+#pragma omp simd
+      for (size_t i = lo; i < hi; ++i) w16[i] = math::float_to_bf16(w[i]);
+    }
   });
 }
 
@@ -101,15 +107,17 @@ auto element_rule(const math::OptConsts& c) {
 }
 
 // One pass of rule K over every parameter (rows == nullptr) or over the given rows.
+// (w16: the dense pass's BF16 copy, or null.)
 template <OptimizerKind K>
 void step(cpu::ThreadPool& pool, const math::OptConsts& c, size_t n, float* w, const float* g,
-          float* s0, float* s1, uint32_t width = 0, const uint32_t* rows = nullptr) {
+          float* s0, float* s1, uint32_t width = 0, const uint32_t* rows = nullptr,
+          uint16_t* w16 = nullptr) {
   constexpr int kStates = math::kOptimizerStates<K>;
   if (rows)
     update_rows<kStates>(pool, width, rows, static_cast<uint32_t>(n), w, g, s0, s1,
                          element_rule<K>(c));
   else
-    update<kStates>(pool, n, w, g, s0, s1, element_rule<K>(c));
+    update<kStates>(pool, n, w, g, s0, s1, element_rule<K>(c), w16);
 }
 
 // Steps skipped by rows: row i (rows[i], or i when rows is null) of [*][width] arrays takes
@@ -145,6 +153,25 @@ void CpuBackend::optimizer_step(const OptimizerParams& p, float* w, const float*
   const bool known = math::with_optimizer_kind(
       p.kind, [&](auto rule) { step<decltype(rule)::value>(*pool_, c, n, w, g, state0, state1); });
   if (!known) throw InternalError("optimizer_step: unknown optimizer");
+}
+
+void CpuBackend::optimizer_step_multi(const OptimizerParams& p, const OptimizerTensor* tensors,
+                                      size_t count) {
+  const int states = optimizer_state_count(p.kind);
+  for (size_t i = 0; i < count; ++i) {
+    const OptimizerTensor& t = tensors[i];
+    if (t.n == 0) continue;
+    NN_CHECK(states < 1 || t.state0 != nullptr, "optimizer_step_multi: state0 is required");
+    NN_CHECK(states < 2 || t.state1 != nullptr, "optimizer_step_multi: state1 is required");
+    OptimizerParams q = p;
+    if (!t.regularize) q.lambda = q.lambda1 = 0.0f;
+    const math::OptConsts c = math::optimizer_consts(q);
+    const bool known = math::with_optimizer_kind(p.kind, [&](auto rule) {
+      step<decltype(rule)::value>(*pool_, c, t.n, t.w, t.g, t.state0, t.state1, 0, nullptr,
+                                  t.w_bf16);
+    });
+    if (!known) throw InternalError("optimizer_step_multi: unknown optimizer");
+  }
 }
 
 }  // namespace nn
