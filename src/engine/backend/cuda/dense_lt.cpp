@@ -50,62 +50,60 @@ void LtPlans::destroy(Plan& p) noexcept {
 }
 
 LtPlans::Plan LtPlans::make(const LtShape& s) {
+  // Any status but success while planning (NOT_SUPPORTED for a combination this cuBLASLt lacks,
+  // INVALID_VALUE for a preference it does not know) leaves the shape to broadcast + gemm, which
+  // computes the same sum; only a failure of the product itself throws (run()).
   Plan p;
-  const cublasComputeType_t compute =
-      s.tf32 && !s.bf16 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  NN_CUBLAS_CALL(cublasLtMatmulDescCreate(&p.desc, compute, CUDA_R_32F));
-  const cublasOperation_t op_lt_a = s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // our B
-  const cublasOperation_t op_lt_b = s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // our A
-  NN_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_lt_a,
-                                                sizeof op_lt_a));
-  NN_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_lt_b,
-                                                sizeof op_lt_b));
-  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-  NN_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
-                                                sizeof epilogue));
-  const cudaDataType_t bias_type = CUDA_R_32F;
-  NN_CUBLAS_CALL(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                                &bias_type, sizeof bias_type));
-  // Stored (column-major) shapes: our row-major B is (trans_b ? n x k : k x n) with ldb, which
-  // column-major is its transpose; likewise A.
-  const cudaDataType_t operand = s.bf16 ? CUDA_R_16BF : CUDA_R_32F;
-  NN_CUBLAS_CALL(cublasLtMatrixLayoutCreate(&p.a, operand, s.trans_b ? s.k : s.n,
-                                            s.trans_b ? s.n : s.k, s.ldb));
-  NN_CUBLAS_CALL(cublasLtMatrixLayoutCreate(&p.b, operand, s.trans_a ? s.m : s.k,
-                                            s.trans_a ? s.k : s.m, s.lda));
-  NN_CUBLAS_CALL(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, s.n, s.m, s.n));
-
   cublasLtMatmulPreference_t pref = nullptr;
-  NN_CUBLAS_CALL(cublasLtMatmulPreferenceCreate(&pref));
-  const uint64_t workspace = kLtWorkspaceBytes;
-  const uint32_t align_lt_a = s.align_b, align_lt_b = s.align_a;
-  cublasStatus_t status = cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
-  if (status == CUBLAS_STATUS_SUCCESS)
-    status = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                                                  &align_lt_a, sizeof align_lt_a);
-  if (status == CUBLAS_STATUS_SUCCESS)
-    status = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                                                  &align_lt_b, sizeof align_lt_b);
-  if (status == CUBLAS_STATUS_SUCCESS)
-    status = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                                                  &s.align_c, sizeof s.align_c);
-  if (status == CUBLAS_STATUS_SUCCESS)
-    status = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                                                  &s.align_c, sizeof s.align_c);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  if (status == CUBLAS_STATUS_SUCCESS)
-    status = cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result,
-                                            &found);
-  cublasLtMatmulPreferenceDestroy(pref);
-  // NOT_SUPPORTED (or no result): this shape goes the broadcast + gemm way; anything else is a
-  // failure worth reporting.
-  if (status != CUBLAS_STATUS_SUCCESS && status != CUBLAS_STATUS_NOT_SUPPORTED) {
-    destroy(p);
-    NN_CUBLAS_CALL(status);
-  }
-  if (status != CUBLAS_STATUS_SUCCESS || found == 0 || result.state != CUBLAS_STATUS_SUCCESS) {
+  const bool planned = [&] {
+    const cublasComputeType_t compute =
+        s.tf32 && !s.bf16 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    if (cublasLtMatmulDescCreate(&p.desc, compute, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS)
+      return false;
+    const cublasOperation_t op_lt_a = s.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // our B
+    const cublasOperation_t op_lt_b = s.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // our A
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    const cudaDataType_t bias_type = CUDA_R_32F;
+    auto set = [&](cublasLtMatmulDescAttributes_t attribute, const void* value, size_t bytes) {
+      return cublasLtMatmulDescSetAttribute(p.desc, attribute, value, bytes) ==
+             CUBLAS_STATUS_SUCCESS;
+    };
+    if (!set(CUBLASLT_MATMUL_DESC_TRANSA, &op_lt_a, sizeof op_lt_a) ||
+        !set(CUBLASLT_MATMUL_DESC_TRANSB, &op_lt_b, sizeof op_lt_b) ||
+        !set(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue) ||
+        !set(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type, sizeof bias_type))
+      return false;
+    // Stored (column-major) shapes: our row-major B is (trans_b ? n x k : k x n) with ldb, which
+    // column-major is its transpose; likewise A.
+    const cudaDataType_t operand = s.bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    if (cublasLtMatrixLayoutCreate(&p.a, operand, s.trans_b ? s.k : s.n, s.trans_b ? s.n : s.k,
+                                   s.ldb) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&p.b, operand, s.trans_a ? s.m : s.k, s.trans_a ? s.k : s.m,
+                                   s.lda) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, s.n, s.m, s.n) != CUBLAS_STATUS_SUCCESS)
+      return false;
+    if (cublasLtMatmulPreferenceCreate(&pref) != CUBLAS_STATUS_SUCCESS) return false;
+    const uint64_t workspace = kLtWorkspaceBytes;
+    const uint32_t align_lt_a = s.align_b, align_lt_b = s.align_a;
+    auto prefer = [&](cublasLtMatmulPreferenceAttributes_t attribute, const void* value,
+                      size_t bytes) {
+      return cublasLtMatmulPreferenceSetAttribute(pref, attribute, value, bytes) ==
+             CUBLAS_STATUS_SUCCESS;
+    };
+    if (!prefer(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace) ||
+        !prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_lt_a, sizeof align_lt_a) ||
+        !prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_lt_b, sizeof align_lt_b) ||
+        !prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &s.align_c, sizeof s.align_c) ||
+        !prefer(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &s.align_c, sizeof s.align_c))
+      return false;
+    return cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result,
+                                          &found) == CUBLAS_STATUS_SUCCESS &&
+           found > 0 && result.state == CUBLAS_STATUS_SUCCESS;
+  }();
+  if (pref) cublasLtMatmulPreferenceDestroy(pref);
+  if (!planned) {
     destroy(p);
     return p;  // ok = false
   }
