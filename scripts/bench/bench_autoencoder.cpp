@@ -156,6 +156,8 @@ int main(int argc, char** argv) {
       prev = units;
     }
     flops += 3 * 2.0 * batch * double(prev) * items;
+    for (const std::string& line : be->path_notes())
+      std::fprintf(stderr, "nn-bench-autoencoder: %s\n", line.c_str());
     const StepFloor floor = loop.step_floor();
     const double floor_ms = 1e3 * floor.seconds();
     const char* tf32 = std::getenv("NN_CUDA_TF32");

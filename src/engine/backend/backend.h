@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/conv_params.h"
 #include "backend/kernel_params.h"
@@ -189,6 +190,10 @@ class Backend {
   // True when allocate() returns host memory, so reading a sum back costs no synchronisation
   // (the trainer then checks for divergence after every batch).
   virtual bool host_memory() const = 0;
+  // Lines on how the backend ran what it was asked (for benchmark logs and --profile): e.g. which
+  // products a faster library path took and which fell back. Empty by default.
+  // (Inline: the CUDA module carries no engine object for it.)
+  virtual std::vector<std::string> path_notes() const { return {}; }
 
   // ---- regularisation noise -------------------------------------------------------------------
   // Inverted dropout with a counter-based mask: element i is dropped when

@@ -332,6 +332,7 @@ void TrainingLoop::report_profile() {
   if (profile_outputs_.table) {
     for (const std::string& line : profile_table(*profiler_, source)) log_(line);
     for (const std::string& line : profile_floors()) log_(line);
+    for (const std::string& line : net_.backend().path_notes()) log_("profile: " + line);
   }
   if (!profile_outputs_.trace_path.empty()) {
     write_profile_trace(*profiler_, source, profile_outputs_.trace_path);

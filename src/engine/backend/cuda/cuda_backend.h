@@ -68,6 +68,9 @@ class CudaBackend final : public Backend {
   void sum_abs_accumulate(const float* x, size_t n, double scale, double* sum) override;
   void fold_loss_sums(double* sums, uint64_t batch) override;
   bool host_memory() const override { return false; }
+  // How many product shapes gemm_bias planned with cuBLASLt's bias epilogue and how many fell
+  // back to broadcast_bias + gemm (cuda/dense_lt.cpp).
+  std::vector<std::string> path_notes() const override;
 
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) override;
