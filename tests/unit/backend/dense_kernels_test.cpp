@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -201,6 +202,13 @@ TEST_P(BackendBias, GemmWithBiasIsTheProductPlusTheBias) {
         EXPECT_TRUE(test::bitwise_equal(got, ref.to_host()))
             << "ta=" << ta << " tb=" << tb << " bf16=" << bf16;
       }
+  // The CPU computes it in two passes and says nothing; a GPU says which path each shape took.
+  const std::vector<std::string> notes = be->path_notes();
+  if (on_cpu())
+    EXPECT_TRUE(notes.empty());
+  else
+    EXPECT_TRUE(notes.size() == 1 && notes[0].find("product shapes") != std::string::npos)
+        << (notes.empty() ? std::string("no notes") : notes[0]);
 }
 
 TEST_P(BackendColumnSums, MatchReferenceWithAlphaBeta) {
