@@ -2,6 +2,8 @@
 // forward and backward through the Backend (the rest is layers/weighted_layer.cpp).
 #include "layers/fully_connected_layer.h"
 
+#include <algorithm>
+
 #include "core/allocation_context.h"
 #include "core/error.h"
 
@@ -167,8 +169,8 @@ void FullyConnectedLayer::propagate(const LayerContext& ctx, const float* d) {
   // rounded once, for every connection's weight gradient and dE/dx.
   const bool bf16 = be.precision() == Precision::BF16;
   const uint16_t* d16 = nullptr;
-  for (auto& c : connections_) {
-    if (!bf16 || !c->bf16_current || d16) continue;
+  if (bf16 && std::any_of(connections_.begin(), connections_.end(),
+                          [](const auto& c) { return c->bf16_current; })) {
     delta_bf16_.resize(be, size_t(rows) * n_out);
     be.convert_to_bf16(d, delta_bf16_.data(), delta_bf16_.size());
     d16 = delta_bf16_.data();

@@ -143,34 +143,37 @@ void skip_rows(cpu::ThreadPool& pool, uint32_t width, const uint32_t* rows, cons
 
 }  // namespace
 
-void CpuBackend::optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
-                                float* state1, size_t n) {
+namespace {
+
+// One dense update of n parameters (and their BF16 copy when w16 is set): optimizer_step and
+// each tensor of optimizer_step_multi.
+void dense_step(cpu::ThreadPool& pool, const OptimizerParams& p, float* w, const float* g,
+                float* state0, float* state1, size_t n, uint16_t* w16) {
   if (n == 0) return;
   const int states = optimizer_state_count(p.kind);
   NN_CHECK(states < 1 || state0 != nullptr, "optimizer_step: state0 is required");
   NN_CHECK(states < 2 || state1 != nullptr, "optimizer_step: state1 is required");
   const math::OptConsts c = math::optimizer_consts(p);
-  const bool known = math::with_optimizer_kind(
-      p.kind, [&](auto rule) { step<decltype(rule)::value>(*pool_, c, n, w, g, state0, state1); });
+  const bool known = math::with_optimizer_kind(p.kind, [&](auto rule) {
+    step<decltype(rule)::value>(pool, c, n, w, g, state0, state1, 0, nullptr, w16);
+  });
   if (!known) throw InternalError("optimizer_step: unknown optimizer");
+}
+
+}  // namespace
+
+void CpuBackend::optimizer_step(const OptimizerParams& p, float* w, const float* g, float* state0,
+                                float* state1, size_t n) {
+  dense_step(*pool_, p, w, g, state0, state1, n, nullptr);
 }
 
 void CpuBackend::optimizer_step_multi(const OptimizerParams& p, const OptimizerTensor* tensors,
                                       size_t count) {
-  const int states = optimizer_state_count(p.kind);
   for (size_t i = 0; i < count; ++i) {
     const OptimizerTensor& t = tensors[i];
-    if (t.n == 0) continue;
-    NN_CHECK(states < 1 || t.state0 != nullptr, "optimizer_step_multi: state0 is required");
-    NN_CHECK(states < 2 || t.state1 != nullptr, "optimizer_step_multi: state1 is required");
     OptimizerParams q = p;
     if (!t.regularize) q.lambda = q.lambda1 = 0.0f;
-    const math::OptConsts c = math::optimizer_consts(q);
-    const bool known = math::with_optimizer_kind(p.kind, [&](auto rule) {
-      step<decltype(rule)::value>(*pool_, c, t.n, t.w, t.g, t.state0, t.state1, 0, nullptr,
-                                  t.w_bf16);
-    });
-    if (!known) throw InternalError("optimizer_step_multi: unknown optimizer");
+    dense_step(*pool_, q, t.w, t.g, t.state0, t.state1, t.n, t.w_bf16);
   }
 }
 

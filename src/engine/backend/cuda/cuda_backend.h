@@ -224,6 +224,9 @@ class CudaBackend final : public Backend {
     kSlotCount
   };
   void* scratch(Slot slot, size_t bytes);
+  // The FP32 operand x (rows x cols, leading dimension ld) rounded to BF16 into scratch slot
+  // `slot`, in the same layout (cuda/dense.cu).
+  const uint16_t* bf16_operand(Slot slot, const float* x, int rows, int cols, int ld);
   // The bytes scratch slot `slot` holds now (0 before its first use).
   size_t scratch_capacity(Slot slot) const { return scratch_[slot].bytes; }
   // Number of stored entries of a CSR view: x.nnz when the caller set it, else row_ptr[rows]

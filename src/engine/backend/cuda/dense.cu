@@ -95,6 +95,14 @@ void CudaBackend::convert_to_bf16(const float* src, uint16_t* dst, size_t n) {
   NN_CUDA_LAUNCHED("convert_to_bf16_kernel");
 }
 
+const uint16_t* CudaBackend::bf16_operand(Slot slot, const float* x, int rows, int cols, int ld) {
+  const cuda::DeviceGuard guard(device_);
+  const size_t span = math::operand_span(rows, cols, ld);
+  auto* x16 = static_cast<uint16_t*>(scratch(slot, span * sizeof(uint16_t)));
+  convert_to_bf16(x, x16, span);
+  return x16;
+}
+
 void CudaBackend::gemm_bf16_b(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
                               const float* a, int lda, const uint16_t* b16, int ldb, float beta,
                               float* c, int ldc) {
@@ -104,9 +112,7 @@ void CudaBackend::gemm_bf16_b(bool trans_a, bool trans_b, int m, int n, int k, f
     gemm(trans_a, trans_b, m, n, k, alpha, a, lda, nullptr, ldb, beta, c, ldc);
     return;
   }
-  const size_t a_span = math::operand_span(trans_a ? k : m, trans_a ? m : k, lda);
-  auto* a16 = static_cast<uint16_t*>(scratch(kSlotBf16A, a_span * sizeof(uint16_t)));
-  convert_to_bf16(a, a16, a_span);
+  const uint16_t* a16 = bf16_operand(kSlotBf16A, a, trans_a ? k : m, trans_a ? m : k, lda);
   gemm_bf16_ab(trans_a, trans_b, m, n, k, alpha, a16, lda, b16, ldb, beta, c, ldc);
 }
 
@@ -137,9 +143,7 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float al
     return;
   }
   if (precision_ == Precision::BF16) {
-    const size_t b_span = math::operand_span(trans_b ? n : k, trans_b ? k : n, ldb);
-    auto* b16 = static_cast<uint16_t*>(scratch(kSlotBf16B, b_span * sizeof(uint16_t)));
-    convert_to_bf16(b, b16, b_span);
+    const uint16_t* b16 = bf16_operand(kSlotBf16B, b, trans_b ? n : k, trans_b ? k : n, ldb);
     gemm_bf16_b(trans_a, trans_b, m, n, k, alpha, a, lda, b16, ldb, beta, c, ldc);
     return;
   }

@@ -14,7 +14,6 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_guard.h"
-#include "backend/math/bf16_math.h"
 #include "core/error.h"
 
 namespace nn {
@@ -145,16 +144,9 @@ void CudaBackend::gemm_bias(bool trans_a, bool trans_b, int m, int n, int k, con
   const cuda::DeviceGuard guard(device_);
   if (m <= 0 || n <= 0) return;
   const bool given_bf16 = a16 != nullptr && b16 != nullptr;
-  if (!given_bf16 && precision_ == Precision::BF16 && k > 0) {
-    // gemm's BF16 mode: both operands rounded into scratch first.
-    const size_t a_span = math::operand_span(trans_a ? k : m, trans_a ? m : k, lda);
-    const size_t b_span = math::operand_span(trans_b ? n : k, trans_b ? k : n, ldb);
-    auto* a_copy = static_cast<uint16_t*>(scratch(kSlotBf16A, a_span * sizeof(uint16_t)));
-    auto* b_copy = static_cast<uint16_t*>(scratch(kSlotBf16B, b_span * sizeof(uint16_t)));
-    convert_to_bf16(a, a_copy, a_span);
-    convert_to_bf16(b, b_copy, b_span);
-    a16 = a_copy;
-    b16 = b_copy;
+  if (!given_bf16 && precision_ == Precision::BF16 && k > 0) {  // gemm's BF16 mode
+    a16 = bf16_operand(kSlotBf16A, a, trans_a ? k : m, trans_a ? m : k, lda);
+    b16 = bf16_operand(kSlotBf16B, b, trans_b ? n : k, trans_b ? k : n, ldb);
   }
   const bool bf16 = a16 != nullptr && b16 != nullptr;
   if (k > 0 && bias_epilogue_) {
