@@ -40,7 +40,10 @@ def shape_of(r):
 
 def label(r):
     if r.get("engine") == "nn":
-        return "nn " + r.get("backend", "")
+        # The variants the GPU check adds: CUDA graphs on, cuBLASLt's bias epilogue off.
+        variant = " graph" if r.get("cuda_graphs") else ""
+        variant += " -epi" if r.get("bias_epilogue") is False else ""
+        return "nn " + r.get("backend", "") + variant
     return "torch " + r.get("mode", "compile" if r.get("compiled") else "eager")
 
 

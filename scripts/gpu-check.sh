@@ -487,6 +487,24 @@ if [ "$(left)" -gt 30 ] && [ -f "$data/net-cuda.epochs.jsonl" ]; then
 else
   result stream_cuda NOT-RUN "no in-memory CUDA run to compare with, or no time left"
 fi
+# CUDA Graphs (NN_CUDA_GRAPHS=1: every step after the first of its shape recorded and launched as
+# graphs) against the same run launched call by call: the same kernels with the same arguments,
+# so the losses agree (cuBLAS then works in a workspace of its own, which may change its
+# kernels' summation order: 1e-5). The log must say that steps ran as graphs.
+if [ "$(left)" -gt 30 ] && [ -f "$data/net-cuda.epochs.jsonl" ]; then
+  (export NN_CUDA_GRAPHS=1; train_net cuda-graphs cuda)
+  rc=$?
+  if [ $rc = 0 ] && grep -q "steps ran as CUDA graphs" "$logs/train-cuda-graphs.log"; then
+    grep "CUDA graphs" "$logs/train-cuda-graphs.log" | block
+    verdict graphs_cuda "NN_CUDA_GRAPHS=1 against call by call on CUDA: epoch 1 within 1e-5, later within 1e-4 of epoch 1's loss" "$logs/compare-graphs.txt" \
+      compare_epochs "$data/net-cuda.epochs.jsonl" "$data/net-cuda-graphs.epochs.jsonl" 1e-5 1e-4
+  else
+    tail -3 "$logs/train-cuda-graphs.log" | block
+    result graphs_cuda "$(tool_status "$logs/train-cuda-graphs.log" $rc)" "nn-train with NN_CUDA_GRAPHS=1 exit $rc (or no step ran as a graph)"
+  fi
+else
+  result graphs_cuda NOT-RUN "no call-by-call CUDA run to compare with, or no time left"
+fi
 # Blocked top-K and the predictor on CUDA (nn_predict_tests' CUDA instances; column slices are
 # compared within 1e-5, cuBLAS promising no bits there).
 if [ -x "$bin/nn_predict_tests" ]; then
@@ -780,6 +798,15 @@ for hidden in 128 1024x3; do
       --optimizer RMSProp --backend cuda --device "$device" &&
       grep '^{' "$logs/bench-$hidden-tf32-no-epilogue.log" |
       sed 's/}$/, "bias_epilogue": false}/' | tag >> "$bench_log"
+  fi
+  # The step as CUDA graphs (NN_CUDA_GRAPHS=1), TF32: its JSON line says "cuda_graphs": true,
+  # and the log how the steps were recorded (logs/bench-*-tf32-graphs.log).
+  if [ "$(left)" -gt 60 ]; then
+    NN_CUDA_TF32=1 NN_CUDA_GRAPHS=1 run_for 90 "$logs/bench-$hidden-tf32-graphs.log" \
+      "$bin/nn-bench-autoencoder" --hidden "$hidden" --batches "$batches" --epochs "$bench_epochs" \
+      --optimizer RMSProp --backend cuda --device "$device" &&
+      grep '^{' "$logs/bench-$hidden-tf32-graphs.log" |
+      sed 's/}$/, "cuda_graphs": true}/' | tag >> "$bench_log"
   fi
   # Where the time goes: nn-train --profile's table with floors, FP32 (logs/profile-*.log).
   [ "$(left)" -gt 60 ] && run_for 60 "$logs/profile-$hidden.log" "$bin/nn-bench-autoencoder" \

@@ -58,6 +58,22 @@ class Backend {
   // waiting for the device until the profiler asks for every mark. Made only when profiling.
   virtual std::unique_ptr<ProfileClock> make_profile_clock() = 0;
 
+  // ---- step graphs (docs/performance.md, "CUDA Graphs") ---------------------------------------
+  // A device backend may record the work of one training step as graphs instead of launching
+  // each call (CUDA Graphs: the device then runs the step's kernels back to back, without a
+  // launch from the host between them). begin_step_graph() starts recording and returns "", or
+  // says why this backend records nothing (and then nothing changes). end_step_graph() runs what
+  // was recorded; abandon_step_graph() drops it (the step threw). In between, every call is made
+  // as usual and has the same effect, in the same order, as without a graph; a call that must
+  // wait for the device (a read-back, an allocation) runs the part recorded so far first, so it
+  // splits the step into several graphs. Uploads copy the caller's memory at once, as always.
+  // (Inline: the CUDA module carries no engine object for them.)
+  virtual std::string begin_step_graph() {
+    return "the " + name() + " backend runs each call as it is made";
+  }
+  virtual void end_step_graph() {}
+  virtual void abandon_step_graph() noexcept {}
+
   // ---- elementwise / reductions --------------------------------------------------------------
   virtual void fill(float* x, size_t n, float value) = 0;
   virtual void axpy(size_t n, float a, const float* x, float* y) = 0;  // y += a*x

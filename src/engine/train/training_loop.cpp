@@ -1,6 +1,7 @@
 // Training loop implementation.
 #include "train/training_loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -313,8 +314,28 @@ std::vector<EpochReport> TrainingLoop::run() {
   }
   forget_bf16_copies();
   sync_weights();
+  if (graph_steps_ > 0) {
+    log_(format("%llu of %llu steps ran as CUDA graphs", (unsigned long long)graph_steps_,
+                (unsigned long long)steps_run_));
+    for (const std::string& line : net_.backend().path_notes())
+      if (line.rfind("CUDA graphs: ", 0) == 0) log_(line);
+  }
   if (profiler_) report_profile();
   return reports;
+}
+
+bool TrainingLoop::begin_step_graph(uint32_t rows) {
+  if (graph_off_.empty()) {
+    if (profiler_)
+      graph_off_ = "--profile and --trace time every range with events on the stream";
+    else if (comm_->size() > 1)
+      graph_off_ = "with several ranks, losses and gradients are reduced inside the step";
+  }
+  if (!graph_off_.empty() ||
+      std::find(graph_warm_rows_.begin(), graph_warm_rows_.end(), rows) == graph_warm_rows_.end())
+    return false;
+  graph_off_ = net_.backend().begin_step_graph();
+  return graph_off_.empty();
 }
 
 void TrainingLoop::sync_weights() {
@@ -334,6 +355,8 @@ void TrainingLoop::report_profile() {
     for (const std::string& line : profile_floors()) log_(line);
     for (const std::string& line : net_.backend().path_notes()) log_("profile: " + line);
   }
+  if (!net_.backend().host_memory() && !graph_off_.empty())
+    log_("profile: CUDA graphs: not used: " + graph_off_);
   if (!profile_outputs_.trace_path.empty()) {
     write_profile_trace(*profiler_, source, profile_outputs_.trace_path);
     log_("profile: trace of " + std::to_string(profiler_->events().size()) + " events in " +
@@ -685,6 +708,15 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
       prefetcher_.start([&assemble, b, step = step_ + 2] { return assemble(b + 1, step); });
     const float alpha = optimizer_.learning_rate(epoch_, step_);
     const uint32_t rows = global_rows(b);
+    // The step and its loss fold, recorded as a graph where the backend can (launched by
+    // end_step_graph, dropped if the step throws).
+    struct StepGraph {
+      Backend& backend;
+      bool recording;
+      ~StepGraph() {
+        if (recording) backend.abandon_step_graph();
+      }
+    } graph{net_.backend(), begin_step_graph(current.first.rows)};
     const double err = train_batch(current.first, model_parallel_ ? &current.second : nullptr,
                                    alpha, rank_rows(rows, comm_->rank(), comm_->size()), rows);
     if (per_batch) {
@@ -692,8 +724,18 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
       total += err;
     } else {
       net_.backend().fold_loss_sums(loss_sums_.data(), b + 1);
-      if (check_every_batch || (b + 1) % kDivergenceCheckBatches == 0) read_loss_sums(batches);
     }
+    ++steps_run_;
+    if (graph.recording) {
+      net_.backend().end_step_graph();
+      graph.recording = false;
+      ++graph_steps_;
+    } else if (graph_off_.empty() && std::find(graph_warm_rows_.begin(), graph_warm_rows_.end(),
+                                               current.first.rows) == graph_warm_rows_.end()) {
+      graph_warm_rows_.push_back(current.first.rows);
+    }
+    if (!per_batch && (check_every_batch || (b + 1) % kDivergenceCheckBatches == 0))
+      read_loss_sums(batches);
     report_examples_ += rows;
     if (options_.minibatch_report_interval > 0 && step_ % options_.minibatch_report_interval == 0) {
       if (!per_batch) total = read_loss_sums(batches)[math::kLossTotal];

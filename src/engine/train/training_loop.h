@@ -322,6 +322,15 @@ class TrainingLoop {
   uint64_t report_examples_ = 0;
   std::chrono::steady_clock::time_point report_time_;
   uint64_t epochs_timed_ = 0;
+  // CUDA Graphs (Backend::begin_step_graph, docs/performance.md). A step is recorded only when
+  // a step of the same rows ran before without a graph (graph_warm_rows_: so every plan, buffer
+  // and scratch slot it needs exists), and never while profiling or with several ranks.
+  // graph_off_: why steps are not recorded ("" while they may be); graph_steps_: steps
+  // recorded, of steps_run_.
+  bool begin_step_graph(uint32_t rows);
+  std::string graph_off_;
+  std::vector<uint32_t> graph_warm_rows_;
+  uint64_t graph_steps_ = 0, steps_run_ = 0;
 };
 
 }  // namespace nn

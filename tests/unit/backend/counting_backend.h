@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -36,6 +37,39 @@ class CountingBackend final : public Backend {
     allocations = uploads = downloads = value_returns = fused_losses = 0;
     gemms = bf16_conversions = bf16_b_gemms = optimizer_launches = synchronizations = 0;
     bf16_ab_gemms = bf16_copies_written = 0;
+    releases = nnz_reads = 0;
+  }
+  size_t releases = 0;   // release() calls
+  size_t nnz_reads = 0;  // sparse calls whose view lacks its count of non-zeros (a read on CUDA)
+
+  // Step graphs: with record_steps it poses as a backend that records training steps as graphs
+  // (begin_step_graph returns ""; the work still runs at once). It counts the steps begun, ended
+  // and abandoned, and, inside recorded steps, the calls that would split a CUDA graph: `splits`
+  // all of them (allocations and frees included), `wait_splits` those that wait for the stream
+  // or read a value back.
+  bool record_steps = false;
+  size_t steps_begun = 0, steps_ended = 0, steps_abandoned = 0, splits = 0, wait_splits = 0;
+  bool in_step = false;
+  std::string begin_step_graph() override {
+    if (!record_steps) return inner_->begin_step_graph();
+    if (in_step) throw std::logic_error("begin_step_graph inside a recorded step");
+    in_step = true;
+    ++steps_begun;
+    split_base_ = waits();
+    wait_base_ = waits() - allocations - releases;
+    return "";
+  }
+  void end_step_graph() override {
+    if (!in_step) throw std::logic_error("end_step_graph outside a recorded step");
+    in_step = false;
+    ++steps_ended;
+    splits += waits() - split_base_;
+    wait_splits += waits() - allocations - releases - wait_base_;
+  }
+  void abandon_step_graph() noexcept override {
+    if (!in_step) return;
+    in_step = false;
+    ++steps_abandoned;
   }
 
   // Thread probe: the calls of a forward pass (transfers, products, activations, top-K) note when
@@ -56,7 +90,10 @@ class CountingBackend final : public Backend {
     ++allocations;
     return inner_->allocate(bytes);
   }
-  void release(void* ptr) noexcept override { inner_->release(ptr); }
+  void release(void* ptr) noexcept override {
+    ++releases;
+    inner_->release(ptr);
+  }
   void upload(void* dst, const void* src, size_t bytes) override {
     const Inside inside(*this);
     ++uploads;
@@ -133,6 +170,7 @@ class CountingBackend final : public Backend {
   }
   void sparse_weight_gradient(const SparseView& x, const float* delta, uint32_t n_out, float alpha,
                               float* g) override {
+    if (x.rows > 0 && x.nnz == 0) ++nnz_reads;
     inner_->sparse_weight_gradient(x, delta, n_out, alpha, g);
   }
   void activate(const ActivationParams& p, float* x, uint32_t rows, uint32_t cols) override {
@@ -168,12 +206,14 @@ class CountingBackend final : public Backend {
   }
   void loss_accumulate(const LossParams& p, const float* a, const TargetView& t, uint32_t rows,
                        uint32_t cols, float* delta, double* sum) override {
+    if (t.sparse && rows > 0 && (t.sp.nnz == 0 || t.sp.rows != rows)) ++nnz_reads;
     inner_->loss_accumulate(p, a, t, rows, cols, delta, sum);
   }
   void activate_loss_accumulate(const ActivationParams& act, const LossParams& p, float* z_to_a,
                                 const TargetView& t, uint32_t rows, uint32_t cols, float* delta,
                                 double* sum) override {
     ++fused_losses;
+    if (t.sparse && rows > 0 && (t.sp.nnz == 0 || t.sp.rows != rows)) ++nnz_reads;
     inner_->activate_loss_accumulate(act, p, z_to_a, t, rows, cols, delta, sum);
   }
   void sum_squares_accumulate(const float* x, size_t n, double scale, double* sum) override {
@@ -284,6 +324,7 @@ class CountingBackend final : public Backend {
   }
   void sparse_weight_gradient_transposed(const SparseView& x, const float* delta, uint32_t n_out,
                                          float alpha, float* g) override {
+    if (x.rows > 0 && x.nnz == 0) ++nnz_reads;
     inner_->sparse_weight_gradient_transposed(x, delta, n_out, alpha, g);
   }
   void conv_forward(const ConvGeometry& g, uint32_t rows, const float* x, const float* w,
@@ -353,6 +394,10 @@ class CountingBackend final : public Backend {
     CountingBackend& b_;
   };
 
+  size_t waits() const {
+    return allocations + releases + downloads + synchronizations + value_returns + nnz_reads;
+  }
+  size_t split_base_ = 0, wait_base_ = 0;
   std::unique_ptr<CpuBackend> inner_;
   bool host_memory_;
   std::atomic<int> active_{0};  // threads inside a probed call

@@ -14,6 +14,7 @@
 #include "backend/cuda/cudnn_support.h"
 #include "backend/cuda/dense_lt.h"
 #include "backend/cuda/device_guard.h"
+#include "backend/cuda/step_graph.h"
 #include "backend/math/loss_sums.h"
 #include "backend/math/reduce_math.h"
 #include "core/allocation_context.h"
@@ -78,13 +79,23 @@ CudaBackend::CudaBackend(int device, bool tf32, const cuda::CudnnSettings& cudnn
     NN_CUDA_CALL(cudaEventCreateWithFlags(&st.done, cudaEventDisableTiming));
   const char* epilogue = std::getenv("NN_CUDA_BIAS_EPILOGUE");
   bias_epilogue_ = !(epilogue && std::strcmp(epilogue, "0") == 0);
+  const char* graphs = std::getenv("NN_CUDA_GRAPHS");
+  graphs_enabled_ = graphs && std::strcmp(graphs, "1") == 0;
+  if (graphs_enabled_) {
+    // cuBLAS would otherwise allocate a workspace of its own inside a capture (older releases
+    // one per captured graph); the size is its default on Hopper.
+    NN_CUDA_CALL(cudaMalloc(&blas_workspace_, kBlasWorkspaceBytes));
+    NN_CUBLAS_CALL(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspaceBytes));
+  }
 }
 
 CudaBackend::~CudaBackend() {
   const cuda::DeviceGuard guard(device_, std::nothrow);
   // Destructors must not throw: statuses are ignored here (the process may be exiting after a
   // device fault, when every call fails).
+  if (graphs_) graphs_->abandon();
   cudaStreamSynchronize(stream_);
+  graphs_.reset();
   cudnn_.reset();
   lt_.reset();
   for (Buffer& b : scratch_)
@@ -92,6 +103,7 @@ CudaBackend::~CudaBackend() {
   if (error_flag_) cudaFree(error_flag_);
   if (sum_partial_) cudaFree(sum_partial_);
   if (multi_table_) cudaFree(multi_table_);
+  if (blas_workspace_) cudaFree(blas_workspace_);
   for (Staging& st : staging_) {
     if (st.host) cudaFreeHost(st.host);
     if (st.done) cudaEventDestroy(st.done);
@@ -104,6 +116,7 @@ CudaBackend::~CudaBackend() {
 
 void* CudaBackend::allocate(size_t bytes) {
   const cuda::DeviceGuard guard(device_);
+  const CaptureBreak pause(*this, "a device allocation");
   void* p = nullptr;
   const cudaError_t status = cudaMalloc(&p, bytes ? bytes : 1);
   if (status == cudaErrorMemoryAllocation) {
@@ -124,8 +137,15 @@ void* CudaBackend::allocate(size_t bytes) {
 void CudaBackend::release(void* ptr) noexcept {
   const cuda::DeviceGuard guard(device_, std::nothrow);
   if (!ptr) return;
-  // cudaFree waits for the device, so work still using ptr finishes first.
-  cudaFree(ptr);
+  // cudaFree waits for the device, so work still using ptr finishes first (and the part of a
+  // step recorded so far runs before it).
+  try {
+    const CaptureBreak pause(*this, "freeing device memory");
+    cudaFree(ptr);
+  } catch (...) {
+    // The step's recording failed; end_step_graph() reports it.
+    cudaFree(ptr);
+  }
   cudaGetLastError();
 }
 
@@ -153,6 +173,22 @@ CudaBackend::Staging& CudaBackend::staging_slot(size_t bytes) {
 
 void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
   const cuda::DeviceGuard guard(device_);
+  if (graphs_ && graphs_->capturing()) {
+    // Recorded: the copy runs when the graph does, from the step's arena (step_graph.h).
+    if (!bytes) return;
+    void* host = graphs_->upload_buffer(bytes);
+    if (!host) {
+      {
+        const CaptureBreak pause(*this, "more pinned memory for the step's uploads");
+        graphs_->grow_upload_space(bytes);
+      }
+      host = graphs_->upload_buffer(bytes);
+      NN_CHECK(host != nullptr, "upload: the step's upload space did not grow");
+    }
+    std::memcpy(host, host_src, bytes);
+    NN_CUDA_CALL(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, stream_));
+    return;
+  }
   // Through the pinned staging ring: the caller's memory is copied before this returns (so it
   // may be reused at once) and the device copy is queued on the stream without waiting for it.
   const auto* from = static_cast<const unsigned char*>(host_src);
@@ -173,6 +209,7 @@ void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
 void CudaBackend::download(void* host_dst, const void* src, size_t bytes) {
   const cuda::DeviceGuard guard(device_);
   if (!bytes) return;
+  const CaptureBreak pause(*this, "a read-back to the host");
   NN_CUDA_CALL(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
   NN_CUDA_CALL(cudaStreamSynchronize(stream_));
   check_data_errors();
@@ -186,6 +223,7 @@ void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
 
 void CudaBackend::synchronize() {
   const cuda::DeviceGuard guard(device_);
+  const CaptureBreak pause(*this, "a wait for the stream");
   NN_CUDA_CALL(cudaStreamSynchronize(stream_));
   check_data_errors();
 }
@@ -194,6 +232,7 @@ void* CudaBackend::scratch(Slot slot, size_t bytes) {
   const cuda::DeviceGuard guard(device_);
   Buffer& b = scratch_[slot];
   if (bytes > b.bytes) {
+    const CaptureBreak pause(*this, "a scratch buffer that grew");
     if (b.ptr) {
       NN_CUDA_CALL(cudaStreamSynchronize(stream_));
       NN_CUDA_CALL(cudaFree(b.ptr));
@@ -211,6 +250,7 @@ uint64_t CudaBackend::nnz_of(const SparseView& x) {
   const cuda::DeviceGuard guard(device_);
   if (x.nnz || x.rows == 0) return x.nnz;
   uint32_t last = 0;
+  const CaptureBreak pause(*this, "a sparse view without its count of non-zeros");
   NN_CUDA_CALL(
       cudaMemcpyAsync(&last, x.row_ptr + x.rows, sizeof last, cudaMemcpyDeviceToHost, stream_));
   NN_CUDA_CALL(cudaStreamSynchronize(stream_));
@@ -220,6 +260,7 @@ uint64_t CudaBackend::nnz_of(const SparseView& x) {
 const double* CudaBackend::read_back(const double* device_values, size_t count) {
   const cuda::DeviceGuard guard(device_);
   NN_CHECK(count <= kPinnedDoubles, "read_back: too many values");
+  const CaptureBreak pause(*this, "a value read back to the host");
   NN_CUDA_CALL(cudaMemcpyAsync(pinned_, device_values, count * sizeof(double),
                                cudaMemcpyDeviceToHost, stream_));
   NN_CUDA_CALL(cudaStreamSynchronize(stream_));
@@ -266,6 +307,7 @@ void CudaBackend::arm_data_error(std::string prefix, std::string suffix) {
 void CudaBackend::check_data_errors() {
   const cuda::DeviceGuard guard(device_);
   unsigned long long flag = kNoError;
+  const CaptureBreak pause(*this, "a check for data errors");
   NN_CUDA_CALL(cudaMemcpyAsync(&flag, error_flag_, sizeof flag, cudaMemcpyDeviceToHost, stream_));
   NN_CUDA_CALL(cudaStreamSynchronize(stream_));
   if (flag == kNoError) return;
@@ -278,10 +320,56 @@ std::unique_ptr<Backend> CudaBackend::make_peer() {
   const cuda::DeviceGuard guard(device_);
   // Everything this backend's stream was asked to write is in device memory before the peer's
   // stream, which knows nothing of this one, reads it.
+  const CaptureBreak pause(*this, "making a peer backend");
   NN_CUDA_CALL(cudaStreamSynchronize(stream_));
   auto peer = std::make_unique<CudaBackend>(device_, tf32_, cudnn_settings_);
   peer->set_precision(precision_);
   return peer;
+}
+
+// ---- step graphs (cuda/step_graph.h) ---------------------------------------------------------
+
+CudaBackend::CaptureBreak::CaptureBreak(CudaBackend& b, const char* why) : b_(b) {
+  if (!b_.graphs_ || !b_.graphs_->capturing()) return;
+  b_.graphs_->end_segment(why);
+  paused_ = true;
+}
+
+CudaBackend::CaptureBreak::~CaptureBreak() {
+  if (!paused_) return;
+  // A failure to resume leaves the rest of the step running call by call (still correct);
+  // the step's end reports nothing more.
+  try {
+    b_.graphs_->begin_segment();
+  } catch (...) {
+  }
+}
+
+std::string CudaBackend::begin_step_graph() {
+  const cuda::DeviceGuard guard(device_);
+  if (!graphs_enabled_) return "off (set NN_CUDA_GRAPHS=1 to record the steps)";
+  if (!graphs_) graphs_ = std::make_unique<cuda::StepGraphs>(stream_);
+  graphs_->begin_step();
+  return "";
+}
+
+void CudaBackend::end_step_graph() {
+  const cuda::DeviceGuard guard(device_);
+  if (graphs_) graphs_->end_step();
+}
+
+void CudaBackend::abandon_step_graph() noexcept {
+  const cuda::DeviceGuard guard(device_, std::nothrow);
+  if (graphs_) graphs_->abandon();
+}
+
+std::vector<std::string> CudaBackend::path_notes() const {
+  const cuda::DeviceGuard guard(device_);  // (touches nothing on the device; every entry has one)
+  std::vector<std::string> notes{lt_note()};
+  if (graphs_) {
+    for (std::string& line : graphs_->notes()) notes.push_back(std::move(line));
+  }
+  return notes;
 }
 
 std::unique_ptr<Backend> make_cuda_backend(int device) {

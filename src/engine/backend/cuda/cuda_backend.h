@@ -29,6 +29,7 @@ namespace nn {
 namespace cuda {
 class Cudnn;
 class LtPlans;
+class StepGraphs;
 }  // namespace cuda
 
 class CudaBackend final : public Backend {
@@ -70,7 +71,12 @@ class CudaBackend final : public Backend {
   bool host_memory() const override { return false; }
   // How many product shapes gemm_bias planned with cuBLASLt's bias epilogue and how many fell
   // back to broadcast_bias + gemm (cuda/dense_lt.cpp).
+  // The bias epilogue's shapes (cuda/dense_lt.cpp) and, with NN_CUDA_GRAPHS=1, the step graphs.
   std::vector<std::string> path_notes() const override;
+  // Training steps recorded as CUDA graphs (cuda/step_graph.h) when NN_CUDA_GRAPHS=1.
+  std::string begin_step_graph() override;
+  void end_step_graph() override;
+  void abandon_step_graph() noexcept override;
 
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) override;
@@ -206,6 +212,21 @@ class CudaBackend final : public Backend {
 
   // ---- for the kernel files -------------------------------------------------------------------
   cudaStream_t stream() const { return stream_; }
+  // While a step is being recorded (begin_step_graph), a call that waits for the stream, or
+  // allocates or frees device memory, cannot be part of a graph: for the lifetime of this object
+  // the part recorded so far is launched and recording is paused; it resumes afterwards (the
+  // step's next segment). Does nothing when no step is being recorded.
+  class CaptureBreak {
+   public:
+    CaptureBreak(CudaBackend& b, const char* why);
+    ~CaptureBreak();
+    CaptureBreak(const CaptureBreak&) = delete;
+    CaptureBreak& operator=(const CaptureBreak&) = delete;
+
+   private:
+    CudaBackend& b_;
+    bool paused_ = false;
+  };
   // Scratch device memory of at least `bytes`, one buffer per slot, kept between calls and grown
   // with 50% spare capacity (a batch with more non-zeros than any before rarely reallocates).
   // Contents are undefined; a slot is valid until the next scratch() call for the same slot.
@@ -259,6 +280,7 @@ class CudaBackend final : public Backend {
   cublasHandle_t blas_ = nullptr;
   double* pinned_ = nullptr;  // kPinnedDoubles doubles of page-locked host memory
   static constexpr size_t kPinnedDoubles = 64;
+  static constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
   // Uploads go through a ring of page-locked staging buffers, so cudaMemcpyAsync really is
   // asynchronous (from pageable memory it may wait for the stream) and the caller's host memory
   // may be reused at once. Each slot's event is recorded after its copy; a slot is refilled only
@@ -290,7 +312,13 @@ class CudaBackend final : public Backend {
   Buffer scratch_[kSlotCount];
   std::unique_ptr<cuda::Cudnn> cudnn_;
   std::unique_ptr<cuda::LtPlans> lt_;  // gemm_bias's plans, made on first use
-  bool bias_epilogue_ = true;          // NN_CUDA_BIAS_EPILOGUE=0 turns it off
+  std::string lt_note() const;         // the epilogue's line of path_notes (cuda/dense_lt.cpp)
+  // NN_CUDA_GRAPHS=1: steps are recorded (graphs_, made with the first), cuBLAS works in its
+  // own fixed workspace (blas_workspace_) so that it allocates nothing while capturing.
+  bool graphs_enabled_ = false;
+  std::unique_ptr<cuda::StepGraphs> graphs_;
+  void* blas_workspace_ = nullptr;
+  bool bias_epilogue_ = true;  // NN_CUDA_BIAS_EPILOGUE=0 turns it off
   // optimizer_step_multi's device table (tensors, then chunks) and the tensors it was built for.
   std::vector<OptimizerTensor> multi_tensors_;
   void* multi_table_ = nullptr;

@@ -128,14 +128,14 @@ bool LtPlans::run(cudaStream_t stream, const LtShape& shape, const void* a, cons
 
 }  // namespace cuda
 
-std::vector<std::string> CudaBackend::path_notes() const {
+std::string CudaBackend::lt_note() const {
   const cuda::DeviceGuard guard(device_);  // (touches nothing on the device; every entry has one)
-  if (!bias_epilogue_) return {"cuBLASLt bias epilogue: off (NN_CUDA_BIAS_EPILOGUE=0)"};
-  if (!lt_) return {"cuBLASLt bias epilogue: no product used it"};
+  if (!bias_epilogue_) return "cuBLASLt bias epilogue: off (NN_CUDA_BIAS_EPILOGUE=0)";
+  if (!lt_) return "cuBLASLt bias epilogue: no product used it";
   const size_t fell_back = lt_->unsupported();
-  return {"cuBLASLt bias epilogue: " + std::to_string(lt_->plans() - fell_back) + " of " +
-          std::to_string(lt_->plans()) + " product shapes" +
-          (fell_back ? " (the others: broadcast_bias + gemm, no cuBLASLt algorithm)" : "")};
+  return "cuBLASLt bias epilogue: " + std::to_string(lt_->plans() - fell_back) + " of " +
+         std::to_string(lt_->plans()) + " product shapes" +
+         (fell_back ? " (the others: broadcast_bias + gemm, no cuBLASLt algorithm)" : "");
 }
 
 void CudaBackend::gemm_bias(bool trans_a, bool trans_b, int m, int n, int k, const float* a,

@@ -146,6 +146,7 @@ void CudaBackend::optimizer_step_multi(const OptimizerParams& p, const Optimizer
     const size_t bytes = tensor_bytes + chunks.size() * sizeof(MultiChunk);
     if (bytes > multi_table_bytes_) {
       if (multi_table_) {
+        const CaptureBreak pause(*this, "a bigger optimizer table");
         NN_CUDA_CALL(cudaStreamSynchronize(stream_));  // a launch in flight may read it
         release(multi_table_);
       }

@@ -1,0 +1,164 @@
+// The training loop's use of step graphs (Backend::begin_step_graph; CUDA Graphs on the CUDA
+// backend): which steps it records, and the rule that makes a recorded step one graph on CUDA:
+// nothing inside it waits for the device, allocates or frees memory, or reads a value back
+// (each would split the step). A CountingBackend posing as a recording device backend counts
+// them; the CUDA side itself runs only on a GPU (scripts/gpu-check.sh).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/counting_backend.h"
+#include "core/profiler.h"
+#include "model/model_test_util.h"
+#include "train/training_loop.h"
+
+namespace nn::test {
+namespace {
+
+std::vector<std::vector<uint32_t>> item_rows(size_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<std::vector<uint32_t>> rows(n);
+  for (auto& r : rows) {
+    const uint32_t group = uint32_t(rng.below(4));
+    for (uint32_t j = 0; j < 8; ++j)
+      if (rng.uniform() < 0.6) r.push_back(group * 8 + j);
+    if (r.empty()) r.push_back(group * 8);
+  }
+  return rows;
+}
+
+TrainOptions graph_options(uint32_t epochs, OptimizerKind kind) {
+  TrainOptions o;
+  o.epochs = epochs;
+  o.minibatch = 16;
+  o.optimizer.kind = kind;
+  o.optimizer.alpha = 0.01f;
+  o.optimizer.lambda = 1e-4f;
+  o.seed = 5;
+  o.progress_seconds = 0;
+  return o;
+}
+
+struct Case {
+  const char* name;
+  const char* json;
+  OptimizerKind optimizer;
+};
+
+// The recommender autoencoder (sparse input updated row by row with RMSProp), the same with
+// every stateful layer feature (dropout, batch normalisation, a sparseness penalty, transposed
+// shared weights) under Adam, and a sampled output layer.
+const Case kCases[] = {
+    {"autoencoder", R"({"Name": "ae", "ErrorFunction": "CrossEntropy", "Layers": [
+      {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},
+      {"Name": "H1", "Kind": "Hidden", "N": 16, "Activation": "Sigmoid"},
+      {"Name": "H2", "Kind": "Hidden", "N": 12, "Activation": "Tanh"},
+      {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output",
+       "Activation": "Sigmoid"}]})",
+     OptimizerKind::RMSProp},
+    {"features", R"({"Name": "ae", "ErrorFunction": "CrossEntropy", "Denoising": {"p": 0.2},
+      "SparsenessPenalty": {"p": 0.1, "beta": 0.01}, "Layers": [
+      {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},
+      {"Name": "Hidden", "Kind": "Hidden", "N": 16, "Activation": "Sigmoid", "pDropout": 0.1,
+       "BatchNormalization": true, "Sparse": true},
+      {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output",
+       "Activation": "Sigmoid", "SharedWeights": {"SourceInputLayer": "Input",
+       "SourceOutputLayer": "Hidden", "InputLayer": "Hidden", "Transposed": true}}]})",
+     OptimizerKind::Adam},
+    {"sampled", R"({"Name": "ae", "ErrorFunction": "CrossEntropy", "Layers": [
+      {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},
+      {"Name": "Hidden", "Kind": "Hidden", "N": 8, "Activation": "Tanh"},
+      {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output",
+       "Activation": "Sigmoid", "Sampling": {"Negatives": 5}}]})",
+     OptimizerKind::SGD},
+};
+
+struct RecordingRun {
+  std::unique_ptr<Fixture> fixture;
+  CountingBackend* backend;
+};
+
+RecordingRun recording_run(const Case& c, size_t examples) {
+  auto counting = std::make_unique<CountingBackend>(/*host_memory=*/false);
+  CountingBackend* be = counting.get();
+  be->record_steps = true;
+  const auto rows = item_rows(examples, 3);
+  auto f = std::make_unique<Fixture>(
+      c.json, std::vector<ExampleSet>{sparse_set("input", 32, rows), sparse_set("output", 32, rows)},
+      7, std::move(counting));
+  return {std::move(f), be};
+}
+
+// 100 examples in batches of 16: six full batches and one of 4 per epoch. The first step of each
+// shape runs as usual (the full batch's in epoch 1, the short one's at the end of epoch 1); every
+// later step is recorded. None of them waits for the stream or reads a value back; a buffer may
+// still grow in epoch 1 (a batch with more non-zeros than any before: one split on CUDA), but
+// from epoch 2 on no recorded step allocates or frees anything.
+TEST(StepGraphs, EveryStepAfterTheFirstOfItsShapeIsRecordedWhole) {
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.name);
+    RecordingRun r = recording_run(c, 100);
+    std::vector<std::string> log;
+    TrainingLoop t(*r.fixture->net, r.fixture->bound, graph_options(3, c.optimizer),
+                   [&log](const std::string& line) { log.push_back(line); });
+    size_t splits_in_epoch_1 = 0;
+    t.on_epoch = [&](const EpochReport& e) {
+      if (e.epoch == 1) splits_in_epoch_1 = r.backend->splits;
+    };
+    t.run();
+    ASSERT_EQ(t.step(), 21u);
+    EXPECT_EQ(r.backend->steps_begun, 19u);
+    EXPECT_EQ(r.backend->steps_ended, 19u);
+    EXPECT_EQ(r.backend->steps_abandoned, 0u);
+    EXPECT_FALSE(r.backend->in_step);
+    EXPECT_EQ(r.backend->wait_splits, 0u) << "a recorded step waited or read a value back";
+    EXPECT_EQ(r.backend->splits, splits_in_epoch_1) << "a buffer grew after epoch 1";
+    bool logged = false;
+    for (const std::string& line : log) logged |= line == "19 of 21 steps ran as CUDA graphs";
+    EXPECT_TRUE(logged);
+  }
+}
+
+// Profiling times every range with events on the stream, so no step is recorded, and the
+// profile says why.
+TEST(StepGraphs, AProfiledRunRecordsNoStepAndSaysWhy) {
+  RecordingRun r = recording_run(kCases[0], 64);
+  std::vector<std::string> log;
+  TrainingLoop t(*r.fixture->net, r.fixture->bound, graph_options(2, OptimizerKind::RMSProp),
+                 [&log](const std::string& line) { log.push_back(line); });
+  Profiler profiler(r.backend->make_profile_clock());
+  t.set_profiler(&profiler, {/*table=*/false, ""});
+  t.run();
+  EXPECT_EQ(r.backend->steps_begun, 0u);
+  bool said = false;
+  for (const std::string& line : log)
+    said |= line.find("profile: CUDA graphs: not used: --profile") == 0;
+  EXPECT_TRUE(said);
+}
+
+// A step that throws while recorded is dropped (abandoned), not launched.
+TEST(StepGraphs, AStepThatThrowsIsAbandoned) {
+  RecordingRun r = recording_run(kCases[0], 64);
+  TrainingLoop t(*r.fixture->net, r.fixture->bound, graph_options(2, OptimizerKind::RMSProp),
+                 null_log());
+  t.on_step = [](uint64_t step) {
+    if (step == 3) throw std::runtime_error("stop at step 3");
+  };
+  EXPECT_THROW(t.run(), std::runtime_error);
+  EXPECT_EQ(r.backend->steps_begun, 2u);  // steps 2 and 3
+  EXPECT_EQ(r.backend->steps_ended, 1u);
+  EXPECT_EQ(r.backend->steps_abandoned, 1u);
+  EXPECT_FALSE(r.backend->in_step);
+}
+
+// The CPU backend records nothing and says so.
+TEST(StepGraphs, TheCpuBackendRunsEachCallAsItIsMade) {
+  const auto cpu = make_backend("cpu", 1);
+  EXPECT_EQ(cpu->begin_step_graph(), "the cpu backend runs each call as it is made");
+  cpu->end_step_graph();  // nothing to end: no effect
+}
+
+}  // namespace
+}  // namespace nn::test
