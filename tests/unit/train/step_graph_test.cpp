@@ -86,8 +86,9 @@ RecordingRun recording_run(const Case& c, size_t examples) {
   be->record_steps = true;
   const auto rows = item_rows(examples, 3);
   auto f = std::make_unique<Fixture>(
-      c.json, std::vector<ExampleSet>{sparse_set("input", 32, rows), sparse_set("output", 32, rows)},
-      7, std::move(counting));
+      c.json,
+      std::vector<ExampleSet>{sparse_set("input", 32, rows), sparse_set("output", 32, rows)}, 7,
+      std::move(counting));
   return {std::move(f), be};
 }
 

@@ -16,7 +16,9 @@ namespace {
 constexpr size_t kUploadAlign = 256;
 constexpr size_t kFirstChunkBytes = size_t(1) << 20;
 
-size_t aligned(size_t bytes) { return (bytes + kUploadAlign - 1) / kUploadAlign * kUploadAlign; }
+size_t aligned(size_t bytes) {
+  return (bytes + kUploadAlign - 1) / kUploadAlign * kUploadAlign;
+}
 
 }  // namespace
 
@@ -181,8 +183,7 @@ std::vector<std::string> StepGraphs::notes() const {
   if (splits_.empty()) return {line + ", no step split"};
   std::vector<std::string> out{line};
   for (const auto& [why, count] : splits_)
-    out.push_back(format("CUDA graphs: %llu splits at %s", (unsigned long long)count,
-                         why.c_str()));
+    out.push_back(format("CUDA graphs: %llu splits at %s", (unsigned long long)count, why.c_str()));
   return out;
 }
 

@@ -70,7 +70,7 @@ class StepGraphs {
 
   cudaStream_t stream_;
   Arena arenas_[2];
-  Arena* arena_ = nullptr;  // the step's
+  Arena* arena_ = nullptr;              // the step's
   std::vector<cudaGraphExec_t> execs_;  // by segment index within a step
   size_t segment_ = 0;
   bool capturing_ = false;
