@@ -43,6 +43,7 @@ def label(r):
         # The variants the GPU check adds: CUDA graphs on, cuBLASLt's bias epilogue off.
         variant = " graph" if r.get("cuda_graphs") else ""
         variant += " -epi" if r.get("bias_epilogue") is False else ""
+        variant += " -side" if r.get("side_uploads") is False else ""
         return "nn " + r.get("backend", "") + variant
     return "torch " + r.get("mode", "compile" if r.get("compiled") else "eager")
 

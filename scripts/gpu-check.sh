@@ -808,6 +808,15 @@ for hidden in 128 1024x3; do
       grep '^{' "$logs/bench-$hidden-tf32-graphs.log" |
       sed 's/}$/, "cuda_graphs": true}/' | tag >> "$bench_log"
   fi
+  # The minibatch copies on the main stream (NN_CUDA_SIDE_UPLOADS=0), TF32: what copying them
+  # beside the step saves ("side_uploads": false).
+  if [ "$(left)" -gt 60 ]; then
+    NN_CUDA_TF32=1 NN_CUDA_SIDE_UPLOADS=0 run_for 90 "$logs/bench-$hidden-tf32-no-side.log" \
+      "$bin/nn-bench-autoencoder" --hidden "$hidden" --batches "$batches" --epochs "$bench_epochs" \
+      --optimizer RMSProp --backend cuda --device "$device" &&
+      grep '^{' "$logs/bench-$hidden-tf32-no-side.log" |
+      sed 's/}$/, "side_uploads": false}/' | tag >> "$bench_log"
+  fi
   # Where the time goes: nn-train --profile's table with floors, FP32 (logs/profile-*.log).
   [ "$(left)" -gt 60 ] && run_for 60 "$logs/profile-$hidden.log" "$bin/nn-bench-autoencoder" \
     --hidden "$hidden" --batches "$batches" --epochs 1 --optimizer RMSProp --backend cuda \

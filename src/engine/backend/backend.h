@@ -74,6 +74,20 @@ class Backend {
   virtual void end_step_graph() {}
   virtual void abandon_step_graph() noexcept {}
 
+  // ---- uploads beside the stream (docs/performance.md, "Uploads beside the step") -------------
+  // A device backend may copy the next step's inputs on a second stream while the kernels of
+  // the current step run. stream_mark() names the point the work queued so far reaches (0 on a
+  // synchronous backend). Between begin_side_uploads(after) and end_side_uploads(), upload()
+  // copies on that second stream: the copies start once the work queued before mark `after` is
+  // done (0: at once), and the work queued after end_side_uploads() starts once they are done.
+  // The caller must not let them write memory that work queued after `after` still reads (the
+  // training loop gives its inputs two sets of buffers, one per step parity). Elsewhere, and on
+  // the CPU backend, upload() is as always. (Inline: the CUDA module carries no engine object
+  // for them.)
+  virtual uint64_t stream_mark() { return 0; }
+  virtual void begin_side_uploads(uint64_t after) { (void)after; }
+  virtual void end_side_uploads() {}
+
   // ---- elementwise / reductions --------------------------------------------------------------
   virtual void fill(float* x, size_t n, float value) = 0;
   virtual void axpy(size_t n, float a, const float* x, float* y) = 0;  // y += a*x

@@ -2,6 +2,7 @@
 #include "layers/input_layer.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 
@@ -79,15 +80,24 @@ void InputLayer::load_full_sparse(Backend& backend, const SparseBatch& batch) {
   upload_index(backend, batch, full_touched_, full_slot_, full_slot_groups_, full_view_);
 }
 
-void InputLayer::load_dense(Backend& backend, const float* host, uint32_t rows) {
+void InputLayer::load_dense(Backend& backend, const float* host, uint32_t rows, unsigned set) {
   NN_CHECK(!sparse_, "dense batch for sparse input layer " + name());
+  NN_CHECK(set < 2, "input buffer set out of range");
+  if (set != dense_set_) {
+    // The activations become the other set's array (same size; made on first use).
+    if (dense_other_.size() != a_.size()) dense_other_.resize(backend, a_.size());
+    std::swap(a_, dense_other_);
+    dense_set_ = set;
+  }
   upload_dense(backend, a_, host, rows, units(), "layer " + name());
 }
 
-void InputLayer::load_sparse(Backend& backend, const SparseBatch& batch) {
+void InputLayer::load_sparse(Backend& backend, const SparseBatch& batch, unsigned set) {
   NN_CHECK(sparse_, "sparse batch for dense input layer " + name());
-  upload_sparse(backend, batch, units(), row_ptr_, index_, value_, row_weight_, view_);
-  upload_index(backend, batch, touched_, slot_, slot_groups_, view_);
+  NN_CHECK(set < 2, "input buffer set out of range");
+  SparseBuffers& b = sets_[set];
+  upload_sparse(backend, batch, units(), b.row_ptr, b.index, b.value, b.row_weight, view_);
+  upload_index(backend, batch, b.touched, b.slot, b.slot_groups, view_);
 }
 
 void InputLayer::forward(const LayerContext& ctx) {

@@ -17,9 +17,11 @@ class InputLayer : public Layer {
   const SparseView& sparse_output() const override { return view_; }
   bool needs_delta() const override { return false; }
 
-  // Copies a host batch into backend memory.
-  void load_dense(Backend& backend, const float* host, uint32_t rows);
-  void load_sparse(Backend& backend, const SparseBatch& batch);
+  // Copies a host batch into backend memory: into buffer set `set` (0 or 1). The layer keeps two
+  // sets so that the training loop can copy a step's batch while the step before, which reads
+  // the other set, still runs (Backend::begin_side_uploads); the passes read the set loaded last.
+  void load_dense(Backend& backend, const float* host, uint32_t rows, unsigned set = 0);
+  void load_sparse(Backend& backend, const SparseBatch& batch, unsigned set = 0);
 
   // Model parallelism: a layer that feeds a sharded layer (feeds_sharded()) also holds the
   // whole global minibatch, every rank's rows, which the sharded layer reads without any
@@ -35,11 +37,17 @@ class InputLayer : public Layer {
 
  private:
   bool sparse_;
-  DeviceArray<uint32_t> row_ptr_, index_;
-  DeviceArray<float> value_, row_weight_;
-  // An indexed batch's (data/batch.h index_touched).
-  DeviceArray<uint32_t> touched_, slot_, slot_groups_;
-  SparseView view_;
+  // A sparse batch's arrays, and an indexed batch's (data/batch.h index_touched).
+  struct SparseBuffers {
+    DeviceArray<uint32_t> row_ptr, index;
+    DeviceArray<float> value, row_weight;
+    DeviceArray<uint32_t> touched, slot, slot_groups;
+  };
+  SparseBuffers sets_[2];
+  SparseView view_;  // of the set loaded last
+  // A dense input's other set (the activations a_ hold the set loaded last, dense_set_).
+  DeviceArray<float> dense_other_;
+  unsigned dense_set_ = 0;
   DeviceArray<float> full_a_;
   DeviceArray<uint32_t> full_row_ptr_, full_index_;
   DeviceArray<float> full_value_, full_row_weight_;

@@ -7,15 +7,15 @@
 
 namespace nn {
 
-void load_inputs(Network& net, const BoundData& data, const HostBatch& batch) {
+void load_inputs(Network& net, const BoundData& data, const HostBatch& batch, unsigned set) {
   Backend& be = net.backend();
   for (size_t i = 0; i < data.inputs.size(); ++i) {
     auto* layer = dynamic_cast<InputLayer*>(&net.layer(data.inputs[i].layer));
     NN_CHECK(layer != nullptr, "bound input is not an input layer");
     if (data.inputs[i].dataset->is_sparse())
-      layer->load_sparse(be, batch.sparse[i]);
+      layer->load_sparse(be, batch.sparse[i], set);
     else
-      layer->load_dense(be, batch.dense[i].data(), batch.rows);
+      layer->load_dense(be, batch.dense[i].data(), batch.rows, set);
   }
 }
 

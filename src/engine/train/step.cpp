@@ -47,11 +47,37 @@ OutputLosses::OutputLosses(Network& net, const BoundData& data) : net_(net), dat
     targets_.push_back(std::make_unique<TargetBuffer>());
   }
   skipped_.assign(data_.outputs.size(), false);
+  loaded_.assign(data_.outputs.size(), Loaded{});
+}
+
+void OutputLosses::load_targets(const HostBatch& batch, unsigned set) {
+  Backend& be = net_.backend();
+  for (size_t o = 0; o < data_.outputs.size(); ++o) {
+    Layer& out = net_.layer(data_.outputs[o].layer);
+    if (skipped_[o] || out.sharded()) continue;
+    const size_t slot = data_.inputs.size() + o;
+    Loaded& l = loaded_[o];
+    l.view =
+        data_.outputs[o].dataset->is_sparse()
+            ? targets_[o]->load_sparse(be, batch.sparse[slot], out.units(), set)
+            : targets_[o]->load_dense(be, batch.dense[slot], out.units(), batch.weights[slot], set);
+    l.rows = batch.rows;
+    l.cols = out.units();
+    l.batch = &batch;
+    l.valid = true;
+  }
 }
 
 TargetView OutputLosses::targets(size_t o, const HostBatch& batch, const HostBatch* whole,
                                  uint32_t& rows, uint32_t& cols) {
   Backend& be = net_.backend();
+  const bool preloaded = loaded_[o].valid && loaded_[o].batch == &batch;
+  loaded_[o].valid = false;
+  if (preloaded) {
+    rows = loaded_[o].rows;
+    cols = loaded_[o].cols;
+    return loaded_[o].view;
+  }
   const size_t slot = data_.inputs.size() + o;
   Layer& out = net_.layer(data_.outputs[o].layer);
   if (!out.sharded()) {

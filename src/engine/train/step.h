@@ -40,6 +40,11 @@ class OutputLosses {
   // `profiler` (optional) times the targets' upload and each layer's loss.
   void accumulate(const HostBatch& batch, bool write_deltas, const HostBatch* whole, double* sum,
                   bool activations_deferred = false, Profiler* profiler = nullptr);
+  // Uploads the batch's targets of every output layer not split over the ranks into buffer set
+  // `set` (TargetBuffer), ahead of the step: the training loop does it beside the stream
+  // (Backend::begin_side_uploads). The next evaluate() or accumulate() of this same batch object
+  // uses them (any other call drops them).
+  void load_targets(const HostBatch& batch, unsigned set);
   // Leaves output `o` out of both sums (a sampled output layer computes its own loss:
   // train/sampled_output.h).
   void skip_output(size_t o) { skipped_.at(o) = true; }
@@ -55,6 +60,13 @@ class OutputLosses {
   SparseBatch slice_;  // staging for a model-parallel layer's columns
   std::vector<float> dense_slice_, row_sum_;
   std::vector<bool> skipped_;
+  struct Loaded {  // load_targets' view of an output, until the loss of that batch uses it
+    bool valid = false;
+    const HostBatch* batch = nullptr;
+    TargetView view;
+    uint32_t rows = 0, cols = 0;
+  };
+  std::vector<Loaded> loaded_;
 };
 
 }  // namespace nn

@@ -7,8 +7,10 @@
 
 namespace nn {
 
-const TargetView& TargetBuffer::load_sparse(Backend& backend, const SparseBatch& b,
-                                            uint32_t units) {
+const TargetView& TargetBuffer::load_sparse(Backend& backend, const SparseBatch& b, uint32_t units,
+                                            unsigned set) {
+  NN_CHECK(set < 2, "target buffer set out of range");
+  Buffers& s = sets_[set];
   // Targets usually arrive with each example's items ascending (nn-generate writes them so): a
   // device backend then needs no sort of the batch's entries by (row, index) for the loss.
   bool sorted = true;
@@ -20,18 +22,18 @@ const TargetView& TargetBuffer::load_sparse(Backend& backend, const SparseBatch&
                         std::to_string(units) + " units");
       if (e > b.row_ptr[r] && b.index[e] < b.index[e - 1]) sorted = false;
     }
-  row_ptr_.assign(backend, b.row_ptr);
-  index_.assign(backend, b.index);
-  value_.assign(backend, b.value);
-  row_weight_.assign(backend, b.row_weight);
+  s.row_ptr.assign(backend, b.row_ptr);
+  s.index.assign(backend, b.index);
+  s.value.assign(backend, b.value);
+  s.row_weight.assign(backend, b.row_weight);
   view_ = TargetView{};
   view_.sparse = true;
   view_.sp.rows = b.rows;
   view_.sp.cols = b.cols;
-  view_.sp.row_ptr = row_ptr_.data();
-  view_.sp.index = index_.data();
-  view_.sp.value = b.value.empty() ? nullptr : value_.data();
-  view_.sp.row_weight = b.row_weight.empty() ? nullptr : row_weight_.data();
+  view_.sp.row_ptr = s.row_ptr.data();
+  view_.sp.index = s.index.data();
+  view_.sp.value = b.value.empty() ? nullptr : s.value.data();
+  view_.sp.row_weight = b.row_weight.empty() ? nullptr : s.row_weight.data();
   view_.sp.nnz = b.index.size();
   view_.sp.rows_sorted = sorted;
   view_.ignore_zero = b.ignore_zero;
@@ -40,13 +42,16 @@ const TargetView& TargetBuffer::load_sparse(Backend& backend, const SparseBatch&
 }
 
 const TargetView& TargetBuffer::load_dense(Backend& backend, const std::vector<float>& values,
-                                           uint32_t cols, const std::vector<float>& weights) {
-  dense_.assign(backend, values);
-  row_weight_.assign(backend, weights);
+                                           uint32_t cols, const std::vector<float>& weights,
+                                           unsigned set) {
+  NN_CHECK(set < 2, "target buffer set out of range");
+  Buffers& s = sets_[set];
+  s.dense.assign(backend, values);
+  s.row_weight.assign(backend, weights);
   view_ = TargetView{};
   view_.sparse = false;
-  view_.dense = dense_.data();
-  view_.row_weight = weights.empty() ? nullptr : row_weight_.data();
+  view_.dense = s.dense.data();
+  view_.row_weight = weights.empty() ? nullptr : s.row_weight.data();
   (void)cols;
   return view_;
 }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include "backend/math/loss_sums.h"
 #include "core/error.h"
@@ -322,6 +323,23 @@ std::vector<EpochReport> TrainingLoop::run() {
   }
   if (profiler_) report_profile();
   return reports;
+}
+
+void TrainingLoop::preload_batch(const HostBatch& hb, unsigned set) {
+  if (model_parallel_) return;
+  Backend& be = net_.backend();
+  ProfileRange range(profiler_, ProfilePhase::Data, "upload inputs");
+  be.begin_side_uploads(set_marks_[set]);
+  try {
+    load_inputs(net_, data_, hb, set);
+    // (A batch without rows runs no loss, which would leave its targets unused.)
+    if (hb.rows > 0) losses_.load_targets(hb, set);
+  } catch (...) {
+    be.end_side_uploads();
+    throw;
+  }
+  be.end_side_uploads();
+  inputs_preloaded_ = true;
 }
 
 bool TrainingLoop::begin_step_graph(uint32_t rows) {
@@ -653,6 +671,10 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
   // With several ranks each batch's error is all-reduced on the host, so it is read every batch.
   const bool per_batch = comm_->size() > 1;
   const bool check_every_batch = net_.backend().host_memory();
+  // Whatever ran since the last step (validation, a checkpoint) may have read either buffer
+  // set of the inputs: the first two steps' uploads wait for it.
+  set_marks_[0] = set_marks_[1] = net_.backend().stream_mark();
+  inputs_preloaded_ = false;
   clear_loss_sums(epoch_loss_);
   double total = epoch_loss_;  // several ranks: the all-reduced errors so far
   report_base_ = epoch_loss_;
@@ -708,6 +730,8 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
       prefetcher_.start([&assemble, b, step = step_ + 2] { return assemble(b + 1, step); });
     const float alpha = optimizer_.learning_rate(epoch_, step_);
     const uint32_t rows = global_rows(b);
+    const auto set = static_cast<unsigned>((step_ + 1) % 2);
+    preload_batch(current.first, set);
     // The step and its loss fold, recorded as a graph where the backend can (launched by
     // end_step_graph, dropped if the step throws).
     struct StepGraph {
@@ -734,6 +758,8 @@ bool TrainingLoop::run_epoch(EpochReport& r) {
                                                current.first.rows) == graph_warm_rows_.end()) {
       graph_warm_rows_.push_back(current.first.rows);
     }
+    // The next step but one may overwrite this step's buffer set once the work so far is done.
+    if (!model_parallel_) set_marks_[set] = net_.backend().stream_mark();
     if (!per_batch && (check_every_batch || (b + 1) % kDivergenceCheckBatches == 0))
       read_loss_sums(batches);
     report_examples_ += rows;
@@ -875,8 +901,9 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
   // normalisation or model-parallel layers it runs the (empty) passes too, whose collectives
   // run layer by layer.
   const bool run_passes = hb.rows > 0 || has_batch_norm_ || model_parallel_;
+  const bool preloaded = std::exchange(inputs_preloaded_, false);
   if (run_passes) {
-    {
+    if (!preloaded) {
       ProfileRange range(profiler_, ProfilePhase::Data, "upload inputs");
       load_inputs(net_, data_, hb);
       if (whole) load_full_inputs(net_, data_, *whole);
@@ -898,7 +925,7 @@ double TrainingLoop::train_batch(const HostBatch& hb, const HostBatch* whole, fl
   } else if (row_sparse_) {
     // No rows here, but the minibatch's rows are updated on every rank: they catch up here too
     // (the input's view of them is the empty slice's, indexed over the whole minibatch).
-    load_inputs(net_, data_, hb);
+    if (!preloaded) load_inputs(net_, data_, hb);
     row_sparse_->before_forward(hb, whole, step_);
   }
   // Collective with several ranks: every rank takes part, with or without rows.

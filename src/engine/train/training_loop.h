@@ -328,6 +328,14 @@ class TrainingLoop {
   // graph_off_: why steps are not recorded ("" while they may be); graph_steps_: steps
   // recorded, of steps_run_.
   bool begin_step_graph(uint32_t rows);
+  // Uploads beside the stream (Backend::begin_side_uploads, docs/performance.md): the step's
+  // inputs and targets copied into the buffer set of its parity (`set`) once the step before the
+  // previous one, the last to read that set, is done (set_marks_, Backend::stream_mark), while
+  // the previous step still runs. train_batch then loads nothing (inputs_preloaded_). Not with
+  // model-parallel layers (their whole-batch inputs and sliced targets load in the step).
+  void preload_batch(const HostBatch& batch, unsigned set);
+  uint64_t set_marks_[2] = {0, 0};
+  bool inputs_preloaded_ = false;
   std::string graph_off_;
   std::vector<uint32_t> graph_warm_rows_;
   uint64_t graph_steps_ = 0, steps_run_ = 0;

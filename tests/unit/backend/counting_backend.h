@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
@@ -66,6 +67,22 @@ class CountingBackend final : public Backend {
     splits += waits() - split_base_;
     wait_splits += waits() - allocations - releases - wait_base_;
   }
+  // Uploads beside the stream: with side_stream it numbers its marks 1, 2, ... (else 0, as the
+  // CPU backend), lists each begin_side_uploads' mark (side_waits) and counts the uploads made
+  // between begin and end (side_uploads).
+  bool side_stream = false;
+  uint64_t marks = 0;
+  std::vector<uint64_t> side_waits;
+  size_t side_uploads = 0;
+  bool in_side = false;
+  uint64_t stream_mark() override { return side_stream ? ++marks : 0; }
+  void begin_side_uploads(uint64_t after) override {
+    if (in_side) throw std::logic_error("begin_side_uploads twice");
+    if (after > marks) throw std::logic_error("begin_side_uploads: no such mark");
+    in_side = true;
+    side_waits.push_back(after);
+  }
+  void end_side_uploads() override { in_side = false; }
   void abandon_step_graph() noexcept override {
     if (!in_step) return;
     in_step = false;
@@ -97,6 +114,7 @@ class CountingBackend final : public Backend {
   void upload(void* dst, const void* src, size_t bytes) override {
     const Inside inside(*this);
     ++uploads;
+    if (in_side) ++side_uploads;
     inner_->upload(dst, src, bytes);
   }
   void download(void* dst, const void* src, size_t bytes) override {

@@ -154,6 +154,48 @@ TEST(StepGraphs, AStepThatThrowsIsAbandoned) {
   EXPECT_FALSE(r.backend->in_step);
 }
 
+// Uploads beside the stream (Backend::begin_side_uploads): each step's inputs and targets are
+// copied before the step, in a window that waits only for the step before the previous one (the
+// last to read the same buffer set), so the copies can run while the previous step does. At an
+// epoch's start both sets wait for everything before (validation, checkpoints).
+TEST(UploadsBesideTheStream, EachStepsBatchWaitsForTheStepBeforeThePrevious) {
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.name);
+    RecordingRun r = recording_run(c, 100);
+    r.backend->side_stream = true;
+    TrainingLoop t(*r.fixture->net, r.fixture->bound, graph_options(2, c.optimizer), null_log());
+    t.run();
+    ASSERT_EQ(t.step(), 14u);
+    // Marks: epoch 1 starts with mark 1, then step k (1-based) ends with mark k + 1; epoch 2
+    // starts with mark 9 and its steps end with marks 10 to 16.
+    const std::vector<uint64_t> want{1, 1, 2, 3, 4, 5, 6, 9, 9, 10, 11, 12, 13, 14};
+    EXPECT_EQ(r.backend->side_waits, want);
+    EXPECT_FALSE(r.backend->in_side);
+    // Every step copies at least its input's row offsets and indices beside the stream (and the
+    // targets' where the loss is not the sampled layer's own).
+    EXPECT_GE(r.backend->side_uploads, 14u * (std::string(c.name) == "sampled" ? 2u : 4u));
+  }
+}
+
+// Training with the inputs in two alternating buffer sets, copied ahead of each step, gives the
+// bits of the same training on the plain CPU backend (whose uploads are plain copies).
+TEST(UploadsBesideTheStream, TrainingGivesTheSameWeights) {
+  const Case& c = kCases[1];
+  RecordingRun r = recording_run(c, 100);
+  r.backend->side_stream = true;
+  const auto rows = item_rows(100, 3);
+  Fixture cpu(c.json, {sparse_set("input", 32, rows), sparse_set("output", 32, rows)});
+  TrainingLoop a(*r.fixture->net, r.fixture->bound, graph_options(3, c.optimizer), null_log());
+  TrainingLoop b(*cpu.net, cpu.bound, graph_options(3, c.optimizer), null_log());
+  const auto ra = a.run();
+  const auto rb = b.run();
+  ASSERT_EQ(ra.size(), rb.size());
+  for (size_t e = 0; e < ra.size(); ++e) EXPECT_EQ(ra[e].data_loss, rb[e].data_loss) << e;
+  const auto pa = r.fixture->net->parameters(), pb = cpu.net->parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) EXPECT_EQ(pa[i]->value.to_host(), pb[i]->value.to_host());
+}
+
 // The CPU backend records nothing and says so.
 TEST(StepGraphs, TheCpuBackendRunsEachCallAsItIsMade) {
   const auto cpu = make_backend("cpu", 1);

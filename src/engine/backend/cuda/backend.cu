@@ -79,6 +79,8 @@ CudaBackend::CudaBackend(int device, bool tf32, const cuda::CudnnSettings& cudnn
     NN_CUDA_CALL(cudaEventCreateWithFlags(&st.done, cudaEventDisableTiming));
   const char* epilogue = std::getenv("NN_CUDA_BIAS_EPILOGUE");
   bias_epilogue_ = !(epilogue && std::strcmp(epilogue, "0") == 0);
+  const char* side = std::getenv("NN_CUDA_SIDE_UPLOADS");
+  side_enabled_ = !(side && std::strcmp(side, "0") == 0);
   const char* graphs = std::getenv("NN_CUDA_GRAPHS");
   graphs_enabled_ = graphs && std::strcmp(graphs, "1") == 0;
   if (graphs_enabled_) {
@@ -94,6 +96,7 @@ CudaBackend::~CudaBackend() {
   // Destructors must not throw: statuses are ignored here (the process may be exiting after a
   // device fault, when every call fails).
   if (graphs_) graphs_->abandon();
+  if (side_) cudaStreamSynchronize(side_);
   cudaStreamSynchronize(stream_);
   graphs_.reset();
   cudnn_.reset();
@@ -108,6 +111,10 @@ CudaBackend::~CudaBackend() {
     if (st.host) cudaFreeHost(st.host);
     if (st.done) cudaEventDestroy(st.done);
   }
+  for (cudaEvent_t e : marks_)
+    if (e) cudaEventDestroy(e);
+  if (side_done_) cudaEventDestroy(side_done_);
+  if (side_) cudaStreamDestroy(side_);
   if (pinned_) cudaFreeHost(pinned_);
   if (blas_) cublasDestroy(blas_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -190,15 +197,17 @@ void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
     return;
   }
   // Through the pinned staging ring: the caller's memory is copied before this returns (so it
-  // may be reused at once) and the device copy is queued on the stream without waiting for it.
+  // may be reused at once) and the device copy is queued on the stream (or beside it, between
+  // begin_side_uploads and end_side_uploads) without waiting for it.
   const auto* from = static_cast<const unsigned char*>(host_src);
   auto* to = static_cast<unsigned char*>(dst);
+  const cudaStream_t on = side_active_ ? side_ : stream_;
   while (bytes > 0) {
     const size_t chunk = std::min(bytes, kStagingChunk);
     Staging& st = staging_slot(chunk);
     std::memcpy(st.host, from, chunk);
-    NN_CUDA_CALL(cudaMemcpyAsync(to, st.host, chunk, cudaMemcpyHostToDevice, stream_));
-    NN_CUDA_CALL(cudaEventRecord(st.done, stream_));
+    NN_CUDA_CALL(cudaMemcpyAsync(to, st.host, chunk, cudaMemcpyHostToDevice, on));
+    NN_CUDA_CALL(cudaEventRecord(st.done, on));
     st.pending = true;
     from += chunk;
     to += chunk;
@@ -224,6 +233,7 @@ void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
 void CudaBackend::synchronize() {
   const cuda::DeviceGuard guard(device_);
   const CaptureBreak pause(*this, "a wait for the stream");
+  if (side_) NN_CUDA_CALL(cudaStreamSynchronize(side_));
   NN_CUDA_CALL(cudaStreamSynchronize(stream_));
   check_data_errors();
 }
@@ -361,6 +371,39 @@ void CudaBackend::end_step_graph() {
 void CudaBackend::abandon_step_graph() noexcept {
   const cuda::DeviceGuard guard(device_, std::nothrow);
   if (graphs_) graphs_->abandon();
+}
+
+// ---- uploads beside the stream (backend.h) ---------------------------------------------------
+
+uint64_t CudaBackend::stream_mark() {
+  const cuda::DeviceGuard guard(device_);
+  NN_CHECK(!(graphs_ && graphs_->capturing()), "stream_mark: not while a step is recorded");
+  cudaEvent_t& e = marks_[next_mark_ % kMarks];
+  if (!e) NN_CUDA_CALL(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  NN_CUDA_CALL(cudaEventRecord(e, stream_));
+  return next_mark_++;
+}
+
+void CudaBackend::begin_side_uploads(uint64_t after) {
+  const cuda::DeviceGuard guard(device_);
+  NN_CHECK(!side_active_, "begin_side_uploads: already begun");
+  NN_CHECK(!(graphs_ && graphs_->capturing()), "begin_side_uploads: not while a step is recorded");
+  NN_CHECK(after < next_mark_, "begin_side_uploads: no such mark");
+  if (!side_enabled_) return;  // the uploads stay on stream_, in order
+  if (!side_) {
+    NN_CUDA_CALL(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+    NN_CUDA_CALL(cudaEventCreateWithFlags(&side_done_, cudaEventDisableTiming));
+  }
+  if (after) NN_CUDA_CALL(cudaStreamWaitEvent(side_, marks_[after % kMarks], 0));
+  side_active_ = true;
+}
+
+void CudaBackend::end_side_uploads() {
+  const cuda::DeviceGuard guard(device_);
+  if (!side_active_) return;
+  side_active_ = false;
+  NN_CUDA_CALL(cudaEventRecord(side_done_, side_));
+  NN_CUDA_CALL(cudaStreamWaitEvent(stream_, side_done_, 0));
 }
 
 std::vector<std::string> CudaBackend::path_notes() const {

@@ -77,6 +77,10 @@ class CudaBackend final : public Backend {
   std::string begin_step_graph() override;
   void end_step_graph() override;
   void abandon_step_graph() noexcept override;
+  // Uploads beside the stream (backend.h): copies on a second stream, ordered by events.
+  uint64_t stream_mark() override;
+  void begin_side_uploads(uint64_t after) override;
+  void end_side_uploads() override;
 
   void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
             const float* b, int ldb, float beta, float* c, int ldc) override;
@@ -316,6 +320,16 @@ class CudaBackend final : public Backend {
   // NN_CUDA_GRAPHS=1: steps are recorded (graphs_, made with the first), cuBLAS works in its
   // own fixed workspace (blas_workspace_) so that it allocates nothing while capturing.
   bool graphs_enabled_ = false;
+  // Uploads beside the stream: side_ (made on first use), marks_ a ring of events recorded on
+  // stream_ (mark m in slot m % kMarks: waiting for an old mark whose slot was recorded again
+  // waits for a later point, which is safe), side_done_ recorded after a group of side copies.
+  cudaStream_t side_ = nullptr;
+  static constexpr uint64_t kMarks = 8;
+  cudaEvent_t marks_[kMarks] = {};
+  uint64_t next_mark_ = 1;
+  cudaEvent_t side_done_ = nullptr;
+  bool side_active_ = false;
+  bool side_enabled_ = true;  // NN_CUDA_SIDE_UPLOADS=0: every upload on stream_
   std::unique_ptr<cuda::StepGraphs> graphs_;
   void* blas_workspace_ = nullptr;
   bool bias_epilogue_ = true;  // NN_CUDA_BIAS_EPILOGUE=0 turns it off

@@ -36,8 +36,16 @@ struct State {
   DeviceArray<float> x, big, w, bias, z, g, m, v, wide;
   DeviceArray<double> sum;
   explicit State(Backend& b)
-      : x(b, kRows * kIn), big(b, kBig), w(b, kIn * kOut), bias(b, kOut), z(b, kRows * kOut),
-        g(b, kIn * kOut), m(b, kIn * kOut), v(b, kIn * kOut), wide(b, 8 * 4000), sum(b, 1) {
+      : x(b, kRows * kIn),
+        big(b, kBig),
+        w(b, kIn * kOut),
+        bias(b, kOut),
+        z(b, kRows * kOut),
+        g(b, kIn * kOut),
+        m(b, kIn * kOut),
+        v(b, kIn * kOut),
+        wide(b, 8 * 4000),
+        sum(b, 1) {
     Rng rng(3);
     std::vector<float> w0(kIn * kOut), b0(kOut);
     for (float& e : w0) e = float(rng.uniform() - 0.5);
@@ -81,7 +89,9 @@ void run_step(Backend& b, State& st, uint32_t s, std::vector<float>& seen) {
   b.clip_column_norms(st.wide.data(), 8, wide_cols, 0.5f + 0.1f * float(s));
 }
 
-std::vector<float> host(const DeviceArray<float>& a) { return a.to_host(); }
+std::vector<float> host(const DeviceArray<float>& a) {
+  return a.to_host();
+}
 
 class CudaStepGraphs : public ::testing::Test {
  protected:
@@ -135,6 +145,36 @@ TEST_F(CudaStepGraphs, AnAbandonedStepChangesNothing) {
   b->fill(x.data(), x.size(), 7.0f);
   b->end_step_graph();
   EXPECT_EQ(x.to_host(), std::vector<float>(1000, 7.0f));
+}
+
+// Uploads beside the stream (Backend::begin_side_uploads) as the training loop makes them: each
+// step's data copied into the buffer set of its parity once the step before the previous one is
+// done, the work after the copies reading them; with and without the steps recorded as graphs.
+TEST_F(CudaStepGraphs, UploadsBesideTheStreamArriveBeforeTheWorkAfterThem) {
+  for (const bool record : {false, true}) {
+    SCOPED_TRACE(record ? "recorded" : "launched");
+    auto b = graph_backend();
+    const size_t n = size_t(1) << 20;
+    DeviceArray<float> sets[2] = {DeviceArray<float>(*b, n), DeviceArray<float>(*b, n)};
+    DeviceArray<float> acc(*b, n);
+    b->fill(acc.data(), n, 0.0f);
+    uint64_t marks[2] = {b->stream_mark(), b->stream_mark()};
+    std::vector<float> want(n, 0.0f), data(n);
+    for (uint32_t s = 0; s < 12; ++s) {
+      const unsigned set = s % 2;
+      for (size_t i = 0; i < n; ++i) data[i] = float((i + s) % 7);
+      for (size_t i = 0; i < n; ++i) want[i] = want[i] * 0.5f + data[i];
+      b->begin_side_uploads(marks[set]);
+      b->upload(sets[set].data(), data.data(), n * sizeof(float));
+      b->end_side_uploads();
+      if (record) ASSERT_EQ(b->begin_step_graph(), "");
+      b->scale(acc.data(), n, 0.5f);
+      b->axpy(n, 1.0f, sets[set].data(), acc.data());
+      if (record) b->end_step_graph();
+      marks[set] = b->stream_mark();
+    }
+    EXPECT_EQ(acc.to_host(), want);
+  }
 }
 
 TEST_F(CudaStepGraphs, WithoutTheVariableNothingIsRecorded) {
