@@ -408,6 +408,19 @@ print(f"{len(a)} users; mean top-10 overlap {mean:.4f} (at least {float(sys.argv
 sys.exit(0 if len(a) == len(b) > 0 and mean >= float(sys.argv[3]) else 1)
 PY
 }
+# against_plain_cuda RC STEP NAME TOL1 TOLN NOTE [LINE]: the per-epoch losses of train_net NAME
+# (which exited with RC) against the plain CUDA run's (compare_epochs TOL1 TOLN); LINE: a line the
+# run's log must hold (else the step fails).
+against_plain_cuda() {
+  local rc=$1 step=$2 name=$3 tol1=$4 toln=$5 note=$6 line=${7:-}
+  if [ "$rc" = 0 ] && { [ -z "$line" ] || grep -q "$line" "$logs/train-$name.log"; }; then
+    verdict "$step" "$note" "$logs/compare-$name.txt" \
+      compare_epochs "$data/net-cuda.epochs.jsonl" "$data/net-$name.epochs.jsonl" "$tol1" "$toln"
+  else
+    tail -3 "$logs/train-$name.log" | block
+    result "$step" "$(tool_status "$logs/train-$name.log" "$rc")" "nn-train exit $rc${line:+ (the log must say \"$line\")}"
+  fi
+}
 # verdict STEP NOTE LOG COMMAND...: runs a comparison into LOG, puts LOG in the report and
 # records PASS when it exited 0, FAIL otherwise.
 verdict() {
@@ -476,14 +489,7 @@ fi
 # Streamed data: one window holds the whole file, so --stream trains exactly the in-memory run.
 if [ "$(left)" -gt 30 ] && [ -f "$data/net-cuda.epochs.jsonl" ]; then
   train_net cuda-stream cuda --stream
-  rc=$?
-  if [ $rc = 0 ]; then
-    verdict stream_cuda "--stream against in memory on CUDA: equal losses (1e-6)" "$logs/compare-stream.txt" \
-      compare_epochs "$data/net-cuda.epochs.jsonl" "$data/net-cuda-stream.epochs.jsonl" 1e-6 1e-6
-  else
-    tail -3 "$logs/train-cuda-stream.log" | block
-    result stream_cuda "$(tool_status "$logs/train-cuda-stream.log" $rc)" "nn-train --stream exit $rc"
-  fi
+  against_plain_cuda $? stream_cuda cuda-stream 1e-6 1e-6 "--stream against in memory on CUDA: equal losses (1e-6)"
 else
   result stream_cuda NOT-RUN "no in-memory CUDA run to compare with, or no time left"
 fi
@@ -494,14 +500,9 @@ fi
 if [ "$(left)" -gt 30 ] && [ -f "$data/net-cuda.epochs.jsonl" ]; then
   (export NN_CUDA_GRAPHS=1; train_net cuda-graphs cuda)
   rc=$?
-  if [ $rc = 0 ] && grep -q "steps ran as CUDA graphs" "$logs/train-cuda-graphs.log"; then
-    grep "CUDA graphs" "$logs/train-cuda-graphs.log" | block
-    verdict graphs_cuda "NN_CUDA_GRAPHS=1 against call by call on CUDA: epoch 1 within 1e-5, later within 1e-4 of epoch 1's loss" "$logs/compare-graphs.txt" \
-      compare_epochs "$data/net-cuda.epochs.jsonl" "$data/net-cuda-graphs.epochs.jsonl" 1e-5 1e-4
-  else
-    tail -3 "$logs/train-cuda-graphs.log" | block
-    result graphs_cuda "$(tool_status "$logs/train-cuda-graphs.log" $rc)" "nn-train with NN_CUDA_GRAPHS=1 exit $rc (or no step ran as a graph)"
-  fi
+  grep "CUDA graphs" "$logs/train-cuda-graphs.log" | block
+  against_plain_cuda $rc graphs_cuda cuda-graphs 1e-5 1e-4 "NN_CUDA_GRAPHS=1 against call by call on CUDA: epoch 1 within 1e-5, later within 1e-4 of epoch 1's loss" \
+    "steps ran as CUDA graphs"
 else
   result graphs_cuda NOT-RUN "no call-by-call CUDA run to compare with, or no time left"
 fi
@@ -790,33 +791,21 @@ for hidden in 128 1024x3; do
       grep -q "no usable CUDA device" "$logs/bench-$hidden-$math.log" && bench_rc=nodevice
     fi
   done
-  # The bias epilogue's share: TF32 again with broadcast_bias + gemm instead of cuBLASLt's
-  # epilogue (its JSON line says "bias_epilogue": false).
-  if [ "$(left)" -gt 60 ]; then
-    NN_CUDA_TF32=1 NN_CUDA_BIAS_EPILOGUE=0 run_for 90 "$logs/bench-$hidden-tf32-no-epilogue.log" \
+  # TF32 again with one setting changed, each JSON line marked by a field of its own: the bias
+  # added by a pass of its own instead of cuBLASLt's epilogue ("bias_epilogue": false), the steps
+  # recorded as CUDA graphs ("cuda_graphs": true; the log says how), the minibatch copied on the
+  # backend's stream instead of beside the step ("side_uploads": false).
+  for variant in NN_CUDA_BIAS_EPILOGUE=0:no-epilogue:'"bias_epilogue": false' \
+                 NN_CUDA_GRAPHS=1:graphs:'"cuda_graphs": true' \
+                 NN_CUDA_SIDE_UPLOADS=0:no-side:'"side_uploads": false'; do
+    setting=${variant%%:*} rest=${variant#*:}
+    name=${rest%%:*} field=${rest#*:}
+    [ "$(left)" -gt 60 ] || continue
+    run_for 90 "$logs/bench-$hidden-tf32-$name.log" env NN_CUDA_TF32=1 "$setting" \
       "$bin/nn-bench-autoencoder" --hidden "$hidden" --batches "$batches" --epochs "$bench_epochs" \
       --optimizer RMSProp --backend cuda --device "$device" &&
-      grep '^{' "$logs/bench-$hidden-tf32-no-epilogue.log" |
-      sed 's/}$/, "bias_epilogue": false}/' | tag >> "$bench_log"
-  fi
-  # The step as CUDA graphs (NN_CUDA_GRAPHS=1), TF32: its JSON line says "cuda_graphs": true,
-  # and the log how the steps were recorded (logs/bench-*-tf32-graphs.log).
-  if [ "$(left)" -gt 60 ]; then
-    NN_CUDA_TF32=1 NN_CUDA_GRAPHS=1 run_for 90 "$logs/bench-$hidden-tf32-graphs.log" \
-      "$bin/nn-bench-autoencoder" --hidden "$hidden" --batches "$batches" --epochs "$bench_epochs" \
-      --optimizer RMSProp --backend cuda --device "$device" &&
-      grep '^{' "$logs/bench-$hidden-tf32-graphs.log" |
-      sed 's/}$/, "cuda_graphs": true}/' | tag >> "$bench_log"
-  fi
-  # The minibatch copies on the main stream (NN_CUDA_SIDE_UPLOADS=0), TF32: what copying them
-  # beside the step saves ("side_uploads": false).
-  if [ "$(left)" -gt 60 ]; then
-    NN_CUDA_TF32=1 NN_CUDA_SIDE_UPLOADS=0 run_for 90 "$logs/bench-$hidden-tf32-no-side.log" \
-      "$bin/nn-bench-autoencoder" --hidden "$hidden" --batches "$batches" --epochs "$bench_epochs" \
-      --optimizer RMSProp --backend cuda --device "$device" &&
-      grep '^{' "$logs/bench-$hidden-tf32-no-side.log" |
-      sed 's/}$/, "side_uploads": false}/' | tag >> "$bench_log"
-  fi
+      grep '^{' "$logs/bench-$hidden-tf32-$name.log" | sed "s/}\$/, $field}/" | tag >> "$bench_log"
+  done
   # Where the time goes: nn-train --profile's table with floors, FP32 (logs/profile-*.log).
   [ "$(left)" -gt 60 ] && run_for 60 "$logs/profile-$hidden.log" "$bin/nn-bench-autoencoder" \
     --hidden "$hidden" --batches "$batches" --epochs 1 --optimizer RMSProp --backend cuda \

@@ -14,6 +14,20 @@
 
 namespace nn::test {
 
+// Examples drawn from 4 "tastes": items of one taste (8 of the 32 items) co-occur, so an
+// autoencoder can learn them; each example has at least one item.
+inline std::vector<std::vector<uint32_t>> taste_rows(size_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<std::vector<uint32_t>> rows(n);
+  for (auto& r : rows) {
+    const uint32_t taste = uint32_t(rng.below(4));
+    for (uint32_t j = 0; j < 8; ++j)
+      if (rng.uniform() < 0.6) r.push_back(taste * 8 + j);
+    if (r.empty()) r.push_back(taste * 8);
+  }
+  return rows;
+}
+
 // Sparse indicator (values empty) or analog dataset from per-example index/value lists.
 inline ExampleSet sparse_set(const std::string& name, uint32_t width,
                              const std::vector<std::vector<uint32_t>>& rows,

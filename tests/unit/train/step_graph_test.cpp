@@ -17,18 +17,6 @@
 namespace nn::test {
 namespace {
 
-std::vector<std::vector<uint32_t>> item_rows(size_t n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<std::vector<uint32_t>> rows(n);
-  for (auto& r : rows) {
-    const uint32_t group = uint32_t(rng.below(4));
-    for (uint32_t j = 0; j < 8; ++j)
-      if (rng.uniform() < 0.6) r.push_back(group * 8 + j);
-    if (r.empty()) r.push_back(group * 8);
-  }
-  return rows;
-}
-
 TrainOptions graph_options(uint32_t epochs, OptimizerKind kind) {
   TrainOptions o;
   o.epochs = epochs;
@@ -84,7 +72,7 @@ RecordingRun recording_run(const Case& c, size_t examples) {
   auto counting = std::make_unique<CountingBackend>(/*host_memory=*/false);
   CountingBackend* be = counting.get();
   be->record_steps = true;
-  const auto rows = item_rows(examples, 3);
+  const auto rows = taste_rows(examples, 3);
   auto f = std::make_unique<Fixture>(
       c.json,
       std::vector<ExampleSet>{sparse_set("input", 32, rows), sparse_set("output", 32, rows)}, 7,
@@ -183,7 +171,7 @@ TEST(UploadsBesideTheStream, TrainingGivesTheSameWeights) {
   const Case& c = kCases[1];
   RecordingRun r = recording_run(c, 100);
   r.backend->side_stream = true;
-  const auto rows = item_rows(100, 3);
+  const auto rows = taste_rows(100, 3);
   Fixture cpu(c.json, {sparse_set("input", 32, rows), sparse_set("output", 32, rows)});
   TrainingLoop a(*r.fixture->net, r.fixture->bound, graph_options(3, c.optimizer), null_log());
   TrainingLoop b(*cpu.net, cpu.bound, graph_options(3, c.optimizer), null_log());

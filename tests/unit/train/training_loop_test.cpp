@@ -30,19 +30,6 @@ const char* kAutoencoder = R"({
     {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output", "Activation": "Sigmoid"}
   ]})";
 
-// Examples drawn from 4 "tastes": items of one taste co-occur, so an autoencoder can learn them.
-std::vector<std::vector<uint32_t>> taste_rows(size_t n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<std::vector<uint32_t>> rows(n);
-  for (auto& r : rows) {
-    const uint32_t taste = uint32_t(rng.below(4));
-    for (uint32_t j = 0; j < 8; ++j)
-      if (rng.uniform() < 0.6) r.push_back(taste * 8 + j);
-    if (r.empty()) r.push_back(taste * 8);
-  }
-  return rows;
-}
-
 TrainOptions options(uint32_t epochs) {
   TrainOptions o;
   o.epochs = epochs;

@@ -61,6 +61,7 @@ void StepGraphs::begin_step() {
     release_chunks(*arena_);
     grow_upload_space(total + total / 2);
   }
+  if (arena_->chunks.empty()) grow_upload_space(0);  // the first chunk, before any capture
   for (Chunk& c : arena_->chunks) c.used = 0;
   segment_ = 0;
   in_step_ = true;
