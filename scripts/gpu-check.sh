@@ -3,7 +3,8 @@
 # family on the CUDA backend against the CPU backend), the backend unit tests' CUDA instances, the
 # NCCL communicator tests, the gradient check on CUDA, a training run and a prediction run with
 # --backend cuda against --backend cpu, BF16 training and scoring, Variational training, streamed
-# data, blocked top-K and nn-serve under 32 concurrent clients on CUDA, mpirun -np 2 (CPU, then
+# data, CUDA graphs against launching call by call, blocked top-K and nn-serve under 32 concurrent
+# clients on CUDA, mpirun -np 2 (CPU, then
 # both ranks on the GPU) against one process, sampled against full output at 1,000,000 items, a
 # convolutional network,
 # the MovieLens-20M-shaped benchmark (nn-train's step with its floor, FP32, TF32 and BF16) next to
@@ -747,6 +748,20 @@ PY
     result cnn_cuda_vs_cpu "$([ $rc = 0 ] && echo PASS || echo FAIL)" "$images images, 3 epochs: epoch 1 within 1e-3, then within 1e-2 of epoch 1's loss"
   fi
   result cnn_cuda_fastest "$(tool_status "$logs/cnn-cuda-fastest.log" "$rc_fast")" "NN_CUDNN_ALGO=fastest trains (seconds in the table)"
+  # The convolutional steps recorded as CUDA graphs (cuDNN's calls inside the capture) against the
+  # same run launched call by call; the log must say that steps ran as graphs.
+  if [ "$rc_cuda" = 0 ] && [ "$(left)" -gt 30 ]; then
+    cnn_run cuda-graphs cuda NN_CUDNN_ALGO=deterministic NN_CUDA_GRAPHS=1
+    rc=$?
+    if [ $rc = 0 ] && grep -q "steps ran as CUDA graphs" "$logs/cnn-cuda-graphs.log"; then
+      grep "CUDA graphs" "$logs/cnn-cuda-graphs.log" | block
+      verdict cnn_graphs_cuda "NN_CUDA_GRAPHS=1 against call by call: epoch 1 within 1e-4, then within 1e-2 of epoch 1's loss" "$logs/cnn-compare-graphs.txt" \
+        compare_epochs "$cnn/net-cuda.epochs.jsonl" "$cnn/net-cuda-graphs.epochs.jsonl" 1e-4 1e-2
+    else
+      tail -3 "$logs/cnn-cuda-graphs.log" | block
+      result cnn_graphs_cuda "$(tool_status "$logs/cnn-cuda-graphs.log" $rc)" "nn-train exit $rc (the log must say that steps ran as CUDA graphs)"
+    fi
+  fi
 else
   tail -5 "$logs/cnn-encode.log" | block
   result cnn_cuda_vs_cpu FAIL "nn-encode failed"
