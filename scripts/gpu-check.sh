@@ -808,10 +808,11 @@ for hidden in 128 1024x3; do
   done
   # TF32 again with one setting changed, each JSON line marked by a field of its own: the bias
   # added by a pass of its own instead of cuBLASLt's epilogue ("bias_epilogue": false), the steps
-  # recorded as CUDA graphs ("cuda_graphs": true; the log says how), the minibatch copied on the
+  # recorded as CUDA graphs (the benchmark itself says "cuda_graphs": true and how many steps
+  # were recorded, "graph_steps"; the log how they were split), the minibatch copied on the
   # backend's stream instead of beside the step ("side_uploads": false).
   for variant in NN_CUDA_BIAS_EPILOGUE=0:no-epilogue:'"bias_epilogue": false' \
-                 NN_CUDA_GRAPHS=1:graphs:'"cuda_graphs": true' \
+                 NN_CUDA_GRAPHS=1:graphs: \
                  NN_CUDA_SIDE_UPLOADS=0:no-side:'"side_uploads": false'; do
     setting=${variant%%:*} rest=${variant#*:}
     name=${rest%%:*} field=${rest#*:}
@@ -819,7 +820,8 @@ for hidden in 128 1024x3; do
     run_for 90 "$logs/bench-$hidden-tf32-$name.log" env NN_CUDA_TF32=1 "$setting" \
       "$bin/nn-bench-autoencoder" --hidden "$hidden" --batches "$batches" --epochs "$bench_epochs" \
       --optimizer RMSProp --backend cuda --device "$device" &&
-      grep '^{' "$logs/bench-$hidden-tf32-$name.log" | sed "s/}\$/, $field}/" | tag >> "$bench_log"
+      grep '^{' "$logs/bench-$hidden-tf32-$name.log" | sed "s/}\$/${field:+, $field}}/" |
+      tag >> "$bench_log"
   done
   # Where the time goes: nn-train --profile's table with floors, FP32 (logs/profile-*.log).
   [ "$(left)" -gt 60 ] && run_for 60 "$logs/profile-$hidden.log" "$bin/nn-bench-autoencoder" \

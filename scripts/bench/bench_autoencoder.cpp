@@ -172,12 +172,14 @@ int main(int argc, char** argv) {
         "\"precision\": \"%s\", \"ms_per_batch\": %.3f, \"ms_min\": %.3f, \"s_per_epoch\": "
         "%.3f, \"floor_ms\": %.3f, \"floor_share\": %.3f, \"gflop_per_batch\": %.3f, "
         "\"gflops\": %.1f, \"gemm_peak_gflops\": %.1f, \"bandwidth_gbs\": %.1f, "
-        "\"timed_epochs\": %u, \"batches_per_epoch\": %u}\n",
+        "\"timed_epochs\": %u, \"batches_per_epoch\": %u, \"cuda_graphs\": %s, "
+        "\"graph_steps\": %llu}\n",
         hidden.c_str(), be->name().c_str(), hidden.c_str(), to_string(options.optimizer.kind),
         to_string(options.sparse_update), batch, items, mean_nnz, math.c_str(), median, ms.front(),
         median * batches_per_epoch / 1e3, floor_ms, floor_ms / median, flops / 1e9,
         flops / 1e9 / (median / 1e3), floor.peaks.tensor_flops / 1e9, floor.peaks.bytes_per_s / 1e9,
-        epochs, batches);
+        epochs, batches, loop.graph_steps() > 0 ? "true" : "false",
+        static_cast<unsigned long long>(loop.graph_steps()));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nn-bench-autoencoder: error: %s\n", e.what());
     return 1;

@@ -193,6 +193,8 @@ class TrainingLoop {
   // no validation ran or the last epoch was the best), and why training stopped early ("" when
   // it ran every epoch).
   uint64_t restored_epoch() const { return restored_epoch_; }
+  // Steps recorded as CUDA graphs so far (Backend::begin_step_graph; 0 on the CPU backend).
+  uint64_t graph_steps() const { return graph_steps_; }
   const std::string& stop_reason() const { return stop_reason_; }
   // The floor of one full minibatch's step as this loop runs it (its layers, rows per rank,
   // optimizer, row-sparse updates, precision), with the peaks measured now on the network's
