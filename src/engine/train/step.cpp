@@ -50,42 +50,33 @@ OutputLosses::OutputLosses(Network& net, const BoundData& data) : net_(net), dat
   loaded_.assign(data_.outputs.size(), Loaded{});
 }
 
-void OutputLosses::load_targets(const HostBatch& batch, unsigned set) {
+TargetView OutputLosses::load_own(size_t o, const HostBatch& batch, unsigned set) {
   Backend& be = net_.backend();
+  const size_t slot = data_.inputs.size() + o;
+  const uint32_t units = net_.layer(data_.outputs[o].layer).units();
+  return data_.outputs[o].dataset->is_sparse()
+             ? targets_[o]->load_sparse(be, batch.sparse[slot], units, set)
+             : targets_[o]->load_dense(be, batch.dense[slot], units, batch.weights[slot], set);
+}
+
+void OutputLosses::load_targets(const HostBatch& batch, unsigned set) {
   for (size_t o = 0; o < data_.outputs.size(); ++o) {
-    Layer& out = net_.layer(data_.outputs[o].layer);
-    if (skipped_[o] || out.sharded()) continue;
-    const size_t slot = data_.inputs.size() + o;
-    Loaded& l = loaded_[o];
-    l.view =
-        data_.outputs[o].dataset->is_sparse()
-            ? targets_[o]->load_sparse(be, batch.sparse[slot], out.units(), set)
-            : targets_[o]->load_dense(be, batch.dense[slot], out.units(), batch.weights[slot], set);
-    l.rows = batch.rows;
-    l.cols = out.units();
-    l.batch = &batch;
-    l.valid = true;
+    if (skipped_[o] || net_.layer(data_.outputs[o].layer).sharded()) continue;
+    loaded_[o] = Loaded{&batch, load_own(o, batch, set)};
   }
 }
 
 TargetView OutputLosses::targets(size_t o, const HostBatch& batch, const HostBatch* whole,
                                  uint32_t& rows, uint32_t& cols) {
   Backend& be = net_.backend();
-  const bool preloaded = loaded_[o].valid && loaded_[o].batch == &batch;
-  loaded_[o].valid = false;
-  if (preloaded) {
-    rows = loaded_[o].rows;
-    cols = loaded_[o].cols;
-    return loaded_[o].view;
-  }
+  const bool preloaded = loaded_[o].batch == &batch;
+  loaded_[o].batch = nullptr;
   const size_t slot = data_.inputs.size() + o;
   Layer& out = net_.layer(data_.outputs[o].layer);
   if (!out.sharded()) {
     rows = batch.rows;
     cols = out.units();
-    return data_.outputs[o].dataset->is_sparse()
-               ? targets_[o]->load_sparse(be, batch.sparse[slot], out.units())
-               : targets_[o]->load_dense(be, batch.dense[slot], out.units(), batch.weights[slot]);
+    return preloaded ? loaded_[o].view : load_own(o, batch, 0);
   }
   NN_CHECK(whole != nullptr, "model-parallel output without the whole minibatch");
   const ShardInfo& sh = out.shard();

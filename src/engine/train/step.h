@@ -60,11 +60,11 @@ class OutputLosses {
   SparseBatch slice_;  // staging for a model-parallel layer's columns
   std::vector<float> dense_slice_, row_sum_;
   std::vector<bool> skipped_;
+  // Output o's targets of `batch` (an output not split over the ranks) into buffer set `set`.
+  TargetView load_own(size_t o, const HostBatch& batch, unsigned set);
   struct Loaded {  // load_targets' view of an output, until the loss of that batch uses it
-    bool valid = false;
-    const HostBatch* batch = nullptr;
+    const HostBatch* batch = nullptr;  // null: none loaded
     TargetView view;
-    uint32_t rows = 0, cols = 0;
   };
   std::vector<Loaded> loaded_;
 };

@@ -56,16 +56,16 @@ class CountingBackend final : public Backend {
     if (in_step) throw std::logic_error("begin_step_graph inside a recorded step");
     in_step = true;
     ++steps_begun;
-    split_base_ = waits();
-    wait_base_ = waits() - allocations - releases;
+    split_base_ = splitting_calls();
+    wait_base_ = waiting_calls();
     return "";
   }
   void end_step_graph() override {
     if (!in_step) throw std::logic_error("end_step_graph outside a recorded step");
     in_step = false;
     ++steps_ended;
-    splits += waits() - split_base_;
-    wait_splits += waits() - allocations - releases - wait_base_;
+    splits += splitting_calls() - split_base_;
+    wait_splits += waiting_calls() - wait_base_;
   }
   // Uploads beside the stream: with side_stream it numbers its marks 1, 2, ... (else 0, as the
   // CPU backend), lists each begin_side_uploads' mark (side_waits) and counts the uploads made
@@ -412,9 +412,10 @@ class CountingBackend final : public Backend {
     CountingBackend& b_;
   };
 
-  size_t waits() const {
-    return allocations + releases + downloads + synchronizations + value_returns + nnz_reads;
-  }
+  // Calls that wait for the stream or read a value back; with allocations and frees, every call
+  // that splits a recorded step on CUDA.
+  size_t waiting_calls() const { return downloads + synchronizations + value_returns + nnz_reads; }
+  size_t splitting_calls() const { return waiting_calls() + allocations + releases; }
   size_t split_base_ = 0, wait_base_ = 0;
   std::unique_ptr<CpuBackend> inner_;
   bool host_memory_;
