@@ -40,10 +40,13 @@ def shape_of(r):
 
 def label(r):
     if r.get("engine") == "nn":
-        # The variants the GPU check adds: CUDA graphs on, cuBLASLt's bias epilogue off.
+        # The variants the GPU check adds: CUDA graphs on, cuBLASLt's bias epilogue off, uploads
+        # on the main stream, rows unpadded.
         variant = " graph" if r.get("cuda_graphs") else ""
         variant += " -epi" if r.get("bias_epilogue") is False else ""
         variant += " -side" if r.get("side_uploads") is False else ""
+        # NN_CUDA_ROW_ALIGN=1: the output layer's rows unpadded (older files lack the field).
+        variant += " -pad" if r.get("backend") == "cuda" and r.get("padded_rows") is False else ""
         return "nn " + r.get("backend", "") + variant
     return "torch " + r.get("mode", "compile" if r.get("compiled") else "eager")
 

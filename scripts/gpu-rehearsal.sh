@@ -137,8 +137,8 @@ for step in cuda_tests backend_cuda_instances nccl_tests gradient_check_cuda tra
 done
 # Without a CUDA-trained network the comparisons with it do not run; the root has no compiler nor
 # pybind11, so the module cannot be built there.
-for step in prediction_cuda_vs_cpu bf16_prediction_cuda stream_cuda graphs_cuda serve_cuda_32_clients \
-            python_cuda; do
+for step in prediction_cuda_vs_cpu bf16_prediction_cuda stream_cuda graphs_cuda padded_rows_cuda \
+            serve_cuda_32_clients python_cuda; do
   check "$step" NOT-RUN
 done
 # The bundle's relocated mpirun runs two CPU ranks in a root without Open MPI's packages.

@@ -158,6 +158,9 @@ int main(int argc, char** argv) {
     flops += 3 * 2.0 * batch * double(prev) * items;
     for (const std::string& line : be->path_notes())
       std::fprintf(stderr, "nn-bench-autoencoder: %s\n", line.c_str());
+    for (const std::string& line : net.padding_notes())
+      std::fprintf(stderr, "nn-bench-autoencoder: %s\n", line.c_str());
+    const Layer& output = net.layer("Output");
     const StepFloor floor = loop.step_floor();
     const double floor_ms = 1e3 * floor.seconds();
     const char* tf32 = std::getenv("NN_CUDA_TF32");
@@ -173,13 +176,14 @@ int main(int argc, char** argv) {
         "%.3f, \"floor_ms\": %.3f, \"floor_share\": %.3f, \"gflop_per_batch\": %.3f, "
         "\"gflops\": %.1f, \"gemm_peak_gflops\": %.1f, \"bandwidth_gbs\": %.1f, "
         "\"timed_epochs\": %u, \"batches_per_epoch\": %u, \"cuda_graphs\": %s, "
-        "\"graph_steps\": %llu}\n",
+        "\"graph_steps\": %llu, \"padded_rows\": %s, \"output_stride\": %u}\n",
         hidden.c_str(), be->name().c_str(), hidden.c_str(), to_string(options.optimizer.kind),
         to_string(options.sparse_update), batch, items, mean_nnz, math.c_str(), median, ms.front(),
         median * batches_per_epoch / 1e3, floor_ms, floor_ms / median, flops / 1e9,
         flops / 1e9 / (median / 1e3), floor.peaks.tensor_flops / 1e9, floor.peaks.bytes_per_s / 1e9,
         epochs, batches, loop.graph_steps() > 0 ? "true" : "false",
-        static_cast<unsigned long long>(loop.graph_steps()));
+        static_cast<unsigned long long>(loop.graph_steps()), output.padded() ? "true" : "false",
+        output.stride());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nn-bench-autoencoder: error: %s\n", e.what());
     return 1;

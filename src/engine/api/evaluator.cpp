@@ -240,8 +240,7 @@ void Evaluator::outputs(const NamedInputs& inputs, const std::string& layer_name
   for (uint64_t first = 0; first < total; first += impl_->max_batch) {
     const uint32_t rows = uint32_t(std::min<uint64_t>(impl_->max_batch, total - first));
     impl_->forward(in, first, rows);
-    be.download(out + first * layer.units(), layer.activations(),
-                size_t(rows) * layer.units() * sizeof(float));
+    layer.download_activations(be, rows, layer.units(), out + first * layer.units());
   }
 }
 
@@ -306,8 +305,9 @@ void Evaluator::top_k(const NamedInputs& inputs, uint32_t k, const std::string& 
         f.excluded = m.ex_ptr[r + 1] - m.ex_ptr[r];
         return f;
       };
+      // Over the whole stride of padded rows, as nn-predict's blocks (predictor_top_k.cpp).
       m.blocked.run(
-          be, rows, units, block, be.gemm_column_tile(), k, units, 0, row_filter,
+          be, rows, layer.stride(), block, be.gemm_column_tile(), k, units, 0, row_filter,
           [&](uint32_t col, uint32_t count, float* out) {
             fc.forward_columns(ctx, col, count, out);
           },
@@ -318,8 +318,8 @@ void Evaluator::top_k(const NamedInputs& inputs, uint32_t k, const std::string& 
     }
     m.d_top_index.resize(be, n);
     m.d_top_score.resize(be, n);
-    be.top_k_filtered(layer.activations(), rows, units, units, k, filter, m.d_top_score.data(),
-                      m.d_top_index.data());
+    be.top_k_filtered(layer.activations(), rows, layer.stride(), units, k, filter,
+                      m.d_top_score.data(), m.d_top_index.data());
     be.download(index + first * k, m.d_top_index.data(), n * sizeof(uint32_t));
     be.download(score + first * k, m.d_top_score.data(), n * sizeof(float));
   }

@@ -81,7 +81,7 @@ std::shared_ptr<Model> Model::Impl::create(std::unique_ptr<Backend> backend, Net
       WeightInfo w;
       w.name = p->name;
       w.layer = layer->name();
-      w.size = p->size();
+      w.size = p->logical_size();  // padded rows are never shown
       const std::string src = weight_source(p->name);
       const Layer* from = src.empty() ? nullptr : net.find(src);
       const bool matrix =
@@ -205,7 +205,8 @@ const WeightInfo& Model::weight(const std::string& name) const {
 std::vector<float> Model::get_weights(const std::string& name) const {
   const WeightInfo& w = weight(name);
   const size_t i = size_t(&w - impl_->weights.data());
-  return impl_->parameters[i]->value.to_host();
+  const Parameter& p = *impl_->parameters[i];
+  return p.logical_values(p.value);
 }
 
 void Model::set_weights(const std::string& name, const float* values, size_t count) {
@@ -214,7 +215,8 @@ void Model::set_weights(const std::string& name, const float* values, size_t cou
     throw ConfigError("weight '" + name + "' has " + std::to_string(w.size) + " values; got " +
                       std::to_string(count));
   const size_t i = size_t(&w - impl_->weights.data());
-  impl_->parameters[i]->value.upload(values, count);
+  Parameter& p = *impl_->parameters[i];
+  p.upload_logical(p.value, values, count);
 }
 
 }  // namespace nn::api

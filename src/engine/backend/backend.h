@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "backend/kernel_params.h"
 #include "config/enums.h"
 #include "core/profile_clock.h"
+#include "nn/error.h"
 
 namespace nn {
 
@@ -87,6 +89,18 @@ class Backend {
   virtual uint64_t stream_mark() { return 0; }
   virtual void begin_side_uploads(uint64_t after) { (void)after; }
   virtual void end_side_uploads() {}
+
+  // ---- padded rows (docs/performance.md, "Padded rows") -----------------------------------------
+  // The multiple of floats a wide layer's rows should come in for this backend's dense products
+  // to run at full speed: cuBLAS's tensor-core kernels need every row of every operand 16-byte
+  // aligned (8 floats also align the rows of the BF16 copies). The Network pads the rows of the
+  // output layers that can be padded (model/network.h) to it; 1: no padding. The CPU backend's
+  // default is 1, the CUDA backend's 8; NN_CPU_ROW_ALIGN and NN_CUDA_ROW_ALIGN set another
+  // (row_alignment_from_env), and set_row_alignment() (0 is taken as 1) changes it for the
+  // networks built after it. A peer backend (make_peer) has the same.
+  // (Inline: the CUDA module carries no engine object for them.)
+  uint32_t row_alignment() const { return row_alignment_; }
+  void set_row_alignment(uint32_t floats) { row_alignment_ = floats ? floats : 1; }
 
   // ---- elementwise / reductions --------------------------------------------------------------
   virtual void fill(float* x, size_t n, float value) = 0;
@@ -416,7 +430,23 @@ class Backend {
   virtual void similarity_backward(PoolingFunction f, uint32_t rows, uint32_t cols, const float* a,
                                    const float* b, const float* dy, uint32_t dy_stride, float* da,
                                    float* db) = 0;
+
+ private:
+  uint32_t row_alignment_ = 1;
 };
+
+// The row alignment environment variable `variable` asks for: `fallback` when it is unset or
+// empty, else its value, a count of floats from 1 to 4096 (ConfigError otherwise, naming it).
+inline uint32_t row_alignment_from_env(const char* variable, uint32_t fallback) {
+  const char* text = std::getenv(variable);
+  if (!text || !*text) return fallback;
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(text, &end, 10);
+  if (*end != '\0' || v < 1 || v > 4096 || text[0] == '-' || text[0] == '+')
+    throw ConfigError(std::string(variable) + "=" + text +
+                      ": expected a count of floats from 1 to 4096 (1: rows unpadded)");
+  return uint32_t(v);
+}
 
 // Creates a backend by name: "cpu", "cuda", or "auto" (cuda when this build has the CUDA backend
 // and CUDA device `device` is usable, else cpu). `threads` = 0 uses every core (CPU backend);

@@ -14,6 +14,10 @@ struct ActivationParams {
   float alpha = 1.0f;        // ExponentialLinear / ScaledExponentialLinear
   float lambda = 1.050701f;  // ScaledExponentialLinear
   float max_value = 1.0f;    // ReluMax (a in [0, max]) and LinearMax (a in [-max, max])
+  // Padded rows (Backend::row_alignment): the rows of the [rows][cols] matrix an activation
+  // runs over are row_stride floats apart; columns [cols, row_stride) are neither read nor
+  // written. 0: row_stride = cols.
+  uint32_t row_stride = 0;
 };
 
 // A CSR minibatch in backend memory. value == nullptr => every stored entry is 1.
@@ -82,6 +86,11 @@ struct LossParams {
   // SoftMax outputs with CrossEntropy / ScaledMarginalCrossEntropy: sparse targets are used as
   // stored instead of divided by their row sum (the network key SoftMaxTargets: Raw).
   bool raw_softmax_targets = false;
+  // Padded rows: the activations (or z, fused) and deltas are [rows][row_stride] with the
+  // layer's cols units in each row's first columns; the rest of a row is neither read nor
+  // written (its delta stays what it was: 0 in a padded layer). Dense targets stay
+  // [rows][cols]. 0: row_stride = cols.
+  uint32_t row_stride = 0;
 };
 
 struct OptimizerParams {

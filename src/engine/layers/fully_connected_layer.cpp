@@ -17,15 +17,39 @@ void FullyConnectedLayer::build(Backend& backend) {
   for (Layer* src : sources_) {
     auto c = std::make_unique<Connection>();
     c->source = src;
-    // A sharded layer holds its columns of the matrix (and their biases) only.
-    const size_t n_in = src->units(), n_out = sharded() ? shard_.count : pre_units();
+    // A sharded layer holds its columns of the matrix (and their biases) only; a padded one
+    // holds stride() columns, the last ones zero.
+    const size_t n_in = src->units(), n_out = sharded() ? shard_.count : z_width();
     const AllocationContext context("layer '" + name() + "' weights from '" + src->name() + "' (" +
-                                    std::to_string(n_in) + " x " + std::to_string(n_out) + ")");
+                                    std::to_string(n_in) + " x " + std::to_string(pre_units()) +
+                                    (padded() ? ", rows padded to " + std::to_string(n_out) : "") +
+                                    ")");
     Connection& added =
         add_connection(std::move(c), n_in * n_out, n_out, static_cast<uint32_t>(n_in), false);
     added.weights.sharded = added.bias.sharded = sharded();
+    if (padded()) added.weights.padding = added.bias.padding = {units(), stride()};
   }
   if (spec_.batch_normalization) bn_ = std::make_unique<BatchNorm>(backend, name(), pre_units());
+}
+
+bool FullyConnectedLayer::can_pad_rows(std::string* why_not) const {
+  std::string why;
+  if (kind() != LayerKind::Output)
+    why = "only Output layers pad their rows";
+  else if (sharded())
+    why = "it is split over processes";
+  else if (maxout())
+    why = "its activation is MaxOut";
+  else if (spec_.batch_normalization)
+    why = "it has batch normalisation";
+  else if (!spec_.skips.empty())
+    why = "it has skip connections";
+  else if (!spec_.shared_weights.empty())
+    why = "it uses another layer's weights (SharedWeights)";
+  else if (spec_.sampling.enabled())
+    why = "it is a sampled output (Sampling)";
+  if (why_not) *why_not = why;
+  return why.empty();
 }
 
 std::pair<size_t, size_t> FullyConnectedLayer::weight_fans(const Connection& c) const {
@@ -67,7 +91,9 @@ void FullyConnectedLayer::forward(const LayerContext& ctx) {
 
 void FullyConnectedLayer::compute_z(const LayerContext& ctx, float* z) {
   Backend& be = ctx.backend;
-  const uint32_t rows = ctx.rows, n_out = pre_units();
+  // Padded rows: the products run over the whole stride (aligned rows); the padding's weights
+  // and biases are 0, so z is 0 there.
+  const uint32_t rows = ctx.rows, n_out = z_width();
   bool first = true;
   for (auto& c : connections_) {
     Layer* src = c->source;
@@ -134,9 +160,9 @@ void FullyConnectedLayer::forward_columns(const LayerContext& ctx, uint32_t firs
                                           float* out) {
   const std::string obstacle = column_forward_obstacle();
   NN_CHECK(obstacle.empty(), "forward_columns on a layer that needs the whole row");
-  NN_CHECK(uint64_t(first) + count <= units(), "columns past the layer");
+  NN_CHECK(uint64_t(first) + count <= z_width(), "columns past the layer");  // padding: zeros
   Backend& be = ctx.backend;
-  const uint32_t rows = ctx.rows, n_out = pre_units();
+  const uint32_t rows = ctx.rows, n_out = z_width();  // the matrix's row length
   // compute_z's steps in its order, restricted to the columns: bias, then the product (added).
   bool first_connection = true;
   for (auto& c : connections_) {
@@ -163,7 +189,9 @@ void FullyConnectedLayer::backward(const LayerContext& ctx) {
 
 void FullyConnectedLayer::propagate(const LayerContext& ctx, const float* d) {
   Backend& be = ctx.backend;
-  const uint32_t rows = ctx.rows, n_out = pre_units();
+  // Padded rows: over the whole stride, like compute_z; d is 0 in the padding, so the padded
+  // weights and biases get no gradient.
+  const uint32_t rows = ctx.rows, n_out = z_width();
   const float inv_rows = 1.0f / static_cast<float>(rows);
   // BF16 products (the forward pass made the copies: Connection::bf16_current): the delta is
   // rounded once, for every connection's weight gradient and dE/dx.

@@ -57,6 +57,8 @@ class FullyConnectedLayer : public WeightedLayer<Connection> {
   void backward(const LayerContext& ctx) override;
   void allocate(Backend& backend, uint32_t max_rows) override;
   bool can_shard(std::string* why_not) const override;
+  // A whole Output layer without MaxOut, batch normalisation, skips, SharedWeights or Sampling.
+  bool can_pad_rows(std::string* why_not) const override;
   // Sharded layers gather their slices to rank 0 (collective over the shard's ranks: every
   // rank must call it; only rank 0's file is complete) and load their slice of a whole file.
   void save(NetworkFile& file) const override;
@@ -71,6 +73,7 @@ class FullyConnectedLayer : public WeightedLayer<Connection> {
   // a = f(z) of units [first, first + count) for ctx.rows rows into out ([rows][count], backend
   // memory), the same operations forward() runs on those columns (bias, then each connection's
   // product over the column slice of its matrix, then the activation), so the values match it.
+  // With padded rows the columns may run on into the padding, up to stride() (f(0) there).
   void forward_columns(const LayerContext& ctx, uint32_t first, uint32_t count, float* out);
 
   // ---- model parallelism, also used by a sampled split output (train/sampled_output.h) ------
@@ -97,6 +100,9 @@ class FullyConnectedLayer : public WeightedLayer<Connection> {
   // weight and bias gradients (means over the rows) and each source's dE/dx (added to its delta).
   void compute_z(const LayerContext& ctx, float* z);
   void propagate(const LayerContext& ctx, const float* dz);
+  // Row length of z, of the matrices and of the biases of an unsplit layer: pre_units(), or the
+  // padded stride.
+  uint32_t z_width() const { return padded() ? stride() : pre_units(); }
 
  private:
   // ---- model parallelism (fully_connected_sharded.cpp) ----------------------------------------

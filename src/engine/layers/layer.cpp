@@ -1,6 +1,9 @@
 // Shared layer plumbing: buffer allocation, activation parameters and the sparseness penalty.
 #include "layers/layer.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "core/allocation_context.h"
 #include "core/error.h"
 
@@ -31,14 +34,36 @@ bool Layer::can_shard(std::string* why_not) const {
   return false;
 }
 
+bool Layer::can_pad_rows(std::string* why_not) const {
+  if (why_not) *why_not = "only fully connected Output layers pad their rows";
+  return false;
+}
+
+void Layer::download_activations(Backend& backend, uint32_t rows, uint32_t width,
+                                 float* host) const {
+  const size_t held = padded() ? stride_ : width;
+  const float* from = a_.data();
+  if (held == width) return backend.download(host, from, size_t(rows) * width * sizeof(float));
+  std::vector<float> padded(size_t(rows) * held);
+  backend.download(padded.data(), from, padded.size() * sizeof(float));
+  for (size_t r = 0; r < rows; ++r) std::copy_n(padded.data() + r * held, width, host + r * width);
+}
+
 void Layer::allocate(Backend& backend, uint32_t max_rows) {
-  const size_t n = size_t(max_rows) * units();
-  const AllocationContext context("layer '" + name() + "' activations (" +
-                                  std::to_string(max_rows) + " rows x " + std::to_string(units()) +
-                                  " units)");
+  const size_t n = size_t(max_rows) * stride();
+  const AllocationContext context(
+      "layer '" + name() + "' activations (" + std::to_string(max_rows) + " rows x " +
+      std::to_string(units()) + " units" +
+      (padded() ? ", rows padded to " + std::to_string(stride()) : std::string()) + ")");
   a_.resize(backend, n);
   if (needs_delta()) delta_.resize(backend, n);
   if (spec_.p_dropout > 0.0f && spec_.kind == LayerKind::Hidden) pre_dropout_.resize(backend, n);
+  // Padded rows: nothing writes the padding of the deltas, which must hold 0 (no gradient may
+  // reach the padded weights), nor of the activations (0 there keeps a dump of them tidy).
+  if (padded()) {
+    backend.fill(a_.data(), n, 0.0f);
+    if (needs_delta()) backend.fill(delta_.data(), n, 0.0f);
+  }
 }
 
 void Layer::set_sparseness_penalty(float p, float beta) {

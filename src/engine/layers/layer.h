@@ -83,6 +83,27 @@ class Layer {
   bool sharded() const { return shard_.sharded; }
   // Units this process holds (units() unless sharded).
   uint32_t local_units() const { return shard_.sharded ? shard_.count : units(); }
+
+  // ---- padded rows (Backend::row_alignment; docs/performance.md, "Padded rows") ---------------
+  // Whether the layer can hold its activations, deltas and weights with rows padded past its
+  // units, so that each row starts aligned for the dense products; why not in *why_not. Only a
+  // whole fully connected layer whose every use knows the padding can; the Network also asks
+  // that no other layer read or share it.
+  virtual bool can_pad_rows(std::string* why_not) const;
+  // Set by the Network before build(): rows of `stride` floats (> units()); 0 or units(): none.
+  void set_row_stride(uint32_t stride) { stride_ = stride > units() ? stride : 0; }
+  bool padded() const { return stride_ != 0; }
+  // Distance in floats between the rows of activations() and delta() of an unsplit layer:
+  // units(), or the padded stride. The columns past the units hold 0 in delta() (so no
+  // gradient reaches the padding) and are never read in activations(). (A layer split over
+  // processes is never padded; its buffers are laid out as layers/fully_connected_layer.h says.)
+  uint32_t stride() const { return stride_ ? stride_ : units(); }
+  // The row_stride of kernel parameters (ActivationParams, LossParams) over this layer's rows:
+  // 0 where they are not padded.
+  uint32_t kernel_row_stride() const { return stride_; }
+  // The first `rows` rows of activations(), `width` values each (units(), or a split layer's
+  // count where its buffer holds that), into host memory, the padding left out.
+  void download_activations(Backend& backend, uint32_t rows, uint32_t width, float* host) const;
   // Consumers of this layer that are sharded read the whole minibatch (all ranks' rows) of it;
   // set by the Network. Input layers then hold the whole batch (HostBatch of every row).
   void set_feeds_sharded(bool v) { feeds_sharded_ = v; }
@@ -177,6 +198,7 @@ class Layer {
   bool feeds_sharded_ = false;
   bool activation_deferrable_ = false;
   uint32_t max_global_rows_ = 0;
+  uint32_t stride_ = 0;  // padded rows: their stride (> units()); 0: unpadded
 };
 
 }  // namespace nn

@@ -29,6 +29,11 @@ class VariationalLayer : public FullyConnectedLayer {
   void forward(const LayerContext& ctx) override;
   void backward(const LayerContext& ctx) override;
   bool can_shard(std::string* why_not) const override;
+  // Its z holds two values per unit (a mean and a log-variance): never padded.
+  bool can_pad_rows(std::string* why_not) const override {
+    if (why_not) *why_not = "a Variational layer's rows are its moments, not its units";
+    return false;
+  }
   bool ends_with_activate() const override { return false; }
   void accumulate_own_loss(const LayerContext& ctx, double* sum) override;
 

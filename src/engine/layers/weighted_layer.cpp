@@ -16,16 +16,18 @@ std::string weight_what(const WeightArrays& wa) {
   return "network file weight '" + wa.input_layer + "' -> '" + wa.output_layer + "'";
 }
 
-// Replaces p's optimizer state by `states`, each of p's size (DataError prefixed with `what`).
+// Replaces p's optimizer state by `states`, each of p's size in files (DataError prefixed with
+// `what`); held padded where p is.
 void load_state(Backend& backend, const std::string& what, Parameter& p,
                 const std::vector<std::vector<float>>& states) {
   p.state.clear();
   for (const auto& v : states) {
-    if (v.size() != p.size())
+    if (v.size() != p.logical_size())
       throw DataError(what + ": optimizer state of '" + p.name + "' has " +
-                      std::to_string(v.size()) + " values, expected " + std::to_string(p.size()));
-    p.state.emplace_back(backend, v.size());
-    p.state.back().upload(v);
+                      std::to_string(v.size()) + " values, expected " +
+                      std::to_string(p.logical_size()));
+    p.state.emplace_back(backend, p.size());
+    p.upload_logical(p.state.back(), v.data(), v.size());
   }
 }
 
@@ -86,12 +88,13 @@ void load_connection(Backend& backend, const WeightArrays& wa, const std::string
   const std::string what = weight_what(wa);
   if (wa.input_layer != input || wa.output_layer != output)
     throw DataError(what + ": expected '" + input + "' -> '" + output + "' at this position");
-  if (wa.weights.size() != weights.size() || wa.bias.size() != bias.size())
+  if (wa.weights.size() != weights.logical_size() || wa.bias.size() != bias.logical_size())
     throw DataError(what + ": " + std::to_string(wa.weights.size()) + " weights and " +
                     std::to_string(wa.bias.size()) + " biases, expected " +
-                    std::to_string(weights.size()) + " and " + std::to_string(bias.size()));
-  weights.value.upload(wa.weights);
-  bias.value.upload(wa.bias);
+                    std::to_string(weights.logical_size()) + " and " +
+                    std::to_string(bias.logical_size()));
+  weights.upload_logical(weights.value, wa.weights.data(), wa.weights.size());
+  bias.upload_logical(bias.value, wa.bias.data(), wa.bias.size());
   weights.locked = bias.locked = wa.locked;
   load_state(backend, what, weights, wa.weight_state);
   load_state(backend, what, bias, wa.bias_state);
@@ -107,17 +110,19 @@ WeightArrays save_connection(const std::string& input, const std::string& output
   wa.height = n_in;
   wa.norm = norm;
   wa.locked = weights.locked;
-  bool in_place = borrow && weights.value.host_readable() && !weights.value.empty();
+  // Padded rows are copied without their padding; only unpadded arrays can be pointed at.
+  bool in_place =
+      borrow && weights.value.host_readable() && !weights.value.empty() && !weights.padding.on();
   for (const auto& s : weights.state) in_place = in_place && s.host_readable();
   if (in_place) {
     wa.weights_run = {weights.value.data(), weights.value.size()};
     for (const auto& s : weights.state) wa.weight_state_runs.push_back({s.data(), s.size()});
   } else {
-    wa.weights = weights.value.to_host();
-    for (const auto& s : weights.state) wa.weight_state.push_back(s.to_host());
+    wa.weights = weights.logical_values(weights.value);
+    for (const auto& s : weights.state) wa.weight_state.push_back(weights.logical_values(s));
   }
-  wa.bias = bias.value.to_host();
-  for (const auto& s : bias.state) wa.bias_state.push_back(s.to_host());
+  wa.bias = bias.logical_values(bias.value);
+  for (const auto& s : bias.state) wa.bias_state.push_back(bias.logical_values(s));
   return wa;
 }
 
@@ -171,11 +176,13 @@ void WeightedLayer<C>::initialize(uint64_t seed) {
     // Shared weights are initialised by their owner; only the bias is this connection's.
     if (!c->shared) {
       const auto [fan_in, fan_out] = weight_fans(*c);
-      c->weights.value.upload(initial_weights(spec_, fan_in, fan_out, seed,
-                                              weight_stream(index(), uint32_t(k)), shard_.first,
-                                              c->weights.size() / fan_in));
+      const std::vector<float> w =
+          initial_weights(spec_, fan_in, fan_out, seed, weight_stream(index(), uint32_t(k)),
+                          shard_.first, c->weights.logical_size() / fan_in);
+      c->weights.upload_logical(c->weights.value, w.data(), w.size());
     }
-    c->bias.value.upload(std::vector<float>(c->bias.size(), spec_.bias_init));
+    const std::vector<float> b(c->bias.logical_size(), spec_.bias_init);
+    c->bias.upload_logical(c->bias.value, b.data(), b.size());
   }
   if (bn_) bn_->initialize();
 }
@@ -224,8 +231,8 @@ void WeightedLayer<C>::save(NetworkFile& file) const {
       wa.source_input_layer = c->shared_input;
       wa.source_output_layer = c->shared_output;
       wa.locked = c->bias.locked;
-      wa.bias = c->bias.value.to_host();
-      for (const auto& st : c->bias.state) wa.bias_state.push_back(st.to_host());
+      wa.bias = c->bias.logical_values(c->bias.value);
+      for (const auto& st : c->bias.state) wa.bias_state.push_back(c->bias.logical_values(st));
     } else {
       wa = save_connection(c->source->name(), name(), shape[0], shape[1], spec_.weight_norm,
                            c->weights, c->bias, file.borrow_host_arrays);
@@ -284,10 +291,10 @@ void WeightedLayer<C>::load_shared(const WeightArrays& wa, C& c) {
     throw DataError(what + ": shares '" + wa.source_input_layer + "' -> '" +
                     wa.source_output_layer + "'" + (wa.transposed ? " (transposed)" : "") +
                     ", but layer '" + name() + "' shares " + expected);
-  if (wa.bias.size() != c.bias.size())
+  if (wa.bias.size() != c.bias.logical_size())
     throw DataError(what + ": " + std::to_string(wa.bias.size()) + " biases, expected " +
-                    std::to_string(c.bias.size()));
-  c.bias.value.upload(wa.bias);
+                    std::to_string(c.bias.logical_size()));
+  c.bias.upload_logical(c.bias.value, wa.bias.data(), wa.bias.size());
   c.bias.locked = wa.locked;
   load_state(*backend_, what, c.bias, wa.bias_state);
 }
@@ -372,8 +379,11 @@ void WeightedLayer<C>::finish_forward(const LayerContext& ctx, float* z) {
     for (Layer* skip : skips_) be.axpy(n, 1.0f, skip->activations(), z);
     if (bn_) bn_->forward(rows, ctx.training, z, a_.data(), ctx.comm);
     // Deferred: the loss applies the activation (OutputLosses::accumulate, fused).
-    if (!(ctx.defer_output_activation && activation_deferrable()))
-      be.activate(activation_params(spec_), a_.data(), rows, units());
+    if (!(ctx.defer_output_activation && activation_deferrable())) {
+      ActivationParams act = activation_params(spec_);
+      act.row_stride = kernel_row_stride();  // padded rows: the units of each row only
+      be.activate(act, a_.data(), rows, units());
+    }
   }
   if (bn_) bn_trained_ = ctx.training;
   if (ctx.training && spec_.p_dropout > 0.0f && kind() == LayerKind::Hidden) {
@@ -409,7 +419,9 @@ float* WeightedLayer<C>::start_backward(const LayerContext& ctx) {
   }
   // DeltaNorm caps each example's delta before it reaches the weights (DSSTNE's order: after
   // the activation derivative, before batch normalisation's backward).
-  if (spec_.delta_norm > 0.0f) be.clip_row_norms(d, rows, pre_units(), spec_.delta_norm);
+  // (Padded rows: the norm over the whole stride, whose padding holds 0.)
+  if (spec_.delta_norm > 0.0f)
+    be.clip_row_norms(d, rows, padded() ? stride() : pre_units(), spec_.delta_norm);
   if (bn_) bn_->backward(rows, z_.data(), d, d, ctx.comm);  // in the mode of the forward
   return d;
 }

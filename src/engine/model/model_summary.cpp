@@ -41,7 +41,7 @@ ModelSummary summarize(Network& net) {
     row.shape = shape_of(spec);
     uint64_t param_bytes = 0;
     for (Parameter* p : layer.parameters()) {
-      row.parameters += p->size();
+      row.parameters += p->logical_size();  // as files count them
       uint64_t arrays = p->value.size() + p->grad.size();
       for (const auto& st : p->state) arrays += st.size();
       param_bytes += arrays * sizeof(float);

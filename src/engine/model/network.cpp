@@ -35,7 +35,8 @@ void Network::check_weight_memory() const {
       continue;
     // A model-parallel layer holds its slice of the units only; a Variational layer's weights
     // produce a mean and a log-variance per unit.
-    const uint64_t held = uint64_t(layer->local_units()) * (variational ? 2 : 1);
+    const uint64_t held =
+        layer->padded() ? layer->stride() : uint64_t(layer->local_units()) * (variational ? 2 : 1);
     for (const Layer* src : layer->sources()) {
       const auto params = checked_add(checked_mul(src->units(), held).value_or(UINT64_MAX), held);
       const auto bytes = params ? checked_mul(*params, 4 * sizeof(float)) : std::nullopt;
@@ -113,6 +114,7 @@ Network::Network(Backend& backend, NetworkSpec spec,
   };
   for (auto& layer : layers_) visit(layer.get());
   if (parallel.comm && parallel.comm->size() > 1) plan_parallel(parallel);
+  plan_row_padding();
   check_weight_memory();
   for (auto& layer : layers_) layer->build(backend_);
   link_layer_features();
@@ -200,6 +202,38 @@ void Network::plan_parallel(const NetworkParallel& parallel) {
     for (Layer* src : layer->sources()) src->set_feeds_sharded(true);
     model_parallel_ = true;
   }
+}
+
+void Network::plan_row_padding() {
+  const uint32_t align = backend_.row_alignment();
+  if (align <= 1) return;
+  // Whatever reads a layer's activations or uses its weights from outside must know of the
+  // padding; only the losses, predictions and files here do, so no other layer may.
+  std::set<std::string> used_by_others;
+  for (const LayerSpec& l : spec_.layers) {
+    for (const auto& s : l.sources) used_by_others.insert(s);
+    for (const auto& s : l.skips) used_by_others.insert(s);
+    for (const auto& w : l.shared_weights) used_by_others.insert(w.source_output_layer);
+  }
+  for (auto& layer : layers_) {
+    const uint64_t units = layer->units();
+    if (units % align == 0 || used_by_others.count(layer->name()) || !layer->can_pad_rows(nullptr))
+      continue;
+    const uint64_t stride = (units + align - 1) / align * align;
+    if (stride > UINT32_MAX) continue;
+    layer->set_row_stride(uint32_t(stride));
+  }
+}
+
+std::vector<std::string> Network::padding_notes() const {
+  std::vector<std::string> out;
+  for (const auto& layer : layers_)
+    if (layer->padded())
+      out.push_back("rows padded: layer '" + layer->name() + "' holds its " +
+                    std::to_string(layer->units()) + " units in rows of " +
+                    std::to_string(layer->stride()) + " floats (row alignment " +
+                    std::to_string(backend_.row_alignment()) + ")");
+  return out;
 }
 
 void Network::link_layer_features() {
@@ -425,7 +459,7 @@ std::vector<Parameter*> Network::parameters() {
 size_t Network::parameter_count() const {
   size_t n = 0;
   for (const auto& l : layers_)
-    for (Parameter* p : const_cast<Layer&>(*l).parameters()) n += p->size();
+    for (Parameter* p : const_cast<Layer&>(*l).parameters()) n += p->logical_size();
   return n;
 }
 

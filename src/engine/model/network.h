@@ -1,4 +1,6 @@
 // A network: layers built from a NetworkSpec, wired by sources/skips, run in topological order.
+// Output layers may hold their rows padded to the backend's row alignment (plan_row_padding);
+// files, the API and the counts never show the padding.
 // Holds topology and parameters only; training state lives in TrainingLoop/Optimizer, batches in
 // BatchLoader. Converts to and from the NetworkFile form for .nc files and checkpoints.
 #pragma once
@@ -108,7 +110,10 @@ class Network {
   std::vector<InputLayer*> inputs();
   std::vector<Layer*> outputs();
   std::vector<Parameter*> parameters();
+  // Parameters as files count them (padded rows left out).
   size_t parameter_count() const;
+  // One line per layer whose rows are padded (Backend::row_alignment), for logs and profiles.
+  std::vector<std::string> padding_notes() const;
 
  private:
   // Throws ConfigError when the fully connected weights would not fit the memory budget.
@@ -117,6 +122,10 @@ class Network {
   void link_layer_features();
   // Runs the data/model parallel rule and marks the split layers (before build()).
   void plan_parallel(const NetworkParallel& parallel);
+  // Pads the rows of the layers that can be padded to the backend's row alignment (before
+  // build(); docs/performance.md, "Padded rows"): Output layers that no other layer reads or
+  // shares weights with, and whose own can_pad_rows() agrees.
+  void plan_row_padding();
 
   Backend& backend_;
   NetworkSpec spec_;

@@ -70,7 +70,8 @@ int64_t parse_score_block(const std::string& text) {
 
 void TopKSelector::select(Backend& be, const float* scores, uint32_t rows, uint32_t col_first,
                           uint32_t cols, uint32_t k, uint32_t valid_cols, uint64_t first_example,
-                          const std::function<RowFilter(uint64_t)>& filter, TopK& out) {
+                          const std::function<RowFilter(uint64_t)>& filter, TopK& out,
+                          uint32_t stride) {
   const size_t n = size_t(rows) * k;
   out.index.resize(n);
   out.score.resize(n);
@@ -120,8 +121,9 @@ void TopKSelector::select(Backend& be, const float* scores, uint32_t rows, uint3
   }
   d_top_index_.resize(be, n);
   d_top_score_.resize(be, n);
-  be.top_k_filtered(scores, rows, cols, valid_cols, k, tf, d_top_score_.data(),
-                    d_top_index_.data());
+  // Padded rows: the row length is the stride, and nothing past the layer's columns ranks.
+  be.top_k_filtered(scores, rows, stride ? stride : cols, std::min(valid_cols, cols), k, tf,
+                    d_top_score_.data(), d_top_index_.data());
   be.download(out.index.data(), d_top_index_.data(), n * sizeof(uint32_t));
   be.download(out.score.data(), d_top_score_.data(), n * sizeof(float));
   if (col_first > 0)

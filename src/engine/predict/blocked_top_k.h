@@ -65,13 +65,14 @@ int64_t parse_score_block(const std::string& text);
 // from call to call.
 class TopKSelector {
  public:
-  // scores: [rows][cols] in backend memory, holding units [col_first, col_first + cols); only
-  // its first valid_cols columns may be ranked. The filters are those of examples
-  // first_example + 0 .. rows - 1 (null: none). out gets rows * k global unit numbers
-  // (UINT32_MAX past a row's candidates) and their filtered scores (-inf there).
+  // scores: [rows][cols] in backend memory (rows `stride` floats apart, 0: cols; a padded
+  // layer's), holding units [col_first, col_first + cols); only its first valid_cols columns
+  // may be ranked. The filters are those of examples first_example + 0 .. rows - 1 (null:
+  // none). out gets rows * k global unit numbers (UINT32_MAX past a row's candidates) and their
+  // filtered scores (-inf there).
   void select(Backend& be, const float* scores, uint32_t rows, uint32_t col_first, uint32_t cols,
               uint32_t k, uint32_t valid_cols, uint64_t first_example,
-              const std::function<RowFilter(uint64_t)>& filter, TopK& out);
+              const std::function<RowFilter(uint64_t)>& filter, TopK& out, uint32_t stride = 0);
 
  private:
   std::vector<uint32_t> ex_ptr_, ex_index_, sc_ptr_, sc_index_;

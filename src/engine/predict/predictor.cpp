@@ -88,10 +88,10 @@ void Predictor::run(const std::string& layer_name,
     const RowSlice slice = forward_batch(first, rows);
     scores.resize(size_t(rows) * cols);
     if (!net_.model_parallel() || local_columns) {
-      be.download(scores.data(), layer.activations(), scores.size() * sizeof(float));
+      layer.download_activations(be, rows, cols, scores.data());
     } else {  // this rank's rows of every unit: gathered from every rank
       mine.resize(size_t(slice.count) * cols);
-      be.download(mine.data(), layer.activations(), mine.size() * sizeof(float));
+      layer.download_activations(be, slice.count, cols, mine.data());
       std::vector<size_t> counts(size_t(comm_->size()));
       for (int q = 0; q < comm_->size(); ++q)
         counts[size_t(q)] = size_t(rank_rows(rows, q, comm_->size()).count) * cols;

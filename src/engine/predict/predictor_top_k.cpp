@@ -33,26 +33,30 @@ void Predictor::run_top_k(const std::string& layer_name, uint32_t k, uint32_t va
       // from its sources' activations and ranked block by block.
       auto& fc = static_cast<FullyConnectedLayer&>(layer);
       const LayerContext ctx{be, rows, false, 0, 0};
+      // Padded rows: blocks over the whole stride, so that the last one ends where the layer's
+      // product does (the tile promise); the padding is never ranked (valid_local <= units).
       blocked_top_.run(
-          be, rows, cols, blocks_.columns, be.gemm_column_tile(), k, valid_local, first, filter,
+          be, rows, layer.stride(), blocks_.columns, be.gemm_column_tile(), k, valid_local, first,
+          filter,
           [&](uint32_t col, uint32_t count, float* out) {
             fc.forward_columns(ctx, col, count, out);
           },
           top);
       consume(first, rows, top);
     } else if (!model_parallel) {
-      selector_.select(be, layer.activations(), rows, 0, cols, k, valid_local, first, filter, top);
+      selector_.select(be, layer.activations(), rows, 0, cols, k, valid_local, first, filter, top,
+                       layer.kernel_row_stride());
       consume(first, rows, top);
     } else if (local_columns) {
       // Every row over this rank's columns; rank 0 merges the ranks' candidates.
       selector_.select(be, layer.activations(), rows, col_first, cols, k, valid_local, first,
-                       filter, mine);
+                       filter, mine, layer.kernel_row_stride());
       merge_top_k(*comm_, mine, rows, k, top);
       if (comm_->rank() == 0) consume(first, rows, top);
     } else {
       // This rank's rows over every column; every rank gets every row's selection.
       selector_.select(be, layer.activations(), slice.count, 0, cols, k, valid_local,
-                       first + slice.first, filter, mine);
+                       first + slice.first, filter, mine, layer.kernel_row_stride());
       std::vector<size_t> counts(size_t(comm_->size()));
       for (int q = 0; q < comm_->size(); ++q)
         counts[size_t(q)] = size_t(rank_rows(rows, q, comm_->size()).count) * k;

@@ -43,8 +43,8 @@ void run_scoring_pass(Predictor& predictor, Network& net, const ScoringPass& pas
           const float* values = scores_in;
           if (pass.dump_layer != &scored) {
             dumped.resize(size_t(rows) * pass.dump_layer->units());
-            net.backend().download(dumped.data(), pass.dump_layer->activations(),
-                                   dumped.size() * sizeof(float));
+            pass.dump_layer->download_activations(net.backend(), rows, pass.dump_layer->units(),
+                                                  dumped.data());
             values = dumped.data();
           }
           pass.dump->add(first, rows, values, pass.sample_name);

@@ -46,9 +46,14 @@ double GradientChecker::compute_analytic() {
 
 std::vector<size_t> GradientChecker::entries_to_check(const Parameter& p,
                                                       const std::vector<float>& analytic) const {
-  const size_t n = analytic.size();
-  std::vector<size_t> all(n);
-  std::iota(all.begin(), all.end(), size_t(0));
+  // The entries of the logical array: a padded matrix's padding (always 0, with no gradient)
+  // is not the network's and is never checked.
+  std::vector<size_t> all;
+  all.reserve(p.logical_size());
+  for (size_t i = 0; i < analytic.size(); ++i)
+    if (!p.padding.on() || i % p.padding.stride < p.padding.width) all.push_back(i);
+  const std::vector<size_t> logical = all;
+  const size_t n = all.size();
   if (options_.max_entries == 0 || n <= options_.max_entries) return all;
 
   // The largest gradients first: with wide sparse inputs most rows see no example of the batch
@@ -58,14 +63,14 @@ std::vector<size_t> GradientChecker::entries_to_check(const Parameter& p,
     const float fa = std::fabs(analytic[a]), fb = std::fabs(analytic[b]);
     return fa > fb || (fa == fb && a < b);
   });
-  std::vector<char> taken(n, 0);
+  std::vector<char> taken(analytic.size(), 0);
   std::vector<size_t> out(all.begin(), all.begin() + largest);
   for (size_t i : out) taken[i] = 1;
   uint64_t name_hash = 0;
   for (char c : p.name) name_hash = mix64(name_hash ^ static_cast<unsigned char>(c));
   Rng rng(mix64(options_.seed ^ name_hash));
   while (out.size() < options_.max_entries) {
-    const size_t i = static_cast<size_t>(rng.below(n));
+    const size_t i = logical[static_cast<size_t>(rng.below(n))];
     if (taken[i]) continue;
     taken[i] = 1;
     out.push_back(i);
@@ -181,7 +186,7 @@ ParameterCheck GradientChecker::check(Parameter& p, const std::vector<float>& an
   Backend& be = net_.backend();
   ParameterCheck out;
   out.name = p.name;
-  out.size = p.size();
+  out.size = p.logical_size();
   const std::vector<size_t> entries = entries_to_check(p, analytic);
   if (entries.empty()) return out;
   // Losses come back from the backend as double sums of the outputs' errors; `base` is the

@@ -221,11 +221,12 @@ LeastSquaresReport solve_least_squares(Network& net, const BoundData& data, floa
     if (ends_with(p->name, ":weights")) weights = p;
     if (ends_with(p->name, ":bias")) biases = p;
   }
-  if (!weights || !biases || weights->size() != w.size() || biases->size() != bias.size())
+  if (!weights || !biases || weights->logical_size() != w.size() ||
+      biases->logical_size() != bias.size())
     throw ConfigError("closed-form training: layer '" + layer.name() +
                       "' does not hold one weight matrix and one bias of the expected sizes");
-  weights->value.upload(w);
-  biases->value.upload(bias);
+  weights->upload_logical(weights->value, w.data(), w.size());  // padded rows where held so
+  biases->upload_logical(biases->value, bias.data(), bias.size());
 
   LeastSquaresReport r;
   r.examples = examples;

@@ -43,7 +43,9 @@ void slice_sparse_columns(const SparseBatch& in, uint32_t first, uint32_t count,
 
 OutputLosses::OutputLosses(Network& net, const BoundData& data) : net_(net), data_(data) {
   for (const auto& out : data_.outputs) {
-    params_.push_back(loss_params(net_.spec(), net_.layer(out.layer).spec(), out.dataset));
+    const Layer& layer = net_.layer(out.layer);
+    params_.push_back(loss_params(net_.spec(), layer.spec(), out.dataset));
+    params_.back().row_stride = layer.kernel_row_stride();  // padded rows
     targets_.push_back(std::make_unique<TargetBuffer>());
   }
   skipped_.assign(data_.outputs.size(), false);
@@ -134,10 +136,11 @@ void OutputLosses::accumulate(const HostBatch& batch, bool write_deltas, const H
     Layer& out = net_.layer(data_.outputs[o].layer);
     ProfileRange range(profiler, ProfilePhase::Loss, out.name());
     float* delta = write_deltas ? out.delta() : nullptr;
-    if (activations_deferred && out.activation_deferrable())
-      be.activate_loss_accumulate(activation_params(out.spec()), params_[o], out.activations(), tv,
-                                  rows, cols, delta, sum);
-    else
+    if (activations_deferred && out.activation_deferrable()) {
+      ActivationParams act = activation_params(out.spec());
+      act.row_stride = out.kernel_row_stride();
+      be.activate_loss_accumulate(act, params_[o], out.activations(), tv, rows, cols, delta, sum);
+    } else
       be.loss_accumulate(params_[o], out.activations(), tv, rows, cols, delta, sum);
   }
 }

@@ -371,7 +371,8 @@ std::vector<EpochReport> TrainingLoop::run_epochs() {
   stop_position_.clear();
   // Split layers' parameters are counted over every rank (each holds its slice).
   uint64_t parameters = 0, split_parameters = 0;
-  for (Parameter* p : net_.parameters()) (p->sharded ? split_parameters : parameters) += p->size();
+  for (Parameter* p : net_.parameters())
+    (p->sharded ? split_parameters : parameters) += p->logical_size();
   if (model_parallel_) comm_->all_reduce_sum(&split_parameters, 1);
   log_("training: " + std::to_string(data_.examples) + " examples, minibatch " +
        std::to_string(options_.minibatch) + ", " + std::to_string(parameters + split_parameters) +
@@ -382,6 +383,7 @@ std::vector<EpochReport> TrainingLoop::run_epochs() {
        ", backend " + net_.backend().name());
   for (const std::string& line : placement_) log_(line);
   for (const std::string& line : row_sparse_notes_) log_(line);
+  for (const std::string& line : net_.padding_notes()) log_(line);
   if (sampled_) log_(sampled_->describe());
   if (reducer_ && reducer_->buckets() > 0)
     log_(

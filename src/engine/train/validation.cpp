@@ -155,7 +155,8 @@ ValidationResult Validator::evaluate() {
       const size_t selected = size_t(rows) * k;
       d_top_index.resize(be, selected);
       d_top_score.resize(be, selected);
-      be.top_k_filtered(out.activations(), rows, units, units, k, filter, d_top_score.data(),
+      // Padded rows: the row length is the stride, the padding never ranked.
+      be.top_k_filtered(out.activations(), rows, out.stride(), units, k, filter, d_top_score.data(),
                         d_top_index.data());
       top.index.resize(selected);
       be.download(top.index.data(), d_top_index.data(), selected * sizeof(uint32_t));

@@ -51,8 +51,9 @@ TEST(FeaturesIo, TwoInputsAndTwoOutputsBindByNameAndSumTheirLosses) {
   OutputLosses losses(*f.net, f.bound);
   const double total = objective(*f.net, f.bound, losses, batch.hb, false) * kExamples;
   std::vector<float> next(kExamples * 16), rating(kExamples * 2);
-  f.backend->download(next.data(), f.net->layer("Next").activations(), next.size() * 4);
-  f.backend->download(rating.data(), f.net->layer("Rating").activations(), rating.size() * 4);
+  // (Through download_activations: rows padded where NN_CPU_ROW_ALIGN asks.)
+  f.net->layer("Next").download_activations(*f.backend, kExamples, 16, next.data());
+  f.net->layer("Rating").download_activations(*f.backend, kExamples, 2, rating.data());
   const double e_next = cross_entropy(next, densify(f.sets[1]).dense);
   const double e_rating = cross_entropy(rating, f.sets[0].dense);
   EXPECT_GT(e_next, 1.0);

@@ -32,7 +32,7 @@ std::string linear_network(float denoising, const char* extra_output = "",
 
 std::vector<float> values(Network& net, const std::string& name) {
   for (Parameter* p : net.parameters())
-    if (p->name.find(name) != std::string::npos) return p->value.to_host();
+    if (p->name.find(name) != std::string::npos) return p->logical_values(p->value);
   ADD_FAILURE() << "no parameter " << name;
   return {};
 }

@@ -60,8 +60,15 @@ std::string temp_path(const std::string& name) {
   return (fs::temp_directory_path() / (name + "_" + std::to_string(::getpid()) + ".nc")).string();
 }
 
+// A CPU backend that pads no rows, whatever NN_CPU_ROW_ALIGN says.
+std::unique_ptr<Backend> unpadded_cpu() {
+  auto be = make_backend("cpu", 2);
+  be->set_row_alignment(1);
+  return be;
+}
+
 TEST(NetworkFileView, AHostBackendsWeightsAreWrittenInPlaceAndTheFileIsTheSame) {
-  Trained t;
+  Trained t(unpadded_cpu());
   const NetworkFile copy = t.loop->snapshot();
   const NetworkFile view = t.loop->snapshot_view();
   ASSERT_EQ(copy.weights.size(), 2u);
@@ -93,6 +100,24 @@ TEST(NetworkFileView, AHostBackendsWeightsAreWrittenInPlaceAndTheFileIsTheSame) 
   EXPECT_EQ(ra.training.step, rb.training.step);
   fs::remove(a);
   fs::remove(b);
+}
+
+// Padded rows (Parameter::padding) are not the file's layout: the view copies a padded matrix
+// and its state without their padding, as the copy does, and points at the others.
+TEST(NetworkFileView, APaddedMatrixIsCopiedWithoutItsPadding) {
+  auto be = make_backend("cpu", 2);
+  be->set_row_alignment(8);  // the 20 outputs held in rows of 24
+  Trained t(std::move(be));
+  ASSERT_TRUE(t.f.net->layer("Output").padded());
+  const NetworkFile copy = t.loop->snapshot();
+  const NetworkFile view = t.loop->snapshot_view();
+  ASSERT_EQ(view.weights.size(), 2u);
+  EXPECT_TRUE(view.weights[0].weights.empty());  // Input -> Hidden: unpadded, in place
+  const WeightArrays& out = view.weights[1];     // Hidden -> Output: copied, unpadded
+  EXPECT_EQ(out.weights.size(), size_t(8) * 20);
+  EXPECT_EQ(out.weights, copy.weights[1].weights);
+  EXPECT_EQ(out.weight_state, copy.weights[1].weight_state);
+  EXPECT_EQ(out.bias.size(), 20u);
 }
 
 TEST(NetworkFileView, ADeviceBackendsWeightsAreCopied) {

@@ -32,17 +32,6 @@ namespace {
 
 constexpr size_t kParallelMin = size_t(1) << 14;
 
-// x = f(x) for elementwise activation K (math::activate_unit, the CUDA kernel's arithmetic).
-template <Activation K>
-void activate_elementwise(cpu::ThreadPool& pool, const ActivationParams& p, float* x, size_t n) {
-  const math::ActConsts c = math::act_consts(p);
-  cpu::for_chunks(pool, n, kParallelMin, [x, c](size_t lo, size_t hi) {
-    cpu::prefetch_ahead<1>(x, lo);
-#pragma omp simd
-    for (size_t i = lo; i < hi; ++i) x[i] = math::activate_unit<K>(x[i], c);
-  });
-}
-
 // Rows run in parallel ranges; `body(r)` handles one row.
 template <typename F>
 void for_rows(cpu::ThreadPool& pool, uint32_t rows, uint32_t cols, const F& body) {
@@ -55,9 +44,31 @@ void for_rows(cpu::ThreadPool& pool, uint32_t rows, uint32_t cols, const F& body
     range(0, rows);
 }
 
-void softmax_rows(cpu::ThreadPool& pool, float* x, uint32_t rows, uint32_t cols) {
-  for_rows(pool, rows, cols, [x, cols](uint32_t r) {
-    float* row = x + size_t(r) * cols;
+// x = f(x) for elementwise activation K (math::activate_unit, the CUDA kernel's arithmetic) over
+// rows x cols values whose rows are `stride` apart: one run when they are contiguous, else row
+// by row (padded rows: the columns past cols are left alone).
+template <Activation K>
+void activate_elementwise(cpu::ThreadPool& pool, const ActivationParams& p, float* x, uint32_t rows,
+                          uint32_t cols, uint32_t stride) {
+  const math::ActConsts c = math::act_consts(p);
+  if (stride == cols) {
+    cpu::for_chunks(pool, size_t(rows) * cols, kParallelMin, [x, c](size_t lo, size_t hi) {
+      cpu::prefetch_ahead<1>(x, lo);
+#pragma omp simd
+      for (size_t i = lo; i < hi; ++i) x[i] = math::activate_unit<K>(x[i], c);
+    });
+    return;
+  }
+  for_rows(pool, rows, cols, [x, c, cols, stride](uint32_t r) {
+    float* row = x + size_t(r) * stride;
+#pragma omp simd
+    for (uint32_t i = 0; i < cols; ++i) row[i] = math::activate_unit<K>(row[i], c);
+  });
+}
+
+void softmax_rows(cpu::ThreadPool& pool, float* x, uint32_t rows, uint32_t cols, uint32_t stride) {
+  for_rows(pool, rows, cols, [x, cols, stride](uint32_t r) {
+    float* row = x + size_t(r) * stride;
     // Pass 1 streams the row in from memory; passes 2 and 3 find it in cache.
     float m = -INFINITY;
     for (uint32_t b = 0; b < cols; b += cpu::kChunk) {
@@ -85,23 +96,33 @@ void softmax_rows(cpu::ThreadPool& pool, float* x, uint32_t rows, uint32_t cols)
   });
 }
 
+// delta *= f'(a) over rows x cols values whose rows are `stride` apart (as above).
 template <math::DerivKind D>
 void backward_elementwise(cpu::ThreadPool& pool, const math::DerivConsts k, const float* a,
-                          float* delta, size_t n) {
-  cpu::for_chunks(pool, n, kParallelMin, [a, delta, k](size_t lo, size_t hi) {
-    cpu::prefetch_ahead(a, lo);
-    cpu::prefetch_ahead<1>(delta, lo);
+                          float* delta, uint32_t rows, uint32_t cols, uint32_t stride) {
+  if (stride == cols) {
+    cpu::for_chunks(pool, size_t(rows) * cols, kParallelMin, [a, delta, k](size_t lo, size_t hi) {
+      cpu::prefetch_ahead(a, lo);
+      cpu::prefetch_ahead<1>(delta, lo);
 #pragma omp simd
-    for (size_t i = lo; i < hi; ++i) delta[i] *= math::fprime<D>(a[i], k);
+      for (size_t i = lo; i < hi; ++i) delta[i] *= math::fprime<D>(a[i], k);
+    });
+    return;
+  }
+  for_rows(pool, rows, cols, [a, delta, k, cols, stride](uint32_t r) {
+    const float* ar = a + size_t(r) * stride;
+    float* dr = delta + size_t(r) * stride;
+#pragma omp simd
+    for (uint32_t i = 0; i < cols; ++i) dr[i] *= math::fprime<D>(ar[i], k);
   });
 }
 
 // delta_z[j] = sum_i delta_a[i] * da_i/dz_j = a_j * (delta_a[j] - sum_i delta_a[i] * a_i).
 void softmax_backward(cpu::ThreadPool& pool, const float* a, float* delta, uint32_t rows,
-                      uint32_t cols) {
-  for_rows(pool, rows, cols, [a, delta, cols](uint32_t r) {
-    const float* ar = a + size_t(r) * cols;
-    float* dr = delta + size_t(r) * cols;
+                      uint32_t cols, uint32_t stride) {
+  for_rows(pool, rows, cols, [a, delta, cols, stride](uint32_t r) {
+    const float* ar = a + size_t(r) * stride;
+    float* dr = delta + size_t(r) * stride;
     double dot = 0.0;
 #pragma omp simd reduction(+ : dot)
     for (uint32_t c = 0; c < cols; ++c) dot += double(dr[c]) * ar[c];
@@ -114,71 +135,78 @@ void softmax_backward(cpu::ThreadPool& pool, const float* a, float* delta, uint3
 }  // namespace
 
 void CpuBackend::activate(const ActivationParams& p, float* x, uint32_t rows, uint32_t cols) {
-  const size_t n = size_t(rows) * cols;
+  if (rows == 0 || cols == 0) return;
+  const uint32_t stride = p.row_stride ? p.row_stride : cols;
+  NN_CHECK(stride >= cols, "activate: row_stride below the columns");
   switch (p.kind) {
     case Activation::Sigmoid:
-      return activate_elementwise<Activation::Sigmoid>(*pool_, p, x, n);
+      return activate_elementwise<Activation::Sigmoid>(*pool_, p, x, rows, cols, stride);
     case Activation::Tanh:
-      return activate_elementwise<Activation::Tanh>(*pool_, p, x, n);
+      return activate_elementwise<Activation::Tanh>(*pool_, p, x, rows, cols, stride);
     case Activation::Linear:
       return;
     case Activation::RectifiedLinear:
-      return activate_elementwise<Activation::RectifiedLinear>(*pool_, p, x, n);
+      return activate_elementwise<Activation::RectifiedLinear>(*pool_, p, x, rows, cols, stride);
     case Activation::ReluMax:
-      return activate_elementwise<Activation::ReluMax>(*pool_, p, x, n);
+      return activate_elementwise<Activation::ReluMax>(*pool_, p, x, rows, cols, stride);
     case Activation::LinearMax:
-      return activate_elementwise<Activation::LinearMax>(*pool_, p, x, n);
+      return activate_elementwise<Activation::LinearMax>(*pool_, p, x, rows, cols, stride);
     case Activation::MaxOut:
       throw InternalError("activate(): MaxOut changes the width; use maxout_forward");
     case Activation::LeakyRectifiedLinear:
-      return activate_elementwise<Activation::LeakyRectifiedLinear>(*pool_, p, x, n);
+      return activate_elementwise<Activation::LeakyRectifiedLinear>(*pool_, p, x, rows, cols,
+                                                                    stride);
     case Activation::ParametricRectifiedLinear:
-      return activate_elementwise<Activation::ParametricRectifiedLinear>(*pool_, p, x, n);
+      return activate_elementwise<Activation::ParametricRectifiedLinear>(*pool_, p, x, rows, cols,
+                                                                         stride);
     case Activation::ExponentialLinear:
-      return activate_elementwise<Activation::ExponentialLinear>(*pool_, p, x, n);
+      return activate_elementwise<Activation::ExponentialLinear>(*pool_, p, x, rows, cols, stride);
     case Activation::ScaledExponentialLinear:
-      return activate_elementwise<Activation::ScaledExponentialLinear>(*pool_, p, x, n);
+      return activate_elementwise<Activation::ScaledExponentialLinear>(*pool_, p, x, rows, cols,
+                                                                       stride);
     case Activation::SoftPlus:
-      return activate_elementwise<Activation::SoftPlus>(*pool_, p, x, n);
+      return activate_elementwise<Activation::SoftPlus>(*pool_, p, x, rows, cols, stride);
     case Activation::SoftSign:
-      return activate_elementwise<Activation::SoftSign>(*pool_, p, x, n);
+      return activate_elementwise<Activation::SoftSign>(*pool_, p, x, rows, cols, stride);
     case Activation::SoftMax:
-      return softmax_rows(*pool_, x, rows, cols);
+      return softmax_rows(*pool_, x, rows, cols, stride);
   }
 }
 
 void CpuBackend::activation_backward(const ActivationParams& p, const float* a, float* delta,
                                      uint32_t rows, uint32_t cols) {
   using math::DerivKind;
-  const size_t n = size_t(rows) * cols;
+  if (rows == 0 || cols == 0) return;
+  const uint32_t stride = p.row_stride ? p.row_stride : cols;
+  NN_CHECK(stride >= cols, "activation_backward: row_stride below the columns");
   const math::DerivConsts k = math::deriv_consts(p);
   cpu::ThreadPool& t = *pool_;
   switch (math::deriv_kind(p.kind)) {
     case DerivKind::Sigmoid:
-      backward_elementwise<DerivKind::Sigmoid>(t, k, a, delta, n);
+      backward_elementwise<DerivKind::Sigmoid>(t, k, a, delta, rows, cols, stride);
       break;
     case DerivKind::Tanh:
-      backward_elementwise<DerivKind::Tanh>(t, k, a, delta, n);
+      backward_elementwise<DerivKind::Tanh>(t, k, a, delta, rows, cols, stride);
       break;
     case DerivKind::One:
       break;
     case DerivKind::Step:
-      backward_elementwise<DerivKind::Step>(t, k, a, delta, n);
+      backward_elementwise<DerivKind::Step>(t, k, a, delta, rows, cols, stride);
       break;
     case DerivKind::Clip:
-      backward_elementwise<DerivKind::Clip>(t, k, a, delta, n);
+      backward_elementwise<DerivKind::Clip>(t, k, a, delta, rows, cols, stride);
       break;
     case DerivKind::Elu:
-      backward_elementwise<DerivKind::Elu>(t, k, a, delta, n);
+      backward_elementwise<DerivKind::Elu>(t, k, a, delta, rows, cols, stride);
       break;
     case DerivKind::SoftPlus:
-      backward_elementwise<DerivKind::SoftPlus>(t, k, a, delta, n);
+      backward_elementwise<DerivKind::SoftPlus>(t, k, a, delta, rows, cols, stride);
       break;
     case DerivKind::SoftSign:
-      backward_elementwise<DerivKind::SoftSign>(t, k, a, delta, n);
+      backward_elementwise<DerivKind::SoftSign>(t, k, a, delta, rows, cols, stride);
       break;
     case DerivKind::SoftMax:
-      softmax_backward(t, a, delta, rows, cols);
+      softmax_backward(t, a, delta, rows, cols, stride);
       break;
   }
 }

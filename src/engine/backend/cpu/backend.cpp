@@ -36,6 +36,8 @@ CpuBackend::CpuBackend(int threads)
       pool_(std::make_unique<cpu::ThreadPool>(threads_)) {
   // OpenBLAS only ever runs single-threaded, inside our pool's threads (cpu/dense.cpp says why).
   openblas_set_num_threads(1);
+  // Rows unpadded unless asked (tests and rehearsals of the padded layout run on the CPU).
+  set_row_alignment(row_alignment_from_env("NN_CPU_ROW_ALIGN", 1));
 }
 
 CpuBackend::~CpuBackend() = default;

@@ -259,13 +259,16 @@ double CpuBackend::loss_impl(const LossParams& p, const float* a, const TargetVi
   const bool normalise = math::normalised_targets(form, softmax, p.raw_softmax_targets);
   const float* weights = t.sparse && t.sp.row_weight ? t.sp.row_weight : t.row_weight;
 
+  // Padded rows: a and delta rows `stride` apart, the units in the first cols of each.
+  const size_t stride = p.row_stride ? p.row_stride : cols;
+  NN_CHECK(stride >= cols, "loss: row_stride below the columns");
   std::vector<double> row_error(rows, 0.0);
   std::vector<int64_t> bad(rows, -1);
   auto range = [&](size_t lo, size_t hi) {
     RowTargets scratch;
     for (size_t r = lo; r < hi; ++r) {
-      RowInput in{a + r * cols, nullptr, nullptr, math::example_weight(weights, r),
-                  delta ? delta + r * cols : nullptr};
+      RowInput in{a + r * stride, nullptr, nullptr, math::example_weight(weights, r),
+                  delta ? delta + r * stride : nullptr};
       if (t.row_sum)  // normalised sparse targets sum to 1 over the whole row (0 when none)
         in.t_total = t.sparse && normalise ? (t.row_sum[r] > 0.0f ? 1.0 : 0.0) : t.row_sum[r];
       if (t.sparse) {

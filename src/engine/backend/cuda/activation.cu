@@ -14,24 +14,35 @@
 namespace nn {
 namespace {
 
-__global__ void activate_kernel(Activation kind, math::ActConsts c, float* x, size_t n) {
+// Element i of rows x cols values whose rows are `stride` apart (padded rows: the columns past
+// cols are skipped); the plain index where the rows are contiguous.
+__device__ __forceinline__ size_t strided_index(size_t i, uint32_t cols, uint32_t stride) {
+  return stride == cols ? i : (i / cols) * stride + i % cols;
+}
+
+__global__ void activate_kernel(Activation kind, math::ActConsts c, float* x, size_t n,
+                                uint32_t cols, uint32_t stride) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    x[i] = math::activate_unit(kind, x[i], c);
+       i += size_t(gridDim.x) * blockDim.x) {
+    const size_t at = strided_index(i, cols, stride);
+    x[at] = math::activate_unit(kind, x[at], c);
+  }
 }
 
 __global__ void backward_kernel(math::DerivKind d, math::DerivConsts k, const float* a,
-                                float* delta, size_t n) {
+                                float* delta, size_t n, uint32_t cols, uint32_t stride) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x)
-    delta[i] *= math::fprime_of(d, a[i], k);
+       i += size_t(gridDim.x) * blockDim.x) {
+    const size_t at = strided_index(i, cols, stride);
+    delta[at] *= math::fprime_of(d, a[at], k);
+  }
 }
 
 // One block per row: subtract the row maximum, exponentiate, normalise (sum in double).
-__global__ void softmax_kernel(float* x, uint32_t cols) {
+__global__ void softmax_kernel(float* x, uint32_t cols, uint32_t stride) {
   __shared__ float fshared[32];
   __shared__ double dshared[32];
-  float* row = x + size_t(blockIdx.x) * cols;
+  float* row = x + size_t(blockIdx.x) * stride;
   float m = -INFINITY;
   for (uint32_t c = threadIdx.x; c < cols; c += blockDim.x) m = row[c] > m ? row[c] : m;
   m = cuda::block_max(m, fshared);
@@ -48,10 +59,11 @@ __global__ void softmax_kernel(float* x, uint32_t cols) {
 }
 
 // delta_z = a * (delta_a - sum(delta_a * a)), one block per row.
-__global__ void softmax_backward_kernel(const float* a, float* delta, uint32_t cols) {
+__global__ void softmax_backward_kernel(const float* a, float* delta, uint32_t cols,
+                                        uint32_t stride) {
   __shared__ double shared[32];
-  const float* ar = a + size_t(blockIdx.x) * cols;
-  float* dr = delta + size_t(blockIdx.x) * cols;
+  const float* ar = a + size_t(blockIdx.x) * stride;
+  float* dr = delta + size_t(blockIdx.x) * stride;
   double dot = 0.0;
   for (uint32_t c = threadIdx.x; c < cols; c += blockDim.x) dot += double(dr[c]) * ar[c];
   const float d = static_cast<float>(cuda::block_sum(dot, shared));
@@ -102,12 +114,15 @@ void CudaBackend::activate(const ActivationParams& p, float* x, uint32_t rows, u
   if (n == 0 || p.kind == Activation::Linear) return;
   if (p.kind == Activation::MaxOut)
     throw InternalError("activate(): MaxOut changes the width; use maxout_forward");
+  const uint32_t stride = p.row_stride ? p.row_stride : cols;
+  NN_CHECK(stride >= cols, "activate: row_stride below the columns");
   if (p.kind == Activation::SoftMax) {
-    softmax_kernel<<<rows, kThreads, 0, stream_>>>(x, cols);
+    softmax_kernel<<<rows, kThreads, 0, stream_>>>(x, cols, stride);
     NN_CUDA_LAUNCHED("softmax_kernel");
     return;
   }
-  activate_kernel<<<grid_for(n), kThreads, 0, stream_>>>(p.kind, math::act_consts(p), x, n);
+  activate_kernel<<<grid_for(n), kThreads, 0, stream_>>>(p.kind, math::act_consts(p), x, n, cols,
+                                                         stride);
   NN_CUDA_LAUNCHED("activate_kernel");
 }
 
@@ -117,12 +132,15 @@ void CudaBackend::activation_backward(const ActivationParams& p, const float* a,
   const size_t n = size_t(rows) * cols;
   const math::DerivKind d = math::deriv_kind(p.kind);
   if (n == 0 || d == math::DerivKind::One) return;
+  const uint32_t stride = p.row_stride ? p.row_stride : cols;
+  NN_CHECK(stride >= cols, "activation_backward: row_stride below the columns");
   if (d == math::DerivKind::SoftMax) {
-    softmax_backward_kernel<<<rows, kThreads, 0, stream_>>>(a, delta, cols);
+    softmax_backward_kernel<<<rows, kThreads, 0, stream_>>>(a, delta, cols, stride);
     NN_CUDA_LAUNCHED("softmax_backward_kernel");
     return;
   }
-  backward_kernel<<<grid_for(n), kThreads, 0, stream_>>>(d, math::deriv_consts(p), a, delta, n);
+  backward_kernel<<<grid_for(n), kThreads, 0, stream_>>>(d, math::deriv_consts(p), a, delta, n,
+                                                         cols, stride);
   NN_CUDA_LAUNCHED("activation backward_kernel");
 }
 

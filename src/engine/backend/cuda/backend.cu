@@ -81,6 +81,9 @@ CudaBackend::CudaBackend(int device, bool tf32, const cuda::CudnnSettings& cudnn
   bias_epilogue_ = !(epilogue && std::strcmp(epilogue, "0") == 0);
   const char* side = std::getenv("NN_CUDA_SIDE_UPLOADS");
   side_enabled_ = !(side && std::strcmp(side, "0") == 0);
+  // Rows of 8 floats: 32 bytes, so the FP32 rows and their BF16 copies (16 bytes) are aligned
+  // for cuBLAS's tensor-core kernels (backend.h, "padded rows").
+  set_row_alignment(row_alignment_from_env("NN_CUDA_ROW_ALIGN", kRowAlignment));
   const char* graphs = std::getenv("NN_CUDA_GRAPHS");
   graphs_enabled_ = graphs && std::strcmp(graphs, "1") == 0;
   if (graphs_enabled_) {
@@ -334,6 +337,7 @@ std::unique_ptr<Backend> CudaBackend::make_peer() {
   NN_CUDA_CALL(cudaStreamSynchronize(stream_));
   auto peer = std::make_unique<CudaBackend>(device_, tf32_, cudnn_settings_);
   peer->set_precision(precision_);
+  peer->set_row_alignment(row_alignment());
   return peer;
 }
 

@@ -332,7 +332,8 @@ class CudaBackend final : public Backend {
   bool side_enabled_ = true;  // NN_CUDA_SIDE_UPLOADS=0: every upload on stream_
   std::unique_ptr<cuda::StepGraphs> graphs_;
   void* blas_workspace_ = nullptr;
-  bool bias_epilogue_ = true;  // NN_CUDA_BIAS_EPILOGUE=0 turns it off
+  bool bias_epilogue_ = true;                   // NN_CUDA_BIAS_EPILOGUE=0 turns it off
+  static constexpr uint32_t kRowAlignment = 8;  // the default row_alignment()
   // optimizer_step_multi's device table (tensors, then chunks) and the tensors it was built for.
   std::vector<OptimizerTensor> multi_tensors_;
   void* multi_table_ = nullptr;

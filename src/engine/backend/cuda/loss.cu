@@ -47,6 +47,7 @@ struct LossArgs {
   const float* weights = nullptr;  // example weights, or nullptr
   float* delta = nullptr;          // nullptr: error only
   uint32_t cols = 0;
+  uint32_t stride = 0;     // a, z and delta rows: stride floats apart (padded rows), >= cols
   bool normalise = false;  // multinomial targets (SoftMax cross-entropy forms)
   double* row_error = nullptr;
   unsigned long long* flag = nullptr;
@@ -126,11 +127,11 @@ __global__ void loss_rows_kernel(LossArgs g) {
   __shared__ double target_sum;
   const uint32_t r = blockIdx.x, cols = g.cols;
   const float w = math::example_weight(g.weights, r);
-  const float* a = g.a + size_t(r) * cols;
-  float* z = kFused ? g.z + size_t(r) * cols : nullptr;
+  const float* a = g.a + size_t(r) * g.stride;
+  float* z = kFused ? g.z + size_t(r) * g.stride : nullptr;
   float inv = 0.0f;
   if constexpr (kFused) inv = fused_prologue<kSoftmax>(z, cols, shared);
-  float* d = g.delta ? g.delta + size_t(r) * cols : nullptr;
+  float* d = g.delta ? g.delta + size_t(r) * g.stride : nullptr;
   const bool sparse = g.dense_t == nullptr;
   const float* t = sparse ? nullptr : g.dense_t + size_t(r) * cols;
   bool ok = true;
@@ -184,11 +185,11 @@ __global__ void softmax_ce_kernel(LossArgs g) {
   __shared__ double target_sum;
   const uint32_t r = blockIdx.x, cols = g.cols;
   const float w = math::example_weight(g.weights, r);
-  const float* a = g.a + size_t(r) * cols;
-  float* z = kFused ? g.z + size_t(r) * cols : nullptr;
+  const float* a = g.a + size_t(r) * g.stride;
+  float* z = kFused ? g.z + size_t(r) * g.stride : nullptr;
   float inv = 0.0f;
   if constexpr (kFused) inv = fused_prologue<true>(z, cols, shared);
-  float* d = g.delta ? g.delta + size_t(r) * cols : nullptr;
+  float* d = g.delta ? g.delta + size_t(r) * g.stride : nullptr;
   double acc = 0.0, tsum = 0.0;
   if (g.dense_t) {
     const float* t = g.dense_t + size_t(r) * cols;
@@ -288,6 +289,8 @@ static void launch_loss(CudaBackend& b, const LossParams& p, const float* a, con
   }
   g.delta = delta;
   g.cols = cols;
+  g.stride = p.row_stride ? p.row_stride : cols;
+  NN_CHECK(g.stride >= cols, "loss: row_stride below the columns");
   g.flag = b.error_flag();
   if (t.sparse) {
     // Only the first `rows` rows are targets of this batch.
