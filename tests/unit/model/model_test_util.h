@@ -84,6 +84,16 @@ inline std::vector<std::vector<uint32_t>> random_rows(uint64_t seed, size_t exam
   return rows;
 }
 
+// The recommender autoencoder of the training tests: a sparse input "input", hidden layers of 16
+// Sigmoid and 12 Tanh units, a Sigmoid output "output" with CrossEntropy.
+inline constexpr const char* kTwoHiddenAutoencoder = R"({"Name": "ae", "ErrorFunction":
+  "CrossEntropy", "Layers": [
+    {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},
+    {"Name": "H1", "Kind": "Hidden", "N": 16, "Activation": "Sigmoid"},
+    {"Name": "H2", "Kind": "Hidden", "N": 12, "Activation": "Tanh"},
+    {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output",
+     "Activation": "Sigmoid"}]})";
+
 struct Fixture {
   std::unique_ptr<Backend> backend;
   std::vector<ExampleSet> sets;

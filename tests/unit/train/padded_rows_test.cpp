@@ -49,13 +49,7 @@ struct Case {
 // DeltaNorm; one sparse layer straight into a linear L2 output (its sparse products write the
 // padded rows) with momentum and a weight norm.
 const Case kCases[] = {
-    {"autoencoder", R"({"Name": "ae", "ErrorFunction": "CrossEntropy", "Layers": [
-      {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},
-      {"Name": "H1", "Kind": "Hidden", "N": 16, "Activation": "Sigmoid"},
-      {"Name": "H2", "Kind": "Hidden", "N": 12, "Activation": "Tanh"},
-      {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output",
-       "Activation": "Sigmoid"}]})",
-     OptimizerKind::RMSProp, false},
+    {"autoencoder", kTwoHiddenAutoencoder, OptimizerKind::RMSProp, false},
     {"softmax", R"({"Name": "sm", "ErrorFunction": "CrossEntropy", "Layers": [
       {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input"},
       {"Name": "H", "Kind": "Hidden", "N": 12, "Activation": "RectifiedLinear"},

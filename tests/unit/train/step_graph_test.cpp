@@ -39,13 +39,7 @@ struct Case {
 // every stateful layer feature (dropout, batch normalisation, a sparseness penalty, transposed
 // shared weights) under Adam, and a sampled output layer.
 const Case kCases[] = {
-    {"autoencoder", R"({"Name": "ae", "ErrorFunction": "CrossEntropy", "Layers": [
-      {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},
-      {"Name": "H1", "Kind": "Hidden", "N": 16, "Activation": "Sigmoid"},
-      {"Name": "H2", "Kind": "Hidden", "N": 12, "Activation": "Tanh"},
-      {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output",
-       "Activation": "Sigmoid"}]})",
-     OptimizerKind::RMSProp},
+    {"autoencoder", kTwoHiddenAutoencoder, OptimizerKind::RMSProp},
     {"features", R"({"Name": "ae", "ErrorFunction": "CrossEntropy", "Denoising": {"p": 0.2},
       "SparsenessPenalty": {"p": 0.1, "beta": 0.01}, "Layers": [
       {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": true},
