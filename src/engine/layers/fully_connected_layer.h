@@ -100,9 +100,6 @@ class FullyConnectedLayer : public WeightedLayer<Connection> {
   // weight and bias gradients (means over the rows) and each source's dE/dx (added to its delta).
   void compute_z(const LayerContext& ctx, float* z);
   void propagate(const LayerContext& ctx, const float* dz);
-  // Row length of z, of the matrices and of the biases of an unsplit layer: pre_units(), or the
-  // padded stride.
-  uint32_t z_width() const { return padded() ? stride() : pre_units(); }
 
  private:
   // ---- model parallelism (fully_connected_sharded.cpp) ----------------------------------------

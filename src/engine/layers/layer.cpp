@@ -41,12 +41,11 @@ bool Layer::can_pad_rows(std::string* why_not) const {
 
 void Layer::download_activations(Backend& backend, uint32_t rows, uint32_t width,
                                  float* host) const {
-  const size_t held = padded() ? stride_ : width;
-  const float* from = a_.data();
-  if (held == width) return backend.download(host, from, size_t(rows) * width * sizeof(float));
-  std::vector<float> padded(size_t(rows) * held);
-  backend.download(padded.data(), from, padded.size() * sizeof(float));
-  for (size_t r = 0; r < rows; ++r) std::copy_n(padded.data() + r * held, width, host + r * width);
+  if (!padded()) return backend.download(host, a_.data(), size_t(rows) * width * sizeof(float));
+  std::vector<float> held(size_t(rows) * stride_);
+  backend.download(held.data(), a_.data(), held.size() * sizeof(float));
+  const std::vector<float> rows_only = RowPadding{width, stride_}.narrow(held);
+  std::copy(rows_only.begin(), rows_only.end(), host);
 }
 
 void Layer::allocate(Backend& backend, uint32_t max_rows) {

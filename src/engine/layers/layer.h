@@ -101,6 +101,12 @@ class Layer {
   // The row_stride of kernel parameters (ActivationParams, LossParams) over this layer's rows:
   // 0 where they are not padded.
   uint32_t kernel_row_stride() const { return stride_; }
+  // activation_params(spec()) over this layer's rows: with their row stride where padded.
+  ActivationParams kernel_activation() const {
+    ActivationParams p = activation_params(spec_);
+    p.row_stride = stride_;
+    return p;
+  }
   // The first `rows` rows of activations(), `width` values each (units(), or a split layer's
   // count where its buffer holds that), into host memory, the padding left out.
   void download_activations(Backend& backend, uint32_t rows, uint32_t width, float* host) const;

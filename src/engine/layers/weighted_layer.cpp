@@ -380,9 +380,7 @@ void WeightedLayer<C>::finish_forward(const LayerContext& ctx, float* z) {
     if (bn_) bn_->forward(rows, ctx.training, z, a_.data(), ctx.comm);
     // Deferred: the loss applies the activation (OutputLosses::accumulate, fused).
     if (!(ctx.defer_output_activation && activation_deferrable())) {
-      ActivationParams act = activation_params(spec_);
-      act.row_stride = kernel_row_stride();  // padded rows: the units of each row only
-      be.activate(act, a_.data(), rows, units());
+      be.activate(kernel_activation(), a_.data(), rows, units());
     }
   }
   if (bn_) bn_trained_ = ctx.training;
@@ -420,8 +418,7 @@ float* WeightedLayer<C>::start_backward(const LayerContext& ctx) {
   // DeltaNorm caps each example's delta before it reaches the weights (DSSTNE's order: after
   // the activation derivative, before batch normalisation's backward).
   // (Padded rows: the norm over the whole stride, whose padding holds 0.)
-  if (spec_.delta_norm > 0.0f)
-    be.clip_row_norms(d, rows, padded() ? stride() : pre_units(), spec_.delta_norm);
+  if (spec_.delta_norm > 0.0f) be.clip_row_norms(d, rows, z_width(), spec_.delta_norm);
   if (bn_) bn_->backward(rows, z_.data(), d, d, ctx.comm);  // in the mode of the forward
   return d;
 }

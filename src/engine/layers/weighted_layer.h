@@ -80,6 +80,9 @@ class WeightedLayer : public Layer {
   }
   // Width of z (what the weights produce): units() x pieces_per_unit().
   uint32_t pre_units() const;
+  // Row length of z and dE/dz, of the matrices and of the biases of an unsplit layer:
+  // pre_units(), or the padded stride (only whole fully connected layers are padded).
+  uint32_t z_width() const { return padded() ? stride() : pre_units(); }
 
  protected:
   // ---- hooks ---------------------------------------------------------------------------------

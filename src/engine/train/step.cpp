@@ -137,9 +137,8 @@ void OutputLosses::accumulate(const HostBatch& batch, bool write_deltas, const H
     ProfileRange range(profiler, ProfilePhase::Loss, out.name());
     float* delta = write_deltas ? out.delta() : nullptr;
     if (activations_deferred && out.activation_deferrable()) {
-      ActivationParams act = activation_params(out.spec());
-      act.row_stride = out.kernel_row_stride();
-      be.activate_loss_accumulate(act, params_[o], out.activations(), tv, rows, cols, delta, sum);
+      be.activate_loss_accumulate(out.kernel_activation(), params_[o], out.activations(), tv, rows,
+                                  cols, delta, sum);
     } else
       be.loss_accumulate(params_[o], out.activations(), tv, rows, cols, delta, sum);
   }
