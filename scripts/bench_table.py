@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The autoencoder benchmark's table from bench.jsonl (scripts/gpu-check.sh, section 5).
+"""The autoencoder benchmark's table from bench.jsonl (the GPU check's speed call).
 
 Reads the JSON lines of nn-bench-autoencoder (engine "nn") and scripts/bench_peer_torch.py
 (engine "torch") and prints, per shape, one row per engine, mode, input and precision: ms per
@@ -38,14 +38,26 @@ def shape_of(r):
     return "ml20m-" + str(r.get("hidden", "?")).removesuffix("x1")
 
 
+# Short labels of the opt-in CUDA paths (docs/cuda-backend.md, "Paths and their switches").
+PATH_LABELS = {"padded-rows": "pad", "side-uploads": "side", "bias-epilogue": "epi",
+               "multi-tensor-optimizer": "multi", "sync-free-sparse-loss": "nosync",
+               "presorted-targets": "presort", "row-sparse-updates": "rows", "peer-backends": "peer",
+               "graphs": "graph"}
+
+
 def label(r):
     if r.get("engine") == "nn":
-        # The variants the GPU check adds: CUDA graphs on, cuBLASLt's bias epilogue off, uploads
-        # on the main stream, rows unpadded.
+        if "opt_in" in r:
+            # "+epi": the row ran with that opt-in path on; none: the default paths.
+            names = [PATH_LABELS.get(p, p) for p in r["opt_in"]]
+            variant = " all-on" if len(names) == len(PATH_LABELS) else "".join(
+                f" +{n}" for n in names)
+            return "nn " + r.get("backend", "") + variant
+        # Rows saved before the paths were opt-in (2026-12-02 and earlier) named the variants
+        # that turned a path off, each by a field of its own.
         variant = " graph" if r.get("cuda_graphs") else ""
         variant += " -epi" if r.get("bias_epilogue") is False else ""
         variant += " -side" if r.get("side_uploads") is False else ""
-        # NN_CUDA_ROW_ALIGN=1: the output layer's rows unpadded (older files lack the field).
         variant += " -pad" if r.get("backend") == "cuda" and r.get("padded_rows") is False else ""
         return "nn " + r.get("backend", "") + variant
     return "torch " + r.get("mode", "compile" if r.get("compiled") else "eager")
@@ -58,7 +70,7 @@ def precision(r):
 def table(rows):
     out = []
     shapes = list(dict.fromkeys(shape_of(r) for r in rows))
-    head = (f"{'shape':<14} {'engine':<13} {'input':<6} {'math':<5} {'ms/batch':>9} {'s/epoch':>8}"
+    head = (f"{'shape':<14} {'engine':<22} {'input':<6} {'math':<5} {'ms/batch':>9} {'s/epoch':>8}"
             f" {'floor ms':>9} {'of floor':>9} {'TFLOP/s':>8}")
     out.append(head)
     for shape in shapes:
@@ -70,7 +82,7 @@ def table(rows):
             floor = r.get("floor_ms")
             share = f"{100 * floor / ms:.0f}%" if floor and ms > 0 else ""
             tflops = r.get("gflops", 0) / 1e3
-            out.append(f"{shape:<14} {label(r):<13} {r.get('input', 'sparse'):<6} "
+            out.append(f"{shape:<14} {label(r):<22} {r.get('input', 'sparse'):<6} "
                        f"{precision(r):<5} {ms:>9.3f} {ms * EPOCH_BATCHES / 1e3:>8.3f} "
                        f"{(f'{floor:.3f}' if floor else ''):>9} {share:>9} {tflops:>8.2f}")
         ours = [r for r in group if r.get("engine") == "nn"]

@@ -9,14 +9,14 @@
 #   the CUDA libraries (their RUNPATH set to $ORIGIN-relative paths, so nothing refers to a path of
 #   this machine), Open MPI's launcher (mpirun with its components and help texts), the engine's
 #   shared library with include/nn and the Python module's sources (compiled on the GPU machine
-#   for its Python), the check script (scripts/gpu-check.sh --in-bundle) and the PyTorch peer of the
+#   for its Python), the check (scripts/gpu_check/, run by gpu-check.sh --in-bundle) and the PyTorch peer of the
 #   benchmark. xz-compressed; the archive must stay under 48 MiB.
 #
 # Usage: scripts/gpu-bundle.sh                (prints the archive's path as its last line)
 #   NN_BUNDLE_BUILD  build directory (default build-bundle; kept apart from build/)
 #   NN_BUNDLE_OUT    folder of the archive (default out/gpu-bundle; git ignores /out/)
 #   NN_CUDA_ARCH     CUDA architectures (default 90)
-# The GPU machine runs it with: scripts/gpu-check.sh --bundle out/gpu-bundle/nn-gpu-bundle.tar.xz
+# The GPU machine runs it with: scripts/gpu-check.sh --bundle out/gpu-bundle/nn-gpu-bundle.tar.xz --call 1, then --call 2
 # scripts/gpu-rehearsal.sh tries that archive in a minimal Debian root without a GPU first.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -108,7 +108,7 @@ rm -rf "$top/python/nnsuite/__pycache__"
 # Open MPI's launcher for the check's mpirun step, relocated into the bundle: mpirun (orterun),
 # the components it and the MPI library open at run time (lib/openmpi3: all but those needing
 # InfiniBand, UCX, libfabric or PSM, which a one-GPU machine does not use), PMIx's plugins
-# (lib/pmix) and both help-text folders; gpu-check.sh points OPAL_* and PMIX_* at them.
+# (lib/pmix) and both help-text folders; the check (gpu_check/environment.py) points OPAL_* and PMIX_* at them.
 add_deps() {  # add_deps FILE: the libraries FILE needs join the bundle's
   while read -r name path; do
     [[ $name =~ $provided_re ]] && continue
@@ -156,6 +156,8 @@ for d in "${mpi_dirs[@]}"; do
   done
 done
 
+mkdir -p "$top/scripts/gpu_check"
+cp "$root"/scripts/gpu_check/*.py "$top/scripts/gpu_check/"
 cp "$root/scripts/gpu-check.sh" "$root/scripts/bench_peer_torch.py" "$root/scripts/bench_table.py" \
   "$root/scripts/gpu_serve_check.py" "$root/scripts/bench_sampled.sh" "$root/scripts/bench_sampled.py" \
   "$root/scripts/bench_cnn.py" "$root/scripts/gen_fashion_idx.py" \

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace nn::api {
 
@@ -74,5 +75,15 @@ std::string temporary_directory();
 std::string blas_kernels_override();
 // The kernels OpenBLAS runs ("SkylakeX", "Haswell", "Prescott", ...).
 std::string blas_kernels();
+
+// What this build and machine offer for compute, one line each (`nn-train --devices`):
+//   cpu: 16 threads, OpenBLAS kernels SkylakeX
+//   cuda module: /usr/local/lib/libnn_cuda.so     (or "cuda: not available: <why>")
+//   cuda: CUDA runtime 13.0, driver 13.0
+//   cuda:0 NVIDIA H200, sm_90, 139.8 GiB, 132 SMs
+//   cuda path: padded-rows NN_CUDA_ROW_ALIGN on=8 off=1 default=off passed=never
+// The last lines are the CUDA paths' switches (docs/cuda-backend.md, "Paths and their
+// switches"). Opens the CUDA module when the build has one, even without a GPU.
+std::vector<std::string> device_report();
 
 }  // namespace nn::api

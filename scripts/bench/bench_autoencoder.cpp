@@ -20,9 +20,11 @@
 
 #include "backend/backend.h"
 #include "backend/backend_choice.h"
+#include "backend/cuda_paths.h"
 #include "config/enum_names.h"
 #include "config/parse.h"
 #include "core/error.h"
+#include "core/format.h"
 #include "core/profiler.h"
 #include "core/random.h"
 #include "data/dataset.h"
@@ -168,6 +170,16 @@ int main(int argc, char** argv) {
     for (auto& c : math) c = char(std::tolower(c));
     if (be->name() == "cuda" && tf32 && std::string(tf32) == "1" && math == "fp32") math = "tf32";
     const double batches_per_epoch = std::ceil(double(epoch_examples) / batch);
+    // Each epoch's loss (the warm-up's first), so that a variant can be compared with the plain
+    // run, and the CUDA paths turned on here that have not yet passed on a GPU
+    // (backend/cuda_paths.h), so that its row says what it measured.
+    std::string losses, opt_in;
+    for (const EpochReport& r : reports)
+      losses += (losses.empty() ? "" : ", ") + format("%.9g", r.loss);
+    if (be->name() == "cuda")
+      for (const CudaPathInfo& p : cuda_paths())
+        if (cuda_path_on(p.path))
+          opt_in += (opt_in.empty() ? "\"" : ", \"") + std::string(p.name) + "\"";
     std::printf(
         "{\"engine\": \"nn\", \"mode\": \"train-step\", \"shape\": \"ml20m-%s\", "
         "\"backend\": \"%s\", \"hidden\": \"%s\", \"optimizer\": \"%s\", "
@@ -176,14 +188,15 @@ int main(int argc, char** argv) {
         "%.3f, \"floor_ms\": %.3f, \"floor_share\": %.3f, \"gflop_per_batch\": %.3f, "
         "\"gflops\": %.1f, \"gemm_peak_gflops\": %.1f, \"bandwidth_gbs\": %.1f, "
         "\"timed_epochs\": %u, \"batches_per_epoch\": %u, \"cuda_graphs\": %s, "
-        "\"graph_steps\": %llu, \"padded_rows\": %s, \"output_stride\": %u}\n",
+        "\"graph_steps\": %llu, \"padded_rows\": %s, \"output_stride\": %u, \"opt_in\": [%s], "
+        "\"losses\": [%s]}\n",
         hidden.c_str(), be->name().c_str(), hidden.c_str(), to_string(options.optimizer.kind),
         to_string(options.sparse_update), batch, items, mean_nnz, math.c_str(), median, ms.front(),
         median * batches_per_epoch / 1e3, floor_ms, floor_ms / median, flops / 1e9,
         flops / 1e9 / (median / 1e3), floor.peaks.tensor_flops / 1e9, floor.peaks.bytes_per_s / 1e9,
         epochs, batches, loop.graph_steps() > 0 ? "true" : "false",
         static_cast<unsigned long long>(loop.graph_steps()), output.padded() ? "true" : "false",
-        output.stride());
+        output.stride(), opt_in.c_str(), losses.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nn-bench-autoencoder: error: %s\n", e.what());
     return 1;

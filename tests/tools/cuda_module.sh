@@ -2,7 +2,8 @@
 # The CUDA backend as a module (libnn_cuda.so, loaded at run time; docs/cuda-backend.md): the tools
 # link no CUDA library and stay small in memory; a CPU or "auto" run on a machine without NVIDIA's
 # driver never opens the module; "cuda" says why it cannot run (no driver, module missing, module
-# broken); the module is self-contained (no undefined symbols, no MPI/NetCDF of its own).
+# broken, module from another build); the module is self-contained (no undefined symbols, no
+# MPI/NetCDF of its own).
 # Usage: cuda_module.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
@@ -68,4 +69,14 @@ echo "not a library" >broken.so
 NN_CUDA_MODULE=$work/broken.so expect_status 1 "${args[@]}" --backend cuda
 grep -q "the CUDA module failed to load: $work/broken.so: " err.txt ||
   fail "broken module: $(cat err.txt)"
+
+# 5. A module built from other interface headers (tests/support/fake_cuda_module.cpp: the
+# fingerprint of backend.h with a virtual function added) is refused before anything in it is
+# called, with both fingerprints and how to rebuild it.
+stale=$build/tests/libnn_test_cuda_module_stale.so
+[[ -f $stale ]] || fail "$stale is not built (cmake --build <build> --target nn_test_cuda_module_stale)"
+NN_CUDA_MODULE=$stale expect_status 1 "${args[@]}" --backend cuda
+digest='interface [0-9a-f]{16}'
+refused="$stale is from another build \\($digest; this program: $digest\\); rebuild it with the tools"
+grep -Eq "$refused \\(bash scripts/setup.sh nn_cuda\\)" err.txt || fail "stale module: $(cat err.txt)"
 echo "cuda_module: all checks passed"

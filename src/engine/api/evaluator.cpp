@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 
 #include "api/model_impl.h"
 #include "backend/device_array.h"
@@ -30,6 +31,12 @@ struct Evaluator::Impl {
   // Backend::make_peer), so evaluators on different threads never meet in one stream or scratch
   // buffer; null where it can (the CPU). Declared before net: destroyed after it.
   std::unique_ptr<Backend> peer;
+  // Set where the evaluator shares a backend that needs turns (CUDA without a peer): every call
+  // that touches the backend holds it.
+  std::mutex* turns = nullptr;
+  std::unique_lock<std::mutex> turn() {
+    return turns ? std::unique_lock<std::mutex>(*turns) : std::unique_lock<std::mutex>();
+  }
   std::unique_ptr<Network> net;
   std::vector<InputSlot> slots;  // one per input layer, in the network's order
   uint32_t max_batch = 0;
@@ -199,7 +206,11 @@ Evaluator::Evaluator(std::shared_ptr<const Model> model, uint32_t max_batch)
   Model::Impl& m = model_->impl();
   impl_->model = model_.get();
   impl_->peer = m.backend->make_peer();
+  // The CPU backend may be shared by threads (make_peer: null); a CUDA backend without a peer
+  // may not, so its evaluators take turns.
+  if (!impl_->peer && m.backend->name() == "cuda") impl_->turns = &m.backend_turns;
   Backend& backend = impl_->peer ? *impl_->peer : *m.backend;
+  const std::unique_lock<std::mutex> turn = impl_->turn();
   impl_->net = std::make_unique<Network>(backend, m.net->spec(), m.sparse_inputs);
   impl_->net->share_weights_of(*m.net);
   for (InputLayer* in : impl_->net->inputs()) {
@@ -211,7 +222,11 @@ Evaluator::Evaluator(std::shared_ptr<const Model> model, uint32_t max_batch)
   impl_->max_batch = max_batch;
 }
 
-Evaluator::~Evaluator() = default;
+Evaluator::~Evaluator() {
+  if (!impl_) return;
+  const std::unique_lock<std::mutex> turn = impl_->turn();
+  impl_->net.reset();  // its arrays are freed on the shared backend
+}
 
 uint64_t Evaluator::units(const std::string& layer) const {
   return impl_->scored(layer).units();
@@ -233,6 +248,7 @@ void Evaluator::top_k(const Input& in, uint32_t k, const std::string& layer_name
 }
 
 void Evaluator::outputs(const NamedInputs& inputs, const std::string& layer_name, float* out) {
+  const std::unique_lock<std::mutex> turn = impl_->turn();
   Layer& layer = impl_->scored(layer_name);
   const std::vector<const Input*> in = impl_->resolve(inputs);
   const uint64_t total = in.front()->rows();
@@ -246,6 +262,7 @@ void Evaluator::outputs(const NamedInputs& inputs, const std::string& layer_name
 
 void Evaluator::top_k(const NamedInputs& inputs, uint32_t k, const std::string& layer_name,
                       const Exclusion* exclude, uint32_t* index, float* score) {
+  const std::unique_lock<std::mutex> turn = impl_->turn();
   Layer& layer = impl_->scored(layer_name);
   const uint32_t units = layer.units();
   if (k < 1 || k > units)

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ namespace nn::api {
 
 struct Model::Impl {
   std::unique_ptr<Backend> backend;
+  // Evaluators on a backend that cannot be called from two threads at once and gives no peer
+  // (CUDA without peer backends, backend/cuda_paths.h) take turns on it through this lock.
+  std::mutex backend_turns;
   std::map<std::string, bool> sparse_inputs;  // input layer -> fed CSR batches
   std::unique_ptr<Network> net;
   std::string name;

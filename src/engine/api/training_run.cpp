@@ -13,6 +13,7 @@
 #include "api/train_setup.h"
 #include "backend/backend_choice.h"
 #include "backend/cpu/blas_kernels.h"
+#include "backend/cuda_paths.h"
 #include "backend/math/optimizer_math.h"
 #include "config/parse.h"
 #include "core/atomic_file.h"
@@ -211,6 +212,13 @@ void apply_sampling(const TrainJob& job, NetworkSpec& spec) {
     if (l.kind == LayerKind::Output && !l.sampling.enabled()) l.sampling = s;
 }
 
+// The opt-in CUDA paths a run has turned on although no GPU run has passed them yet
+// (backend/cuda_paths.h), said at the start so that a surprising result can be traced to them.
+void note_untried_cuda_paths(const Backend& backend, const LogSink& log) {
+  if (backend.name() != "cuda") return;
+  for (const std::string& line : cuda_untried_paths_on()) log("CUDA path " + line);
+}
+
 std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log, bool split_layers,
                                         bool may_stream) {
   auto m = std::make_unique<LoadedModel>();
@@ -267,6 +275,7 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
       make_backend_for(m->spec, job.backend, job.threads, resolve_device(job.device), &note);
   if (!note.empty()) log(note);
   if (backend->host_memory()) log(blas_kernels_note());
+  note_untried_cuda_paths(*backend, log);
   if (resolve_precision(job.precision, m->spec) == Precision::BF16) {
     backend->set_precision(Precision::BF16);
     log("precision: BF16 products with FP32 accumulation and FP32 weights");

@@ -50,7 +50,9 @@ class Backend {
   // a second backend on the same device with its own of each, and the same settings (precision,
   // TF32, cuDNN's), whose calls may use this backend's arrays (every stream of a device sees its
   // memory). This backend synchronizes first, so all it has written is there for the peer.
-  // api::Evaluator gives each evaluator a peer where there is one (nn-serve's workers).
+  // api::Evaluator gives each evaluator a peer where there is one (nn-serve's workers). Until a
+  // GPU run passes them, CUDA's peers are opt-in (NN_CUDA_PEER_BACKENDS=1, backend/cuda_paths.h):
+  // without them make_peer gives null and the evaluators on a CUDA backend take turns.
   virtual std::unique_ptr<Backend> make_peer() = 0;
 
   // ---- profiling (core/profiler.h, docs/performance.md) ---------------------------------------
@@ -95,7 +97,8 @@ class Backend {
   // to run at full speed: cuBLAS's tensor-core kernels need every row of every operand 16-byte
   // aligned (8 floats also align the rows of the BF16 copies). The Network pads the rows of the
   // output layers that can be padded (model/network.h) to it; 1: no padding. The CPU backend's
-  // default is 1, the CUDA backend's 8; NN_CPU_ROW_ALIGN and NN_CUDA_ROW_ALIGN set another
+  // default is 1, the CUDA backend's 1 until padded rows pass on a GPU (8 with
+  // NN_CUDA_ROW_ALIGN=8, backend/cuda_paths.h); NN_CPU_ROW_ALIGN and NN_CUDA_ROW_ALIGN set another
   // (row_alignment_from_env), and set_row_alignment() (0 is taken as 1) changes it for the
   // networks built after it. A peer backend (make_peer) has the same.
   // (Inline: the CUDA module carries no engine object for them.)

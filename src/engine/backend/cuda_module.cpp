@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "backend/cuda/device_probe.h"
+#include "backend/cuda_module_fingerprint.h"
 #include "core/allocation_context.h"
 
 namespace nn {
@@ -42,9 +43,28 @@ std::string engine_file() {
   return file;
 }
 
+// A fingerprint as a refusal shows it: "interface <the digest's first 16 hex digits>", followed
+// by the sizes when `with_sizes`; one not of this form (a module from before the interface
+// digest) as it is.
+std::string shown_fingerprint(const std::string& f, bool with_sizes) {
+  const std::string head = "nn-cuda-module 2 interface ";
+  const size_t abi = f.find(" abi ");
+  if (f.compare(0, head.size(), head) != 0 || abi == std::string::npos || abi < head.size())
+    return f;
+  const std::string digest = f.substr(head.size(), abi - head.size());
+  return "interface " + digest.substr(0, 16) + (with_sizes ? f.substr(abi) : "");
+}
+
+// The sizes of a fingerprint ("" when it has none).
+std::string sizes_of(const std::string& f) {
+  const size_t abi = f.find(" abi ");
+  return abi == std::string::npos ? "" : f.substr(abi);
+}
+
 struct Loaded {
   const CudaModule* module = nullptr;
   std::string why;
+  std::string path;  // where the loaded module is
 };
 
 Loaded load() {
@@ -76,13 +96,12 @@ Loaded load() {
     }
     static const CudaHost host{&current_allocation};
     const CudaModule* m = entry(&host);
-    if (!m || !m->fingerprint || cuda_module_fingerprint() != m->fingerprint) {
-      out.why = path + " is from another build (" + (m && m->fingerprint ? m->fingerprint : "?") +
-                "; this program: " + cuda_module_fingerprint() +
-                "); rebuild it with the tools (bash scripts/setup.sh nn_cuda)";
-      return out;
-    }
+    out.why = cuda_module_refusal(m ? m->fingerprint : nullptr, path);
+    if (!out.why.empty()) return out;
     out.module = m;
+    char* real = realpath(path.c_str(), nullptr);
+    out.path = real ? real : path;
+    std::free(real);
     return out;
   }
   out.why = !last_error.empty()
@@ -117,6 +136,22 @@ std::vector<std::string> cuda_module_candidates() {
 #endif
   out.push_back(kModuleFile);  // the loader's search path
   return out;
+}
+
+std::string cuda_module_refusal(const char* module_fingerprint, const std::string& path) {
+  const std::string ours = cuda_module_fingerprint();
+  if (module_fingerprint && ours == module_fingerprint) return "";
+  const std::string theirs = module_fingerprint ? module_fingerprint : "";
+  const std::string their_sizes = sizes_of(theirs);
+  const bool with_sizes = !their_sizes.empty() && their_sizes != sizes_of(ours);
+  return path + " is from another build (" +
+         (module_fingerprint ? shown_fingerprint(theirs, with_sizes) : "?") +
+         "; this program: " + shown_fingerprint(ours, with_sizes) +
+         "); rebuild it with the tools (bash scripts/setup.sh nn_cuda)";
+}
+
+std::string cuda_module_path() {
+  return loaded().path;
 }
 
 const CudaModule* cuda_module(std::string* why) {

@@ -7,7 +7,8 @@
 //
 // The module exports one C function, nn_cuda_module_v1(const CudaHost*), returning the table
 // below. Engine and module are compiled from the same tree by the same compiler, so the table
-// carries C++ types; a module from another build is refused by its ABI fingerprint. The module is
+// carries C++ types; a module from another build is refused by its fingerprint (a digest of the
+// interface headers, derived at build time: backend/cuda_module_fingerprint.h). The module is
 // linked with its own copies of the engine functions it calls, bound to themselves (-Bsymbolic:
 // no global object is constructed twice, whatever the program exports); state it must share with
 // the program comes through CudaHost.
@@ -26,20 +27,6 @@ namespace nn {
 
 class Communicator;
 
-// Changes whenever the table or the types it passes change layout. Internal linkage on purpose:
-// each side computes it from its own compilation (an exported function would be interposed by
-// the program's copy, and a stale module would always match).
-static inline std::string cuda_module_fingerprint() {
-  constexpr int kTableVersion = 1;
-  const size_t sizes[] = {sizeof(LossParams),   sizeof(OptimizerParams), sizeof(ActivationParams),
-                          sizeof(SparseView),   sizeof(TargetView),      sizeof(TopKFilter),
-                          sizeof(ConvGeometry), sizeof(BatchNormParams), sizeof(PoolParams),
-                          sizeof(LrnParams),    sizeof(std::string),     sizeof(void*)};
-  std::string f = "nn-cuda-module " + std::to_string(kTableVersion);
-  for (size_t s : sizes) f += " " + std::to_string(s);
-  return f;
-}
-
 // What the program lends the module.
 struct CudaHost {
   // The program's allocation context (core/allocation_context.h), for out-of-memory messages.
@@ -47,7 +34,8 @@ struct CudaHost {
 };
 
 struct CudaModule {
-  const char* fingerprint = nullptr;  // cuda_module_fingerprint() of the module's build
+  // cuda_module_fingerprint() of the module's build (backend/cuda_module_fingerprint.h).
+  const char* fingerprint = nullptr;
   int (*device_count)() noexcept = nullptr;
   std::string (*device_summary)() = nullptr;
   bool (*smoke_test)() noexcept = nullptr;
@@ -68,6 +56,15 @@ struct CudaModule {
 // module was not built or not found (the places looked in), it failed to load (the loader's
 // message), or it is from another build. Loads it on the first call; thread-safe.
 const CudaModule* cuda_module(std::string* why = nullptr);
+// The file cuda_module() loaded (its real path; "" when none was loaded or it was refused).
+std::string cuda_module_path();
+
+// Why cuda_module() refuses a module at `path` whose table carries `module_fingerprint` (null
+// when it carries none): "" when it is this program's fingerprint, else "<path> is from another
+// build (<its fingerprint>; this program: <ours>); rebuild it with the tools (bash
+// scripts/setup.sh nn_cuda)". The whole fingerprints are compared; the message shows each as the
+// interface digest's first 16 hex digits, with the sizes too when those differ.
+std::string cuda_module_refusal(const char* module_fingerprint, const std::string& path);
 
 // Where cuda_module() looks, in order: $NN_CUDA_MODULE when set (then only there), the directory
 // of the program or library holding the engine and its ../lib, the build tree's lib/, the

@@ -33,6 +33,7 @@ struct Flags {
   bool rank_input_items = false;
   bool stream = false, no_stream = false;
   bool profile = false;
+  bool devices = false;
   std::string trace;
   uint32_t trace_steps = 20;
   std::string tensorboard;
@@ -180,6 +181,9 @@ void define_flags(CLI::App& app, Flags& f) {
                  "CPU threads (default: the CPUs this process may use, shared among the ranks "
                  "of an mpirun job on this host)");
   app.add_flag("-q,--quiet", f.quiet, "print errors only");
+  app.add_flag("--devices", f.devices,
+               "print what this build and machine offer (CPU threads, the CUDA module and "
+               "devices, the CUDA paths' switches) and exit (docs/cuda-backend.md)");
   add_memory_limit_option(app, f.memory_limit);
   app.add_flag("--stream", f.stream,
                "read the training data in windows of examples on a reader thread, shuffled by "
@@ -501,6 +505,10 @@ int run(int argc, char** argv) {
                     rewrite_single_dash(argc, argv, {"alpha", "lambda", "lambda1", "mu", "mu1"}),
                     status))
     return status;
+  if (f.devices) {
+    for (const std::string& line : api::device_report()) std::printf("%s\n", line.c_str());
+    return 0;
+  }
 
   // One process per GPU: without --device (or a CDL Device key) a rank takes the device of its
   // node-local rank; under mpirun the ranks on a host share its CPUs (nn/process.h).

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -43,13 +44,15 @@ Batch make_batch(uint32_t seed) {
   return b;
 }
 
-// The model of kNet with the weights of a CPU model, on a probed CountingBackend.
-std::shared_ptr<Model> probed_model(const std::shared_ptr<test::CountingBackend::ThreadProbe>& p) {
+// The model of kNet with the weights of a CPU model, on a probed CountingBackend (named `name`).
+std::shared_ptr<Model> probed_model(const std::shared_ptr<test::CountingBackend::ThreadProbe>& p,
+                                    const std::string& name = "counting-cpu") {
   auto cpu =
       Model::from_json(kNet, {{"input", {kIn, 1, 1, true}}, {"output", {kOut}}}, 7, {"cpu", 1});
   const NetworkFile file = cpu->impl().net->to_file();
   auto backend = std::make_unique<test::CountingBackend>(true, 1);
   backend->probe = p;
+  backend->posed_name = name;
   return Model::Impl::create(std::move(backend), cpu->impl().net->spec(), cpu->impl().sparse_inputs,
                              &file, 7);
 }
@@ -113,6 +116,31 @@ TEST(EvaluatorThreads, TheProbeSeesThreadsThatShareABackend) {
   run_threads(model, batches);
   EXPECT_EQ(probe->peers.load(), 0);
   EXPECT_GT(probe->overlaps.load(), 0);
+}
+
+TEST(EvaluatorThreads, OnCudaWithoutPeersTheEvaluatorsTakeTurns) {
+  // CUDA without peer backends (their default until a GPU run passes them,
+  // backend/cuda_paths.h): the evaluators share the model's backend one at a time, with the
+  // answers of one evaluator alone.
+  const std::vector<Batch> batches = {make_batch(6), make_batch(7)};
+  auto probe = std::make_shared<test::CountingBackend::ThreadProbe>();
+  probe->give_peers = false;
+  auto model = probed_model(probe, "cuda");
+  std::vector<TopK> alone(batches.size());
+  {
+    Evaluator ev(model);
+    for (size_t b = 0; b < batches.size(); ++b)
+      ev.top_k(batches[b].input(), kK, "", nullptr, alone[b].index.data(), alone[b].score.data());
+  }
+  const auto results = run_threads(model, batches);
+  EXPECT_EQ(probe->peers.load(), 0);
+  EXPECT_EQ(probe->overlaps.load(), 0) << "two threads were inside one backend at once";
+  for (uint32_t t = 0; t < kThreads; ++t)
+    for (uint32_t r = 0; r < kRounds; ++r) {
+      const TopK& want = alone[(t + r) % batches.size()];
+      EXPECT_EQ(results[t][r].index, want.index) << "thread " << t << " round " << r;
+      EXPECT_EQ(results[t][r].score, want.score) << "thread " << t << " round " << r;
+    }
 }
 
 }  // namespace

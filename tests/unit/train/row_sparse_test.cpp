@@ -4,6 +4,7 @@
 // rounding for the rules caught up in closed form, through a mid-epoch stop and a resume), and
 // the lazy mode's documented semantics.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/counting_backend.h"
 #include "core/error.h"
 #include "core/stop_request.h"
 #include "data/batch.h"
@@ -80,8 +82,10 @@ struct Trained {
   std::vector<std::string> log;
 };
 
-Trained train(OptimizerKind kind, SparseUpdateMode mode, float lambda = 0.0f) {
-  Fixture f(kJson, catalog(), 7);
+// `backend`: the CPU backend when null.
+Trained train(OptimizerKind kind, SparseUpdateMode mode, float lambda = 0.0f,
+              std::unique_ptr<Backend> backend = nullptr) {
+  Fixture f(kJson, catalog(), 7, std::move(backend));
   Trained r;
   {
     TrainingLoop t(*f.net, f.bound, options(kind, mode, lambda),
@@ -122,6 +126,31 @@ TEST(RowSparseTraining, SgdAndAdaGradEqualTheDenseUpdateBitForBit) {
     EXPECT_EQ(rows.input_weights, dense.input_weights);
     EXPECT_EQ(rows.other_weights, dense.other_weights);
   }
+}
+
+// On CUDA the row kernels are opt-in until a GPU run passes them (backend/cuda_paths.h): Exact is
+// carried out as Dense (the same values) unless NN_CUDA_ROW_SPARSE=1; Lazy, asked by name, stays.
+TEST(RowSparseTraining, OnCudaExactRunsDenseUntilTheRowKernelsAreTurnedOn) {
+  auto posed_cuda = [] {
+    auto b = std::make_unique<CountingBackend>();
+    b->posed_name = "cuda";
+    return b;
+  };
+  unsetenv("NN_CUDA_ROW_SPARSE");
+  const Trained dense = train(OptimizerKind::SGD, SparseUpdateMode::Dense);
+  const Trained off = train(OptimizerKind::SGD, SparseUpdateMode::Exact, 0.0f, posed_cuda());
+  EXPECT_TRUE(logged(off,
+                     "dense updates of the sparse inputs' matrices: the CUDA backend's "
+                     "row-sparse kernels have not yet passed on a GPU (NN_CUDA_ROW_SPARSE=1"));
+  EXPECT_FALSE(logged(off, "row-sparse update of"));
+  EXPECT_EQ(off.input_weights, dense.input_weights);
+  const Trained lazy = train(OptimizerKind::SGD, SparseUpdateMode::Lazy, 0.0f, posed_cuda());
+  EXPECT_TRUE(logged(lazy, "row-sparse update of Hidden<-Input:weights (Lazy"));
+  setenv("NN_CUDA_ROW_SPARSE", "1", 1);
+  const Trained on = train(OptimizerKind::SGD, SparseUpdateMode::Exact, 0.0f, posed_cuda());
+  unsetenv("NN_CUDA_ROW_SPARSE");
+  EXPECT_TRUE(logged(on, "row-sparse update of Hidden<-Input:weights (Exact"));
+  EXPECT_EQ(on.input_weights, dense.input_weights);
 }
 
 TEST(RowSparseTraining, DecayingRulesCaughtUpEqualTheDenseUpdateToRounding) {

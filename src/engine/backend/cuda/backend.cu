@@ -15,6 +15,7 @@
 #include "backend/cuda/dense_lt.h"
 #include "backend/cuda/device_guard.h"
 #include "backend/cuda/step_graph.h"
+#include "backend/cuda_paths.h"
 #include "backend/math/loss_sums.h"
 #include "backend/math/reduce_math.h"
 #include "core/allocation_context.h"
@@ -77,15 +78,18 @@ CudaBackend::CudaBackend(int device, bool tf32, const cuda::CudnnSettings& cudnn
   NN_CUDA_CALL(cudaMemsetAsync(error_flag_, 0xff, sizeof(unsigned long long), stream_));
   for (Staging& st : staging_)
     NN_CUDA_CALL(cudaEventCreateWithFlags(&st.done, cudaEventDisableTiming));
-  const char* epilogue = std::getenv("NN_CUDA_BIAS_EPILOGUE");
-  bias_epilogue_ = !(epilogue && std::strcmp(epilogue, "0") == 0);
-  const char* side = std::getenv("NN_CUDA_SIDE_UPLOADS");
-  side_enabled_ = !(side && std::strcmp(side, "0") == 0);
-  // Rows of 8 floats: 32 bytes, so the FP32 rows and their BF16 copies (16 bytes) are aligned
-  // for cuBLAS's tensor-core kernels (backend.h, "padded rows").
-  set_row_alignment(row_alignment_from_env("NN_CUDA_ROW_ALIGN", kRowAlignment));
-  const char* graphs = std::getenv("NN_CUDA_GRAPHS");
-  graphs_enabled_ = graphs && std::strcmp(graphs, "1") == 0;
+  // The paths that have not yet passed on a GPU are off unless their switch turns them on
+  // (backend/cuda_paths.h).
+  bias_epilogue_ = cuda_path_on(CudaPath::BiasEpilogue);
+  side_enabled_ = cuda_path_on(CudaPath::SideUploads);
+  multi_tensor_ = cuda_path_on(CudaPath::MultiTensorOptimizer);
+  sync_free_loss_ = cuda_path_on(CudaPath::SyncFreeSparseLoss);
+  presorted_ = cuda_path_on(CudaPath::PresortedTargets);
+  peers_ = cuda_path_on(CudaPath::PeerBackends);
+  // Padded rows: 8 floats are 32 bytes, so the FP32 rows and their BF16 copies (16 bytes) are
+  // aligned for cuBLAS's tensor-core kernels (backend.h, "padded rows").
+  set_row_alignment(cuda_row_alignment_setting());
+  graphs_enabled_ = cuda_path_on(CudaPath::Graphs);
   if (graphs_enabled_) {
     // cuBLAS would otherwise allocate a workspace of its own inside a capture (older releases
     // one per captured graph); the size is its default on Hopper.
@@ -331,6 +335,9 @@ void CudaBackend::check_data_errors() {
 
 std::unique_ptr<Backend> CudaBackend::make_peer() {
   const cuda::DeviceGuard guard(device_);
+  // Without peers (the default until a GPU run passes them) evaluators share this backend and
+  // take turns (api/evaluator.cpp).
+  if (!peers_) return nullptr;
   // Everything this backend's stream was asked to write is in device memory before the peer's
   // stream, which knows nothing of this one, reads it.
   const CaptureBreak pause(*this, "making a peer backend");
@@ -413,6 +420,7 @@ void CudaBackend::end_side_uploads() {
 std::vector<std::string> CudaBackend::path_notes() const {
   const cuda::DeviceGuard guard(device_);  // (touches nothing on the device; every entry has one)
   std::vector<std::string> notes{lt_note()};
+  for (std::string& line : cuda_untried_paths_on()) notes.push_back(std::move(line));
   if (graphs_) {
     for (std::string& line : graphs_->notes()) notes.push_back(std::move(line));
   }

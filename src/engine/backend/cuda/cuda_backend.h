@@ -264,6 +264,8 @@ class CudaBackend final : public Backend {
   // order) and thrown as DataError by the next call that waits for the stream. A launcher that
   // may raise one first says how to word it: "<prefix><row>: index <index><suffix>".
   unsigned long long* error_flag() const { return error_flag_; }
+  // Sparse targets whose rows the host found ascending skip the sort (backend/cuda_paths.h).
+  bool presorted_targets() const { return presorted_; }
   void arm_data_error(std::string prefix, std::string suffix);
   void check_data_errors();
   // Sums `count` doubles on the device in a fixed order into *out (device): in parallel over
@@ -329,11 +331,15 @@ class CudaBackend final : public Backend {
   uint64_t next_mark_ = 1;
   cudaEvent_t side_done_ = nullptr;
   bool side_active_ = false;
-  bool side_enabled_ = true;  // NN_CUDA_SIDE_UPLOADS=0: every upload on stream_
+  bool side_enabled_ = false;  // uploads beside the stream (off: every upload on stream_)
   std::unique_ptr<cuda::StepGraphs> graphs_;
   void* blas_workspace_ = nullptr;
-  bool bias_epilogue_ = true;                   // NN_CUDA_BIAS_EPILOGUE=0 turns it off
-  static constexpr uint32_t kRowAlignment = 8;  // the default row_alignment()
+  // The opt-in paths (backend/cuda_paths.h), read once at construction; a peer has its owner's.
+  bool bias_epilogue_ = false;   // z = xW + b through cuBLASLt's bias epilogue
+  bool multi_tensor_ = false;    // optimizer_step_multi in one launch
+  bool sync_free_loss_ = false;  // output_delta does not wait for sparse targets
+  bool presorted_ = false;       // ascending sparse target rows skip the sort
+  bool peers_ = false;           // make_peer gives a peer (else null: evaluators take turns)
   // optimizer_step_multi's device table (tensors, then chunks) and the tensors it was built for.
   std::vector<OptimizerTensor> multi_tensors_;
   void* multi_table_ = nullptr;

@@ -300,7 +300,7 @@ static void launch_loss(CudaBackend& b, const LossParams& p, const float* a, con
     const uint64_t nnz = b.nnz_of(sp);
     g.row_ptr = sp.row_ptr;
     g.value = sp.value;
-    if (nnz > 0 && sp.rows_sorted) {
+    if (nnz > 0 && sp.rows_sorted && b.presorted_targets()) {
       // The host found every row ascending: entry order is (row, index) order, no sort.
       g.sorted_index = sp.index;
       g.sorted_entry = nullptr;
@@ -330,9 +330,12 @@ void CudaBackend::output_delta(const LossParams& p, const float* a, const Target
   const cuda::DeviceGuard guard(device_);
   if (rows == 0 || cols == 0) return;
   launch_loss(*this, p, a, t, rows, cols, delta);
-  // No synchronisation inside a training step: the training loop refuses a bad sparse target
-  // index on the host before uploading it (TargetBuffer::load_sparse); the kernel's error flag
-  // stays armed for other callers and is reported at the stream's next synchronisation.
+  // With the sync-free path no synchronisation inside a training step: the training loop
+  // refuses a bad sparse target index on the host before uploading it
+  // (TargetBuffer::load_sparse); the kernel's error flag stays armed for other callers and is
+  // reported at the stream's next synchronisation. Without it (the default until a GPU run
+  // passes it) a bad index is a data error the caller sees now, as on the CPU.
+  if (t.sparse && !sync_free_loss_) synchronize();
 }
 
 double CudaBackend::loss_and_delta(const LossParams& p, const float* a, const TargetView& t,

@@ -122,6 +122,8 @@ bool same_tensors(const std::vector<OptimizerTensor>& a, const OptimizerTensor* 
 void CudaBackend::optimizer_step_multi(const OptimizerParams& p, const OptimizerTensor* tensors,
                                        size_t count) {
   const cuda::DeviceGuard guard(device_);
+  // Off (the default until a GPU run passes it): one optimizer_step launch per tensor.
+  if (!multi_tensor_) return Backend::optimizer_step_multi(p, tensors, count);
   const int states = optimizer_state_count(p.kind);
   for (size_t i = 0; i < count; ++i) {
     NN_CHECK(states < 1 || tensors[i].n == 0 || tensors[i].state0 != nullptr,

@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_backend.h"
 #include "backend/cuda/cuda_factory.h"
 #include "backend/cuda_module.h"
+#include "backend/cuda_module_fingerprint.h"
 #include "core/allocation_context.h"
 #include "core/error.h"
 #ifdef NN_HAVE_NCCL
