@@ -228,7 +228,7 @@ def validation_step(session):
 
     def run(ctx):
         s = session
-        valid = ["--validation", "valid-input.nc", "valid-output.nc", "-e", "3"]
+        valid = ["--validation", "valid-input.nc", "valid-output.nc"]
         if not s.recommender_data(ctx):
             for v in ("validation_topk_padded", "sampled_cuda_vs_cpu"):
                 ctx.result(v, FAIL, "no data")

@@ -10,6 +10,7 @@ Every nn-bench-autoencoder JSON line carries its per-epoch losses and the opt-in
 with ("opt_in"); every line of bench.jsonl gets the card, the commit and the date."""
 
 import datetime
+import glob
 import json
 import os
 import re
@@ -51,8 +52,9 @@ class Bench:
     def run_nn(self, ctx, shape, label, precision="fp32", env=None, extra=(), timeout=60):
         """One nn-bench-autoencoder run; returns (exit status, its record or None)."""
         log = f"bench-{shape}-{label}"
+        epochs = 1 if "--profile" in extra else self.epochs
         rc = ctx.run([self.s.tool("nn-bench-autoencoder"), "--hidden", shape, "--batches",
-                      str(self.batches), "--epochs", str(self.epochs), "--optimizer", "RMSProp",
+                      str(self.batches), "--epochs", str(epochs), "--optimizer", "RMSProp",
                       "--precision", precision, "--backend", "cuda", "--device",
                       str(self.s.device)] + list(extra), log, env=env, timeout=timeout)
         recs = self.records(ctx.text(log))
@@ -69,6 +71,7 @@ def bench_step(bench):
     FP32's (TF32 within 1e-2 relative, BF16 within 3e-2)."""
 
     def run(ctx):
+        open(bench.jsonl, "a").close()  # bench.jsonl is always there, empty or not
         notes, status = [], PASS
         for shape in SHAPES:
             for math in ("fp32", "tf32", "bf16"):
@@ -147,7 +150,8 @@ def paths_bench_step(bench):
     show that the path ran. One verdict per path, both shapes."""
 
     def verdicts_of(session):
-        return [f"bench_{r['name'].replace('-', '_')}" for r in session.paths.opt_in()]
+        return [f"bench_{r['name'].replace('-', '_')}" for r in session.paths.opt_in()] + \
+            ["bench_all_on"]
 
     def run(ctx):
         s = bench.s
@@ -202,7 +206,7 @@ def profile_step(bench):
     def run(ctx):
         notes, status = [], PASS
         for shape in SHAPES:
-            rc, rec = bench.run_nn(ctx, shape, "profile", extra=["--profile", "--epochs", "1"])
+            rc, rec = bench.run_nn(ctx, shape, "profile", extra=["--profile"])
             text = ctx.text(f"bench-{shape}-profile")
             table = [l for l in text.splitlines() if l.startswith("profile")]
             if rc != 0:
@@ -232,6 +236,10 @@ def sampled_step(session):
                       "Popularity"], "sampled",
                      env={"NN_TOOLS": s.layout.bin, "NN_BENCH_BACKEND": "cuda",
                           "NN_BENCH_DIR": os.path.join(s.check.work, "sampled")})
+        if rc != 0:  # the tools' own messages are in the benchmark's folder
+            for log in sorted(glob.glob(os.path.join(s.check.work, "sampled", "*", "*.log"))):
+                with open(log, errors="replace") as f, open(ctx.log("sampled"), "a") as out:
+                    out.write(f"\n== {os.path.basename(log)}\n" + f.read()[-3000:])
         text = ctx.text("sampled")
         rates = dict(re.findall(r"^(full|sampled) +best epoch.* (\d+) examples/s", text, re.M))
         ctx.block("\n".join(l for l in text.splitlines()

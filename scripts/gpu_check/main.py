@@ -174,7 +174,8 @@ def main(argv):
         check.say(f"# GPU check, call {args.call}: {title} "
                   f"({datetime.datetime.utcnow().strftime('%Y-%m-%d %H:%M UTC')})")
         check.say("")
-        check.say("Bundle: " + "; ".join(layout.bundle_text.split()) if layout.bundle_text
+        check.say("Bundle: " + "; ".join(layout.bundle_text.strip().splitlines())
+                  if layout.bundle_text
                   else f"Build: commit {layout.commit}")
         check.say(f"Budget: {budget} s{' (simulated: each step charged its estimate)' if args.simulate else ''}; "
                   f"library folders added: {':'.join(folders) or '(none)'}"

@@ -130,6 +130,10 @@ class Check:
             except Exception:  # the check's own fault: every verdict not yet given fails
                 with open(os.path.join(self.logs, f"step-{step.name}.error"), "w") as f:
                     f.write(traceback.format_exc())
+                self.failed = True
+                self.say(f"- the check's step {step.name} raised "
+                         f"{traceback.format_exc().strip().splitlines()[-1]} "
+                         f"(logs/step-{step.name}.error)")
                 for v in step.verdicts:
                     if v not in ctx.given:
                         ctx.given.add(v)

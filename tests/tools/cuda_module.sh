@@ -3,7 +3,7 @@
 # link no CUDA library and stay small in memory; a CPU or "auto" run on a machine without NVIDIA's
 # driver never opens the module; "cuda" says why it cannot run (no driver, module missing, module
 # broken, module from another build); the module is self-contained (no undefined symbols, no
-# MPI/NetCDF of its own).
+# MPI/NetCDF of its own); nn-train --devices says where it is and lists the CUDA paths' switches.
 # Usage: cuda_module.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
@@ -79,4 +79,16 @@ NN_CUDA_MODULE=$stale expect_status 1 "${args[@]}" --backend cuda
 digest='interface [0-9a-f]{16}'
 refused="$stale is from another build \\($digest; this program: $digest\\); rebuild it with the tools"
 grep -Eq "$refused \\(bash scripts/setup.sh nn_cuda\\)" err.txt || fail "stale module: $(cat err.txt)"
+# 6. nn-train --devices: where the module was found (its real path), or why CUDA is not
+# available, and the CUDA path table (docs/cuda-backend.md), every path off by default until a
+# GPU run has passed it.
+NN_CUDA_MODULE=$module "$tools/nn-train" --devices >devices.txt 2>&1 || fail "--devices: $(cat devices.txt)"
+grep -q "^cpu: [0-9]* threads" devices.txt || fail "--devices: no cpu line: $(cat devices.txt)"
+grep -qx "cuda module: $(realpath "$module")" devices.txt || fail "--devices: $(cat devices.txt)"
+paths=$(grep -c '^cuda path: [a-z-]* NN_CUDA_[A-Z_]* on=[0-9]* off=[0-9]* default=o[nf]f* passed=' devices.txt)
+((paths >= 9)) || fail "--devices: $paths path lines: $(cat devices.txt)"
+if grep '^cuda path: .* default=on passed=never' devices.txt; then fail "a path on by default that never passed"; fi
+NN_CUDA_MODULE=$stale "$tools/nn-train" --devices >devices.txt 2>&1 || fail "--devices (stale): $(cat devices.txt)"
+grep -q "^cuda: not available: $stale is from another build" devices.txt ||
+  fail "--devices with a stale module: $(cat devices.txt)"
 echo "cuda_module: all checks passed"
