@@ -366,13 +366,15 @@ def serve_step(session):
                               os.path.join(s.layout.root, "scripts", "gpu_serve_check.py"),
                               str(ref), str(port), bodies, "--clients", "32", "--rounds", "3"],
                              f"serve-check-{name}", timeout=60)
-                if s.layout.has("nn-bench-serve-load"):
-                    ctx.run([s.tool("nn-bench-serve-load"), "--port", str(port), "--bodies",
-                             bodies, "--clients", "32", "--requests", "20000", "--seconds", "5"],
-                            f"serve-check-{name}", timeout=30)
+                load = 0
+                if s.layout.has("nn-bench-serve-load"):  # then its throughput, which must end
+                    load = ctx.run([s.tool("nn-bench-serve-load"), "--port", str(port),
+                                    "--bodies", bodies, "--clients", "32", "--requests", "20000",
+                                    "--seconds", "5"], f"serve-check-{name}", timeout=30)
                 ctx.block(ctx.text(f"serve-check-{name}")[-1500:])
-                ctx.result(verdict, PASS if rc == 0 else FAIL,
-                           "32 concurrent clients, answers equal to the CPU server's")
+                ctx.result(verdict, PASS if rc == 0 and load == 0 else FAIL,
+                           "32 concurrent clients, answers equal to the CPU server's"
+                           + (f"; nn-bench-serve-load exit {load}" if load else ""))
         finally:
             for p in servers:
                 p.terminate()

@@ -82,28 +82,38 @@ std::vector<std::vector<TopK>> run_threads(const std::shared_ptr<Model>& model,
   return results;
 }
 
+// The answers one evaluator gives, alone.
+std::vector<TopK> answers_alone(const std::shared_ptr<Model>& model,
+                                const std::vector<Batch>& batches) {
+  std::vector<TopK> alone(batches.size());
+  Evaluator ev(model);
+  for (size_t b = 0; b < batches.size(); ++b)
+    ev.top_k(batches[b].input(), kK, "", nullptr, alone[b].index.data(), alone[b].score.data());
+  return alone;
+}
+
+// Every thread's every round answered as one evaluator alone answers its batch.
+void expect_answers_of_one_evaluator(const std::vector<std::vector<TopK>>& results,
+                                     const std::vector<TopK>& alone, size_t batches) {
+  for (uint32_t t = 0; t < kThreads; ++t)
+    for (uint32_t r = 0; r < kRounds; ++r) {
+      const TopK& want = alone[(t + r) % batches];
+      EXPECT_EQ(results[t][r].index, want.index) << "thread " << t << " round " << r;
+      EXPECT_EQ(results[t][r].score, want.score) << "thread " << t << " round " << r;
+    }
+}
+
 TEST(EvaluatorThreads, EachEvaluatorRunsOnAPeerWhereTheBackendCannotBeShared) {
   const std::vector<Batch> batches = {make_batch(1), make_batch(2), make_batch(3)};
   auto probe = std::make_shared<test::CountingBackend::ThreadProbe>();
   auto model = probed_model(probe);
-  // The answers one evaluator gives, alone.
-  std::vector<TopK> alone(batches.size());
-  {
-    Evaluator ev(model);
-    for (size_t b = 0; b < batches.size(); ++b)
-      ev.top_k(batches[b].input(), kK, "", nullptr, alone[b].index.data(), alone[b].score.data());
-  }
+  const std::vector<TopK> alone = answers_alone(model, batches);
   probe->overlaps = 0;
   probe->peers = 0;
   const auto results = run_threads(model, batches);
   EXPECT_EQ(probe->peers.load(), int(kThreads));
   EXPECT_EQ(probe->overlaps.load(), 0) << "two threads were inside one backend at once";
-  for (uint32_t t = 0; t < kThreads; ++t)
-    for (uint32_t r = 0; r < kRounds; ++r) {
-      const TopK& want = alone[(t + r) % batches.size()];
-      EXPECT_EQ(results[t][r].index, want.index) << "thread " << t << " round " << r;
-      EXPECT_EQ(results[t][r].score, want.score) << "thread " << t << " round " << r;
-    }
+  expect_answers_of_one_evaluator(results, alone, batches.size());
 }
 
 TEST(EvaluatorThreads, TheProbeSeesThreadsThatShareABackend) {
@@ -126,21 +136,11 @@ TEST(EvaluatorThreads, OnCudaWithoutPeersTheEvaluatorsTakeTurns) {
   auto probe = std::make_shared<test::CountingBackend::ThreadProbe>();
   probe->give_peers = false;
   auto model = probed_model(probe, "cuda");
-  std::vector<TopK> alone(batches.size());
-  {
-    Evaluator ev(model);
-    for (size_t b = 0; b < batches.size(); ++b)
-      ev.top_k(batches[b].input(), kK, "", nullptr, alone[b].index.data(), alone[b].score.data());
-  }
+  const std::vector<TopK> alone = answers_alone(model, batches);
   const auto results = run_threads(model, batches);
   EXPECT_EQ(probe->peers.load(), 0);
   EXPECT_EQ(probe->overlaps.load(), 0) << "two threads were inside one backend at once";
-  for (uint32_t t = 0; t < kThreads; ++t)
-    for (uint32_t r = 0; r < kRounds; ++r) {
-      const TopK& want = alone[(t + r) % batches.size()];
-      EXPECT_EQ(results[t][r].index, want.index) << "thread " << t << " round " << r;
-      EXPECT_EQ(results[t][r].score, want.score) << "thread " << t << " round " << r;
-    }
+  expect_answers_of_one_evaluator(results, alone, batches.size());
 }
 
 }  // namespace
