@@ -178,7 +178,7 @@ int main(int argc, char** argv) {
       losses += (losses.empty() ? "" : ", ") + format("%.9g", r.loss);
     if (be->name() == "cuda")
       for (const CudaPathInfo& p : cuda_paths())
-        if (cuda_path_on(p.path))
+        if (!p.on_by_default && cuda_path_on(p.path))
           opt_in += (opt_in.empty() ? "\"" : ", \"") + std::string(p.name) + "\"";
     std::printf(
         "{\"engine\": \"nn\", \"mode\": \"train-step\", \"shape\": \"ml20m-%s\", "
@@ -189,14 +189,15 @@ int main(int argc, char** argv) {
         "\"gflops\": %.1f, \"gemm_peak_gflops\": %.1f, \"bandwidth_gbs\": %.1f, "
         "\"timed_epochs\": %u, \"batches_per_epoch\": %u, \"cuda_graphs\": %s, "
         "\"graph_steps\": %llu, \"padded_rows\": %s, \"output_stride\": %u, \"opt_in\": [%s], "
-        "\"losses\": [%s]}\n",
+        "\"row_sparse\": %s, \"losses\": [%s]}\n",
         hidden.c_str(), be->name().c_str(), hidden.c_str(), to_string(options.optimizer.kind),
         to_string(options.sparse_update), batch, items, mean_nnz, math.c_str(), median, ms.front(),
         median * batches_per_epoch / 1e3, floor_ms, floor_ms / median, flops / 1e9,
         flops / 1e9 / (median / 1e3), floor.peaks.tensor_flops / 1e9, floor.peaks.bytes_per_s / 1e9,
         epochs, batches, loop.graph_steps() > 0 ? "true" : "false",
         static_cast<unsigned long long>(loop.graph_steps()), output.padded() ? "true" : "false",
-        output.stride(), opt_in.c_str(), losses.c_str());
+        output.stride(), opt_in.c_str(), loop.row_sparse_updates() ? "true" : "false",
+        losses.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nn-bench-autoencoder: error: %s\n", e.what());
     return 1;

@@ -139,7 +139,7 @@ def path_shows(name, rec):
     if name == "padded-rows":
         return rec.get("padded_rows") is True, "the output layer was not padded"
     if name == "row-sparse-updates":
-        return rec.get("sparse_update") == "Exact", "not the Exact row-sparse update"
+        return rec.get("row_sparse") is True, "the input matrix was not updated row by row"
     return True, ""
 
 

@@ -195,6 +195,9 @@ class TrainingLoop {
   uint64_t restored_epoch() const { return restored_epoch_; }
   // Steps recorded as CUDA graphs so far (Backend::begin_step_graph; 0 on the CPU backend).
   uint64_t graph_steps() const { return graph_steps_; }
+  // Whether some sparse input's matrix is updated row by row (train/row_sparse.h): the mode
+  // asked for may have been carried out densely (WeightNorm, decay, or CUDA's row kernels off).
+  bool row_sparse_updates() const { return row_sparse_ != nullptr; }
   const std::string& stop_reason() const { return stop_reason_; }
   // The floor of one full minibatch's step as this loop runs it (its layers, rows per rank,
   // optimizer, row-sparse updates, precision), with the peaks measured now on the network's
