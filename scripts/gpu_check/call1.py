@@ -611,7 +611,8 @@ def steps(session):
                    "nn_backend_tests */cuda*, default paths", 40, 120),
         opt_in_tests_step(s),
         gtest_step(s, "host", "nn_backend_tests",
-                   "HostKernelMath.*:CudaProbe.*:MakeBackend.*:CudnnHost.*:CudaPaths.*",
+                   "HostKernelMath.*:CudaProbe.*:MakeBackend.*:CudnnHost.*:CudaPaths.*"
+                   ":CudaModuleContract.*",
                    "host_kernel_math", "HostKernelMath, CudaProbe, MakeBackend, CudnnHost, "
                    "CudaPaths", 5, 30),
         train_step(s),

@@ -114,6 +114,9 @@ std::vector<std::vector<std::string>> docs_rows() {
 }
 
 TEST_F(CudaPaths, TheDocsTableIsTheCodesTable) {
+  // A test binary carried away from its tree (the GPU bundle) has no docs beside it.
+  if (!std::ifstream(std::string(NN_SOURCE_DIR) + "/docs/cuda-backend.md"))
+    GTEST_SKIP() << "no docs/cuda-backend.md under " << NN_SOURCE_DIR;
   const auto rows = docs_rows();
   ASSERT_EQ(rows.size(), cuda_paths().size())
       << "docs/cuda-backend.md, \"Paths and their switches\"";
