@@ -135,7 +135,7 @@ void predict_with_link(const TrainJob& job, const LoadedModel& m, NetworkParalle
     in.shapes = layer_shapes(net, input_nnz);
     for (LayerShape& shape : in.shapes) {
       const auto t = touched.find(shape.name);
-      if (t == touched.end()) continue;
+      if (t == touched.end() || !row_sparse_on(net.backend(), update)) continue;
       shape.touched_rows = t->second;
       shape.row_sparse_update = true;
     }

@@ -53,14 +53,19 @@ std::string dense_reason(const Connection& c, const OptimizerSettings& o, Sparse
 
 }  // namespace
 
+bool row_sparse_on(const Backend& backend, SparseUpdateMode mode) {
+  if (mode == SparseUpdateMode::Dense) return false;
+  // Exact gives the dense update's values, so the dense kernels that passed on a GPU are used
+  // until the row kernels have.
+  return mode == SparseUpdateMode::Lazy || backend.name() != "cuda" ||
+         cuda_path_on(CudaPath::RowSparseUpdates);
+}
+
 std::unique_ptr<RowSparseUpdates> RowSparseUpdates::create(
     Network& net, const BoundData& data, Optimizer& optimizer, SparseUpdateMode mode,
     const std::function<bool(const Parameter*)>& excluded, std::vector<std::string>& notes) {
   if (mode == SparseUpdateMode::Dense) return nullptr;
-  if (mode == SparseUpdateMode::Exact && net.backend().name() == "cuda" &&
-      !cuda_path_on(CudaPath::RowSparseUpdates)) {
-    // Exact gives the dense update's values, so the dense kernels that passed on a GPU are
-    // used until the row kernels have (backend/cuda_paths.h). Lazy, asked for by name, is kept.
+  if (!row_sparse_on(net.backend(), mode)) {
     notes.push_back(std::string("dense updates of the sparse inputs' matrices: the CUDA "
                                 "backend's row-sparse kernels have not yet passed on a GPU (") +
                     cuda_path_info(CudaPath::RowSparseUpdates).variable + "=1 turns them on)");

@@ -50,6 +50,11 @@ const char* to_string(SparseUpdateMode m);
 // From those names (case-insensitive); throws ConfigError naming the choices.
 SparseUpdateMode sparse_update_mode(const std::string& name);
 
+// Whether `backend` carries out `mode` row by row: Exact on CUDA only when its row kernels are
+// turned on (backend/cuda_paths.h: dense updates give the same values until a GPU run passes
+// them); Lazy, asked for by name, everywhere; Dense never.
+bool row_sparse_on(const Backend& backend, SparseUpdateMode mode);
+
 class RowSparseUpdates {
  public:
   // The matrices that qualify get row-sparse gradients (their dense gradient's memory is
