@@ -21,7 +21,8 @@ import time
 import compare
 import data
 import environment
-from runner import FAIL, NO_DEVICE, NOT_RUN, PASS, Step, gtest_status, gtest_summary, tool_status
+from runner import (FAIL, NO_DEVICE, NOT_RUN, PASS, Step, gtest_status, gtest_summary, tool_status,
+                    worst)
 
 # The tests of the kernels added since the last GPU run (nn_backend_tests), run with every
 # opt-in path on, and under compute-sanitizer.
@@ -66,10 +67,7 @@ def opt_in_tests_step(session):
             text = ctx.text(f"opt-in-{binary}")
             ctx.block(f"{binary}:\n" + gtest_summary(text, 6))
             statuses.append(gtest_status(text, rc))
-        # nn_cuda_tests may have no test of a filter's names: only its backend half must pass.
-        status = statuses[0] if statuses[0] != PASS else (
-            PASS if statuses[1] in (PASS,) else statuses[1])
-        ctx.result("opt_in_kernel_tests", status,
+        ctx.result("opt_in_kernel_tests", worst(statuses),
                    "every opt-in path on: " + " ".join(f"{k}={v}" for k, v in env.items()))
     return Step("opt_in_tests", 25, 90, run, ["opt_in_kernel_tests"])
 
@@ -250,7 +248,9 @@ def validation_step(session):
 
 
 def judge_validation(ctx, s, verdict, rcs, ref, name, tol_loss, tol_metric, must_say, note):
-    if rcs[0] != 0 or rcs[1] != 0:
+    if rcs[0] != 0:  # the reference itself failed: that is no matter of the device
+        return ctx.result(verdict, FAIL, f"the CPU run exited {rcs[0]} (logs/train-{ref}.log)")
+    if rcs[1] != 0:
         return ctx.result(verdict, tool_status(ctx.text(f"train-{name}"), rcs[1] or 1),
                           f"nn-train exit cpu {rcs[0]}, cuda {rcs[1]}")
     if must_say and must_say not in ctx.text(f"train-{name}"):
@@ -284,7 +284,9 @@ def dense_targets_step(session):
                                  "--checkpoint-interval", "0", "--backend", be, "--device",
                                  str(s.device)], f"dense-{name}", env=env, cwd=folder, timeout=60)
         text = ctx.text("dense-cuda")
-        if rcs["cpu"] or rcs["cuda"]:
+        if rcs["cpu"]:
+            return ctx.result("dense_targets_padded", FAIL, f"the CPU run exited {rcs['cpu']}")
+        if rcs["cuda"]:
             return ctx.result("dense_targets_padded", tool_status(text, rcs["cuda"] or 1),
                               f"nn-train exit cpu {rcs['cpu']}, cuda {rcs['cuda']}")
         if "rows of 4000 floats" not in text:
@@ -445,9 +447,7 @@ def sanitizer_step(session, tool):
                 statuses.append(FAIL)
                 notes.append(f"{binary}: " + ("no findings, but tests failed under it"
                                               if clean else f"exit {rc}"))
-        status = FAIL if FAIL in statuses else NOT_RUN if NOT_RUN in statuses else (
-            NO_DEVICE if NO_DEVICE in statuses else PASS)
-        ctx.result(verdict, status, "; ".join(notes))
+        ctx.result(verdict, worst(statuses), "; ".join(notes))
     return Step(f"sanitizer_{tool}", estimate, limit, run, [verdict])
 
 

@@ -18,7 +18,7 @@ import sys
 
 import compare
 import environment
-from runner import FAIL, NO_DEVICE, NOT_RUN, PASS, Step, tool_status
+from runner import FAIL, NO_DEVICE, NOT_RUN, PASS, Step, tool_status, worst
 
 SHAPES = ("128", "1024x3")
 
@@ -79,7 +79,7 @@ def bench_step(bench):
                                        env={"NN_CUDA_TF32": "1" if math == "tf32" else "0"})
                 if rec is None:
                     st = tool_status(ctx.text(f"bench-{shape}-{math}"), rc or 1)
-                    status = FAIL if FAIL in (st, status) else st
+                    status = worst([st, status])
                     notes.append(f"{shape} {math}: exit {rc}")
                     continue
                 notes.append(f"{shape} {math} {rec['ms_per_batch']:.3f} ms")
@@ -189,10 +189,8 @@ def paths_bench_step(bench):
                                       f"{shape}: {rec['ms_per_batch']:.3f} ms, {speed:.2f}x the "
                                       f"plain run" + ("" if ok else ", losses off")))
         for name, parts in results.items():
-            statuses = [p[0] for p in parts]
-            status = FAIL if FAIL in statuses else NO_DEVICE if NO_DEVICE in statuses else (
-                NOT_RUN if NOT_RUN in statuses else PASS)
-            ctx.result(f"bench_{name.replace('-', '_')}", status, "; ".join(p[1] for p in parts))
+            ctx.result(f"bench_{name.replace('-', '_')}", worst([p[0] for p in parts]),
+                       "; ".join(p[1] for p in parts))
     step = Step("bench_paths", 80, 180, run, [])
     # The verdicts follow the binaries' path table, known after the first step.
     step.verdicts_of = lambda: verdicts_of(bench.s)
@@ -211,7 +209,7 @@ def profile_step(bench):
             table = [l for l in text.splitlines() if l.startswith("profile")]
             if rc != 0:
                 st = tool_status(text, rc)
-                status = FAIL if FAIL in (st, status) else st
+                status = worst([st, status])
                 notes.append(f"{shape}: exit {rc}")
             elif len(table) < 5:
                 status = FAIL

@@ -231,6 +231,14 @@ def kill_group(p):
             continue
 
 
+def worst(statuses):
+    """The verdict of several runs: FAIL over NOT-RUN over NO-DEVICE over PASS."""
+    for s in (FAIL, NOT_RUN, NO_DEVICE):
+        if s in statuses:
+            return s
+    return PASS
+
+
 def no_device(text):
     return any(m in text for m in NO_DEVICE_MARKERS)
 
