@@ -143,10 +143,14 @@ def preflight_step(session, card_file_writer):
                      env={"NN_CUDA_MODULE": None})
         found = ctx.text("devices")
         ctx.block(found)
-        if not environment.has_driver():
-            ctx.result("module_found", NO_DEVICE, "no NVIDIA driver: the default search loads "
-                       "nothing (the forced load above is the rehearsal's proof)")
-        elif rc == 0 and re.search(r"^cuda:\d+ ", found, re.M) and "cuda module: /" in found:
+        beside = f"cuda module: {os.path.realpath(layout.module)}" in found
+        if not beside:
+            ctx.result("module_found", FAIL, "without NN_CUDA_MODULE the bundle's module was not "
+                       "the one found: " + (found.strip().splitlines() or ["no output"])[-1])
+        elif not environment.has_driver():
+            ctx.result("module_found", NO_DEVICE, "found beside the program (bin/../lib) without "
+                       "NN_CUDA_MODULE; no NVIDIA driver to list a device")
+        elif rc == 0 and re.search(r"^cuda:\d+ ", found, re.M):
             ctx.result("module_found", PASS, "bin/../lib/libnn_cuda.so found without "
                        "NN_CUDA_MODULE; a device listed")
         else:
