@@ -21,6 +21,7 @@ import time
 import compare
 import data
 import environment
+from shared import judge_run
 from runner import (FAIL, NO_DEVICE, NOT_RUN, PASS, Step, gtest_status, gtest_summary, tool_status,
                     worst)
 
@@ -566,16 +567,8 @@ def cnn_step(session):
                             str(s.device)], f"cnn-{name}", env=env, cwd=cnn, timeout=60)
 
         def judge(verdict, rc, name, ref, tol1, toln, note, must_say=None):
-            text = ctx.text(f"cnn-{name}")
-            if rc != 0:
-                return ctx.result(verdict, tool_status(text, rc), f"nn-train exit {rc}")
-            if must_say and must_say not in text:
-                return ctx.result(verdict, FAIL, f"the log does not say \"{must_say}\"")
-            ok, table = compare.compare_epoch_files(os.path.join(cnn, f"net-{ref}.epochs.jsonl"),
-                                                    os.path.join(cnn, f"net-{name}.epochs.jsonl"),
-                                                    tol1, toln, (ref, name))
-            ctx.block(table)
-            ctx.result(verdict, PASS if ok else FAIL, note)
+            judge_run(ctx, verdict, rc, f"cnn-{name}", cnn, name, ref, tol1, toln, note, must_say,
+                      missing_reference=FAIL)
 
         rc_cpu = train("cpu", "cpu", None)
         rc = train("cuda", "cuda", {"NN_CUDNN_ALGO": "deterministic"})

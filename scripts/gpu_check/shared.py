@@ -67,26 +67,34 @@ class Session:
     def epochs_file(self, name):
         return os.path.join(self.data, f"net-{name}.epochs.jsonl")
 
-    def against(self, ctx, verdict, rc, name, reference, tol1, toln, note, must_say=None,
-                must_not_say=None):
-        """Verdict `verdict` for the run `name` (exit status rc) against the run `reference`:
-        per-epoch losses within tol1 (epoch 1, relative) and toln (later, of epoch 1's loss);
-        `must_say`: a line the run's log must hold (the path really ran)."""
-        text = ctx.text(f"train-{name}")
-        if rc != 0:
-            ctx.block("\n".join(text.splitlines()[-4:]))
-            return ctx.result(verdict, tool_status(text, rc), f"nn-train exit {rc}")
-        if must_say and must_say not in text:
-            return ctx.result(verdict, FAIL, f"the log does not say \"{must_say}\"")
-        if must_not_say and must_not_say in text:
-            return ctx.result(verdict, FAIL, f"the log says \"{must_not_say}\"")
-        if not os.path.exists(self.epochs_file(reference)):
-            return ctx.result(verdict, NOT_RUN, f"no {reference} run to compare with")
-        ok, table = compare.compare_epoch_files(self.epochs_file(reference),
-                                                self.epochs_file(name), tol1, toln,
-                                                (reference, name))
-        ctx.block(table)
-        ctx.result(verdict, PASS if ok else FAIL, note)
+    def against(self, ctx, verdict, rc, name, reference, tol1, toln, note, must_say=None):
+        """Verdict `verdict` for the run `name` (exit status rc) against the run `reference`
+        (judge_run)."""
+        judge_run(ctx, verdict, rc, f"train-{name}", self.data, name, reference, tol1, toln,
+                  note, must_say)
+
+
+def judge_run(ctx, verdict, rc, log, folder, name, reference, tol1, toln, note, must_say=None,
+              missing_reference=NOT_RUN):
+    """Verdict `verdict` for the training run `name` (exit status rc, its log logs/<log>.log,
+    folder/net-<name>.epochs.jsonl) against the run `reference` in the same folder: per-epoch
+    losses within tol1 (epoch 1, relative) and toln (later, of epoch 1's loss); `must_say`: a
+    line the run's log must hold (the path really ran); `missing_reference`: the status when the
+    reference wrote no epochs."""
+    text = ctx.text(log)
+    if rc != 0:
+        ctx.block("\n".join(text.splitlines()[-4:]))
+        return ctx.result(verdict, tool_status(text, rc), f"nn-train exit {rc}")
+    if must_say and must_say not in text:
+        return ctx.result(verdict, FAIL, f"the log does not say \"{must_say}\"")
+    ref_file = os.path.join(folder, f"net-{reference}.epochs.jsonl")
+    if not os.path.exists(ref_file):
+        return ctx.result(verdict, missing_reference, f"no {reference} run to compare with")
+    ok, table = compare.compare_epoch_files(ref_file,
+                                            os.path.join(folder, f"net-{name}.epochs.jsonl"),
+                                            tol1, toln, (reference, name))
+    ctx.block(table)
+    ctx.result(verdict, PASS if ok else FAIL, note)
 
 
 def preflight_step(session, card_file_writer):

@@ -206,9 +206,9 @@ Evaluator::Evaluator(std::shared_ptr<const Model> model, uint32_t max_batch)
   Model::Impl& m = model_->impl();
   impl_->model = model_.get();
   impl_->peer = m.backend->make_peer();
-  // The CPU backend may be shared by threads (make_peer: null); a CUDA backend without a peer
-  // may not, so its evaluators take turns.
-  if (!impl_->peer && m.backend->name() == "cuda") impl_->turns = &m.backend_turns;
+  // A backend that gives no peer and may not be shared (CUDA without peer backends): its
+  // evaluators take turns.
+  if (!impl_->peer && !m.backend->shareable_between_threads()) impl_->turns = &m.backend_turns;
   Backend& backend = impl_->peer ? *impl_->peer : *m.backend;
   const std::unique_lock<std::mutex> turn = impl_->turn();
   impl_->net = std::make_unique<Network>(backend, m.net->spec(), m.sparse_inputs);

@@ -52,8 +52,12 @@ class Backend {
   // memory). This backend synchronizes first, so all it has written is there for the peer.
   // api::Evaluator gives each evaluator a peer where there is one (nn-serve's workers). Until a
   // GPU run passes them, CUDA's peers are opt-in (NN_CUDA_PEER_BACKENDS=1, backend/cuda_paths.h):
-  // without them make_peer gives null and the evaluators on a CUDA backend take turns.
+  // without them make_peer gives null although the backend may not be shared, and the
+  // evaluators on it take turns (shareable_between_threads).
   virtual std::unique_ptr<Backend> make_peer() = 0;
+  // Whether calls from several threads may run in this backend at once (the CPU's: yes; CUDA's:
+  // no, see make_peer). Users that share a backend that may not be shared take turns on it.
+  virtual bool shareable_between_threads() const { return true; }
 
   // ---- profiling (core/profiler.h, docs/performance.md) ---------------------------------------
   // A clock whose marks follow this backend's order of work, for nn-train --profile: the host's

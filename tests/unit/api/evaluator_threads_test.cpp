@@ -44,15 +44,13 @@ Batch make_batch(uint32_t seed) {
   return b;
 }
 
-// The model of kNet with the weights of a CPU model, on a probed CountingBackend (named `name`).
-std::shared_ptr<Model> probed_model(const std::shared_ptr<test::CountingBackend::ThreadProbe>& p,
-                                    const std::string& name = "counting-cpu") {
+// The model of kNet with the weights of a CPU model, on a probed CountingBackend.
+std::shared_ptr<Model> probed_model(const std::shared_ptr<test::CountingBackend::ThreadProbe>& p) {
   auto cpu =
       Model::from_json(kNet, {{"input", {kIn, 1, 1, true}}, {"output", {kOut}}}, 7, {"cpu", 1});
   const NetworkFile file = cpu->impl().net->to_file();
   auto backend = std::make_unique<test::CountingBackend>(true, 1);
   backend->probe = p;
-  backend->posed_name = name;
   return Model::Impl::create(std::move(backend), cpu->impl().net->spec(), cpu->impl().sparse_inputs,
                              &file, 7);
 }
@@ -135,7 +133,8 @@ TEST(EvaluatorThreads, OnCudaWithoutPeersTheEvaluatorsTakeTurns) {
   const std::vector<Batch> batches = {make_batch(6), make_batch(7)};
   auto probe = std::make_shared<test::CountingBackend::ThreadProbe>();
   probe->give_peers = false;
-  auto model = probed_model(probe, "cuda");
+  probe->shareable = false;
+  auto model = probed_model(probe);
   const std::vector<TopK> alone = answers_alone(model, batches);
   const auto results = run_threads(model, batches);
   EXPECT_EQ(probe->peers.load(), 0);

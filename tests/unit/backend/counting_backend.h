@@ -94,14 +94,17 @@ class CountingBackend final : public Backend {
   // each call held open for 100 us so that threads sharing a backend do meet. With give_peers,
   // make_peer() returns a new CountingBackend with the same probe (as a device backend would);
   // without, null (share me).
+  // shareable false: the backend says it may not be shared between threads (as CUDA's), so users
+  // without a peer take turns on it.
   struct ThreadProbe {
     bool give_peers = true;
+    bool shareable = true;
     std::atomic<int> overlaps{0}, peers{0};
   };
   std::shared_ptr<ThreadProbe> probe;
 
-  // "cuda" makes engine code that asks the backend's name treat it as the CUDA backend (with the
-  // probe and no peers: api::Evaluator's turns).
+  // "cuda" makes engine code that asks the backend's name treat it as the CUDA backend (row-sparse
+  // updates: train/row_sparse.h).
   std::string posed_name = "counting-cpu";
   std::string name() const override { return posed_name; }
   bool host_memory() const override { return host_memory_; }
@@ -130,6 +133,7 @@ class CountingBackend final : public Backend {
     ++synchronizations;
     inner_->synchronize();
   }
+  bool shareable_between_threads() const override { return !probe || probe->shareable; }
   std::unique_ptr<Backend> make_peer() override {
     if (!probe || !probe->give_peers) return nullptr;
     auto peer = std::make_unique<CountingBackend>(host_memory_, 1);

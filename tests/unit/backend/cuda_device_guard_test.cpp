@@ -137,9 +137,16 @@ TEST(CudaDeviceGuard, EveryCudaBackendEntryPointStartsWithTheGuard) {
   const Declared declared = declared_members(read(kCudaDir / "cuda_backend.h"));
   const auto defined = definitions();
   // Inline accessors: they read members and make no CUDA call.
-  const std::set<std::string> accessors = {
-      "name",       "device",           "tf32",      "host_memory",      "stream",
-      "error_flag", "scratch_capacity", "precision", "presorted_targets"};
+  const std::set<std::string> accessors = {"name",
+                                           "device",
+                                           "tf32",
+                                           "host_memory",
+                                           "stream",
+                                           "error_flag",
+                                           "scratch_capacity",
+                                           "precision",
+                                           "presorted_targets",
+                                           "shareable_between_threads"};
   ASSERT_GT(declared.out_of_line.size(), 50u) << "the class scan found too few members";
   for (const std::string& name : declared.inline_bodies)
     EXPECT_TRUE(accessors.count(name))

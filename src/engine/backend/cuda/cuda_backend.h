@@ -55,6 +55,7 @@ class CudaBackend final : public Backend {
   // A second backend on this device with its own stream, staging, scratch and read-back buffer,
   // for another thread (backend.h).
   std::unique_ptr<Backend> make_peer() override;
+  bool shareable_between_threads() const override { return false; }
   // Events on stream_, resolved when complete, and NVTX ranges (cuda/profile_clock.cu).
   std::unique_ptr<ProfileClock> make_profile_clock() override;
 
