@@ -27,6 +27,10 @@ struct PredictJob {
   std::string input_index;              // labels of input features (needed with text_input)
   std::string output_index;             // labels of output units (lines name items with them)
   std::string sample_index;             // labels of the datasets' examples
+  // A network that knows its items (docs/retraining.md) refuses an input or output index that
+  // lists them differently; with this set such an index is matched to the network by name (and
+  // NetCDF examples whose features are named are re-indexed into the network's order).
+  bool remap_index = false;
   std::string filter;                   // items per sample to leave out (text format; a file
                                         // or a directory of them)
   bool filter_multiply = false;         // multiply scores by the filter's values instead

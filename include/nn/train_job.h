@@ -52,6 +52,11 @@ struct TrainJob {
   int checkpoint_interval = 0;  // epochs between checkpoints
   int checkpoints_kept = 0;     // newest checkpoints kept on disk (0 = all)
   bool resume = false;          // continue from the newest checkpoint, when there is one
+  // A network file to start from instead of random weights (docs/retraining.md): its arrays,
+  // matched to this run's data by feature name (kept items keep their rows and columns, new ones
+  // are initialised as the network says, items that left are dropped); hidden layers copied
+  // where their shapes agree. "" = none. A resumed run continues its checkpoint instead.
+  std::string warm_start;
 
   uint32_t validation_interval = 1;  // epochs between evaluations of the validation set
   uint32_t validation_k = 10;        // cut-off of recall@K / NDCG@K

@@ -23,6 +23,7 @@ PredictJob predict_job(const CommandFile& cdl) {
   job.layer = p.layer;
   job.target = p.target;
   job.rank_input_items = p.rank_input_items;
+  job.remap_index = p.remap_index;
   job.score_format = p.score_format;
   job.minibatch = p.minibatch;
   if (!spec.backend.empty()) job.backend = spec.backend;

@@ -22,6 +22,7 @@
 #include "predict/blocked_top_k.h"
 #include "predict/input_items.h"
 #include "predict/layer_dump.h"
+#include "predict/network_items.h"
 #include "predict/output_file.h"
 #include "predict/prediction_inputs.h"
 #include "predict/prediction_target.h"
@@ -77,6 +78,7 @@ class PredictionRun {
     source.dataset_base = job_.dataset_base;
     source.files = job_.data_files;
     source.sample_index = job_.sample_index;
+    source.remap = job_.remap_index;
     if (job_.text_input.empty() && job_.stream != 0) streamed_ = open_for_streaming();
     inputs_ = read_examples(source, file_.spec, job_.network, log_,
                             streamed_ ? &streamed_->headers : nullptr);
@@ -152,8 +154,13 @@ class PredictionRun {
     if (!scoring_output && (!job_.output_index.empty() || !job_.filter.empty()))
       log_("layer '" + layer_ + "' is not an output layer: its units are numbered; the output " +
            "index and the filter are not applied");
-    have_items_ = !job_.output_index.empty() && scoring_output;
-    if (have_items_) items_ = load_index(job_.output_index);
+    if (scoring_output) {
+      LayerItems items =
+          layer_items(scored().spec(), ItemSource{job_.output_index, "-o", job_.remap_index});
+      if (!items.note.empty()) log_(items.note);
+      have_items_ = items.present;
+      items_ = std::move(items.index);
+    }
     valid_cols_ =
         have_items_ ? static_cast<uint32_t>(std::min<uint64_t>(items_.size(), units_)) : units_;
     if (job_.filter.empty() || !scoring_output) return;

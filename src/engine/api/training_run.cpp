@@ -31,6 +31,7 @@
 #include "model/binding.h"
 #include "model/link_model.h"
 #include "model/model_summary.h"
+#include "model/warm_start.h"
 #include "nn/train_job.h"
 #include "train/checkpoint_files.h"
 #include "train/epoch_log.h"
@@ -245,10 +246,12 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
   if (m->streamed) {
     for (const auto& f : job.data_files) files += (files.empty() ? "" : ", ") + f;
     resolve_auto_sizes(m->spec, m->streamed->headers);
+    attach_feature_names(m->spec, m->streamed->headers);
     m->bound = bind_datasets(m->spec, m->streamed->headers, /*need_outputs=*/true, files);
   } else {
     m->sets = read_all(job.data_files, /*validation=*/false, files, log);
     resolve_auto_sizes(m->spec, m->sets);
+    attach_feature_names(m->spec, m->sets);
     m->bound = bind_datasets(m->spec, m->sets, /*need_outputs=*/true, files);
   }
   if (m->streamed && !m->sharded && !job.validation_files.empty()) {
@@ -374,6 +377,57 @@ std::string resume_from_checkpoint(const TrainJob& job, const TrainOptions& opti
   net.load_arrays(checkpoint);
   log("resuming from " + files[size_t(chosen)].path);
   return files[size_t(chosen)].path;
+}
+
+// Rank 0's arrays on every rank: a layer split over the ranks (model parallel) gives its whole
+// arrays to rank 0 alone when saved, and every rank loads its columns from the whole arrays.
+void share_arrays_from_rank0(NetworkFile& file, Communicator& comm) {
+  if (comm.size() == 1) return;
+  const auto share = [&](std::vector<float>& v) {
+    uint64_t size = v.size();
+    comm.broadcast(&size, 1, 0);
+    v.resize(size_t(size));
+    if (size) comm.broadcast(v.data(), v.size(), 0);
+  };
+  const auto share_list = [&](std::vector<std::vector<float>>& list) {
+    uint64_t count = list.size();
+    comm.broadcast(&count, 1, 0);
+    list.resize(size_t(count));
+    for (auto& v : list) share(v);
+  };
+  for (WeightArrays& w : file.weights) {
+    share(w.weights);
+    share(w.bias);
+    share_list(w.weight_state);
+    share_list(w.bias_state);
+  }
+  for (LayerArrays& a : file.layers) {
+    for (auto* v : {&a.bn_scale, &a.bn_bias, &a.bn_running_mean, &a.bn_running_variance}) share(*v);
+    share_list(a.bn_scale_state);
+    share_list(a.bn_bias_state);
+  }
+}
+
+// --warm-start: the old network's arrays carried into the freshly initialised one, matched to
+// this run's data by item name (model/warm_start.h), logged per layer. A resumed run continues
+// its checkpoint (which began from the warm start) instead. Collective under mpirun.
+void warm_start_stage(const TrainJob& job, bool resumed, Network& net, Communicator& comm,
+                      const LogSink& log) {
+  if (job.warm_start.empty()) return;
+  if (resumed) {
+    log("--warm-start " + job.warm_start + ": not applied; the run continues its checkpoint");
+    return;
+  }
+  if (job.solver == "LeastSquares")
+    throw ArgumentError("--warm-start " + job.warm_start +
+                        ": the LeastSquares solver computes the weights in closed form from the "
+                        "data alone; warm starts are for gradient training (Solver \"Gradient\")");
+  const NetworkFile old = read_network_file(job.warm_start);
+  WarmStartResult started = warm_start(net.to_file(), old, job.warm_start);
+  share_arrays_from_rank0(started.arrays, comm);
+  net.load_arrays(started.arrays);
+  log("warm start from " + job.warm_start + " (optimizer state, epochs and learning rate afresh):");
+  for (const std::string& line : started.lines) log("  " + line);
 }
 
 // The checkpoints of stopped runs that the finished run's result supersedes (rank 0).
@@ -522,6 +576,7 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
   const std::string resumed_from = resume_from_checkpoint(job, options, net, checkpoint, log);
   const bool resumed = !resumed_from.empty();
   if (resumed) options.seed = checkpoint.training.seed;
+  warm_start_stage(job, resumed, net, *comm, log);
 
   // Under mpirun every rank trains on its slice of each minibatch (train/data_parallel.h);
   // only rank 0 writes the result and checkpoints.

@@ -223,6 +223,8 @@ class CdlParser {
         t.trace_steps = uint32_t(r_.get_int(*m.value, m.path, 0, kMaxU32));
       } else if (k == "tensorboard") {
         t.tensorboard = non_empty_string(m);
+      } else if (k == "warmstart") {
+        t.warm_start = non_empty_string(m);
       } else if (k == "tensorboardinterval") {
         t.tensorboard_interval = uint32_t(r_.get_int(*m.value, m.path, 0, kMaxU32));
       } else if (k == "solver") {
@@ -261,7 +263,8 @@ class CdlParser {
                            "Trace",
                            "TraceSteps",
                            "TensorBoard",
-                           "TensorBoardInterval"});
+                           "TensorBoardInterval",
+                           "WarmStart"});
       }
     }
   }
@@ -299,10 +302,13 @@ class CdlParser {
         p.target = r_.get_string(m);
       } else if (k == "rankinputitems") {
         p.rank_input_items = r_.get_bool(m);
+      } else if (k == "remapindex") {
+        p.remap_index = r_.get_bool(m);
       } else {
         r_.unknown_key(m,
                        {"MiniBatch", "K", "TopK", "Output", "Filter", "InputIndex", "OutputIndex",
-                        "SampleIndex", "Layer", "ScoreFormat", "Target", "RankInputItems"});
+                        "SampleIndex", "Layer", "ScoreFormat", "Target", "RankInputItems",
+                        "RemapIndex"});
       }
     }
   }
@@ -395,6 +401,7 @@ CdlSpec parse_cdl(const std::string& text, const std::string& source) {
   t.checkpoint_name = resolve_path(base, t.checkpoint_name);
   t.trace = resolve_path(base, t.trace);
   t.tensorboard = resolve_path(base, t.tensorboard);
+  t.warm_start = resolve_path(base, t.warm_start);
   for (auto& d : t.validation_data) d = resolve_path(base, d);
   PredictionParameters& p = spec.prediction;
   for (std::string* path :

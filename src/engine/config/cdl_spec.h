@@ -59,6 +59,8 @@ struct TrainingParameters {
   // TensorBoard (ours; docs/monitoring.md): the event file's directory ("" = none) and the
   // updates between minibatch records (0 = epochs only).
   std::string tensorboard;
+  // Ours (docs/retraining.md): a network file whose arrays start the run, matched by feature name.
+  std::string warm_start;
   uint32_t tensorboard_interval = 0;
 };
 
@@ -74,6 +76,7 @@ struct PredictionParameters {
   std::string score_format = "%.3f";
   std::string target;             // dataset file with held-out targets for metrics; optional
   bool rank_input_items = false;  // metrics: rank each example's input items too
+  bool remap_index = false;       // match differing indices to the network's items by name
 };
 
 // ServeParameters (ours): how nn-serve serves the Network (docs/serving.md). Zero or empty fields

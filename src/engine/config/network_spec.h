@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/enums.h"
+#include "core/feature_names.h"
 
 namespace nn {
 
@@ -81,6 +82,10 @@ struct LayerSpec {
   uint64_t kl_anneal_steps = 0;
   // Ours. Output layers: sampled output training (the key "Sampling").
   SamplingSpec sampling;
+  // Ours. Input and Output layers: the names of their units' features (items), taken from the
+  // dataset bound to them when it has them and written into the network file
+  // (layer<i>_nn_features), so that the network knows its items. Null: not known.
+  FeatureNames features;
 
   // N0 x N1 x N2 x N3; UINT64_MAX when the product does not fit 64 bits.
   uint64_t units() const {

@@ -179,6 +179,10 @@ void ExampleSet::validate(const std::string& where, const std::string& var_suffi
     check_sparse(*this, c);
   else
     check_dense(*this, c);
+  if (feature_names) {
+    const std::string problem = feature_names_problem(*feature_names, features());
+    if (!problem.empty()) c.fail("indToFeature", problem);
+  }
 }
 
 }  // namespace nn

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/feature_names.h"
+
 namespace nn {
 
 // DSSTNE dataType codes.
@@ -62,6 +64,10 @@ struct ExampleSet {
 
   std::vector<float> example_weight;  // Weighted: one per example (E)
   std::vector<uint32_t> index;        // Indexed: example -> unique row (E)
+
+  // The features' names in index order (indToFeatureN in the file), when the file has them:
+  // nn-generate writes them, so that a network trained on the dataset knows its items.
+  FeatureNames feature_names;
 
   bool is_sparse() const { return attributes & attr::Sparse; }
   bool is_boolean() const { return attributes & attr::Boolean; }

@@ -472,6 +472,10 @@ ExampleSet describe_examples(const std::string& name, const FeatureIndex& featur
     throw DataError("dataset \"" + name + "\": width " + std::to_string(width) +
                     " does not fit 32 bits");
   ds.width = static_cast<uint32_t>(width);
+  // The names travel with the dataset, so that a network trained on it knows its items.
+  std::vector<std::string> names(features.size());
+  for (uint64_t i = 0; i < features.size(); ++i) names[i] = features.label(i);
+  ds.feature_names = make_feature_names(std::move(names));
   return ds;
 }
 

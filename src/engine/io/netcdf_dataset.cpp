@@ -25,6 +25,7 @@
 #include "io/netcdf_output.h"
 #include "io/netcdf_reader.h"
 #include "io/netcdf_storage.h"
+#include "io/netcdf_strings.h"
 
 namespace nn {
 
@@ -190,6 +191,12 @@ class Writer {
     check(nc_def_var(nc_, name.c_str(), type, 1, &dimid, &id), name);
     return id;
   }
+  int string_var(const std::string& dim, const std::string& name, size_t count) {
+    return define_string_variable(nc_, dim, name, count, path_);
+  }
+  void put_strings(int id, const std::vector<std::string>& v) {
+    put_string_variable(nc_, id, v, path_);
+  }
   void end_define() { check(nc_enddef(nc_), "enddef"); }
   template <typename T, typename Put>
   void put(int id, const std::string& name, const std::vector<T>& v, Put fn) {
@@ -217,6 +224,7 @@ void check_fits(const std::string& path, const std::string& var, const std::vect
 
 struct PendingVars {
   int start = -1, end = -1, index = -1, value = -1, data = -1, weight = -1, example_index = -1;
+  int names = -1;
   bool wide_offsets = false;
 };
 
@@ -250,6 +258,9 @@ PendingVars define_one(Writer& w, const ExampleSet& ds, size_t n) {
   }
   if (ds.is_weighted()) p.weight = w.var("dataWeight" + sfx, NC_FLOAT, examples);
   if (ds.is_indexed()) p.example_index = w.var("index" + sfx, NC_UINT, examples);
+  if (ds.feature_names && !ds.feature_names->empty())
+    p.names = w.string_var("indToFeatureDim" + sfx, "indToFeature" + sfx,
+                           ds.feature_names->size());
   return p;
 }
 
@@ -286,6 +297,7 @@ void put_one(Writer& w, const ExampleSet& ds, size_t n, const PendingVars& p) {
   }
   if (p.weight >= 0) w.put(p.weight, "dataWeight" + sfx, ds.example_weight, nc_put_var_float);
   if (p.example_index >= 0) w.put(p.example_index, "index" + sfx, ds.index, nc_put_var_uint);
+  if (p.names >= 0) w.put_strings(p.names, *ds.feature_names);
 }
 
 // Bytes the file's arrays take (a size hint for the in-memory file).
@@ -294,7 +306,8 @@ size_t payload_bytes(const std::vector<ExampleSet>& sets) {
   for (const ExampleSet& ds : sets)
     bytes += 8 * (ds.sparse_start.size() + ds.sparse_end.size()) +
              4 * (ds.sparse_index.size() + ds.sparse_value.size() + ds.dense.size() +
-                  ds.example_weight.size() + ds.index.size());
+                  ds.example_weight.size() + ds.index.size()) +
+             (ds.feature_names ? string_variable_bytes(*ds.feature_names) : 0);
   return bytes;
 }
 

@@ -1,6 +1,8 @@
 // Dataset headers (see netcdf_reader.h).
 #include "io/netcdf_reader.h"
 
+#include "io/netcdf_strings.h"
+
 namespace nn {
 
 ExampleSet read_dataset_header(const NetcdfReader& r, uint64_t n, uint64_t& entries,
@@ -63,6 +65,14 @@ ExampleSet read_dataset_header(const NetcdfReader& r, uint64_t n, uint64_t& entr
              "is " + std::to_string(entries) + "; expected " +
                  (expected ? std::to_string(*expected) : std::string("more than 2^64")) +
                  (ds.is_boolean() ? " (one class id per example)" : " (examples x features)"));
+  }
+  // The features' names (DSSTNE's test helper and our writers): optional.
+  const std::string names_var = "indToFeature" + sfx;
+  if (has_variable(r.id(), names_var)) {
+    std::vector<std::string> names = read_string_variable(r.id(), names_var, r.path());
+    const std::string problem = feature_names_problem(names, ds.features());
+    if (!problem.empty()) r.fail(names_var, problem);
+    ds.feature_names = make_feature_names(std::move(names));
   }
   return ds;
 }

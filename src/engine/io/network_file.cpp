@@ -17,6 +17,7 @@
 #include "io/netcdf_header_check.h"
 #include "io/netcdf_output.h"
 #include "io/netcdf_storage.h"
+#include "io/netcdf_strings.h"
 #include "io/network_file_layout.h"
 
 namespace nn {
@@ -37,7 +38,10 @@ size_t payload_bytes(const NetworkFile& net) {
   for (const LayerArrays& l : net.layers)
     floats += l.bn_scale.size() + l.bn_bias.size() + l.bn_running_mean.size() +
               l.bn_running_variance.size();
-  return floats * sizeof(float);
+  size_t names = 0;
+  for (const LayerSpec& l : net.spec.layers)
+    if (l.features) names += string_variable_bytes(*l.features);
+  return floats * sizeof(float) + names;
 }
 
 }  // namespace
@@ -72,6 +76,8 @@ void write_network_file(const std::string& path, const NetworkFile& net) {
       write_network_layout(netCDF::NcGroup(ncid), net);
     } catch (const NcException& e) {
       throw IoError(path + ": writing network file failed: " + nc_error_text(e));
+    } catch (const IoError& e) {  // the C API's calls (the layers' item names)
+      throw IoError(path + ": writing network file failed: " + e.what());
     }
   });
   out.commit();

@@ -18,6 +18,8 @@
 //   layer<i>_nn_sharedWeights                uint count S, then per j < S:
 //     layer<i>_nn_sharedWeight<j>_sourceInputLayer / _sourceOutputLayer / _inputLayer  text
 //     layer<i>_nn_sharedWeight<j>_transposed                                           uint
+//   dim layer<i>_nn_featureDim, string var layer<i>_nn_features: the layer's item names in
+//     index order ("" for an unnamed index), Input/Output layers bound to named datasets
 //   nn_training_epoch/_step/_rng_state/_seed  uint64   (only when TrainingState::present)
 //   nn_training_batch uint64, nn_training_epoch_loss double  (only when stopped mid-epoch)
 //   nn_training_optimizer/_minibatch          uint

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "io/nc_attribute_reader.h"
 #include "io/network_file_layout.h"
+#include "io/netcdf_strings.h"
 
 namespace nn {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 class LayoutReader {
  public:
   LayoutReader(const netCDF::NcFile& nc, const std::string& file, const NetcdfStorage* storage)
-      : in_(nc, file) {
+      : in_(nc, file), nc_id_(nc.getId()) {
     in_.set_storage(storage);
   }
 
@@ -194,6 +195,9 @@ class LayoutReader {
       a.bn_bias_state = read_states(key("nn_biasBN_states"), key("nn_biasBN_state"));
       net.layers.push_back(std::move(a));
     }
+    // The layer's items (ours, optional): networks written before them, and DSSTNE's, have none.
+    if (ours_ && has_variable(nc_id_, key("nn_features")))
+      l.features = make_feature_names(read_string_variable(nc_id_, key("nn_features"), in_.file()));
     net.spec.layers.push_back(std::move(l));
   }
 
@@ -266,6 +270,7 @@ class LayoutReader {
   }
 
   NcAttributeReader in_;
+  int nc_id_;
   bool ours_ = false;
 };
 

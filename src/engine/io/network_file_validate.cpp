@@ -119,6 +119,10 @@ class Validator {
                                 layer_key(it->second, "name") + ")");
     code(key("kind"), static_cast<uint32_t>(l.kind), 3);
     code(key("type"), static_cast<uint32_t>(l.type), 3);
+    if (l.features) {
+      const std::string problem = feature_names_problem(*l.features, l.units());
+      if (!problem.empty()) fail_var(key("nn_features"), problem);
+    }
     code(key("nn_normalize"), static_cast<uint32_t>(l.normalize), 1);
     if (l.normalize != RowNormalization::None && l.kind != LayerKind::Input)
       fail_att(key("nn_normalize"), "is set on a " + std::string(to_string(l.kind)) +

@@ -3,6 +3,7 @@
 // network_file_layout.h). The input has been validated; errors here are I/O errors.
 #include "config/layer_shapes.h"
 #include "io/network_file_layout.h"
+#include "io/netcdf_strings.h"
 
 namespace nn {
 namespace {
@@ -190,6 +191,9 @@ class LayoutWriter {
     uint32_(key("skips"), l.skips.size());
     for (size_t j = 0; j < l.skips.size(); ++j) text(key("skip" + std::to_string(j)), l.skips[j]);
     write_layer_arrays(i, l);
+    if (l.features && !l.features->empty())
+      write_string_variable(nc_.getId(), key("nn_featureDim"), key("nn_features"), *l.features,
+                            "network file");
     uint32_(key("nn_sharedWeights"), l.shared_weights.size());
     for (size_t j = 0; j < l.shared_weights.size(); ++j) {
       const SharedWeightSpec& s = l.shared_weights[j];

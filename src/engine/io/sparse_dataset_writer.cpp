@@ -27,6 +27,7 @@
 #include "core/error.h"
 #include "io/file_checksum.h"
 #include "io/netcdf_output.h"
+#include "io/netcdf_strings.h"
 
 namespace nn {
 namespace {
@@ -176,11 +177,16 @@ SparseDatasetWriter::SparseDatasetWriter(AtomicFile& out, const ExampleSet& head
     m.end = m.var("sparseEnd0", offset_type, ex, examples, layout);
     m.index = m.var("sparseIndex0", NC_UINT, nnz, entries, layout);
     if (m.values) m.data = m.var("sparseData0", NC_FLOAT, nnz, entries, layout);
+    int names = -1;
+    if (header.feature_names && !header.feature_names->empty())
+      names = define_string_variable(m.nc, "indToFeatureDim0", "indToFeature0",
+                                     header.feature_names->size(), target);
     // The arrays uncompressed (deflate's worst case is a little more) plus room for the
     // metadata: 64 KiB to 1 MiB, and 256 bytes a chunk for the chunk indices. Deflated arrays
     // need this room while they are written; finish() gives back what they did not take.
     const uint64_t offset_bytes = m.wide ? 8 : 4;
-    uint64_t arrays = 2 * examples * offset_bytes + entries * (m.values ? 8 : 4);
+    uint64_t arrays = 2 * examples * offset_bytes + entries * (m.values ? 8 : 4) +
+                      (header.feature_names ? string_variable_bytes(*header.feature_names) : 0);
     if (layout.deflate_level > 0) arrays += arrays / 64;
     const uint64_t chunks =
         layout.chunk_entries ? (examples + entries) / layout.chunk_entries + 4 : 0;
@@ -188,6 +194,7 @@ SparseDatasetWriter::SparseDatasetWriter(AtomicFile& out, const ExampleSet& head
         std::min<uint64_t>(uint64_t(1) << 20, std::max<uint64_t>(uint64_t(64) << 10, arrays / 4));
     m.reserve(arrays + metadata + 256 * chunks);
     m.check(nc_enddef(m.nc), "enddef");
+    if (names >= 0) put_string_variable(m.nc, names, *header.feature_names, target);
   } catch (...) {
     m.close_quietly();
     throw;

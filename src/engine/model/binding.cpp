@@ -52,6 +52,14 @@ void resolve_auto_sizes(NetworkSpec& spec, const std::vector<ExampleSet>& sets) 
   }
 }
 
+void attach_feature_names(NetworkSpec& spec, const std::vector<ExampleSet>& sets) {
+  for (auto& l : spec.layers) {
+    if (l.features || (l.kind != LayerKind::Input && l.kind != LayerKind::Output)) continue;
+    const ExampleSet* ds = find_set(sets, l.dataset);
+    if (ds && ds->feature_names && ds->features() <= l.units()) l.features = ds->feature_names;
+  }
+}
+
 BoundData bind_datasets(const NetworkSpec& spec, const std::vector<ExampleSet>& sets,
                         bool need_outputs, const std::string& files) {
   BoundData bound;
@@ -67,6 +75,15 @@ BoundData bind_datasets(const NetworkSpec& spec, const std::vector<ExampleSet>& 
                         std::to_string(ds->features()) +
                         " features per example but the layer has " + std::to_string(units) +
                         " units");
+    if (l.features && ds->feature_names && l.features != ds->feature_names) {
+      const std::string difference = first_name_difference(
+          *l.features, *ds->feature_names, "dataset '" + ds->name + "' (" + files + ")");
+      if (!difference.empty())
+        throw ConfigError(layer_where(spec, l) + ": the dataset's features are not the network's: " +
+                          difference +
+                          " (the data were indexed with another feature index; index them with "
+                          "the network's, or match them by name: nn-predict --remap-index)");
+    }
     if (bound.examples == 0) {
       bound.examples = ds->examples;
     } else if (ds->examples != bound.examples) {

@@ -31,7 +31,13 @@ struct BoundData {
 // the layer and the datasets that are available.
 void resolve_auto_sizes(NetworkSpec& spec, const std::vector<ExampleSet>& sets);
 
-// Finds each input (and, when `need_outputs`, output) layer's dataset. Checks sizes and that all
+// Gives each Input and Output layer without names the feature names of the dataset bound to it,
+// when that dataset has them (a network trained on it then knows its items).
+void attach_feature_names(NetworkSpec& spec, const std::vector<ExampleSet>& sets);
+
+// Finds each input (and, when `need_outputs`, output) layer's dataset. Where both the layer and
+// its dataset name their features, the names must agree index for index: ConfigError naming the
+// first difference otherwise (a dataset indexed in another order would be read silently wrong). Checks sizes and that all
 // bound datasets have the same number of examples. `files` describes where the datasets came
 // from, for messages.
 BoundData bind_datasets(const NetworkSpec& spec, const std::vector<ExampleSet>& sets,

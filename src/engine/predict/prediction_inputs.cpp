@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/nearest_name.h"
 #include "io/netcdf_dataset.h"
+#include "predict/network_items.h"
 
 namespace nn {
 namespace {
@@ -36,14 +37,19 @@ bool starts_like_json(const std::string& path) {
 // Inputs from text examples (converted in memory with the input feature index).
 ExampleSet read_text_input(const ExampleSource& source, const NetworkSpec& spec,
                            const std::string& network, FeatureIndex& samples, const LogSink& log) {
-  if (source.input_index.empty())
-    throw ConfigError("text input " + source.text + " needs the input feature index (-i)");
-  FeatureIndex features = load_index(source.input_index);
   std::vector<const LayerSpec*> ins;
   for (const auto& l : spec.layers)
     if (l.kind == LayerKind::Input) ins.push_back(&l);
   if (ins.size() != 1)
     throw ConfigError(network + ": text input needs a network with exactly one input layer");
+  // The network's own items when it has them (an index given beside them must match).
+  LayerItems items = layer_items(*ins[0], ItemSource{source.input_index, "-i", source.remap});
+  if (!items.present)
+    throw ConfigError("text input " + source.text +
+                      " needs the input feature index (-i): the network " + network +
+                      " does not carry its items");
+  if (!items.note.empty()) log(items.note);
+  FeatureIndex& features = items.index;
   TextExamplesOptions opt;
   opt.mode = source.analog ? ExampleMode::Analog : ExampleMode::Indicator;
   opt.allow_new_features = false;
@@ -61,6 +67,29 @@ ExampleSet read_text_input(const ExampleSource& source, const NetworkSpec& spec,
                                     " features not in the index were ignored)"
                               : std::string()));
   return ds;
+}
+
+// --remap-index: datasets whose features are named in another order than the network's items are
+// re-indexed into the network's order by name (bind_datasets refuses them otherwise).
+void remap_named_datasets(std::vector<ExampleSet>& sets, const NetworkSpec& spec, bool streamed,
+                          const LogSink& log) {
+  for (const LayerSpec& l : spec.layers) {
+    if (l.kind != LayerKind::Input || !l.features) continue;
+    for (ExampleSet& s : sets) {
+      if (s.name != l.dataset || !s.feature_names || s.feature_names == l.features) continue;
+      if (first_name_difference(*l.features, *s.feature_names, "the dataset").empty()) continue;
+      if (streamed)
+        throw ConfigError("--remap-index: dataset '" + s.name +
+                          "' is streamed (read a segment at a time) and cannot be re-indexed; "
+                          "score it with --no-stream, or index it with the network's items");
+      const uint64_t dropped = remap_dataset_items(s, l.features, l.units(), "--remap-index");
+      log("dataset '" + s.name + "' re-indexed into the items of layer '" + l.name +
+          "' by name" +
+          (dropped ? " (" + std::to_string(dropped) + " entries of items the network does not "
+                                                      "know dropped)"
+                   : std::string()));
+    }
+  }
 }
 
 }  // namespace
@@ -107,6 +136,7 @@ PredictionInputs read_examples(const ExampleSource& source, const NetworkSpec& s
         for (auto& s : read_datasets(f)) in.sets.push_back(std::move(s));
       in.files += (in.files.empty() ? "" : ", ") + f;
     }
+    if (source.remap) remap_named_datasets(in.sets, spec, headers != nullptr, log);
     if (!source.sample_index.empty()) {
       in.samples = load_index(source.sample_index);
       in.have_samples = true;

@@ -31,6 +31,7 @@ struct ExampleSource {
   std::string dataset_base;
   std::vector<std::string> files;
   std::string sample_index;
+  bool remap = false;  // match differing indices and named datasets to the network by name
 };
 
 struct PredictionInputs {

@@ -71,6 +71,10 @@ void define_flags(CLI::App& app, Flags& f) {
   app.add_flag("--rank-input-items", f.job.rank_input_items,
                "with --target: rank each example's input items too (default: left out of its "
                "ranking, as nn-train's validation does)");
+  app.add_flag("--remap-index", f.job.remap_index,
+               "match an input or output index that lists the network's items in another order "
+               "(or a dataset indexed that way) to the network by name, instead of refusing it "
+               "(CDL RemapIndex)");
   app.add_flag_callback(
       "--stream", [&f] { f.job.stream = 1; },
       "read the dataset files a segment of examples at a time, writing results as they are "
@@ -156,6 +160,8 @@ void job_from_cdl(CLI::App& app, Flags& f, std::vector<std::string>& overrides) 
   take("--target", "Target", job.target, p.target, p.target);
   take("--rank-input-items", "RankInputItems", job.rank_input_items, p.rank_input_items,
        p.rank_input_items ? "true" : "false");
+  take("--remap-index", "RemapIndex", job.remap_index, p.remap_index,
+       p.remap_index ? "true" : "false");
   take("-p", "ScoreFormat", job.score_format, p.score_format, p.score_format);
   take("-b", "MiniBatch", job.minibatch, p.minibatch, std::to_string(p.minibatch));
   take("--precision", "Precision", job.precision, p.precision, p.precision);

@@ -38,6 +38,7 @@ struct Flags {
   uint32_t trace_steps = 20;
   std::string tensorboard;
   uint32_t tensorboard_interval = 0;
+  std::string warm_start;
   std::string solver, sparse_update;
   uint64_t stream_chunk = 0, stream_window = 0;
   std::vector<std::string> validation;
@@ -118,6 +119,12 @@ void define_flags(CLI::App& app, Flags& f) {
       app.add_flag("--no-keep-best", f.no_keep_best,
                    "write the last epoch's network instead of the best evaluated one");
   app.add_flag("--resume", f.resume, "continue from the newest checkpoint if there is one");
+  app.add_option("--warm-start", f.warm_start,
+                 "start from this network's weights instead of random ones, matched to the data "
+                 "by item name: kept items keep their rows, new items start as the network "
+                 "initialises them, items that left are dropped (CDL WarmStart; "
+                 "docs/retraining.md)")
+      ->check(CLI::ExistingFile);
   f.plan_opt = app.add_option(
       "--plan", f.plan,
       "instead of training, predict the time per layer, step and epoch on this many processes "
@@ -532,6 +539,7 @@ int run(int argc, char** argv) {
       !f.cdl.empty() ? job_from_cdl(f, device, overrides, seed_chosen) : job_from_flags(f, device);
   job.threads = threads;
   job.resume = f.resume;
+  if (!f.warm_start.empty()) job.warm_start = f.warm_start;
   if (!f.link.empty() && !f.plan_opt->count()) job.link = f.link;
   apply_validation_flags(f, job);
   apply_profile_flags(f, job);
