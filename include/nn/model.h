@@ -81,6 +81,10 @@ class Model {
   const LayerInfo& layer(const std::string& name) const;  // ConfigError naming the layers
   std::vector<std::string> input_layers() const;
   std::vector<std::string> output_layers() const;
+  // The names of a layer's units (its items) in unit order, "" for an unnamed unit, when the
+  // network knows them (docs/retraining.md: nn-train copies them from the datasets it trained
+  // on); null otherwise. ConfigError naming the layers when there is no such layer.
+  std::shared_ptr<const std::vector<std::string>> items(const std::string& layer) const;
 
   std::vector<WeightInfo> weights() const;
   const WeightInfo& weight(const std::string& name) const;  // ConfigError naming the weights

@@ -37,6 +37,11 @@ struct ServeOptions {
   std::string network;       // trained network .nc (read again by reload())
   std::string input_index;   // label<TAB>index of the input layer's units: request item names
   std::string output_index;  // label<TAB>index of the output layer's units: answer item names
+  // The indices may be left out when the network carries its items (docs/retraining.md): a
+  // replaced network then brings its own items, swapped in with it. An index given beside such a
+  // network must list the same items, else the load (or the reload) is refused, unless
+  // `remap_index`: then it is matched by name and the network's items are used.
+  bool remap_index = false;
   std::string model_name;    // the model's name in /v2/models/<name> ("" = the network's Name)
   std::string backend = "cpu";
   int threads = 0;              // evaluators working at once, and the CPU backend's threads

@@ -179,6 +179,12 @@ std::vector<std::string> Model::input_layers() const {
   return out;
 }
 
+std::shared_ptr<const std::vector<std::string>> Model::items(const std::string& layer) const {
+  this->layer(layer);  // ConfigError naming the layers
+  const LayerSpec* spec = impl_->net->spec().find_layer(layer);
+  return spec ? spec->features : nullptr;
+}
+
 std::vector<std::string> Model::output_layers() const {
   std::vector<std::string> out;
   for (const auto& l : impl_->layers)

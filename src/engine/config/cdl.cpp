@@ -320,6 +320,8 @@ class CdlParser {
         p.input_index = non_empty_string(m);
       } else if (k == "outputindex") {
         p.output_index = non_empty_string(m);
+      } else if (k == "remapindex") {
+        p.remap_index = r_.get_bool(m);
       } else if (k == "host") {
         p.host = non_empty_string(m);
       } else if (k == "port") {
@@ -349,7 +351,7 @@ class CdlParser {
       } else {
         r_.unknown_key(m, {"InputIndex", "OutputIndex", "Host", "Port", "GrpcPort", "GrpcTlsCert",
                            "GrpcTlsKey", "Threads", "MaxBatch", "MaxDelayMs", "K", "MaxK",
-                           "MaxBody", "ModelName"});
+                           "MaxBody", "ModelName", "RemapIndex"});
       }
     }
   }

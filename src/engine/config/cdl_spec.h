@@ -82,8 +82,9 @@ struct PredictionParameters {
 // ServeParameters (ours): how nn-serve serves the Network (docs/serving.md). Zero or empty fields
 // leave the tool's defaults.
 struct ServeParameters {
-  std::string input_index;                  // item names of requests (required to serve)
-  std::string output_index;                 // item names of answers (required to serve)
+  std::string input_index;   // item names of requests (needed when the network has none)
+  std::string output_index;  // item names of answers (needed when the network has none)
+  bool remap_index = false;  // indices differing from the network's items matched by name
   std::string host;                         // "" = 127.0.0.1
   int port = -1;                            // -1 = 8080; 0 = any free port
   int grpc_port = -1;                       // -1 = no gRPC front; 0 = any free port

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
+#include "core/feature_names.h"
 #include "data/text_examples.h"
 
 namespace nn::serve {
@@ -23,6 +24,40 @@ UnitNames read_names(const std::string& path, uint64_t units, const std::string&
                           " units: is it the index of this network?");
     names.name[i] = label;
     names.column.emplace(label, uint32_t(i));
+  }
+  return names;
+}
+
+// A layer's unit names: the network's own items when it carries them (an index file given
+// beside them must list the same items, or be matched by name with remap), else the index file.
+UnitNames unit_names(const api::Model& model, const std::string& layer, uint64_t units,
+                     const std::string& index_path, const std::string& option, bool remap,
+                     const std::string& network) {
+  const std::shared_ptr<const std::vector<std::string>> own = model.items(layer);
+  if (!own) {
+    if (index_path.empty())
+      throw ArgumentError(network + " does not carry its items (layer '" + layer +
+                          "'): give the item names with " + option + " (the index nn-generate "
+                          "wrote for the data it was trained on)");
+    return read_names(index_path, units, layer);
+  }
+  if (!index_path.empty() && !remap) {
+    const FeatureIndex index = load_index(index_path);
+    std::vector<std::string> given(index.size());
+    for (uint64_t i = 0; i < index.size(); ++i) given[i] = index.label(i);
+    const std::string difference = first_name_difference(*own, given, option + " " + index_path);
+    if (!difference.empty())
+      throw DataError(option + " " + index_path + " does not match the items of layer '" + layer +
+                      "' in " + network + ": " + difference + ". Leave " + option +
+                      " out to serve the network's own items (they are swapped in with each new "
+                      "network), or give --remap-index to match the index by name");
+  }
+  UnitNames names;
+  names.name.assign(units, "");
+  for (uint64_t i = 0; i < own->size() && i < units; ++i) {
+    if ((*own)[i].empty()) continue;
+    names.name[i] = (*own)[i];
+    names.column.emplace((*own)[i], uint32_t(i));
   }
   return names;
 }
@@ -64,12 +99,15 @@ std::shared_ptr<Generation> load_generation(const api::ServeOptions& options, in
   gen->output_units = model->layer(gen->output_layer).units;
   if (gen->output_units > UINT32_MAX || gen->input_units > UINT32_MAX)
     throw ArgumentError(options.network + ": layers wider than 2^32 - 1 units are not served");
-  gen->inputs = read_names(options.input_index, gen->input_units, gen->input_layer);
-  gen->outputs = read_names(options.output_index, gen->output_units, gen->output_layer);
+  gen->inputs = unit_names(*model, gen->input_layer, gen->input_units, options.input_index, "-i",
+                           options.remap_index, options.network);
+  gen->outputs = unit_names(*model, gen->output_layer, gen->output_units, options.output_index,
+                            "-o", options.remap_index, options.network);
   for (uint64_t u = 0; u < gen->output_units; ++u)
     if (gen->outputs.name[u].empty()) gen->unnamed_outputs.push_back(uint32_t(u));
   if (gen->unnamed_outputs.size() == gen->output_units)
-    throw ArgumentError(options.output_index + ": names none of layer '" + gen->output_layer +
+    throw ArgumentError((options.output_index.empty() ? options.network : options.output_index) +
+                        ": names none of layer '" + gen->output_layer +
                         "''s " + std::to_string(gen->output_units) + " units");
   gen->model = model;
   for (int w = 0; w < workers; ++w)

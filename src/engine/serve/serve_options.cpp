@@ -14,6 +14,7 @@ ServeOptions serve_options(const CommandFile& cdl) {
   o.network = spec.network;
   o.input_index = p.input_index;
   o.output_index = p.output_index;
+  o.remap_index = p.remap_index;
   o.model_name = p.model_name;
   if (!spec.backend.empty()) o.backend = spec.backend;
   if (spec.device) o.device = *spec.device;

@@ -46,8 +46,8 @@ void require_method(const ServeRequest& r, const char* method) {
 Service::Service(ServeOptions options, LogSink log) : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   if (options.network.empty()) throw ArgumentError("no network file");
-  if (options.input_index.empty() || options.output_index.empty())
-    throw ArgumentError("serving needs the input and output index files (item names)");
+  // The item names come from the network when it carries them, else from the index files
+  // (serve/generation.cpp says which is missing).
   if (options.max_batch == 0) throw ArgumentError("max_batch: must be positive");
   if (options.max_k == 0 || options.default_k == 0 || options.default_k > options.max_k)
     throw ArgumentError("k: the default k must be between 1 and max_k");

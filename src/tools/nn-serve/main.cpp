@@ -52,6 +52,9 @@ void define_flags(CLI::App& app, Flags& f) {
   app.add_option("-o,--output-index", f.serve.output_index,
                  "output feature index: the item names answers use")
       ->check(CLI::ExistingFile);
+  app.add_flag("--remap-index", f.serve.remap_index,
+               "match -i/-o indices that list the network's items in another order to the "
+               "network by name, instead of refusing them (CDL RemapIndex)");
   app.add_option("--host", f.serve.host, "address to listen on (default 127.0.0.1)");
   app.add_option("--port", f.serve.port, "port to listen on (default 8080; 0 = any free port)")
       ->check(CLI::Range(0, 65535));
@@ -143,6 +146,7 @@ int run(int argc, char** argv) {
     };
     take("-i", f.serve.input_index, from.input_index);
     take("-o", f.serve.output_index, from.output_index);
+    if (from.remap_index) f.serve.remap_index = true;
     take("--host", f.serve.host, from.host);
     take("--port", f.serve.port, from.port);
     take("--grpc-port", f.serve.grpc_port, from.grpc_port);
@@ -162,8 +166,6 @@ int run(int argc, char** argv) {
     apply_memory_limit(f.memory_limit, std::nullopt);
   }
   if (f.serve.network.empty()) throw UsageError("need a CDL file or -n network.nc");
-  if (f.serve.input_index.empty() || f.serve.output_index.empty())
-    throw UsageError("need the item names: -i input.idx and -o output.idx");
   if (f.serve.default_k > f.serve.max_k)
     throw UsageError("-k " + std::to_string(f.serve.default_k) + " is over --max-k " +
                      std::to_string(f.serve.max_k));
