@@ -23,7 +23,8 @@ check_scores() {  # scores: one cosine per pair; the candidate tower owns no wei
   grep -Eq '^ +CandidateTower +Hidden FullyConnected Tanh \(shared weights\) +128 +128 ' train.log ||
     fail "$1: the towers do not share weights: $(grep Tower train.log)"
   [[ $(wc -l <scores) == 32 ]] || fail "$1: expected 32 scores, got $(wc -l <scores)"
-  head -1 scores | grep -Eq '^p0	0,-?[0-9.]+:$' || fail "$1: score line: $(head -1 scores)"
+  # The score unit is named by the label dataset's one feature, which the network carries.
+  head -1 scores | grep -Eq '^p0	[^,]+,-?[0-9.]+:$' || fail "$1: score line: $(head -1 scores)"
 }
 
 shelf=("$src"/configs/*/)

@@ -82,9 +82,9 @@ if grep -q '^classifier:' log.txt; then fail "multi-item target is not a classif
 "${predict[@]}" --target multi.nc --classify -k 2 --top-classes top_multi.txt -s /dev/null 2>log.txt
 check_report log.txt top_multi.txt classes.txt 2
 
-# ---- numbered classes without -o; the CDL Target key ----
+# ---- without -o the network's own class names; the CDL Target key ----
 "$tools/nn-predict" -n net.nc --data input.nc --target classes.nc -k 2 -s /dev/null 2>log.txt
-grep -q "^true\\\\pred  *0  *1  *2$" log.txt || fail "numbered classes: $(cat log.txt)"
+grep -q "^true\\\\pred  *class0  *class1  *class2$" log.txt || fail "the network's classes: $(cat log.txt)"
 cat >predict.cdl <<'JSON'
 { "Network": "net.nc", "Command": "Predict", "Data": "input.nc",
   "PredictionParameters": { "K": 2, "Output": "cdl_recs.txt", "OutputIndex": "classes.idx",

@@ -123,20 +123,19 @@ set -e
   fail "-d other: rc=$rc $(cat err.txt)"
 [[ ! -e d2.txt ]] || fail "output left after a bad -d"
 
-# ---- -i is required with -r; unknown input features are dropped and counted ----
-set +e
-"$tools/nn-predict" -n net.nc -r ratings.txt -s x.txt 2>err.txt
-rc=$?
-set -e
-[[ $rc == 1 ]] && grep -q "needs the input feature index (-i)" err.txt || fail "missing -i: $(cat err.txt)"
+# ---- without -i the network's own items read -r (tests/tools/retraining.sh: a network without
+# items needs -i); unknown input features are dropped and counted ----
+"$tools/nn-predict" -n net.nc -r ratings.txt -s x.txt 2>err.txt ||
+  fail "without -i: $(cat err.txt)"
+grep -q "^layer 'Input': the network's own 150 items$" err.txt || fail "without -i: $(cat err.txt)"
 printf 'u0\tm0:zzz:m3\n' >unknown.txt
 "$tools/nn-predict" -n net.nc -r unknown.txt -i features.idx -o features.idx -k 2 -s unk.txt 2>log.txt
 grep -q "1 features not in the index were ignored" log.txt || fail "dropped features: $(cat log.txt)"
 [[ $(wc -l <unk.txt) == 1 ]] || fail "one line for one sample"
 
-# ---- -o: labels; without it unit numbers ----
+# ---- -o: labels; without it the network's own items (the same labels) ----
 "$tools/nn-predict" -n net.nc -r ratings.txt -i features.idx -k 3 -s nolabels.txt 2>/dev/null
-head -1 nolabels.txt | grep -Eq '^u0	([0-9]+,[0-9.]+:){3}$' || fail "no -o: numbered units: $(head -1 nolabels.txt)"
+head -1 nolabels.txt | grep -Eq '^u0	(m[0-9]+,[0-9.]+:){3}$' || fail "no -o: the network's items: $(head -1 nolabels.txt)"
 
 # ---- a sample index reused from a larger file is refused (its names would label other rows) ----
 # sub.nc holds u3 and u5 only, generated with the full file's sample index (as the man page

@@ -196,8 +196,9 @@ TEST_F(StreamingGenerate, ChunkedAndDeflatedValuesMatch) {
 TEST_F(StreamingGenerate, ChecksumTrailerNamesTheVariableOfADamagedChunk) {
   // Chunks are regions of the checksum trailer named after their variable (contiguous arrays
   // are one region each): a byte changed in the middle of a file that is mostly sparseIndex0's
-  // deflated chunks is reported by name.
-  GenerateJob j = job(write("many.txt", many_examples(3000, 2000, false)));
+  // deflated chunks is reported by name. (Few items: their names, stored with the dataset, are
+  // then a small part of the file.)
+  GenerateJob j = job(write("many.txt", many_examples(20000, 200, false)));
   j.output = path("chunks.nc");
   j.chunk_entries = 5000;
   j.deflate_level = 6;

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Networks that know their items, and warm starts across a changed catalog (docs/retraining.md):
+# a trained network carries its items; nn-predict uses them without indices, refuses an index or
+# a dataset that lists them in another order (naming the first difference, writing nothing) and
+# gives the original recommendations once they are remapped by name; nn-train --warm-start keeps,
+# adds and drops items by name, names a hidden layer whose shape changed, is left alone by
+# --resume of its own run, and equals one process under mpirun -np 2; a network without items
+# (trained on unnamed data, as DSSTNE's are) is still served and scored with index files, and
+# refused without them.
+# Usage: retraining.sh <tool-dir> <source-dir>
+set -euo pipefail
+tools=$(realpath "$1")
+here=$(dirname "$(realpath "$0")")
+source "$here/lib/common.sh"
+enter_work_dir
+require_netcdf_bin
+header_has() { ncdump -h "$1" >header.txt && grep -q "$2" header.txt; }
+tiny_ratings
+tiny_datasets "$tools"
+tiny_config 8
+"$tools/nn-train" -q -c config.json -i input.nc -o output.nc -n net.nc -e 3 -b 8 --seed 1
+header_has input.nc "string indToFeature0(indToFeatureDim0)" ||
+  fail "nn-generate wrote no feature names"
+header_has net.nc "string layer0_nn_features(layer0_nn_featureDim)" ||
+  fail "the network file does not carry the input layer's items"
+header_has net.nc "string layer2_nn_features(layer2_nn_featureDim)" ||
+  fail "the network file does not carry the output layer's items"
+
+# --- nn-predict: the network's own items, a reordered index refused, then remapped -------------
+tool="$tools/nn-predict"
+"$tool" -n net.nc -r ratings.txt -i features.idx -o features.idx -k 5 -s with.recs 2>/dev/null
+"$tool" -n net.nc -r ratings.txt -k 5 -s own.recs 2>own.log
+cmp -s with.recs own.recs || fail "the network's own items gave other recommendations"
+grep -q "layer 'Output': the network's own 18 items" own.log || fail "$(cat own.log)"
+# The same items, ids shuffled (names kept): refused before any output, by its first difference.
+python3 - <<'PY'
+import random
+names = [line.split("\t")[0] for line in open("features.idx")]
+random.Random(3).shuffle(names)
+open("shuffled.idx", "w").write("".join(f"{n}\t{i}\n" for i, n in enumerate(names)))
+PY
+expect_status 1 -n net.nc -r ratings.txt -i shuffled.idx -o shuffled.idx -k 5 -s out.recs
+grep -q "error: -i shuffled.idx does not match the items of layer 'Input' that the network was trained with: feature \"m[0-9]*\" is index [0-9]* in the network but index [0-9]* in -i shuffled.idx" err.txt ||
+  fail "$(cat err.txt)"
+[[ ! -e out.recs ]] || fail "a refused index still wrote recommendations"
+expect_status 1 -n net.nc -r ratings.txt -o shuffled.idx -k 5 -s out.recs
+grep -q "error: -o shuffled.idx does not match the items of layer 'Output'" err.txt || fail "$(cat err.txt)"
+expect_status 0 -n net.nc -r ratings.txt -i shuffled.idx -o shuffled.idx --remap-index -k 5 \
+  -s remapped.recs
+cmp -s with.recs remapped.recs || fail "remapped by name, the recommendations changed"
+# An index missing items: refused, naming the first missing one.
+head -n 10 features.idx >short.idx
+expect_status 1 -n net.nc -r ratings.txt -o short.idx -k 5 -s out.recs
+grep -q "(index 10 in the network) is missing from -o short.idx" err.txt || fail "$(cat err.txt)"
+# A dataset indexed with another order of the items: refused, then re-indexed by name.
+cp shuffled.idx reindexed.idx
+"$tools/nn-generate" -d input -i ratings.txt -o input_other.nc -f reindexed.idx -s other.idx \
+  2>/dev/null
+"$tool" -n net.nc --data input.nc -k 5 -s data.recs 2>/dev/null
+expect_status 1 -n net.nc --data input_other.nc -k 5 -s out.recs
+grep -q "layer 'Input': the dataset's features are not the network's" err.txt || fail "$(cat err.txt)"
+expect_status 0 -n net.nc --data input_other.nc --remap-index -k 5 -s data_remapped.recs
+cmp -s data.recs data_remapped.recs || fail "a re-indexed dataset gave other recommendations"
+
+# --- nn-train --warm-start: day 2 drops m0, adds m99 and two users, indexed afresh -------------
+python3 - <<'PY'
+lines = [l.rstrip("\n") for l in open("ratings.txt")]
+out = []
+for l in reversed(lines):  # another order: the items are numbered afresh
+    user, items = l.split("\t")
+    kept = [i for i in items.split(":") if i != "m0"]
+    if user in ("u1", "u4"):
+        kept.append("m99")
+    out.append(user + "\t" + ":".join(kept))
+out += ["u100\tm1:m2:m99", "u101\tm7:m8:m9"]
+open("day2.txt", "w").write("\n".join(out) + "\n")
+PY
+"$tools/nn-generate" -d input -i day2.txt -o day2_in.nc -f day2.idx -s day2_samples.idx -c 2>/dev/null
+"$tools/nn-generate" -d output -i day2.txt -o day2_out.nc -f day2.idx -s day2_samples.idx 2>/dev/null
+tool="$tools/nn-train"
+warm() {  # warm OUT EPOCHS [args]: day 2 from net.nc
+  local out=$1 epochs=$2
+  shift 2
+  "$tools/nn-train" -c config.json -i day2_in.nc -o day2_out.nc -n "$out" -e "$epochs" -b 8 \
+    --seed 2 --warm-start net.nc "$@"
+}
+warm warm.nc 4 2>warm.log || fail "$(tail -5 warm.log)"
+grep -q "warm start from net.nc" warm.log || fail "$(cat warm.log)"
+grep -q "  layer 'Input': 17 items kept, 1 added, 1 dropped (128 -> 128 units)" warm.log ||
+  fail "$(grep -A3 'warm start' warm.log)"
+grep -q "  layer 'Output': 17 items kept, 1 added, 1 dropped" warm.log || fail "$(cat warm.log)"
+"$tools/nn-predict" -n warm.nc -r day2.txt -k 3 -s warm.recs 2>/dev/null
+grep -q "^u100	" warm.recs || fail "the warm-started network does not score the new user"
+# A hidden layer of another size: refused, naming it and both shapes.
+tiny_config 9
+expect_status 1 -c config.json -i day2_in.nc -o day2_out.nc -n bad.nc -e 1 -b 8 --warm-start net.nc
+grep -q "error: --warm-start net.nc: layer 'Hidden': is 8 in the old network and 9 in the new" err.txt ||
+  fail "$(cat err.txt)"
+[[ ! -e bad.nc ]] || fail "a refused warm start wrote a network"
+tiny_config 8
+# --resume of a warm-started run continues its checkpoint and ends where the whole run ends.
+warm ck_part.nc 2 --checkpoint-name ck --checkpoint-interval 1 2>part.log || fail "$(tail -3 part.log)"
+warm resumed.nc 4 --checkpoint-name ck --checkpoint-interval 1 --resume 2>resume.log ||
+  fail "$(tail -5 resume.log)"
+grep -q "warm-start net.nc: not applied; the run continues its checkpoint" resume.log ||
+  fail "$(cat resume.log)"
+weights() { ncdump -v weight0_weights,weight1_weights,weight1_bias "$1" | sed -n '/data:/,$p'; }
+weights warm.nc >a.txt
+weights resumed.nc >b.txt
+cmp -s a.txt b.txt || fail "the resumed warm start differs from the uninterrupted one"
+# Under mpirun (data parallel) the warm start equals one process.
+if command -v mpirun >/dev/null; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+  timeout 120 mpirun -np 2 --oversubscribe "$tools/nn-train" -q -c config.json -i day2_in.nc \
+    -o day2_out.nc -n warm2.nc -e 4 -b 8 --seed 2 --warm-start net.nc || fail "mpirun -np 2 failed"
+  weights warm2.nc >c.txt
+  python3 - a.txt c.txt <<'PY' || fail "mpirun -np 2 warm start differs from one process"
+import re, sys
+a, b = (list(map(float, re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", open(f).read()))) for f in sys.argv[1:])
+assert len(a) == len(b) and a
+assert all(abs(x - y) <= 1e-4 * max(abs(y), 1e-2) for x, y in zip(a, b)), "values differ"
+PY
+else
+  echo "note: no mpirun; the two-process warm start was not run"
+fi
+
+# --- a network without items (its datasets name nothing, as DSSTNE's) ---------------------------
+for f in input output; do
+  ncdump "$f.nc" | awk '/^ *indToFeature0 = / { skip = 1 } !skip && !/indToFeature/ { print }
+    skip && /; *$/ { skip = 0 }' >plain.cdl
+  ncgen -k nc4 -o "plain_$f.nc" plain.cdl
+done
+"$tools/nn-train" -q -c config.json -i plain_input.nc -o plain_output.nc -n plain.nc -e 2 -b 8 \
+  --seed 1
+! header_has plain.nc nn_features || fail "a network trained on unnamed data has items"
+tool="$tools/nn-predict"
+expect_status 1 -n plain.nc -r ratings.txt -k 5
+grep -q "needs the input feature index (-i): the network plain.nc does not carry its items" err.txt ||
+  fail "$(cat err.txt)"
+expect_status 0 -n plain.nc -r ratings.txt -i features.idx -o features.idx -k 5 -s plain.recs
+# Warm start from it onto data of the same size: copied by position, said so.
+"$tools/nn-train" -c config.json -i input.nc -o output.nc -n from_plain.nc -e 1 -b 8 \
+  --warm-start plain.nc 2>plain_warm.log || fail "$(tail -3 plain_warm.log)"
+grep -q "layer 'Input': 128 units copied by position (only one side names its items)" \
+  plain_warm.log || fail "$(cat plain_warm.log)"
+# nn-serve: refused without the index files, served with them.
+tool="$tools/nn-serve"
+expect_status 2 -n plain.nc --port 0
+grep -q "plain.nc does not carry its items (layer 'Input'): give the item names with -i" err.txt ||
+  fail "$(cat err.txt)"
+"$tool" -n plain.nc -i features.idx -o features.idx --port 0 2>serve.log &
+pid=$!
+for _ in $(seq 100); do grep -q "listening on" serve.log 2>/dev/null && break; sleep 0.1; done
+port=$(grep -o "127.0.0.1:[0-9]*" serve.log | head -1 | cut -d: -f2)
+[[ -n $port ]] || fail "nn-serve did not start: $(cat serve.log)"
+answer=$(python3 -c "import http.client
+c = http.client.HTTPConnection('127.0.0.1', $port, timeout=10)
+c.request('POST', '/recommend', body='{\"items\": [\"m0\"], \"k\": 2}'); print(c.getresponse().read().decode())")
+kill -TERM "$pid"
+wait "$pid" || true
+echo "$answer" | grep -q '"items":\["m' || fail "no answer from the network without items: $answer"
+echo "retraining: all checks passed"
