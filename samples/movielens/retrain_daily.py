@@ -49,6 +49,7 @@ def parse_args():
     p.add_argument("--config", default="recommender-autoencoder")
     p.add_argument("--warm-epochs", type=int, default=8)
     p.add_argument("--full-epochs", type=int, default=0, help="0: the config's own epochs")
+    p.add_argument("--day1-epochs", type=int, default=0, help="0: as --full-epochs")
     p.add_argument("--holdout", type=int, default=5, help="latest ratings held out per user")
     p.add_argument("--min-ratings", type=int, default=10)
     p.add_argument("--users", type=int, default=0, help="keep only the first N users (0: all)")
@@ -279,7 +280,7 @@ def main():
           f"({len(set(users2) - set(users1))} new), {len(movies2)} movies "
           f"({len(movies2 - movies1)} new, {len(movies1 - movies2)} gone)")
     full_epochs = a.full_epochs or None
-    t1, e1, _ = train(tools, a.config, "day1", "day1.nc", full_epochs)
+    t1, e1, _ = train(tools, a.config, "day1", "day1.nc", a.day1_epochs or full_epochs)
     print(f"day 1 trained: {e1} epochs in {t1:.1f} s")
     tw, ew, log = train(tools, a.config, "day2", "day2_warm.nc", a.warm_epochs,
                         warm_start="day1.nc")

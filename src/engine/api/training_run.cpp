@@ -423,10 +423,25 @@ void warm_start_stage(const TrainJob& job, bool resumed, Network& net, Communica
                         ": the LeastSquares solver computes the weights in closed form from the "
                         "data alone; warm starts are for gradient training (Solver \"Gradient\")");
   const NetworkFile old = read_network_file(job.warm_start);
-  WarmStartResult started = warm_start(net.to_file(), old, job.warm_start);
+  // The kept items' optimizer state comes along when the old run used the same optimizer (its
+  // state means the same then): a fresh RMSProp or Adam state would take full-size first steps
+  // on weights that are already trained (docs/retraining.md measures both). For measurements:
+  // NN_WARM_START_STATE=fresh starts it afresh regardless.
+  const char* state_setting = std::getenv("NN_WARM_START_STATE");
+  const bool same_optimizer =
+      old.training.present && old.training.optimizer == optimizer_kind(job.optimizer);
+  const bool carry = same_optimizer && !(state_setting && std::string(state_setting) == "fresh");
+  WarmStartResult started = warm_start(net.to_file(), old, job.warm_start, carry);
   share_arrays_from_rank0(started.arrays, comm);
   net.load_arrays(started.arrays);
-  log("warm start from " + job.warm_start + " (optimizer state, epochs and learning rate afresh):");
+  log("warm start from " + job.warm_start + " (" +
+      (carry ? std::string("optimizer state of kept items carried over") :
+       same_optimizer ? std::string("optimizer state afresh: NN_WARM_START_STATE=fresh") :
+                        "optimizer state afresh: " +
+                            (old.training.present ? "the old run used " +
+                                                        std::string(to_string(old.training.optimizer))
+                                                  : std::string("the old file has no training state"))) +
+      "; epochs and learning rate afresh):");
   for (const std::string& line : started.lines) log("  " + line);
 }
 

@@ -30,8 +30,9 @@ std::string count_text(uint64_t n, const char* one, const char* many) {
 
 class WarmStart {
  public:
-  WarmStart(const NetworkFile& fresh, const NetworkFile& old, const std::string& old_path)
-      : fresh_(fresh), old_(old), path_(old_path) {}
+  WarmStart(const NetworkFile& fresh, const NetworkFile& old, const std::string& old_path,
+            bool carry_state)
+      : fresh_(fresh), old_(old), path_(old_path), carry_state_(carry_state) {}
 
   WarmStartResult run() {
     WarmStartResult r;
@@ -120,39 +121,62 @@ class WarmStart {
       fail(w.output_layer, "the weights from '" + w.input_layer + "' are " +
                                (o->shared ? "shared" : "its own") + " in the old network and " +
                                (w.shared ? "shared" : "its own") + " in the new");
-    // Biases: one per output unit.
-    if (!w.bias.empty() && !o->bias.empty()) {
-      for (uint64_t c = 0; c < w.bias.size(); ++c) {
+    // Biases: one per output unit (and their optimizer state, when carried).
+    const auto carry_bias = [&](std::vector<float>& dst, const std::vector<float>& src) {
+      for (uint64_t c = 0; c < dst.size(); ++c) {
         const int64_t from = source(cols, c);
-        if (from >= 0 && uint64_t(from) < o->bias.size()) w.bias[c] = o->bias[size_t(from)];
+        if (from >= 0 && uint64_t(from) < src.size()) dst[c] = src[size_t(from)];
       }
-    }
+    };
+    if (!w.bias.empty() && !o->bias.empty()) carry_bias(w.bias, o->bias);
+    if (carry_state_ && !w.bias.empty())
+      w.bias_state = carried_states(o->bias_state, w.bias.size(), carry_bias);
     if (w.shared || w.weights.empty() || o->weights.empty()) return;
     const bool fully_connected = w.length == 1 && w.depth == 1 && w.breadth == 1 &&
                                  o->length == 1 && o->depth == 1 && o->breadth == 1;
-    if (rows.identity && cols.identity) {
-      if (w.weights.size() != o->weights.size() || w.width != o->width || w.height != o->height)
-        fail(w.output_layer, "the weights from '" + w.input_layer + "' are " +
-                                 std::to_string(o->height) + " x " + std::to_string(o->width) +
-                                 " in the old network and " + std::to_string(w.height) + " x " +
-                                 std::to_string(w.width) + " in the new");
-      w.weights = o->weights;
-      return;
-    }
-    if (!fully_connected)
+    const bool same_units = rows.identity && cols.identity;
+    if (same_units &&
+        (w.weights.size() != o->weights.size() || w.width != o->width || w.height != o->height))
+      fail(w.output_layer, "the weights from '" + w.input_layer + "' are " +
+                               std::to_string(o->height) + " x " + std::to_string(o->width) +
+                               " in the old network and " + std::to_string(w.height) + " x " +
+                               std::to_string(w.width) + " in the new");
+    if (!same_units && !fully_connected)
       fail(w.output_layer, "its items changed but its weights from '" + w.input_layer +
                                "' are not fully connected; only fully connected weights are "
                                "matched by item");
     // [input][output], row-major: row r (input unit), column c (output unit).
-    for (uint64_t r = 0; r < w.height; ++r) {
-      const int64_t from_r = source(rows, r);
-      if (from_r < 0 || uint64_t(from_r) >= o->height) continue;
-      for (uint64_t c = 0; c < w.width; ++c) {
-        const int64_t from_c = source(cols, c);
-        if (from_c < 0 || uint64_t(from_c) >= o->width) continue;
-        w.weights[r * w.width + c] = o->weights[uint64_t(from_r) * o->width + uint64_t(from_c)];
+    const auto carry_matrix = [&](std::vector<float>& dst, const std::vector<float>& src) {
+      if (same_units) {
+        dst = src;
+        return;
       }
+      for (uint64_t r = 0; r < w.height; ++r) {
+        const int64_t from_r = source(rows, r);
+        if (from_r < 0 || uint64_t(from_r) >= o->height) continue;
+        for (uint64_t c = 0; c < w.width; ++c) {
+          const int64_t from_c = source(cols, c);
+          if (from_c < 0 || uint64_t(from_c) >= o->width) continue;
+          dst[r * w.width + c] = src[uint64_t(from_r) * o->width + uint64_t(from_c)];
+        }
+      }
+    };
+    carry_matrix(w.weights, o->weights);
+    if (carry_state_)
+      w.weight_state = carried_states(o->weight_state, w.weights.size(), carry_matrix);
+  }
+
+  // The old optimizer state arrays mapped like the values they follow; new entries start at 0
+  // (where the optimizer starts every entry). Empty when the old file has none.
+  template <typename Carry>
+  static std::vector<std::vector<float>> carried_states(
+      const std::vector<std::vector<float>>& old, size_t size, const Carry& carry) {
+    std::vector<std::vector<float>> states;
+    for (const std::vector<float>& s : old) {
+      states.emplace_back(size, 0.0f);
+      carry(states.back(), s);
     }
+    return states;
   }
 
   void carry_layer_arrays(LayerArrays& a) const {
@@ -172,6 +196,7 @@ class WarmStart {
   const NetworkFile& fresh_;
   const NetworkFile& old_;
   const std::string& path_;
+  bool carry_state_;
   std::map<std::string, const LayerSpec*> old_layers_;
   std::map<std::string, UnitMap> maps_;
 };
@@ -179,8 +204,8 @@ class WarmStart {
 }  // namespace
 
 WarmStartResult warm_start(const NetworkFile& fresh, const NetworkFile& old,
-                           const std::string& old_path) {
-  return WarmStart(fresh, old, old_path).run();
+                           const std::string& old_path, bool carry_optimizer_state) {
+  return WarmStart(fresh, old, old_path, carry_optimizer_state).run();
 }
 
 }  // namespace nn

@@ -9,7 +9,9 @@
 //   - every other array (hidden layers, batch normalisation, layers without items) is copied
 //     when its shape agrees, and any other change of shape is an error naming the layer and
 //     both shapes.
-// Optimizer state, the epoch, the learning-rate schedule and the random streams start afresh.
+// The epoch, the learning-rate schedule and the random streams start afresh. The optimizer state
+// of kept items (and of copied arrays) is carried over with their values when asked (the caller
+// asks when the old run used the same optimizer); new items' state starts at zero.
 #pragma once
 
 #include <string>
@@ -29,6 +31,6 @@ struct WarmStartResult {
 // changed other than by its items, and for an item layer whose size changed when either side does
 // not name its items.
 WarmStartResult warm_start(const NetworkFile& fresh, const NetworkFile& old,
-                           const std::string& old_path);
+                           const std::string& old_path, bool carry_optimizer_state = false);
 
 }  // namespace nn
