@@ -47,6 +47,9 @@ struct TrainSettings {
   // every `tensorboard_interval` updates (0 = epochs only). The file is started fresh.
   std::string tensorboard;
   uint32_t tensorboard_interval = 0;
+  // A network file to start from (docs/retraining.md; as TrainJob::warm_start): its arrays
+  // matched to the datasets' items by name, applied when the Trainer is made. "" = none.
+  std::string warm_start;
 };
 
 struct EpochStats {

@@ -436,6 +436,16 @@ PYBIND11_MODULE(_core, m) {
           py::arg("name"))
       .def_property_readonly("input_layers", [](PyModel& m) { return m.model->input_layers(); })
       .def_property_readonly("output_layers", [](PyModel& m) { return m.model->output_layers(); })
+      .def(
+          "items",
+          [](PyModel& m, const std::string& layer) -> py::object {
+            const auto names = m.model->items(layer);
+            if (!names) return py::none();
+            return py::cast(*names);
+          },
+          py::arg("layer"),
+          "The names of a layer's units (its items) in unit order, '' for an unnamed unit, or "
+          "None when the network does not carry them (docs/retraining.md).")
       .def_property_readonly("weights", [](PyModel& m) { return m.model->weights(); })
       .def(
           "get_weights",
@@ -505,7 +515,8 @@ PYBIND11_MODULE(_core, m) {
                        const std::string& checkpoint_name, int checkpoint_interval,
                        const py::object& log, bool profile, const std::string& trace,
                        uint32_t trace_steps, const std::string& sparse_update,
-                       const std::string& tensorboard, uint32_t tensorboard_interval) {
+                       const std::string& tensorboard, uint32_t tensorboard_interval,
+                       const py::object& warm_start) {
              std::vector<Dataset> sets;
              for (auto item : data) {
                if (!py::isinstance<py::str>(item.first))
@@ -533,6 +544,7 @@ PYBIND11_MODULE(_core, m) {
              s.sparse_update = sparse_update;
              s.tensorboard = tensorboard;
              s.tensorboard_interval = tensorboard_interval;
+             if (!warm_start.is_none()) s.warm_start = path_arg(warm_start, "warm_start");
              return std::make_unique<Trainer>(model.model, std::move(sets), s);
            }),
            py::arg("model"), py::arg("data"), py::arg("epochs") = 1, py::arg("minibatch") = 1024,
@@ -542,7 +554,8 @@ PYBIND11_MODULE(_core, m) {
            py::arg("checkpoint_interval") = 0, py::arg("log") = py::none(),
            py::arg("profile") = false, py::arg("trace") = "", py::arg("trace_steps") = 20,
            py::arg("sparse_update") = "Exact", py::arg("tensorboard") = "",
-           py::arg("tensorboard_interval") = 0, py::keep_alive<1, 2>())
+           py::arg("tensorboard_interval") = 0, py::arg("warm_start") = py::none(),
+           py::keep_alive<1, 2>())
       .def(
           "run",
           [](Trainer& t, const py::object& callback) {

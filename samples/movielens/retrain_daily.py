@@ -49,6 +49,7 @@ def parse_args():
     p.add_argument("--config", default="recommender-autoencoder")
     p.add_argument("--warm-epochs", type=int, default=8)
     p.add_argument("--full-epochs", type=int, default=0, help="0: the config's own epochs")
+    p.add_argument("--seed", type=int, default=0, help="RandomSeed of the day-2 runs (0: config's)")
     p.add_argument("--day1-epochs", type=int, default=0, help="0: as --full-epochs")
     p.add_argument("--holdout", type=int, default=5, help="latest ratings held out per user")
     p.add_argument("--min-ratings", type=int, default=10)
@@ -140,7 +141,7 @@ def generate_day(tools, name, rows, held):
     return users, items_of
 
 
-def train(tools, config, data, results, epochs, warm_start=None):
+def train(tools, config, data, results, epochs, warm_start=None, seed=0):
     with open(os.path.join(ROOT, "configs", config, "train.cdl")) as f:
         cdl = json.load(f)
     cdl["Network"] = os.path.join(ROOT, "configs", config, "network.json")
@@ -149,6 +150,8 @@ def train(tools, config, data, results, epochs, warm_start=None):
     for key in ("CheckpointName", "CheckpointInterval", "ValidationData"):
         params.pop(key, None)
     params["Results"] = results
+    if seed:
+        cdl["RandomSeed"] = seed
     if epochs:
         params["Epochs"] = epochs
     if warm_start:
@@ -283,10 +286,10 @@ def main():
     t1, e1, _ = train(tools, a.config, "day1", "day1.nc", a.day1_epochs or full_epochs)
     print(f"day 1 trained: {e1} epochs in {t1:.1f} s")
     tw, ew, log = train(tools, a.config, "day2", "day2_warm.nc", a.warm_epochs,
-                        warm_start="day1.nc")
+                        warm_start="day1.nc", seed=a.seed)
     for line in warm_start_lines(log):
         print("  warm start: " + line)
-    tf, ef, _ = train(tools, a.config, "day2", "day2_full.nc", full_epochs)
+    tf, ef, _ = train(tools, a.config, "day2", "day2_full.nc", full_epochs, seed=a.seed)
     rw, n = recall_at_10(tools, "day2_warm.nc", "day2")
     rf, _ = recall_at_10(tools, "day2_full.nc", "day2")
     print(f"day 2 full retrain: {ef} epochs in {tf:.1f} s, recall@10 {rf:.4f} ({n} users)")

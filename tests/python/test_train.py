@@ -123,3 +123,23 @@ def test_trainer_writes_tensorboard_events(work, tmp_path):
     acc.Reload()
     losses = [e.value for e in acc.Scalars("train/loss")]
     np.testing.assert_array_equal(np.float32(losses), np.float32([s["loss"] for s in stats]))
+
+
+def test_warm_start_and_items(work):
+    # A network trained by nn-train carries its items; a Trainer warm-started from it begins at
+    # its weights (numpy data name no items: the item layers, of the same size, are copied by
+    # position, and the log says so).
+    trained = nnsuite.Model.load(work / "net.nc")
+    items = trained.items("Input")
+    index = [line.split("\t")[0] for line in (work / "features.idx").read_text().splitlines()]
+    assert items[:len(index)] == index and not any(items[len(index):])
+    x = nnsuite.read_datasets(work / "input.nc")["input"]
+    y = nnsuite.read_datasets(work / "output.nc")["output"]
+    model = nnsuite.Model.from_json(str(work / "network.json"),
+                                    datasets={"input": x, "output": y}, seed=3)
+    assert model.items("Input") is None
+    lines = []
+    nnsuite.Trainer(model, {"input": x, "output": y}, epochs=1, minibatch=8, optimizer="adam",
+                    warm_start=work / "net.nc", log=lines.append)
+    assert_same_weights(model, trained)  # before any step: the warm start's weights
+    assert any("units copied by position" in line for line in lines), lines

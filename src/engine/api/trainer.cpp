@@ -8,6 +8,7 @@
 #include "api/dataset_impl.h"
 #include "api/model_impl.h"
 #include "api/train_setup.h"
+#include "api/warm_start_stage.h"
 #include "core/error.h"
 #include "core/stop_request.h"
 #include "distributed/process.h"
@@ -56,7 +57,7 @@ namespace {
 std::unique_ptr<Trainer::Impl> make_impl(std::shared_ptr<Model> model, std::vector<Dataset> data,
                                          TrainOptions options,
                                          const std::function<void(const std::string&)>& log,
-                                         const std::string& files) {
+                                         const std::string& files, const std::string& warm_start) {
   if (!model) throw ConfigError("Trainer: no model");
   auto impl = std::make_unique<Trainer::Impl>();
   impl->model = std::move(model);
@@ -65,9 +66,14 @@ std::unique_ptr<Trainer::Impl> make_impl(std::shared_ptr<Model> model, std::vect
   Model::Impl& m = impl->model->impl();
   impl->bound = bind_datasets(m.net->spec(), impl->sets, /*need_outputs=*/true, files);
   check_input_kinds(m, impl->bound);
+  // The network learns its items from the data (saved with it, as nn-train's are).
+  m.net->name_items(impl->sets);
   impl->comm = world_communicator();
-  impl->trainer = std::make_unique<nn::TrainingLoop>(
-      *m.net, impl->bound, std::move(options), log ? LogSink(log) : null_log(), impl->comm.get());
+  const LogSink sink = log ? LogSink(log) : null_log();
+  if (!warm_start.empty())
+    apply_warm_start(warm_start, options.optimizer.kind, *m.net, *impl->comm, sink);
+  impl->trainer = std::make_unique<nn::TrainingLoop>(*m.net, impl->bound, std::move(options), sink,
+                                                     impl->comm.get());
   return impl;
 }
 
@@ -122,7 +128,8 @@ Trainer::Trainer(std::shared_ptr<Model> model, std::vector<Dataset> data, TrainS
   // Minibatch reports exist for the TensorBoard file alone.
   if (!s.tensorboard.empty()) o.minibatch_report_interval = s.tensorboard_interval;
   const std::vector<HyperParameter> hparams = hyper_parameters(o, model->impl().net->spec());
-  impl_ = make_impl(std::move(model), std::move(data), std::move(o), s.log, "the given datasets");
+  impl_ = make_impl(std::move(model), std::move(data), std::move(o), s.log, "the given datasets",
+                    s.warm_start);
   impl_->epochs = s.epochs;
   if (!s.tensorboard.empty() && impl_->comm->rank() == 0) {
     const LogSink log = s.log ? LogSink(s.log) : null_log();

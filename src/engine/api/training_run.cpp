@@ -11,6 +11,7 @@
 
 #include "api/model_impl.h"
 #include "api/train_setup.h"
+#include "api/warm_start_stage.h"
 #include "backend/backend_choice.h"
 #include "backend/cpu/blas_kernels.h"
 #include "backend/cuda_paths.h"
@@ -31,7 +32,6 @@
 #include "model/binding.h"
 #include "model/link_model.h"
 #include "model/model_summary.h"
-#include "model/warm_start.h"
 #include "nn/train_job.h"
 #include "train/checkpoint_files.h"
 #include "train/epoch_log.h"
@@ -379,38 +379,8 @@ std::string resume_from_checkpoint(const TrainJob& job, const TrainOptions& opti
   return files[size_t(chosen)].path;
 }
 
-// Rank 0's arrays on every rank: a layer split over the ranks (model parallel) gives its whole
-// arrays to rank 0 alone when saved, and every rank loads its columns from the whole arrays.
-void share_arrays_from_rank0(NetworkFile& file, Communicator& comm) {
-  if (comm.size() == 1) return;
-  const auto share = [&](std::vector<float>& v) {
-    uint64_t size = v.size();
-    comm.broadcast(&size, 1, 0);
-    v.resize(size_t(size));
-    if (size) comm.broadcast(v.data(), v.size(), 0);
-  };
-  const auto share_list = [&](std::vector<std::vector<float>>& list) {
-    uint64_t count = list.size();
-    comm.broadcast(&count, 1, 0);
-    list.resize(size_t(count));
-    for (auto& v : list) share(v);
-  };
-  for (WeightArrays& w : file.weights) {
-    share(w.weights);
-    share(w.bias);
-    share_list(w.weight_state);
-    share_list(w.bias_state);
-  }
-  for (LayerArrays& a : file.layers) {
-    for (auto* v : {&a.bn_scale, &a.bn_bias, &a.bn_running_mean, &a.bn_running_variance}) share(*v);
-    share_list(a.bn_scale_state);
-    share_list(a.bn_bias_state);
-  }
-}
-
-// --warm-start: the old network's arrays carried into the freshly initialised one, matched to
-// this run's data by item name (model/warm_start.h), logged per layer. A resumed run continues
-// its checkpoint (which began from the warm start) instead. Collective under mpirun.
+// --warm-start (api/warm_start_stage.h); a resumed run continues its checkpoint (which began
+// from the warm start) instead.
 void warm_start_stage(const TrainJob& job, bool resumed, Network& net, Communicator& comm,
                       const LogSink& log) {
   if (job.warm_start.empty()) return;
@@ -422,27 +392,7 @@ void warm_start_stage(const TrainJob& job, bool resumed, Network& net, Communica
     throw ArgumentError("--warm-start " + job.warm_start +
                         ": the LeastSquares solver computes the weights in closed form from the "
                         "data alone; warm starts are for gradient training (Solver \"Gradient\")");
-  const NetworkFile old = read_network_file(job.warm_start);
-  // The kept items' optimizer state comes along when the old run used the same optimizer (its
-  // state means the same then): a fresh RMSProp or Adam state would take full-size first steps
-  // on weights that are already trained (docs/retraining.md measures both). For measurements:
-  // NN_WARM_START_STATE=fresh starts it afresh regardless.
-  const char* state_setting = std::getenv("NN_WARM_START_STATE");
-  const bool same_optimizer =
-      old.training.present && old.training.optimizer == optimizer_kind(job.optimizer);
-  const bool carry = same_optimizer && !(state_setting && std::string(state_setting) == "fresh");
-  WarmStartResult started = warm_start(net.to_file(), old, job.warm_start, carry);
-  share_arrays_from_rank0(started.arrays, comm);
-  net.load_arrays(started.arrays);
-  log("warm start from " + job.warm_start + " (" +
-      (carry ? std::string("optimizer state of kept items carried over") :
-       same_optimizer ? std::string("optimizer state afresh: NN_WARM_START_STATE=fresh") :
-                        "optimizer state afresh: " +
-                            (old.training.present ? "the old run used " +
-                                                        std::string(to_string(old.training.optimizer))
-                                                  : std::string("the old file has no training state"))) +
-      "; epochs and learning rate afresh):");
-  for (const std::string& line : started.lines) log("  " + line);
+  apply_warm_start(job.warm_start, optimizer_kind(job.optimizer), net, comm, log);
 }
 
 // The checkpoints of stopped runs that the finished run's result supersedes (rank 0).

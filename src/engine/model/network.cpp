@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/random.h"
+#include "model/binding.h"
 #include "layers/convolutional_layer.h"
 #include "layers/layer_registry.h"
 #include "layers/pooling_layer.h"
@@ -309,6 +310,10 @@ void Network::load_arrays(const NetworkFile& file) {
   if (cursor != file.weights.size())
     throw DataError("network file has " + std::to_string(file.weights.size()) +
                     " weights; the network uses " + std::to_string(cursor));
+}
+
+void Network::name_items(const std::vector<ExampleSet>& sets) {
+  attach_feature_names(spec_, sets);
 }
 
 NetworkFile Network::to_file() const {

@@ -103,6 +103,9 @@ class Network {
                 const std::function<bool(Layer&)>& instead = nullptr);
 
   const NetworkSpec& spec() const { return spec_; }
+  // Input and Output layers without items take the names of the datasets bound to them
+  // (model/binding.h, attach_feature_names); they are saved with the network.
+  void name_items(const std::vector<ExampleSet>& sets);
   Backend& backend() { return backend_; }
   Layer* find(const std::string& name);
   Layer& layer(const std::string& name);                       // throws ConfigError when absent

@@ -112,5 +112,22 @@ TEST(WarmStart, UnnamedItemsOfTheSameSizeAreCopiedByPosition) {
   EXPECT_EQ(r.lines[0], "layer 'Input': 2 units copied by position (only one side names its items)");
 }
 
+TEST(WarmStart, OptimizerStateFollowsTheItemsWhenCarried) {
+  NetworkFile old = autoencoder({"a", "b", "c"}, 3, 2, 0.0f);
+  old.weights[0].weight_state = {std::vector<float>{10, 11, 12, 13, 14, 15}};
+  old.weights[1].bias_state = {std::vector<float>{20, 21, 22}};
+  const NetworkFile fresh = autoencoder({"c", "d", "a", ""}, 4, 2, -50.0f);
+  const WarmStartResult carried = warm_start(fresh, old, "old.nc", /*carry_optimizer_state=*/true);
+  // Rows "c", "d" (new: 0), "a", padding (0).
+  ASSERT_EQ(carried.arrays.weights[0].weight_state.size(), 1u);
+  EXPECT_EQ(carried.arrays.weights[0].weight_state[0],
+            (std::vector<float>{14, 15, 0, 0, 10, 11, 0, 0}));
+  ASSERT_EQ(carried.arrays.weights[1].bias_state.size(), 1u);
+  EXPECT_EQ(carried.arrays.weights[1].bias_state[0], (std::vector<float>{22, 0, 20, 0}));
+  const WarmStartResult afresh = warm_start(fresh, old, "old.nc", /*carry_optimizer_state=*/false);
+  EXPECT_TRUE(afresh.arrays.weights[0].weight_state.empty());
+  EXPECT_TRUE(afresh.arrays.weights[1].bias_state.empty());
+}
+
 }  // namespace
 }  // namespace nn
