@@ -31,22 +31,22 @@ struct PredictJob {
   // lists them differently; with this set such an index is matched to the network by name (and
   // NetCDF examples whose features are named are re-indexed into the network's order).
   bool remap_index = false;
-  std::string filter;                   // items per sample to leave out (text format; a file
-                                        // or a directory of them)
-  bool filter_multiply = false;         // multiply scores by the filter's values instead
-  std::string output = "-";             // recommendation lines; "-" or "": standard output
-  bool write_recs = true;               // false: no recommendation lines (dumps, reports only)
-  std::string target;                   // NetCDF dataset of held-out items: metrics
-  bool classify = false;                // evaluate the target as one class per example
-  bool rank_input_items = false;        // with a target: rank each example's input items too
-                                        // (default: left out, as nn-train's validation does)
-  std::string top_classes;              // also write the lines here (recommendation format)
-  std::string layer;                    // layer to score ("" = the output layer)
-  std::string dump;                     // dump activations: FILE.nc (a dataset) or text lines
-  std::string dump_layer;               // the layer dumped ("" = the scored layer)
-  std::string score_format = "%.3f";    // printf conversion, with or without '%' (DSSTNE: 4.3f)
-  uint32_t k = 10;                      // results per example (capped at the layer's units)
-  uint32_t minibatch = 1024;            // examples per forward pass (capped at the examples)
+  std::string filter;                 // items per sample to leave out (text format; a file
+                                      // or a directory of them)
+  bool filter_multiply = false;       // multiply scores by the filter's values instead
+  std::string output = "-";           // recommendation lines; "-" or "": standard output
+  bool write_recs = true;             // false: no recommendation lines (dumps, reports only)
+  std::string target;                 // NetCDF dataset of held-out items: metrics
+  bool classify = false;              // evaluate the target as one class per example
+  bool rank_input_items = false;      // with a target: rank each example's input items too
+                                      // (default: left out, as nn-train's validation does)
+  std::string top_classes;            // also write the lines here (recommendation format)
+  std::string layer;                  // layer to score ("" = the output layer)
+  std::string dump;                   // dump activations: FILE.nc (a dataset) or text lines
+  std::string dump_layer;             // the layer dumped ("" = the scored layer)
+  std::string score_format = "%.3f";  // printf conversion, with or without '%' (DSSTNE: 4.3f)
+  uint32_t k = 10;                    // results per example (capped at the layer's units)
+  uint32_t minibatch = 1024;          // examples per forward pass (capped at the examples)
   // How the ranked layer is scored (docs/wide-outputs.md): "auto" (in column blocks when one
   // minibatch's scores of it would pass 64 MiB), "full" (all its units at once), or a number
   // of columns per block. Blocks give the same rankings and scores with memory for

@@ -42,7 +42,7 @@ struct ServeOptions {
   // network must list the same items, else the load (or the reload) is refused, unless
   // `remap_index`: then it is matched by name and the network's items are used.
   bool remap_index = false;
-  std::string model_name;    // the model's name in /v2/models/<name> ("" = the network's Name)
+  std::string model_name;  // the model's name in /v2/models/<name> ("" = the network's Name)
   std::string backend = "cpu";
   int threads = 0;              // evaluators working at once, and the CPU backend's threads
                                 // (0 = every CPU this process may use)

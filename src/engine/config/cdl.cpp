@@ -305,10 +305,9 @@ class CdlParser {
       } else if (k == "remapindex") {
         p.remap_index = r_.get_bool(m);
       } else {
-        r_.unknown_key(m,
-                       {"MiniBatch", "K", "TopK", "Output", "Filter", "InputIndex", "OutputIndex",
-                        "SampleIndex", "Layer", "ScoreFormat", "Target", "RankInputItems",
-                        "RemapIndex"});
+        r_.unknown_key(
+            m, {"MiniBatch", "K", "TopK", "Output", "Filter", "InputIndex", "OutputIndex",
+                "SampleIndex", "Layer", "ScoreFormat", "Target", "RankInputItems", "RemapIndex"});
       }
     }
   }

@@ -85,9 +85,9 @@ struct ServeParameters {
   std::string input_index;   // item names of requests (needed when the network has none)
   std::string output_index;  // item names of answers (needed when the network has none)
   bool remap_index = false;  // indices differing from the network's items matched by name
-  std::string host;                         // "" = 127.0.0.1
-  int port = -1;                            // -1 = 8080; 0 = any free port
-  int grpc_port = -1;                       // -1 = no gRPC front; 0 = any free port
+  std::string host;          // "" = 127.0.0.1
+  int port = -1;             // -1 = 8080; 0 = any free port
+  int grpc_port = -1;        // -1 = no gRPC front; 0 = any free port
   std::string grpc_tls_cert, grpc_tls_key;  // PEM files: the gRPC front over TLS
   int threads = 0;
   uint32_t max_batch = 0;

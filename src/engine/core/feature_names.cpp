@@ -23,7 +23,9 @@ std::unordered_map<std::string_view, uint64_t> positions(const std::vector<std::
   return at;
 }
 
-std::string quoted(const std::string& s) { return "\"" + s + "\""; }
+std::string quoted(const std::string& s) {
+  return "\"" + s + "\"";
+}
 
 }  // namespace
 

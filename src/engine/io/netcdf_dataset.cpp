@@ -259,8 +259,7 @@ PendingVars define_one(Writer& w, const ExampleSet& ds, size_t n) {
   if (ds.is_weighted()) p.weight = w.var("dataWeight" + sfx, NC_FLOAT, examples);
   if (ds.is_indexed()) p.example_index = w.var("index" + sfx, NC_UINT, examples);
   if (ds.feature_names && !ds.feature_names->empty())
-    p.names = w.string_var("indToFeatureDim" + sfx, "indToFeature" + sfx,
-                           ds.feature_names->size());
+    p.names = w.string_var("indToFeatureDim" + sfx, "indToFeature" + sfx, ds.feature_names->size());
   return p;
 }
 

@@ -34,8 +34,7 @@ void put_string_variable(int nc, int varid, const std::vector<std::string>& name
 
 void write_string_variable(int nc, const std::string& dim, const std::string& var,
                            const std::vector<std::string>& names, const std::string& where) {
-  put_string_variable(nc, define_string_variable(nc, dim, var, names.size(), where), names,
-                      where);
+  put_string_variable(nc, define_string_variable(nc, dim, var, names.size(), where), names, where);
 }
 
 bool has_variable(int nc, const std::string& var) {
@@ -57,7 +56,8 @@ std::vector<std::string> read_string_variable(int nc, const std::string& var,
     fail("expected one dimension (one name per feature)");
   int dimid;
   size_t count = 0;
-  if (nc_inq_vardimid(nc, varid, &dimid) != NC_NOERR || nc_inq_dimlen(nc, dimid, &count) != NC_NOERR)
+  if (nc_inq_vardimid(nc, varid, &dimid) != NC_NOERR ||
+      nc_inq_dimlen(nc, dimid, &count) != NC_NOERR)
     fail("cannot read its dimension");
   std::vector<char*> raw(count, nullptr);
   if (count > 0) {

@@ -8,8 +8,8 @@
 //    layer's SharedWeights list is rebuilt from the shared weights that feed it.
 #include "core/error.h"
 #include "io/nc_attribute_reader.h"
-#include "io/network_file_layout.h"
 #include "io/netcdf_strings.h"
+#include "io/network_file_layout.h"
 
 namespace nn {
 namespace {

@@ -2,8 +2,8 @@
 // NetCDF types and order as NNNetwork::SaveNetCDF writes them) plus our "nn_" extras (see
 // network_file_layout.h). The input has been validated; errors here are I/O errors.
 #include "config/layer_shapes.h"
-#include "io/network_file_layout.h"
 #include "io/netcdf_strings.h"
+#include "io/network_file_layout.h"
 
 namespace nn {
 namespace {

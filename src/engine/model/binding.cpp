@@ -79,8 +79,8 @@ BoundData bind_datasets(const NetworkSpec& spec, const std::vector<ExampleSet>& 
       const std::string difference = first_name_difference(
           *l.features, *ds->feature_names, "dataset '" + ds->name + "' (" + files + ")");
       if (!difference.empty())
-        throw ConfigError(layer_where(spec, l) + ": the dataset's features are not the network's: " +
-                          difference +
+        throw ConfigError(layer_where(spec, l) +
+                          ": the dataset's features are not the network's: " + difference +
                           " (the data were indexed with another feature index; index them with "
                           "the network's, or match them by name: nn-predict --remap-index)");
     }

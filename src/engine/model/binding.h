@@ -37,9 +37,9 @@ void attach_feature_names(NetworkSpec& spec, const std::vector<ExampleSet>& sets
 
 // Finds each input (and, when `need_outputs`, output) layer's dataset. Where both the layer and
 // its dataset name their features, the names must agree index for index: ConfigError naming the
-// first difference otherwise (a dataset indexed in another order would be read silently wrong). Checks sizes and that all
-// bound datasets have the same number of examples. `files` describes where the datasets came
-// from, for messages.
+// first difference otherwise (a dataset indexed in another order would be read silently wrong).
+// Checks sizes and that all bound datasets have the same number of examples. `files` describes
+// where the datasets came from, for messages.
 BoundData bind_datasets(const NetworkSpec& spec, const std::vector<ExampleSet>& sets,
                         bool need_outputs, const std::string& files);
 

@@ -11,10 +11,10 @@
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/random.h"
-#include "model/binding.h"
 #include "layers/convolutional_layer.h"
 #include "layers/layer_registry.h"
 #include "layers/pooling_layer.h"
+#include "model/binding.h"
 
 namespace nn {
 namespace {

@@ -43,7 +43,8 @@ class WarmStart {
     for (LayerArrays& a : r.arrays.layers) carry_layer_arrays(a);
     for (const LayerSpec& l : old_.spec.layers)
       if (!maps_.count(l.name))
-        r.lines.push_back("layer '" + l.name + "' of " + path_ + " is not in the new network: dropped");
+        r.lines.push_back("layer '" + l.name + "' of " + path_ +
+                          " is not in the new network: dropped");
     return r;
   }
 
@@ -69,10 +70,10 @@ class WarmStart {
       m.from = match_names(old_names, names);
       m.identity = false;
       const NameMatchCounts c = count_matches(old_names, names, m.from);
-      lines.push_back("layer '" + l.name + "': " + count_text(c.kept, "item", "items") +
-                      " kept, " + std::to_string(c.added) + " added, " +
-                      std::to_string(c.dropped) + " dropped (" + std::to_string(o.units()) +
-                      " -> " + std::to_string(l.units()) + " units)");
+      lines.push_back("layer '" + l.name + "': " + count_text(c.kept, "item", "items") + " kept, " +
+                      std::to_string(c.added) + " added, " + std::to_string(c.dropped) +
+                      " dropped (" + std::to_string(o.units()) + " -> " +
+                      std::to_string(l.units()) + " units)");
       return m;
     }
     if (l.n != o.n) {
@@ -169,8 +170,8 @@ class WarmStart {
   // The old optimizer state arrays mapped like the values they follow; new entries start at 0
   // (where the optimizer starts every entry). Empty when the old file has none.
   template <typename Carry>
-  static std::vector<std::vector<float>> carried_states(
-      const std::vector<std::vector<float>>& old, size_t size, const Carry& carry) {
+  static std::vector<std::vector<float>> carried_states(const std::vector<std::vector<float>>& old,
+                                                        size_t size, const Carry& carry) {
     std::vector<std::vector<float>> states;
     for (const std::vector<float>& s : old) {
       states.emplace_back(size, 0.0f);

@@ -35,8 +35,8 @@ LayerItems layer_items(const LayerSpec& layer, const ItemSource& source) {
   uint64_t named = 0;
   for (const std::string& n : own) named += !n.empty();
   if (source.index_path.empty()) {
-    items.note = "layer '" + layer.name + "': the network's own " + std::to_string(named) +
-                 " items";
+    items.note =
+        "layer '" + layer.name + "': the network's own " + std::to_string(named) + " items";
     return items;
   }
   const std::vector<std::string> given = names_of(load_index(source.index_path));
@@ -51,9 +51,9 @@ LayerItems layer_items(const LayerSpec& layer, const ItemSource& source) {
   const std::vector<int64_t> match = match_names(own, given);
   uint64_t found = 0;
   for (int64_t m : match) found += m >= 0;
-  items.note = "layer '" + layer.name + "': " + what + " remapped to the network's items by name (" +
-               std::to_string(found) + " of its names found, " + std::to_string(named) +
-               " items in the network)";
+  items.note = "layer '" + layer.name + "': " + what +
+               " remapped to the network's items by name (" + std::to_string(found) +
+               " of its names found, " + std::to_string(named) + " items in the network)";
   return items;
 }
 
@@ -63,7 +63,8 @@ uint64_t remap_dataset_items(ExampleSet& set, const FeatureNames& names, uint64_
     throw DataError(file + ": dataset '" + set.name +
                     "' does not name its features, so they cannot be matched by name");
   if (!set.is_sparse())
-    throw DataError(file + ": dataset '" + set.name + "' is dense; only sparse datasets are "
+    throw DataError(file + ": dataset '" + set.name +
+                    "' is dense; only sparse datasets are "
                     "matched by item name");
   const std::vector<int64_t> to = match_names(*names, *set.feature_names);
   uint64_t dropped = 0;

@@ -83,10 +83,10 @@ void remap_named_datasets(std::vector<ExampleSet>& sets, const NetworkSpec& spec
                           "' is streamed (read a segment at a time) and cannot be re-indexed; "
                           "score it with --no-stream, or index it with the network's items");
       const uint64_t dropped = remap_dataset_items(s, l.features, l.units(), "--remap-index");
-      log("dataset '" + s.name + "' re-indexed into the items of layer '" + l.name +
-          "' by name" +
-          (dropped ? " (" + std::to_string(dropped) + " entries of items the network does not "
-                                                      "know dropped)"
+      log("dataset '" + s.name + "' re-indexed into the items of layer '" + l.name + "' by name" +
+          (dropped ? " (" + std::to_string(dropped) +
+                         " entries of items the network does not "
+                         "know dropped)"
                    : std::string()));
     }
   }

@@ -37,7 +37,8 @@ UnitNames unit_names(const api::Model& model, const std::string& layer, uint64_t
   if (!own) {
     if (index_path.empty())
       throw ArgumentError(network + " does not carry its items (layer '" + layer +
-                          "'): give the item names with " + option + " (the index nn-generate "
+                          "'): give the item names with " + option +
+                          " (the index nn-generate "
                           "wrote for the data it was trained on)");
     return read_names(index_path, units, layer);
   }
@@ -107,8 +108,8 @@ std::shared_ptr<Generation> load_generation(const api::ServeOptions& options, in
     if (gen->outputs.name[u].empty()) gen->unnamed_outputs.push_back(uint32_t(u));
   if (gen->unnamed_outputs.size() == gen->output_units)
     throw ArgumentError((options.output_index.empty() ? options.network : options.output_index) +
-                        ": names none of layer '" + gen->output_layer +
-                        "''s " + std::to_string(gen->output_units) + " units");
+                        ": names none of layer '" + gen->output_layer + "''s " +
+                        std::to_string(gen->output_units) + " units");
   gen->model = model;
   for (int w = 0; w < workers; ++w)
     gen->evaluators.push_back(std::make_unique<api::Evaluator>(gen->model, options.max_batch));

@@ -55,7 +55,7 @@ TEST(WarmStart, KeptItemsMoveAddedStayDroppedGo) {
   const WeightArrays& in = r.arrays.weights[0];  // [item][hidden]
   // Row "c" (new 0) is old row 2; row "d" keeps its fresh values; "a" (new 2) is old row 0.
   EXPECT_EQ(in.weights, (std::vector<float>{4, 5, -48, -47, 0, 1, -44, -43}));
-  EXPECT_EQ(in.bias, old.weights[0].bias);  // the hidden layer's biases are copied
+  EXPECT_EQ(in.bias, old.weights[0].bias);        // the hidden layer's biases are copied
   const WeightArrays& out = r.arrays.weights[1];  // [hidden][item]
   // Columns follow the items: new column 0 = old 2, 1 fresh, 2 = old 0, 3 fresh.
   EXPECT_EQ(out.weights, (std::vector<float>{1002, 950 + 1, 1000, 950 + 3,  //
@@ -109,7 +109,8 @@ TEST(WarmStart, UnnamedItemsOfTheSameSizeAreCopiedByPosition) {
   const WarmStartResult r = warm_start(fresh, old, "old.nc");
   EXPECT_EQ(r.arrays.weights[0].weights, old.weights[0].weights);
   ASSERT_FALSE(r.lines.empty());
-  EXPECT_EQ(r.lines[0], "layer 'Input': 2 units copied by position (only one side names its items)");
+  EXPECT_EQ(r.lines[0],
+            "layer 'Input': 2 units copied by position (only one side names its items)");
 }
 
 TEST(WarmStart, OptimizerStateFollowsTheItemsWhenCarried) {
