@@ -25,6 +25,9 @@ struct ExportJob {
 
 struct ExportReport {
   std::vector<std::string> inputs, outputs;  // graph input and output names
+  // Layers whose items (docs/retraining.md) are in the model's metadata, "nn_items:<layer>":
+  // their units' names in unit order, one per line.
+  std::vector<std::string> item_layers;
   uint64_t nodes = 0, parameters = 0, bytes = 0;
   int opset = 0;
 };

@@ -62,6 +62,23 @@ grep -q "layer 'Input': the dataset's features are not the network's" err.txt ||
 expect_status 0 -n net.nc --data input_other.nc --remap-index -k 5 -s data_remapped.recs
 cmp -s data.recs data_remapped.recs || fail "a re-indexed dataset gave other recommendations"
 
+# nn-export puts the items into the ONNX model's metadata.
+if /usr/bin/python3 -c 'import onnx' 2>/dev/null; then
+  "$tools/nn-export" -n net.nc -o net.onnx 2>export.log || fail "$(cat export.log)"
+  grep -q "the items of layer 'Output' are in the model's metadata (nn_items:Output)" export.log ||
+    fail "$(cat export.log)"
+  /usr/bin/python3 - <<'PY' || fail "the ONNX model's item metadata differ from features.idx"
+import onnx
+meta = {p.key: p.value for p in onnx.load("net.onnx").metadata_props}
+names = [line.split("\t")[0] for line in open("features.idx")]
+for layer in ("Input", "Output"):
+    listed = meta["nn_items:" + layer].split("\n")
+    assert listed[:len(names)] == names, layer
+PY
+else
+  echo "note: no python3-onnx; the exported model's items were not read back"
+fi
+
 # --- nn-train --warm-start: day 2 drops m0, adds m99 and two users, indexed afresh -------------
 python3 - <<'PY'
 lines = [l.rstrip("\n") for l in open("ratings.txt")]

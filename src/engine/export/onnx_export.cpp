@@ -393,6 +393,18 @@ ExportReport export_onnx(const ExportJob& job, const LogSink& log) {
     report.outputs.push_back(scores);
     report.outputs.push_back(index);
   }
+  // The network's items travel with the model (docs/retraining.md): per item layer the names of
+  // its units in unit order, one per line ("" for an unnamed unit), in the model's metadata
+  // under "nn_items:<layer>", so that a runtime's top-k columns can be named without an index.
+  for (const LayerSpec& l : file.spec.layers) {
+    if (!l.features) continue;
+    std::string names;
+    for (const std::string& n : *l.features) names += n + "\n";
+    onnx::StringStringEntryProto* entry = model.add_metadata_props();
+    entry->set_key("nn_items:" + l.name);
+    entry->set_value(names);
+    report.item_layers.push_back(l.name);
+  }
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
@@ -415,6 +427,8 @@ ExportReport export_onnx(const ExportJob& job, const LogSink& log) {
   log("wrote " + job.output + ": ONNX opset " + std::to_string(kOpset) + ", " +
       std::to_string(report.nodes) + " nodes, " + std::to_string(report.parameters) +
       " parameters, " + std::to_string(bytes.size()) + " bytes");
+  for (const std::string& layer : report.item_layers)
+    log("the items of layer '" + layer + "' are in the model's metadata (nn_items:" + layer + ")");
   return report;
 }
 
