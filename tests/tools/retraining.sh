@@ -61,6 +61,17 @@ expect_status 1 -n net.nc --data input_other.nc -k 5 -s out.recs
 grep -q "layer 'Input': the dataset's features are not the network's" err.txt || fail "$(cat err.txt)"
 expect_status 0 -n net.nc --data input_other.nc --remap-index -k 5 -s data_remapped.recs
 cmp -s data.recs data_remapped.recs || fail "a re-indexed dataset gave other recommendations"
+# A target indexed that way: refused, then re-indexed by name with the same metrics.
+"$tools/nn-generate" -d output -i ratings.txt -o target_other.nc -f reindexed.idx -s other2.idx \
+  2>/dev/null
+"$tool" -n net.nc --data input.nc --target output.nc -k 5 -s /dev/null 2>target.log
+expect_status 1 -n net.nc --data input.nc --target target_other.nc -k 5 -s /dev/null
+grep -q "error: --target target_other.nc: the target's items are not the scored layer's: feature" \
+  err.txt || fail "$(cat err.txt)"
+expect_status 0 -n net.nc --data input.nc --target target_other.nc --remap-index -k 5 -s /dev/null
+grep "^5," target.log >a5.txt
+grep "^5," err.txt >b5.txt
+[[ -s a5.txt ]] && cmp -s a5.txt b5.txt || fail "remapped target: $(cat a5.txt b5.txt)"
 
 # nn-export puts the items into the ONNX model's metadata.
 if /usr/bin/python3 -c 'import onnx' 2>/dev/null; then

@@ -49,7 +49,8 @@ class PredictionRun {
     cap_sizes();
     load_items_and_filters();
     target_ = std::make_unique<PredictionTarget>(
-        job_.target, job_.classify, scored().spec().dataset, examples(), units_, job_.k);
+        job_.target, job_.classify, scored().spec().dataset, examples(), units_, job_.k,
+        scored().spec().features, job_.remap_index);
     apply_ranking_rule();
     choose_dump();
     if (!plan_ranks()) return result();  // a rank with nothing to do

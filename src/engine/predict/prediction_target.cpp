@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "io/netcdf_dataset.h"
+#include "predict/network_items.h"
 #include "predict/rank_merge.h"
 
 namespace nn {
@@ -27,7 +28,7 @@ const ExampleSet* pick_target(const std::vector<ExampleSet>& sets, const std::st
 
 PredictionTarget::PredictionTarget(const std::string& path, bool classify,
                                    const std::string& dataset, uint64_t examples, uint32_t units,
-                                   uint32_t k)
+                                   uint32_t k, const FeatureNames& items, bool remap)
     : k_(k), metrics_(k), classifier_(units, k) {
   if (path.empty()) {
     if (classify) throw ConfigError("--classify needs a target dataset (--target or CDL Target)");
@@ -35,6 +36,19 @@ PredictionTarget::PredictionTarget(const std::string& path, bool classify,
   }
   sets_ = read_datasets(path);
   truth_ = pick_target(sets_, dataset, path);
+  // A target indexed with another order of the items would score the wrong items silently.
+  if (items && truth_->feature_names && truth_->feature_names != items) {
+    const std::string difference =
+        first_name_difference(*items, *truth_->feature_names, "the target " + path);
+    if (!difference.empty()) {
+      if (!remap)
+        throw ConfigError("--target " + path + ": the target's items are not the scored layer's: " +
+                          difference + " (index the target with the network's items, or give "
+                          "--remap-index to match it by name)");
+      for (ExampleSet& s : sets_)
+        if (&s == truth_) remap_dataset_items(s, items, units, path);
+    }
+  }
   if (truth_->examples != examples)
     throw DataError(path + ": dataset '" + truth_->name + "' has " +
                     std::to_string(truth_->examples) + " examples, but the input has " +

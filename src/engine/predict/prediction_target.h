@@ -22,9 +22,12 @@ class PredictionTarget {
   // `path` "" = no target (ConfigError when `classify` asks for one). Otherwise the file's
   // dataset named `dataset` (the scored layer's DataSet), or its only one; it must have
   // `examples` examples, and be sparse unless evaluated as a classifier. `units` is the scored
-  // layer's width and `k` the results per example.
+  // layer's width and `k` the results per example. `items`: the scored layer's item names, when
+  // the network carries them; a target that names its items otherwise is refused with the first
+  // difference, or, with `remap`, re-indexed into the layer's order by name.
   PredictionTarget(const std::string& path, bool classify, const std::string& dataset,
-                   uint64_t examples, uint32_t units, uint32_t k);
+                   uint64_t examples, uint32_t units, uint32_t k,
+                   const FeatureNames& items = nullptr, bool remap = false);
   PredictionTarget(const PredictionTarget&) = delete;
   PredictionTarget& operator=(const PredictionTarget&) = delete;
 
