@@ -9,8 +9,8 @@
 
 namespace nn {
 
-// Defines dimension `dim` of names.size() and string variable `var` over it in define mode;
-// returns the variable's id. `fail` turns a netCDF status into the caller's error.
+// Defines dimension `dim` of `count` entries and string variable `var` over it (define mode);
+// returns the variable's id. Failures are IoError "<where>: <name>: cannot write NetCDF: ...".
 int define_string_variable(int nc, const std::string& dim, const std::string& var, size_t count,
                            const std::string& where);
 // Writes the names into the variable (data mode).
