@@ -136,6 +136,26 @@ weights() { ncdump -v weight0_weights,weight1_weights,weight1_bias "$1" | sed -n
 weights warm.nc >a.txt
 weights resumed.nc >b.txt
 cmp -s a.txt b.txt || fail "the resumed warm start differs from the uninterrupted one"
+# An Adam network's state is carried into every --sparse-update mode, and sampled outputs train
+# from a warm start.
+"$tools/nn-train" -q -c config.json -i input.nc -o output.nc -n adam.nc -e 2 -b 8 --seed 1 \
+  --optimizer Adam
+for mode in Exact Dense Lazy; do
+  "$tools/nn-train" -c config.json -i day2_in.nc -o day2_out.nc -n su.nc -e 2 -b 8 --seed 1 \
+    --optimizer Adam --sparse-update $mode --warm-start adam.nc 2>su.log || fail "$(tail -3 su.log)"
+  grep -q "warm start from adam.nc (optimizer state of kept items carried over" su.log ||
+    fail "--sparse-update $mode: $(cat su.log)"
+done
+cat >sampled.cdl <<'JSON'
+{ "Version": 0.9, "Network": "config.json", "Command": "Train", "RandomSeed": 3,
+  "Data": ["day2_in.nc", "day2_out.nc"],
+  "TrainingParameters": { "Epochs": 2, "MiniBatch": 8, "Optimizer": "Adam", "Alpha": 0.01,
+    "Results": "sampled.nc", "Sampling": { "Negatives": 4 }, "WarmStart": "adam.nc" } }
+JSON
+"$tools/nn-train" sampled.cdl 2>sampled.log || fail "$(tail -3 sampled.log)"
+grep -q "  layer 'Output': 17 items kept, 1 added, 1 dropped" sampled.log || fail "$(cat sampled.log)"
+grep -q "^sampled output: layer 'Output'" sampled.log || fail "$(cat sampled.log)"
+
 # Under mpirun the warm start equals one process: with the layers split over the ranks (the
 # rule's choice for these small layers) and with them pinned to data parallelism.
 if command -v mpirun >/dev/null; then
