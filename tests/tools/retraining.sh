@@ -4,7 +4,7 @@
 # a dataset that lists them in another order (naming the first difference, writing nothing) and
 # gives the original recommendations once they are remapped by name; nn-train --warm-start keeps,
 # adds and drops items by name, names a hidden layer whose shape changed, is left alone by
-# --resume of its own run, and equals one process under mpirun -np 2; a network without items
+# --resume of its own run (mpi_warm_start.sh: under mpirun); a network without items
 # (trained on unnamed data, as DSSTNE's are) is still served and scored with index files, and
 # refused without them.
 # Usage: retraining.sh <tool-dir> <source-dir>
@@ -12,6 +12,7 @@ set -euo pipefail
 tools=$(realpath "$1")
 here=$(dirname "$(realpath "$0")")
 source "$here/lib/common.sh"
+source "$here/lib/retraining.sh"
 enter_work_dir
 require_netcdf_bin
 header_has() { ncdump -h "$1" >header.txt && grep -q "$2" header.txt; }
@@ -91,20 +92,7 @@ else
 fi
 
 # --- nn-train --warm-start: day 2 drops m0, adds m99 and two users, indexed afresh -------------
-python3 - <<'PY'
-lines = [l.rstrip("\n") for l in open("ratings.txt")]
-out = []
-for l in reversed(lines):  # another order: the items are numbered afresh
-    user, items = l.split("\t")
-    kept = [i for i in items.split(":") if i != "m0"]
-    if user in ("u1", "u4"):
-        kept.append("m99")
-    out.append(user + "\t" + ":".join(kept))
-out += ["u100\tm1:m2:m99", "u101\tm7:m8:m9"]
-open("day2.txt", "w").write("\n".join(out) + "\n")
-PY
-"$tools/nn-generate" -d input -i day2.txt -o day2_in.nc -f day2.idx -s day2_samples.idx -c 2>/dev/null
-"$tools/nn-generate" -d output -i day2.txt -o day2_out.nc -f day2.idx -s day2_samples.idx 2>/dev/null
+make_day2 "$tools"
 tool="$tools/nn-train"
 warm() {  # warm OUT EPOCHS [args]: day 2 from net.nc
   local out=$1 epochs=$2
@@ -132,7 +120,6 @@ warm resumed.nc 4 --checkpoint-name ck --checkpoint-interval 1 --resume 2>resume
   fail "$(tail -5 resume.log)"
 grep -q "warm-start net.nc: not applied; the run continues its checkpoint" resume.log ||
   fail "$(cat resume.log)"
-weights() { ncdump -v weight0_weights,weight1_weights,weight1_bias "$1" | sed -n '/data:/,$p'; }
 weights warm.nc >a.txt
 weights resumed.nc >b.txt
 cmp -s a.txt b.txt || fail "the resumed warm start differs from the uninterrupted one"
@@ -156,29 +143,8 @@ JSON
 grep -q "  layer 'Output': 17 items kept, 1 added, 1 dropped" sampled.log || fail "$(cat sampled.log)"
 grep -q "^sampled output: layer 'Output'" sampled.log || fail "$(cat sampled.log)"
 
-# Under mpirun the warm start equals one process: with the layers split over the ranks (the
-# rule's choice for these small layers) and with them pinned to data parallelism.
-if command -v mpirun >/dev/null; then
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-  sed -E 's/("Kind": "(Hidden|Output)",)/\1 "Parallel": "Data",/' config.json >data_parallel.json
-  for mode in model data; do
-    net_json=config.json
-    [[ $mode == data ]] && net_json=data_parallel.json
-    timeout 120 mpirun -np 2 --oversubscribe "$tools/nn-train" -c $net_json -i day2_in.nc \
-      -o day2_out.nc -n warm_$mode.nc -e 4 -b 8 --seed 2 --warm-start net.nc 2>mpi_$mode.log ||
-      fail "mpirun -np 2 ($mode parallel) failed: $(tail -5 mpi_$mode.log)"
-    grep -q "^$mode parallel: 2 ranks" mpi_$mode.log || fail "not $mode parallel: $(cat mpi_$mode.log)"
-    weights warm_$mode.nc >c.txt
-    python3 - a.txt c.txt <<'PY' || fail "mpirun -np 2 ($mode parallel) warm start differs from one process"
-import re, sys
-a, b = (list(map(float, re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", open(f).read()))) for f in sys.argv[1:])
-assert len(a) == len(b) and a
-assert all(abs(x - y) <= 1e-4 * max(abs(y), 1e-2) for x, y in zip(a, b)), "values differ"
-PY
-  done
-else
-  echo "note: no mpirun; the two-process warm start was not run"
-fi
+# Under mpirun: tests/tools/mpi_warm_start.sh (CTest label mpi).
+
 
 # --- a network without items (its datasets name nothing, as DSSTNE's) ---------------------------
 for f in input output; do
