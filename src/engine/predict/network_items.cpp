@@ -13,13 +13,20 @@ FeatureIndex index_of(const std::vector<std::string>& names, const std::string& 
   return index;
 }
 
-std::vector<std::string> names_of(const FeatureIndex& index) {
-  std::vector<std::string> names(index.size());
-  for (uint64_t i = 0; i < index.size(); ++i) names[i] = index.label(i);
-  return names;
+// The labels of an index file in index order ("" for a gap).
+std::vector<std::string> index_labels(const std::string& path) {
+  const FeatureIndex index = load_index(path);
+  std::vector<std::string> labels(index.size());
+  for (uint64_t i = 0; i < index.size(); ++i) labels[i] = index.label(i);
+  return labels;
 }
 
 }  // namespace
+
+std::string index_difference(const std::vector<std::string>& own, const std::string& index_path,
+                             const std::string& option) {
+  return first_name_difference(own, index_labels(index_path), option + " " + index_path);
+}
 
 LayerItems layer_items(const LayerSpec& layer, const ItemSource& source) {
   LayerItems items;
@@ -39,16 +46,15 @@ LayerItems layer_items(const LayerSpec& layer, const ItemSource& source) {
         "layer '" + layer.name + "': the network's own " + std::to_string(named) + " items";
     return items;
   }
-  const std::vector<std::string> given = names_of(load_index(source.index_path));
   const std::string what = source.option + " " + source.index_path;
-  const std::string difference = first_name_difference(own, given, what);
+  const std::string difference = index_difference(own, source.index_path, source.option);
   if (difference.empty()) return items;
   if (!source.remap)
     throw DataError(what + " does not match the items of layer '" + layer.name +
                     "' that the network was trained with: " + difference + ". Leave " +
                     source.option + " out to use the network's own items, or give " +
                     source.remap_option + " to match the index to the network by name");
-  const std::vector<int64_t> match = match_names(own, given);
+  const std::vector<int64_t> match = match_names(own, index_labels(source.index_path));
   uint64_t found = 0;
   for (int64_t m : match) found += m >= 0;
   items.note = "layer '" + layer.name + "': " + what +

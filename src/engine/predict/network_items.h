@@ -33,6 +33,11 @@ struct LayerItems {
 // difference when the file does not match and `remap` is off.
 LayerItems layer_items(const LayerSpec& layer, const ItemSource& source);
 
+// The first difference between a layer's own items and the index file at `index_path`, given
+// with `option` ("-i"); "" when the file lists the same items at the same indices.
+std::string index_difference(const std::vector<std::string>& own, const std::string& index_path,
+                             const std::string& option);
+
 // `set`'s features re-indexed into `names`' order by name (the dataset's own names say what each
 // index is): entries whose item the names lack are dropped. Returns how many were dropped.
 // DataError when the dataset has no names. For in-memory sparse datasets.

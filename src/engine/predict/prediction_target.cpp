@@ -42,8 +42,9 @@ PredictionTarget::PredictionTarget(const std::string& path, bool classify,
         first_name_difference(*items, *truth_->feature_names, "the target " + path);
     if (!difference.empty()) {
       if (!remap)
-        throw ConfigError("--target " + path + ": the target's items are not the scored layer's: " +
-                          difference + " (index the target with the network's items, or give "
+        throw ConfigError("--target " + path +
+                          ": the target's items are not the scored layer's: " + difference +
+                          " (index the target with the network's items, or give "
                           "--remap-index to match it by name)");
       for (ExampleSet& s : sets_)
         if (&s == truth_) remap_dataset_items(s, items, units, path);

@@ -4,8 +4,8 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
-#include "core/feature_names.h"
 #include "data/text_examples.h"
+#include "predict/network_items.h"
 
 namespace nn::serve {
 namespace {
@@ -43,10 +43,7 @@ UnitNames unit_names(const api::Model& model, const std::string& layer, uint64_t
     return read_names(index_path, units, layer);
   }
   if (!index_path.empty() && !remap) {
-    const FeatureIndex index = load_index(index_path);
-    std::vector<std::string> given(index.size());
-    for (uint64_t i = 0; i < index.size(); ++i) given[i] = index.label(i);
-    const std::string difference = first_name_difference(*own, given, option + " " + index_path);
+    const std::string difference = index_difference(*own, index_path, option);
     if (!difference.empty())
       throw DataError(option + " " + index_path + " does not match the items of layer '" + layer +
                       "' in " + network + ": " + difference + ". Leave " + option +
