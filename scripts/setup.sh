@@ -38,6 +38,11 @@ packages=(cmake ninja-build g++ make pkg-config libopenmpi-dev openmpi-bin libne
           python3-venv)
           # the Python module nnsuite (python/, docs/python.md), its pytest suite, and a virtual
           # environment for `pip install .` (Debian's pip refuses the system interpreter, PEP 668)
+# Only the tests need Slurm: tests/tools/mpi_slurm_requeue.sh starts a Slurm of its own (its
+# daemons, configuration and munge key in its work directory), so nothing is configured here.
+for what in "$@"; do
+  [[ $what == all ]] && packages+=(slurmctld slurmd slurm-client munge)
+done
 if [ "${NN_SKIP_APT:-0}" != 1 ]; then
   missing=()
   for p in "${packages[@]}"; do

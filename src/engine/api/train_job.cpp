@@ -46,6 +46,7 @@ TrainJob train_job(const CommandFile& cdl, uint64_t default_seed) {
   if (t.trace_steps) job.trace_steps = *t.trace_steps;
   job.tensorboard = t.tensorboard;
   job.warm_start = t.warm_start;
+  job.resume = t.resume;
   job.tensorboard_interval = t.tensorboard_interval;
   if (t.sampling) {
     job.sampling_negatives = t.sampling->negatives;

@@ -600,7 +600,11 @@ std::shared_ptr<Model> run_training(const TrainJob& job, const LogSink& log,
   if (trainer.epoch() >= options.epochs)
     log("already trained for " + std::to_string(trainer.epoch()) + " epochs; nothing to do");
   std::string last_checkpoint = resumed_from;
-  trainer.on_checkpoint = [&](const std::string& path) { last_checkpoint = path; };
+  nn::note_checkpoint(resumed_from);  // named if a lost rank ends the job (distributed/process.h)
+  trainer.on_checkpoint = [&](const std::string& path) {
+    last_checkpoint = path;
+    nn::note_checkpoint(path);
+  };
   try {
     trainer.run();
   } catch (const StopRequested&) {

@@ -133,6 +133,19 @@ class CdlParser {
     return s;
   }
 
+  // Resume: "Auto" (or true) continues from a checkpoint when there is one; "Never" (or false)
+  // starts afresh.
+  bool resume_mode(const Member& m) const {
+    if (m.value->is_boolean()) return r_.get_bool(m);
+    const std::string s = m.value->is_string() ? m.value->get<std::string>() : std::string();
+    std::string lower = s;
+    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (m.value->is_string() && lower == "auto") return true;
+    if (m.value->is_string() && lower == "never") return false;
+    r_.fail(m.path, "expected \"Auto\", \"Never\", true or false, got " + m.value->dump());
+    return false;
+  }
+
   uint32_t positive_u32(const Member& m) const {
     return uint32_t(r_.get_int(*m.value, m.path, 1, kMaxU32));
   }
@@ -225,6 +238,8 @@ class CdlParser {
         t.tensorboard = non_empty_string(m);
       } else if (k == "warmstart") {
         t.warm_start = non_empty_string(m);
+      } else if (k == "resume") {
+        t.resume = resume_mode(m);
       } else if (k == "tensorboardinterval") {
         t.tensorboard_interval = uint32_t(r_.get_int(*m.value, m.path, 0, kMaxU32));
       } else if (k == "solver") {
@@ -264,7 +279,8 @@ class CdlParser {
                            "TraceSteps",
                            "TensorBoard",
                            "TensorBoardInterval",
-                           "WarmStart"});
+                           "WarmStart",
+                           "Resume"});
       }
     }
   }

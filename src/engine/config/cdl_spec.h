@@ -62,6 +62,9 @@ struct TrainingParameters {
   // Ours (docs/retraining.md): a network file whose arrays start the run, matched by feature name.
   std::string warm_start;
   uint32_t tensorboard_interval = 0;
+  // Ours (docs/reliability.md): "Auto" (true) continues from the newest usable checkpoint when
+  // there is one and starts afresh otherwise, so a requeued job reruns its command unchanged.
+  bool resume = false;
 };
 
 struct PredictionParameters {

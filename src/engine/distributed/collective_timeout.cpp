@@ -1,4 +1,5 @@
-// collective_timeout_seconds (distributed/process.h) in a file of its own: the CUDA module's NCCL
+// collective_timeout_seconds and rank_silence_timeout_seconds (distributed/process.h) in a file of
+// their own: the CUDA module's NCCL
 // communicator calls it and must not link the process set-up around it (which reaches MPI).
 #include <cstdlib>
 
@@ -6,12 +7,24 @@
 
 namespace nn {
 
-double collective_timeout_seconds() {
-  const char* v = std::getenv("NN_MPI_TIMEOUT");
-  if (!v || !*v) return 600.0;
+namespace {
+
+double seconds_from_environment(const char* name, double fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
   char* end = nullptr;
   const double s = std::strtod(v, &end);
-  return end != v && s >= 0 ? s : 600.0;
+  return end != v && s >= 0 ? s : fallback;
+}
+
+}  // namespace
+
+double collective_timeout_seconds() {
+  return seconds_from_environment("NN_MPI_TIMEOUT", 300.0);
+}
+
+double rank_silence_timeout_seconds() {
+  return seconds_from_environment("NN_MPI_RANK_TIMEOUT", 60.0);
 }
 
 }  // namespace nn

@@ -25,6 +25,9 @@ const char* env(const char* name) {
 std::mutex world_mutex;
 std::shared_ptr<Communicator> world;
 
+std::mutex checkpoint_mutex;
+std::string newest_checkpoint;
+
 }  // namespace
 
 bool launched_by_mpi() {
@@ -32,8 +35,30 @@ bool launched_by_mpi() {
          env("MV2_COMM_WORLD_SIZE");
 }
 
+namespace {
+
+// srun starts every task of a step itself; the tasks find each other only through a process
+// management interface (PMIx or PMI2) that srun provides when asked (--mpi=pmix, or MpiDefault in
+// slurm.conf). Without one, each task would be a job of its own: several identical trainings
+// writing the same files. Refuse that, saying how to launch.
+void refuse_srun_without_pmi() {
+  const char* tasks = env("SLURM_STEP_NUM_TASKS");
+  if (!tasks || std::atoi(tasks) < 2 || !env("SLURM_PROCID")) return;
+  throw BackendError(
+      "started by srun as task " + std::string(env("SLURM_PROCID")) + " of " + tasks +
+      " without an MPI process-management interface, so the tasks cannot reach each other "
+      "and each would run the whole job alone, writing the same files: launch with "
+      "'srun --mpi=pmix' (or --mpi=pmi2, or MpiDefault=pmix in slurm.conf); 'srun --mpi=list' "
+      "shows what this Slurm offers");
+}
+
+}  // namespace
+
 ProcessSession::ProcessSession(int* argc, char*** argv) {
-  if (!launched_by_mpi()) return;
+  if (!launched_by_mpi()) {
+    refuse_srun_without_pmi();
+    return;
+  }
 #ifdef NN_HAVE_MPI
   initialised_here_ = mpi::initialise(argc, argv);
 #else
@@ -56,6 +81,16 @@ ProcessSession::~ProcessSession() {
 #ifdef NN_HAVE_MPI
   if (initialised_here_) mpi::finalise();
 #endif
+}
+
+void note_checkpoint(const std::string& path) {
+  std::lock_guard<std::mutex> lock(checkpoint_mutex);
+  newest_checkpoint = path;
+}
+
+std::string last_checkpoint() {
+  std::lock_guard<std::mutex> lock(checkpoint_mutex);
+  return newest_checkpoint;
 }
 
 bool mpi_active() {

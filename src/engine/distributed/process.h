@@ -53,7 +53,16 @@ std::string rank_prefix();
 
 // A collective that waits longer than this for the other ranks means one of them has stopped or
 // hung: the waiting rank prints which operation timed out and aborts the job. Read from
-// NN_MPI_TIMEOUT (seconds, default 600, 0 disables) at start-up; tests shorten it.
+// NN_MPI_TIMEOUT (seconds, default 300, 0 disables) at start-up; tests shorten it.
 double collective_timeout_seconds();
+// A rank whose heartbeats (distributed/mpi/rank_heartbeat.h) have not arrived for this long is
+// lost (killed, stopped, cut off): the rank that watches it names it and aborts the job, whatever
+// the others are doing. Read from NN_MPI_RANK_TIMEOUT (seconds, default 60, 0 disables).
+double rank_silence_timeout_seconds();
+
+// The newest checkpoint this process wrote or resumed from, named by the message of a job that
+// ends because a rank was lost ("" before the first). The training run records it.
+void note_checkpoint(const std::string& path);
+std::string last_checkpoint();
 
 }  // namespace nn

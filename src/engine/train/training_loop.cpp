@@ -258,10 +258,10 @@ void TrainingLoop::stop(int signal) {
   if (comm_->rank() == 0) {
     write_network_file(path, file);
     log_("checkpoint: " + path);
-    if (on_checkpoint) on_checkpoint(path);
   }
   // mpirun ends the whole job when the first rank exits: nobody leaves before the file is whole.
   if (comm_->size() > 1) comm_->barrier();
+  if (on_checkpoint) on_checkpoint(path);
   stop_checkpoint_ = path;
 }
 
@@ -448,10 +448,12 @@ std::vector<EpochReport> TrainingLoop::run_epochs() {
         const std::string path = checkpoint_path(epoch_);
         write_network_file(path, file);
         log_("checkpoint: " + path);
-        if (on_checkpoint) on_checkpoint(path);
         remove_old_checkpoint();
       }
       state_file_ = checkpoint_path(epoch_);
+      // On every rank (the others learn the name rank 0 writes), so that any of them can name
+      // it when the job ends for a lost rank.
+      if (on_checkpoint) on_checkpoint(state_file_);
     }
     if (!go_on) break;
   }

@@ -176,7 +176,8 @@ class TrainingLoop {
   int stopped() const { return stopped_signal_; }
   const std::string& stop_checkpoint() const { return stop_checkpoint_; }
   const std::string& stop_position() const { return stop_position_; }
-  // Called after each checkpoint is written (path); for tools that track files.
+  // Called on every rank with the path of each checkpoint rank 0 writes; for tools that track
+  // files.
   std::function<void(const std::string&)> on_checkpoint;
   // Called at the start of every update with its 1-based step number (fault-injection tests).
   std::function<void(uint64_t step)> on_step;

@@ -29,6 +29,25 @@ inline std::vector<std::string> rewrite_single_dash(int argc, char** argv,
   return out;
 }
 
+// A flag with an optional value given apart from it ("--resume auto") is joined into one word
+// ("--resume=auto") when the next word is one of its values, so that the flag may stand alone or
+// before a positional argument ("--resume train.cdl") as before.
+inline std::vector<std::string> join_optional_value(std::vector<std::string> args,
+                                                    const std::string& flag,
+                                                    std::initializer_list<const char*> values) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    out.push_back(args[i]);
+    if (args[i] != flag || i + 1 >= args.size()) continue;
+    for (const char* v : values)
+      if (args[i + 1] == v) {
+        out.back() += "=" + args[++i];
+        break;
+      }
+  }
+  return out;
+}
+
 // Parses, turning --help into exit status 0 (returns true: caller should return `status`) and
 // any other parse problem into UsageError.
 inline bool parse_or_exit(CLI::App& app, std::vector<std::string> args, int& status) {

@@ -53,6 +53,21 @@ int run_tool(int argc, char** argv) {
   }
 }
 
+// The path to execute this program again under. The kernel names a process after the last part
+// of the path it was executed from (the name ps, top, pgrep, pkill and killall match), so the
+// restart goes through the real path (/usr/bin/nn-train) rather than the /proc/self/exe link,
+// which would rename every tool "exe". The link itself is the fallback when the path cannot be
+// read or the file was replaced since it started (an upgrade under a running tool).
+std::string own_executable_path() {
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return "/proc/self/exe";
+  path[n] = '\0';
+  const std::string resolved(path);
+  if (access(resolved.c_str(), X_OK) != 0) return "/proc/self/exe";  // " (deleted)", or gone
+  return resolved;
+}
+
 // OpenBLAS chose its kernels when this process loaded it, from the CPU's model number; on a CPU
 // newer than the library they are an older instruction set's, several times slower
 // (nn/process.h). Its only remedy is OPENBLAS_CORETYPE at load time, so the tool starts again,
@@ -60,9 +75,13 @@ int run_tool(int argc, char** argv) {
 // sees it set and goes on). A user's own OPENBLAS_CORETYPE, whatever its value, is kept. If
 // the restart fails, the tool runs with the kernels it has.
 void restart_with_matching_blas_kernels(char** argv) {
-  const std::string kernels = nn::api::blas_kernels_override();
+  std::string kernels = nn::api::blas_kernels_override();
+  // Test hook: restart with these kernels on any CPU, as on one whose OpenBLAS chose older ones,
+  // so that the restart itself is tested everywhere (tests/tools/blas_kernels.sh).
+  const char* forced = std::getenv("NN_TEST_BLAS_RESTART");
+  if (forced && *forced && !std::getenv("OPENBLAS_CORETYPE")) kernels = forced;
   if (kernels.empty() || setenv("OPENBLAS_CORETYPE", kernels.c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv);
+  execv(own_executable_path().c_str(), argv);
   unsetenv("OPENBLAS_CORETYPE");  // still here: the restart failed
 }
 

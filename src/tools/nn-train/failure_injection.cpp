@@ -24,6 +24,10 @@ std::function<void(uint64_t)> failure_injection_from_environment(int rank) {
     // A stop signal to this process at exactly this update (the stop tests' deterministic kill).
     if (mode == "sigterm") return void(std::raise(SIGTERM));
     if (mode == "sigint") return void(std::raise(SIGINT));
+    // A lost rank: every thread stopped (as by a debugger, or a machine that froze), or killed
+    // at once; unlike "hang", its heartbeats stop too (distributed/mpi/rank_heartbeat.h).
+    if (mode == "sigstop") return void(std::raise(SIGSTOP));
+    if (mode == "sigkill") return void(std::raise(SIGKILL));
     if (mode == "hang")
       for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
     throw Error("injected failure at step " + std::to_string(step) + " (NN_TEST_FAIL_RANK)");

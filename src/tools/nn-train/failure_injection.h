@@ -1,6 +1,7 @@
 // nn-train's test hook: the pipeline tests make one rank fail mid-epoch to check that a whole
 // mpirun job ends cleanly. Set in the environment:
-//   NN_TEST_FAIL_RANK=r NN_TEST_FAIL_STEP=s [NN_TEST_FAIL_MODE=throw|exit|hang|sigterm|sigint]
+//   NN_TEST_FAIL_RANK=r NN_TEST_FAIL_STEP=s
+//   [NN_TEST_FAIL_MODE=throw|exit|hang|sigterm|sigint|sigstop|sigkill]
 // (default throw; sigterm and sigint send that signal to the rank itself at the start of update
 // s, for the graceful-stop tests).
 #pragma once

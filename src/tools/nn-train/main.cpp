@@ -29,7 +29,8 @@ struct Flags {
   uint64_t seed = 12134;
   int threads = 0, device = 0, checkpoint_interval = -1, checkpoints_kept = -1;
   std::string checkpoint_name, memory_limit;
-  bool resume = false, quiet = false, validate = false, no_keep_best = false;
+  std::string resume;  // "", "auto" or "never"
+  bool quiet = false, validate = false, no_keep_best = false;
   bool rank_input_items = false;
   bool stream = false, no_stream = false;
   bool profile = false;
@@ -118,7 +119,11 @@ void define_flags(CLI::App& app, Flags& f) {
   f.no_keep_best_opt =
       app.add_flag("--no-keep-best", f.no_keep_best,
                    "write the last epoch's network instead of the best evaluated one");
-  app.add_flag("--resume", f.resume, "continue from the newest checkpoint if there is one");
+  app.add_flag("--resume{auto}", f.resume,
+               "continue from the newest usable checkpoint if there is one, else start afresh, "
+               "so that a requeued job reruns its command unchanged; '--resume never' starts "
+               "afresh whatever the CDL's Resume says (CDL Resume: \"Auto\" or \"Never\")")
+      ->check(CLI::IsMember({"auto", "never"}));
   app.add_option("--warm-start", f.warm_start,
                  "start from this network's weights instead of random ones, matched to the data "
                  "by item name: kept items keep their rows, new items start as the network "
@@ -508,9 +513,12 @@ int run(int argc, char** argv) {
   Flags f;
   define_flags(app, f);
   int status = 0;
-  if (parse_or_exit(app,
-                    rewrite_single_dash(argc, argv, {"alpha", "lambda", "lambda1", "mu", "mu1"}),
-                    status))
+  if (parse_or_exit(
+          app,
+          join_optional_value(
+              rewrite_single_dash(argc, argv, {"alpha", "lambda", "lambda1", "mu", "mu1"}),
+              "--resume", {"auto", "never"}),
+          status))
     return status;
   if (f.devices) {
     for (const std::string& line : api::device_report()) std::printf("%s\n", line.c_str());
@@ -538,7 +546,7 @@ int run(int argc, char** argv) {
   api::TrainJob job =
       !f.cdl.empty() ? job_from_cdl(f, device, overrides, seed_chosen) : job_from_flags(f, device);
   job.threads = threads;
-  job.resume = f.resume;
+  if (!f.resume.empty()) job.resume = f.resume == "auto";
   if (!f.warm_start.empty()) job.warm_start = f.warm_start;
   if (!f.link.empty() && !f.plan_opt->count()) job.link = f.link;
   apply_validation_flags(f, job);

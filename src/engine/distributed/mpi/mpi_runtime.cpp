@@ -1,5 +1,6 @@
 // MPI initialisation and finalisation, MPI_Abort, and the watchdog thread that turns a rank that
-// stopped answering into a job abort with a message instead of a hang.
+// stopped answering (silent heartbeats, or a collective that never completes) into a job abort
+// with a message naming it, instead of a hang.
 #include "distributed/mpi/mpi_runtime.h"
 
 #include <mpi.h>
@@ -9,11 +10,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "core/error.h"
 #include "distributed/mpi/mpi_communicator.h"
+#include "distributed/mpi/rank_heartbeat.h"
 #include "distributed/process.h"
 
 namespace nn::mpi {
@@ -23,16 +27,24 @@ int provided_level = MPI_THREAD_SINGLE;
 
 using Clock = std::chrono::steady_clock;
 
-// In-flight blocking collectives (id -> start, name) and the thread that watches them.
+// In-flight blocking collectives (id -> start, name), the heartbeats of the other ranks
+// (distributed/mpi/rank_heartbeat.h), and the thread that watches both. The thread starts with
+// the heartbeats when this process initialised MPI for a job of several ranks (start_heartbeats),
+// else at the first collective.
 class Watchdog {
  public:
   ~Watchdog() { stop(); }
+  // Collective: every rank calls it right after MPI_Init_thread.
+  void start_heartbeats() {
+    if (rank_timeout_ <= 0 || !thread_multiple()) return;
+    heartbeat_ = std::make_unique<RankHeartbeat>();
+    if (heartbeat_->watched_rank() < 0) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    start_thread();
+  }
   unsigned long long enter(const char* what) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!started_ && timeout_ > 0) {
-      started_ = true;
-      thread_ = std::thread([this] { loop(); });
-    }
+    if (timeout_ > 0) start_thread();
     const unsigned long long id = ++next_id_;
     active_.emplace(id, Entry{Clock::now(), what});
     return id;
@@ -48,6 +60,7 @@ class Watchdog {
     }
     cv_.notify_all();
     if (thread_.joinable()) thread_.join();
+    if (heartbeat_) heartbeat_->close();  // after the thread: it is the heartbeats' only user
     std::lock_guard<std::mutex> lock(mutex_);
     started_ = false;
     stopping_ = false;
@@ -58,23 +71,55 @@ class Watchdog {
     Clock::time_point start;
     const char* what;
   };
+  void start_thread() {
+    if (started_) return;
+    started_ = true;
+    thread_ = std::thread([this] { loop(); });
+  }
   void loop() {
     std::unique_lock<std::mutex> lock(mutex_);
     while (!stopping_) {
       cv_.wait_for(lock, std::chrono::milliseconds(200));
+      if (stopping_) break;
+      if (heartbeat_) check_heartbeat();
+      if (timeout_ <= 0) continue;
       for (const auto& [id, e] : active_) {
         const double waited = std::chrono::duration<double>(Clock::now() - e.start).count();
         if (waited < timeout_) continue;
-        int rank = 0;
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        std::fprintf(stderr,
-                     "nn: rank %d: error: %s waited %.0f s for the other ranks "
-                     "(NN_MPI_TIMEOUT=%g); another rank has stopped or hung: aborting the job\n",
-                     rank, e.what, waited, timeout_);
-        std::fflush(stderr);
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        abort_with(
+            "%s waited %.0f s for the other ranks (NN_MPI_TIMEOUT=%g); another rank "
+            "has stopped or hung",
+            e.what, waited, timeout_);
       }
     }
+  }
+  void check_heartbeat() {
+    const double silent = heartbeat_->poll();
+    if (silent < rank_timeout_) return;
+    const std::string host = heartbeat_->watched_host();
+    abort_with(
+        "rank %d%s%s%s has not been heard from for %.0f s (NN_MPI_RANK_TIMEOUT=%g): it "
+        "was killed, stopped or cut off from the others",
+        heartbeat_->watched_rank(), host.empty() ? "" : " (on ", host.c_str(),
+        host.empty() ? "" : ")", silent, rank_timeout_);
+  }
+  // Prints "nn: rank R: error: <what>: aborting the job" and the last checkpoint, then ends
+  // every rank of the job.
+  template <typename... Args>
+  [[noreturn]] void abort_with(const char* format, Args... args) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    char what[1024];
+    std::snprintf(what, sizeof what, format, args...);
+    const std::string checkpoint = last_checkpoint();
+    std::fprintf(stderr, "nn: rank %d: error: %s: aborting the job; %s\n", rank, what,
+                 checkpoint.empty() ? "no checkpoint was written"
+                                    : ("the last checkpoint is " + checkpoint +
+                                       ", from which the same command with --resume continues")
+                                          .c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::_Exit(1);
   }
   std::mutex mutex_;
   std::condition_variable cv_;
@@ -83,6 +128,8 @@ class Watchdog {
   unsigned long long next_id_ = 0;
   bool started_ = false, stopping_ = false;
   double timeout_ = collective_timeout_seconds();
+  double rank_timeout_ = rank_silence_timeout_seconds();
+  std::unique_ptr<RankHeartbeat> heartbeat_;
 };
 
 Watchdog& watchdog() {
@@ -101,6 +148,7 @@ bool initialise(int* argc, char*** argv) {
   }
   if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided_level) != MPI_SUCCESS)
     throw BackendError("MPI_Init_thread failed");
+  watchdog().start_heartbeats();
   return true;
 }
 

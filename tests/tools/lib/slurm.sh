@@ -1,0 +1,109 @@
+# A real single-host Slurm for the tests that need one (sourced inside the work dir): munged,
+# slurmctld and slurmd from Debian's packages, each with files under ./slurm (key, socket, state,
+# spool, logs) and a slurm.conf written here, on free ports, so nothing of the machine's own
+# configuration is read or changed. start_slurm exits 77 (CTest: Skipped) with the reason when
+# Slurm is not installed or cannot start here; an EXIT trap cancels the jobs and stops the
+# daemons.
+
+skip() {
+  echo "SKIP: $*"
+  exit 77
+}
+
+stop_slurm() {
+  [[ -n ${SLURM_CONF:-} ]] || return 0
+  # This cluster's jobs only (SLURM_CONF names it): cancelled, and gone before the daemons stop.
+  scancel --full --signal=KILL --user=root >/dev/null 2>&1 || true
+  for _ in $(seq 100); do
+    [[ -z $(squeue -h 2>/dev/null) ]] && break
+    sleep 0.2
+  done
+  local pid
+  for pid in ${slurm_pids:-}; do kill -TERM "$pid" 2>/dev/null || true; done
+  sleep 1
+  for pid in ${slurm_pids:-}; do kill -KILL "$pid" 2>/dev/null || true; done
+  if [[ -s slurm/munged.pid ]]; then kill -TERM "$(cat slurm/munged.pid)" 2>/dev/null || true; fi
+}
+
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+start_slurm() {
+  local c
+  for c in munged slurmctld slurmd sbatch srun scontrol squeue sinfo; do
+    command -v "$c" >/dev/null || skip "no $c (Debian's slurmctld, slurmd, slurm-client, munge)"
+  done
+  [[ $(id -u) == 0 ]] || skip "slurmd runs jobs as their users, so this test needs root"
+  mkdir -p slurm/state slurm/spool
+  chmod 700 slurm
+  head -c 1024 /dev/urandom >slurm/munge.key
+  chmod 600 slurm/munge.key
+  munged --force --socket="$PWD/slurm/munge.sock" --key-file="$PWD/slurm/munge.key" \
+    --pid-file="$PWD/slurm/munged.pid" --log-file="$PWD/slurm/munged.log" \
+    --seed-file="$PWD/slurm/munge.seed" || skip "munged did not start: $(tail -3 slurm/munged.log)"
+  local host
+  host=$(hostname -s)
+  cat >slurm/slurm.conf <<EOF
+ClusterName=nntest
+SlurmctldHost=$host
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$PWD/slurm/munge.sock
+SlurmctldPort=$(free_port)
+SlurmdPort=$(free_port)
+StateSaveLocation=$PWD/slurm/state
+SlurmdSpoolDir=$PWD/slurm/spool
+SlurmctldPidFile=$PWD/slurm/slurmctld.pid
+SlurmdPidFile=$PWD/slurm/slurmd.pid
+SlurmctldLogFile=$PWD/slurm/slurmctld.log
+SlurmdLogFile=$PWD/slurm/slurmd.log
+ProctrackType=proctrack/pgid
+TaskPlugin=task/none
+MpiDefault=none
+JobRequeue=1
+ReturnToService=2
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+KillWait=30
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SlurmdParameters=config_overrides
+NodeName=$host CPUs=4 State=UNKNOWN
+PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+EOF
+  export SLURM_CONF=$PWD/slurm/slurm.conf
+  trap 'stop_slurm; rm -rf "$work"' EXIT
+  slurmctld -D -f "$SLURM_CONF" >slurm/slurmctld.out 2>&1 &
+  slurm_pids=$!
+  slurmd -D -f "$SLURM_CONF" >slurm/slurmd.out 2>&1 &
+  slurm_pids="$slurm_pids $!"
+  local state=""
+  for _ in $(seq 150); do
+    state=$(sinfo -h -o %T 2>/dev/null || true)
+    [[ $state == idle ]] && break
+    sleep 0.2
+  done
+  [[ $state == idle ]] ||
+    skip "Slurm did not start (node state '$state'): $(tail -3 slurm/slurmctld.log slurm/slurmd.log 2>&1)"
+  srun --mpi=list 2>&1 | grep -qw pmix || skip "this Slurm has no PMIx plugin (srun --mpi=list)"
+}
+
+# job_state ID: PENDING, RUNNING, COMPLETED, FAILED, ... ("" once Slurm has forgotten the job).
+job_state() {
+  scontrol show job "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'
+}
+
+# wait_job_end ID SECONDS: waits until the job has left the queue for good; prints its state.
+wait_job_end() {
+  local state=""
+  for _ in $(seq $(($2 * 5))); do
+    state=$(job_state "$1")
+    case $state in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | "") break ;; esac
+    sleep 0.2
+  done
+  echo "$state"
+}

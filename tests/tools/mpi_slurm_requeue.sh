@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Under a real Slurm (lib/slurm.sh: munged, slurmctld and slurmd started here, on free ports), a
+# 2-task job that trains under `srun --mpi=pmix` with `"Resume": "Auto"` is requeued twice in
+# the middle of its run (`scontrol requeue`, as a preemption does) and ends with the network of
+# the same job run uninterrupted, byte for byte; its log says it resumed twice, and the
+# requeued script itself is unchanged. Without Slurm, root or PMIx: exit 77 (Skipped).
+# Usage: mpi_slurm_requeue.sh <tool-dir> <source-dir>
+set -euo pipefail
+tools=$(realpath "$1")
+here=$(dirname "$(realpath "$0")")
+source "$here/lib/common.sh"
+enter_work_dir
+require_netcdf_bin
+source "$here/lib/mpi.sh"
+source "$here/lib/slurm.sh"
+start_slurm
+
+# The 40-user set of lib/mpi.sh for long enough to be requeued twice (6 updates an epoch, a
+# checkpoint every 50 epochs).
+train_cdl 7
+sed -i 's/"Epochs": 6/"Epochs": 1500/; s/"CheckpointInterval": 3/"CheckpointInterval": 50, "Resume": "Auto"/' train.cdl
+cat >job.sh <<EOF
+#!/bin/bash
+srun --mpi=pmix "$tools/nn-train" train.cdl
+EOF
+for dir in whole requeued; do
+  mkdir "$dir"
+  cp train.cdl config.json input.nc output.nc job.sh "$dir/"
+done
+
+submit() {  # submit DIR: the job's id
+  sbatch --parsable --ntasks=2 --requeue --open-mode=append --chdir="$PWD/$1" \
+    --output="$PWD/$1/job.log" "$PWD/$1/job.sh"
+}
+# newest_checkpoint DIR: the epoch of its newest periodic checkpoint (every 50 epochs; not the
+# checkpoint a requeue's SIGTERM leaves), or 0.
+newest_checkpoint() {
+  local newest=0 f n
+  for f in "$1"/ck*.nc; do
+    [[ -e $f ]] || continue
+    n=${f##*/ck}
+    n=${n%.nc}
+    [[ $n =~ ^[0-9]+$ ]] && ((n % 50 == 0 && n > newest)) && newest=$n
+  done
+  echo "$newest"
+}
+# requeue_after_checkpoint ID DIR EPOCH RESTARTS: once the job has written a checkpoint after
+# EPOCH, requeues it, lets it start again at once (a requeued job waits two minutes otherwise)
+# and waits until it runs for the RESTARTS-th time. Prints the checkpoint's epoch.
+requeue_after_checkpoint() {
+  local id=$1 dir=$2 after=$3 reached=0
+  for _ in $(seq 600); do
+    reached=$(newest_checkpoint "$dir")
+    ((reached > after)) && break
+    [[ $(job_state "$id") == COMPLETED ]] && fail "the job ended before a checkpoint after epoch $after: $(tail -5 "$dir/job.log")"
+    sleep 0.1
+  done
+  ((reached > after)) || fail "no checkpoint after epoch $after within 60 s: $(tail -5 "$dir/job.log")"
+  scontrol requeue "$id" || fail "scontrol requeue $id failed"
+  local state="" restarts=0
+  for _ in $(seq 600); do
+    state=$(job_state "$id")
+    restarts=$(scontrol show job "$id" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
+    [[ $state == PENDING ]] && scontrol update JobId="$id" StartTime=now >/dev/null 2>&1 || true
+    [[ $state == RUNNING && $restarts == "$4" ]] && break
+    sleep 0.1
+  done
+  [[ $state == RUNNING && $restarts == "$4" ]] ||
+    fail "the requeued job did not run again (state $state, restarts $restarts)"
+  echo "$reached"
+}
+
+whole=$(submit whole)
+state=$(wait_job_end "$whole" 300)
+[[ $state == COMPLETED ]] || fail "the uninterrupted job ended $state: $(tail -5 whole/job.log)"
+[[ -s whole/net.nc ]] || fail "the uninterrupted job wrote no network: $(tail -5 whole/job.log)"
+
+job=$(submit requeued)
+first=$(requeue_after_checkpoint "$job" requeued 0 1)
+second=$(requeue_after_checkpoint "$job" requeued "$first" 2)
+state=$(wait_job_end "$job" 300)
+[[ $state == COMPLETED ]] || fail "the requeued job ended $state: $(tail -5 requeued/job.log)"
+restarts=$(scontrol show job "$job" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
+[[ $restarts == 2 ]] || fail "the job was restarted ${restarts:-?} times, not 2"
+resumed=$(grep -c '^resuming from ' requeued/job.log || true)
+[[ $resumed == 2 ]] || fail "the log says 'resuming from' $resumed times, not 2: $(grep -v "^epoch\|^checkpoint" requeued/job.log)"
+cmp -s requeued/net.nc whole/net.nc ||
+  fail "the job requeued twice ended with another network than the uninterrupted job's"
+grep -o 'epoch 1500/1500: loss [0-9.]*' whole/job.log >whole.loss
+grep -o 'epoch 1500/1500: loss [0-9.]*' requeued/job.log >requeued.loss
+[[ -s whole.loss ]] && cmp -s whole.loss requeued.loss ||
+  fail "last loss: $(cat whole.loss) uninterrupted, $(cat requeued.loss) requeued"
+echo "mpi_slurm_requeue: ok (requeued after the checkpoints of epochs $first and $second; $(cat whole.loss))"
