@@ -3,7 +3,9 @@
 # 2-task job that trains under `srun --mpi=pmix` with `"Resume": "Auto"` is requeued twice in
 # the middle of its run (`scontrol requeue`, as a preemption does) and ends with the network of
 # the same job run uninterrupted, byte for byte; its log says it resumed twice, and the
-# requeued script itself is unchanged. Without Slurm, root or PMIx: exit 77 (Skipped).
+# requeued script itself is unchanged. Then samples/slurm/train.sbatch's ranks get SIGTERM as
+# the time-limit warning would send it (`scancel --signal=TERM`): they write a checkpoint, the
+# script requeues the job, and it ends with the same network. Without Slurm, root or PMIx: exit 77 (Skipped).
 # Usage: mpi_slurm_requeue.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
@@ -23,7 +25,7 @@ cat >job.sh <<EOF
 #!/bin/bash
 srun --mpi=pmix "$tools/nn-train" train.cdl
 EOF
-for dir in whole requeued; do
+for dir in whole requeued signalled; do
   mkdir "$dir"
   cp train.cdl config.json input.nc output.nc job.sh "$dir/"
 done
@@ -46,9 +48,10 @@ newest_checkpoint() {
 }
 # requeue_after_checkpoint ID DIR EPOCH RESTARTS: once the job has written a checkpoint after
 # EPOCH, requeues it, lets it start again at once (a requeued job waits two minutes otherwise)
-# and waits until it runs for the RESTARTS-th time. Prints the checkpoint's epoch.
+# and waits until it runs for the RESTARTS-th time. Prints the epoch of the newest checkpoint
+# then.
 requeue_after_checkpoint() {
-  local id=$1 dir=$2 after=$3 reached=0
+  local id=$1 dir=$2 after=$3 reached=0 how=${5:-requeue}
   for _ in $(seq 600); do
     reached=$(newest_checkpoint "$dir")
     ((reached > after)) && break
@@ -56,7 +59,11 @@ requeue_after_checkpoint() {
     sleep 0.1
   done
   ((reached > after)) || fail "no checkpoint after epoch $after within 60 s: $(tail -5 "$dir/job.log")"
-  scontrol requeue "$id" || fail "scontrol requeue $id failed"
+  if [[ $how == requeue ]]; then
+    scontrol requeue "$id" || fail "scontrol requeue $id failed"
+  else  # the time-limit warning of --signal=TERM@120, sent now
+    scancel --signal=TERM "$id" || fail "scancel --signal=TERM $id failed"
+  fi
   local state="" restarts=0
   for _ in $(seq 600); do
     state=$(job_state "$id")
@@ -67,7 +74,9 @@ requeue_after_checkpoint() {
   done
   [[ $state == RUNNING && $restarts == "$4" ]] ||
     fail "the requeued job did not run again (state $state, restarts $restarts)"
-  echo "$reached"
+  # The run that was requeued may have written more before it ended: the next requeue waits
+  # for a checkpoint after all of them.
+  newest_checkpoint "$dir"
 }
 
 whole=$(submit whole)
@@ -90,4 +99,16 @@ grep -o 'epoch 1500/1500: loss [0-9.]*' whole/job.log >whole.loss
 grep -o 'epoch 1500/1500: loss [0-9.]*' requeued/job.log >requeued.loss
 [[ -s whole.loss ]] && cmp -s whole.loss requeued.loss ||
   fail "last loss: $(cat whole.loss) uninterrupted, $(cat requeued.loss) requeued"
-echo "mpi_slurm_requeue: ok (requeued after the checkpoints of epochs $first and $second; $(cat whole.loss))"
+# The shipped sbatch script, its GPU request taken away, as the time limit approaches.
+src_dir=$(realpath "$2")
+job=$(NN_TRAIN="$tools/nn-train" sbatch --parsable --gres=none --ntasks-per-node=2 \
+  --chdir="$PWD/signalled" --output="$PWD/signalled/job.log" "$src_dir/samples/slurm/train.sbatch")
+third=$(requeue_after_checkpoint "$job" signalled 0 1 signal)
+state=$(wait_job_end "$job" 300)
+[[ $state == COMPLETED ]] || fail "train.sbatch ended $state: $(tail -5 signalled/job.log)"
+grep -q '^train.sbatch: the ranks stopped with a checkpoint; requeueing' signalled/job.log ||
+  fail "train.sbatch did not requeue itself: $(grep -v '^epoch' signalled/job.log | tail -8)"
+grep -q '^nn-train: stopped by SIGTERM' signalled/job.log ||
+  fail "train.sbatch: the ranks did not stop with a checkpoint: $(grep -v '^epoch' signalled/job.log | tail -8)"
+cmp -s signalled/net.nc whole/net.nc || fail "train.sbatch: another network than the uninterrupted job's"
+echo "mpi_slurm_requeue: ok (requeued twice, restarting after the checkpoints of epochs $first and $second; $(cat whole.loss))"

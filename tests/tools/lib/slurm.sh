@@ -22,7 +22,17 @@ stop_slurm() {
   for pid in ${slurm_pids:-}; do kill -TERM "$pid" 2>/dev/null || true; done
   sleep 1
   for pid in ${slurm_pids:-}; do kill -KILL "$pid" 2>/dev/null || true; done
+  # A step daemon that outlived its job: ours work in this directory (another Slurm's do not).
+  for pid in $(pgrep -f '^slurmstepd' || true); do
+    [[ $(readlink "/proc/$pid/cwd" 2>/dev/null) == "$PWD"* ]] && kill -KILL "$pid" 2>/dev/null || true
+  done
   if [[ -s slurm/munged.pid ]]; then kill -TERM "$(cat slurm/munged.pid)" 2>/dev/null || true; fi
+  # Gone before the work directory is removed (they write their logs into it).
+  for pid in ${slurm_pids:-}; do wait "$pid" 2>/dev/null || true; done
+  for _ in $(seq 50); do
+    [[ -z $(pgrep -x munged -a | grep -F "$PWD/slurm" || true) ]] && break
+    sleep 0.1
+  done
 }
 
 free_port() {
@@ -35,7 +45,7 @@ start_slurm() {
     command -v "$c" >/dev/null || skip "no $c (Debian's slurmctld, slurmd, slurm-client, munge)"
   done
   [[ $(id -u) == 0 ]] || skip "slurmd runs jobs as their users, so this test needs root"
-  mkdir -p slurm/state slurm/spool
+  mkdir -p slurm/state slurm/spool slurm/tmp
   chmod 700 slurm
   head -c 1024 /dev/urandom >slurm/munge.key
   chmod 600 slurm/munge.key
@@ -55,6 +65,8 @@ AuthInfo=socket=$PWD/slurm/munge.sock
 SlurmctldPort=$(free_port)
 SlurmdPort=$(free_port)
 StateSaveLocation=$PWD/slurm/state
+TmpFS=$PWD/slurm/tmp
+FirstJobId=$((RANDOM * 30 + 1000))
 SlurmdSpoolDir=$PWD/slurm/spool
 SlurmctldPidFile=$PWD/slurm/slurmctld.pid
 SlurmdPidFile=$PWD/slurm/slurmd.pid
@@ -76,7 +88,7 @@ NodeName=$host CPUs=4 State=UNKNOWN
 PartitionName=test Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 EOF
   export SLURM_CONF=$PWD/slurm/slurm.conf
-  trap 'stop_slurm; rm -rf "$work"' EXIT
+  trap 'stop_slurm; rm -rf "$work" 2>/dev/null || true' EXIT
   slurmctld -D -f "$SLURM_CONF" >slurm/slurmctld.out 2>&1 &
   slurm_pids=$!
   slurmd -D -f "$SLURM_CONF" >slurm/slurmd.out 2>&1 &
