@@ -4,9 +4,11 @@
 #include "distributed/mpi/mpi_runtime.h"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -26,6 +28,7 @@ namespace {
 int provided_level = MPI_THREAD_SINGLE;
 
 using Clock = std::chrono::steady_clock;
+constexpr unsigned kAbortGraceSeconds = 15;
 
 // In-flight blocking collectives (id -> start, name), the heartbeats of the other ranks
 // (distributed/mpi/rank_heartbeat.h), and the thread that watches both. The thread starts with
@@ -118,6 +121,11 @@ class Watchdog {
                                        ", from which the same command with --resume continues")
                                           .c_str());
     std::fflush(stderr);
+    // MPI_Abort asks the launcher to end every rank; a launcher this rank is cut off from never
+    // answers, so the process ends itself a little later (SIGALRM's default action) rather
+    // than wait with it.
+    std::signal(SIGALRM, SIG_DFL);
+    alarm(kAbortGraceSeconds);
     MPI_Abort(MPI_COMM_WORLD, 1);
     std::_Exit(1);
   }
