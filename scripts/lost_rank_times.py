@@ -134,11 +134,13 @@ class Namespaces:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
+def ranks_running(ranks):
+    return any(os.path.exists(f"/proc/{p}") and open(f"/proc/{p}/stat").read().split()[2] != "Z"
+               for p in ranks.values())
+
+
 def job_alive(job, ranks):
-    if job.poll() is None:
-        return True
-    return any(os.path.exists(f"/proc/{p}") and
-               open(f"/proc/{p}/stat").read().split()[2] != "Z" for p in ranks.values())
+    return job.poll() is None or ranks_running(ranks)
 
 
 def newest_checkpoint(work):
@@ -196,17 +198,21 @@ def trial(args, tools, base, mode, rank, netns, rng):
     else:
         netns.cut(rank)
     hung = False
+    ranks_ended = None  # seconds until both ranks had ended (the launcher may take longer)
     while job_alive(job, ranks):
+        if ranks_ended is None and not ranks_running(ranks):
+            ranks_ended = time.monotonic() - failed_at
         if time.monotonic() - failed_at > args.limit:
             hung = True
             break
         time.sleep(0.05)
+    if ranks_ended is None and not ranks_running(ranks):
+        ranks_ended = time.monotonic() - failed_at
     seconds = time.monotonic() - failed_at
     left = []  # what still ran when the trial gave up on the job
     if hung:
-        left = (["launcher"] if job.poll() is None else []) + [
-            f"rank {r}" for r, p in sorted(ranks.items()) if os.path.exists(f"/proc/{p}") and
-            open(f"/proc/{p}/stat").read().split()[2] != "Z"]
+        left = (["launcher"] if job.poll() is None else []) + (
+            ["ranks"] if ranks_running(ranks) else [])
         for pid in ranks.values():
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -237,7 +243,8 @@ def trial(args, tools, base, mode, rank, netns, rng):
     resumed = r.returncode == 0 and os.path.exists(os.path.join(work, "net.nc"))
     result = {"mode": mode, "rank": rank, "seconds": seconds, "hung": hung, "named": named,
               "damaged": damaged, "resumed": resumed, "checkpoint": os.path.basename(newest),
-              "status": job.returncode, "work": work, "left": left}
+              "status": job.returncode, "work": work, "left": left,
+              "ranks_ended": ranks_ended}
     if named and not hung and not damaged and resumed:
         shutil.rmtree(work)
     return result
@@ -264,7 +271,9 @@ def main():
             if "error" in r:
                 print(f"trial {i + 1:2d}: {mode} of rank {rank}: ERROR {r['error']}")
                 continue
-            print(f"trial {i + 1:2d}: {mode:7s} of rank {rank}: ended after {r['seconds']:6.1f} s"
+            ranks = (f"ranks ended after {r['ranks_ended']:5.1f} s, " if r["ranks_ended"] is not None
+                     else "ranks still running, ")
+            print(f"trial {i + 1:2d}: {mode:7s} of rank {rank}: {ranks}job after {r['seconds']:6.1f} s"
                   f" (status {r['status']})"
                   f"{' HUNG (still running: ' + ', '.join(r['left']) + ')' if r['hung'] else ''}"
                   f"; rank named: "

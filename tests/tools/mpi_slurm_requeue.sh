@@ -31,7 +31,7 @@ for dir in whole requeued signalled; do
 done
 
 submit() {  # submit DIR: the job's id
-  sbatch --parsable --ntasks=2 --requeue --open-mode=append --chdir="$PWD/$1" \
+  timeout 30 sbatch --parsable --ntasks=2 --requeue --open-mode=append --chdir="$PWD/$1" \
     --output="$PWD/$1/job.log" "$PWD/$1/job.sh"
 }
 # newest_checkpoint DIR: the epoch of its newest periodic checkpoint (every 50 epochs; not the
@@ -52,7 +52,8 @@ newest_checkpoint() {
 # then.
 requeue_after_checkpoint() {
   local id=$1 dir=$2 after=$3 reached=0 how=${5:-requeue}
-  for _ in $(seq 600); do
+  local deadline=$((SECONDS + 60))
+  while ((SECONDS < deadline)); do
     reached=$(newest_checkpoint "$dir")
     ((reached > after)) && break
     [[ $(job_state "$id") == COMPLETED ]] && fail "the job ended before a checkpoint after epoch $after: $(tail -5 "$dir/job.log")"
@@ -60,15 +61,16 @@ requeue_after_checkpoint() {
   done
   ((reached > after)) || fail "no checkpoint after epoch $after within 60 s: $(tail -5 "$dir/job.log")"
   if [[ $how == requeue ]]; then
-    scontrol requeue "$id" || fail "scontrol requeue $id failed"
+    timeout 30 scontrol requeue "$id" || fail "scontrol requeue $id failed"
   else  # the time-limit warning of --signal=TERM@120, sent now
-    scancel --signal=TERM "$id" || fail "scancel --signal=TERM $id failed"
+    timeout 30 scancel --signal=TERM "$id" || fail "scancel --signal=TERM $id failed"
   fi
   local state="" restarts=0
-  for _ in $(seq 600); do
+  deadline=$((SECONDS + 60))
+  while ((SECONDS < deadline)); do
     state=$(job_state "$id")
-    restarts=$(scontrol show job "$id" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
-    [[ $state == PENDING ]] && scontrol update JobId="$id" StartTime=now >/dev/null 2>&1 || true
+    restarts=$(timeout 10 scontrol show job "$id" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
+    [[ $state == PENDING ]] && timeout 20 scontrol update JobId="$id" StartTime=now >/dev/null 2>&1 || true
     [[ $state == RUNNING && $restarts == "$4" ]] && break
     sleep 0.1
   done
@@ -80,16 +82,16 @@ requeue_after_checkpoint() {
 }
 
 whole=$(submit whole)
-state=$(wait_job_end "$whole" 300)
+state=$(wait_job_end "$whole" 180)
 [[ $state == COMPLETED ]] || fail "the uninterrupted job ended $state: $(tail -5 whole/job.log)"
 [[ -s whole/net.nc ]] || fail "the uninterrupted job wrote no network: $(tail -5 whole/job.log)"
 
 job=$(submit requeued)
 first=$(requeue_after_checkpoint "$job" requeued 0 1)
 second=$(requeue_after_checkpoint "$job" requeued "$first" 2)
-state=$(wait_job_end "$job" 300)
+state=$(wait_job_end "$job" 180)
 [[ $state == COMPLETED ]] || fail "the requeued job ended $state: $(tail -5 requeued/job.log)"
-restarts=$(scontrol show job "$job" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
+restarts=$(timeout 20 scontrol show job "$job" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
 [[ $restarts == 2 ]] || fail "the job was restarted ${restarts:-?} times, not 2"
 resumed=$(grep -c '^resuming from ' requeued/job.log || true)
 [[ $resumed == 2 ]] || fail "the log says 'resuming from' $resumed times, not 2: $(grep -v "^epoch\|^checkpoint" requeued/job.log)"
@@ -101,10 +103,10 @@ grep -o 'epoch 1500/1500: loss [0-9.]*' requeued/job.log >requeued.loss
   fail "last loss: $(cat whole.loss) uninterrupted, $(cat requeued.loss) requeued"
 # The shipped sbatch script, its GPU request taken away, as the time limit approaches.
 src_dir=$(realpath "$2")
-job=$(NN_TRAIN="$tools/nn-train" sbatch --parsable --gres=none --ntasks-per-node=2 \
+job=$(NN_TRAIN="$tools/nn-train" timeout 30 sbatch --parsable --gres=none --ntasks-per-node=2 \
   --chdir="$PWD/signalled" --output="$PWD/signalled/job.log" "$src_dir/samples/slurm/train.sbatch")
 third=$(requeue_after_checkpoint "$job" signalled 0 1 signal)
-state=$(wait_job_end "$job" 300)
+state=$(wait_job_end "$job" 180)
 [[ $state == COMPLETED ]] || fail "train.sbatch ended $state: $(tail -5 signalled/job.log)"
 grep -q '^train.sbatch: the ranks stopped with a checkpoint; requeueing' signalled/job.log ||
   fail "train.sbatch did not requeue itself: $(grep -v '^epoch' signalled/job.log | tail -8)"
