@@ -10,6 +10,7 @@
 #include <limits>
 #include <set>
 
+#include "config/enum_names.h"
 #include "config/json_reader.h"
 #include "config/parse.h"
 #include "config/sampling_json.h"
@@ -137,11 +138,9 @@ class CdlParser {
   // starts afresh.
   bool resume_mode(const Member& m) const {
     if (m.value->is_boolean()) return r_.get_bool(m);
-    const std::string s = m.value->is_string() ? m.value->get<std::string>() : std::string();
-    std::string lower = s;
-    for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
-    if (m.value->is_string() && lower == "auto") return true;
-    if (m.value->is_string() && lower == "never") return false;
+    const std::string mode = m.value->is_string() ? to_lower(m.value->get<std::string>()) : "";
+    if (mode == "auto") return true;
+    if (mode == "never") return false;
     r_.fail(m.path, "expected \"Auto\", \"Never\", true or false, got " + m.value->dump());
     return false;
   }

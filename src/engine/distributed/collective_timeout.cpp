@@ -1,6 +1,6 @@
 // collective_timeout_seconds and rank_silence_timeout_seconds (distributed/process.h) in a file of
-// their own: the CUDA module's NCCL
-// communicator calls it and must not link the process set-up around it (which reaches MPI).
+// their own: the CUDA module's NCCL communicator calls the first and must not link the process
+// set-up around it (which reaches MPI).
 #include <cstdlib>
 
 #include "distributed/process.h"

@@ -28,15 +28,6 @@ std::shared_ptr<Communicator> world;
 std::mutex checkpoint_mutex;
 std::string newest_checkpoint;
 
-}  // namespace
-
-bool launched_by_mpi() {
-  return env("OMPI_COMM_WORLD_SIZE") || env("PMI_SIZE") || env("PMI_RANK") || env("PMIX_RANK") ||
-         env("MV2_COMM_WORLD_SIZE");
-}
-
-namespace {
-
 // srun starts every task of a step itself; the tasks find each other only through a process
 // management interface (PMIx or PMI2) that srun provides when asked (--mpi=pmix, or MpiDefault in
 // slurm.conf). Without one, each task would be a job of its own: several identical trainings
@@ -53,6 +44,11 @@ void refuse_srun_without_pmi() {
 }
 
 }  // namespace
+
+bool launched_by_mpi() {
+  return env("OMPI_COMM_WORLD_SIZE") || env("PMI_SIZE") || env("PMI_RANK") || env("PMIX_RANK") ||
+         env("MV2_COMM_WORLD_SIZE");
+}
 
 ProcessSession::ProcessSession(int* argc, char*** argv) {
   if (!launched_by_mpi()) {
