@@ -40,8 +40,10 @@ packages=(cmake ninja-build g++ make pkg-config libopenmpi-dev openmpi-bin libne
           # environment for `pip install .` (Debian's pip refuses the system interpreter, PEP 668)
 # Only the tests need Slurm: tests/tools/mpi_slurm_requeue.sh starts a Slurm of its own (its
 # daemons, configuration and munge key in its work directory), so nothing is configured here.
+# pandas: nnsuite.Recommender takes DataFrames (an optional extra of the module); its tests and
+# docs/python.md's examples use one.
 for what in "$@"; do
-  [[ $what == all ]] && packages+=(slurmctld slurmd slurm-client munge)
+  [[ $what == all ]] && packages+=(slurmctld slurmd slurm-client munge python3-pandas)
 done
 if [ "${NN_SKIP_APT:-0}" != 1 ]; then
   missing=()

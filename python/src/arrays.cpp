@@ -161,5 +161,14 @@ ExcludeRows to_exclude(const py::handle& obj, uint64_t rows, uint64_t cols) {
   return ex;
 }
 
+std::string path_arg(const py::object& p, const std::string& arg) {
+  if (!py::isinstance<py::str>(p) && !py::hasattr(p, "__fspath__"))
+    throw py::type_error(arg + ": expected a path (str or os.PathLike); got " +
+                         py::str(py::type::of(p)).cast<std::string>());
+  py::object s = py::module_::import("os").attr("fspath")(p);
+  if (!py::isinstance<py::str>(s)) throw py::type_error(arg + ": expected a str path");
+  return s.cast<std::string>();
+}
+
 }  // namespace nnpy
 #pragma GCC visibility pop

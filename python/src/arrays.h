@@ -52,5 +52,8 @@ ExcludeRows to_exclude(const py::handle& obj, uint64_t rows, uint64_t cols);
 std::vector<uint32_t> to_u32(const py::handle& arr, uint64_t limit, const std::string& arg);
 std::vector<uint64_t> to_u64(const py::handle& arr, const std::string& arg);
 
+// A file name given as str or os.PathLike; TypeError naming `arg` otherwise.
+std::string path_arg(const py::object& p, const std::string& arg);
+
 }  // namespace nnpy
 #pragma GCC visibility pop

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "arrays.h"
+#include "bindings.h"
 #include "nn/nn.h"
 
 namespace py = pybind11;
@@ -47,16 +48,6 @@ struct PyModel {
   }
   // Weights changed or the model was trained: evaluators see the same memory, nothing to do.
 };
-
-// A file name given as str or os.PathLike.
-std::string path_arg(const py::object& p, const std::string& arg) {
-  if (!py::isinstance<py::str>(p) && !py::hasattr(p, "__fspath__"))
-    throw py::type_error(arg + ": expected a path (str or os.PathLike); got " +
-                         py::str(py::type::of(p)).cast<std::string>());
-  py::object s = py::module_::import("os").attr("fspath")(p);
-  if (!py::isinstance<py::str>(s)) throw py::type_error(arg + ": expected a str path");
-  return s.cast<std::string>();
-}
 
 std::string layer_or_default(const py::object& layer) {
   if (layer.is_none()) return "";
@@ -636,4 +627,6 @@ PYBIND11_MODULE(_core, m) {
       },
       py::arg("path"),
       "The datasets of a NetCDF dataset file: {name: numpy array or scipy.sparse.csr_matrix}.");
+
+  nnpy::bind_generate(m);
 }
