@@ -3,7 +3,8 @@
 Model      topology + parameters: Model.load(path), Model.from_json(json, datasets), save(),
            layers, weights as NumPy arrays (get_weights / set_weights), predict(), outputs()
 Evaluator  forward passes with buffers of its own over a shared Model (one per thread)
-Trainer    trains a Model on NumPy / scipy.sparse CSR data with a per-epoch callback
+Trainer    trains a Model on NumPy / scipy.sparse CSR data with a per-epoch callback, validation
+           (recall@K, NDCG) and early stopping as nn-train's
 train      runs a CDL Train command file as nn-train does
 predict    runs a CDL Predict command file as nn-predict does; returns its metrics
 read_datasets  a NetCDF dataset file (nn-generate's output) as NumPy / SciPy arrays
@@ -31,7 +32,6 @@ from ._core import (  # noqa: E402, F401
     Evaluator,
     LayerInfo,
     Model,
-    Trainer,
     WeightInfo,
     blas_kernels,
     blas_kernels_override,
@@ -43,10 +43,11 @@ from ._core import (  # noqa: E402, F401
     train,
 )
 from .recommender import Recommender  # noqa: E402
+from .trainer import Trainer, ranking_metrics  # noqa: E402
 
 __all__ = ["Error", "Evaluator", "LayerInfo", "Model", "Trainer", "WeightInfo", "blas_kernels",
            "blas_kernels_override", "generate", "mpi_rank", "mpi_size", "predict", "read_datasets",
-           "Recommender", "train"]
+           "ranking_metrics", "Recommender", "train"]
 __version__ = "0.1.0"
 
 # OpenBLAS was loaded before this module could choose (numpy linked to the same OpenBLAS, for

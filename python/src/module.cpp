@@ -507,7 +507,7 @@ PYBIND11_MODULE(_core, m) {
                        const py::object& log, bool profile, const std::string& trace,
                        uint32_t trace_steps, const std::string& sparse_update,
                        const std::string& tensorboard, uint32_t tensorboard_interval,
-                       const py::object& warm_start) {
+                       const py::object& warm_start, int alpha_interval, float alpha_multiplier) {
              std::vector<Dataset> sets;
              for (auto item : data) {
                if (!py::isinstance<py::str>(item.first))
@@ -536,6 +536,10 @@ PYBIND11_MODULE(_core, m) {
              s.tensorboard = tensorboard;
              s.tensorboard_interval = tensorboard_interval;
              if (!warm_start.is_none()) s.warm_start = path_arg(warm_start, "warm_start");
+             if (alpha_interval < 0) throw py::value_error("alpha_interval: expected >= 0");
+             if (!(alpha_multiplier > 0)) throw py::value_error("alpha_multiplier: expected > 0");
+             s.alpha_interval = alpha_interval;
+             s.alpha_multiplier = alpha_multiplier;
              return std::make_unique<Trainer>(model.model, std::move(sets), s);
            }),
            py::arg("model"), py::arg("data"), py::arg("epochs") = 1, py::arg("minibatch") = 1024,
@@ -546,6 +550,7 @@ PYBIND11_MODULE(_core, m) {
            py::arg("profile") = false, py::arg("trace") = "", py::arg("trace_steps") = 20,
            py::arg("sparse_update") = "Exact", py::arg("tensorboard") = "",
            py::arg("tensorboard_interval") = 0, py::arg("warm_start") = py::none(),
+           py::arg("alpha_interval") = 0, py::arg("alpha_multiplier") = 0.5f,
            py::keep_alive<1, 2>())
       .def(
           "run",

@@ -143,3 +143,52 @@ def test_warm_start_and_items(work):
                     warm_start=work / "net.nc", log=lines.append)
     assert_same_weights(model, trained)  # before any step: the warm start's weights
     assert any("units copied by position" in line for line in lines), lines
+
+
+def test_validation_patience_and_keep_best(work):
+    import scipy.sparse as sp
+    x = nnsuite.read_datasets(work / "input.nc")["input"]
+    # Each row's last item is its target; the rest its input.
+    inputs, targets = x.tolil(copy=True), sp.lil_matrix(x.shape, dtype=np.float32)
+    for r in range(x.shape[0]):
+        cols = x.indices[x.indptr[r]:x.indptr[r + 1]]
+        if len(cols) > 1:
+            inputs[r, cols[-1]] = 0
+            targets[r, cols[-1]] = 1
+    inputs, targets = inputs.tocsr(), targets.tocsr()
+    inputs.eliminate_zeros()
+    model = nnsuite.Model.from_json(str(work / "network.json"), datasets={"input": x, "output": x},
+                                    seed=3)
+    trainer = nnsuite.Trainer(model, {"input": x, "output": x}, epochs=12, batch=8, alpha=0.05,
+                              optimizer="Adam", validation=(inputs, targets), validation_k=5,
+                              patience=2)
+    stats = trainer.run()
+    recalls = [s["recall"] for s in stats]
+    best_recall, best_epoch = trainer.best
+    assert best_recall == max(recalls) and stats[best_epoch - 1]["recall"] == best_recall
+    # It stopped once 2 evaluations in a row were not better, or ran all 12.
+    assert len(stats) == 12 or all(r <= best_recall for r in recalls[best_epoch:])
+    assert len(stats) == 12 or len(stats) == best_epoch + 2
+    # The model holds the best evaluation's weights (keep_best): scoring it again gives its recall.
+    again, ndcg, counted = nnsuite.ranking_metrics(model, inputs, targets, 5)
+    assert abs(again - best_recall) < 1e-12 and counted > 0 and 0 <= ndcg <= 1
+
+
+def test_trainer_names_the_nearest_argument(work):
+    x = nnsuite.read_datasets(work / "input.nc")["input"]
+    model = nnsuite.Model.from_json(str(work / "network.json"), datasets={"input": x, "output": x})
+    import pytest
+    with pytest.raises(TypeError, match=r"unknown argument 'epoch' \(did you mean 'epochs'\?\)"):
+        nnsuite.Trainer(model, {"input": x, "output": x}, epoch=3)
+    with pytest.raises(TypeError, match=r"unknown argument 'validaton' \(did you mean "
+                                        r"'validation'\?\)"):
+        nnsuite.Trainer(model, {"input": x, "output": x}, validaton=3)
+    with pytest.raises(TypeError, match=r"'lambda' and another name for 'lambda_' both given"):
+        nnsuite.Trainer(model, {"input": x, "output": x}, lambda_=0.1, **{"lambda": 0.2})
+    with pytest.raises(ValueError, match=r"patience: needs validation"):
+        nnsuite.Trainer(model, {"input": x, "output": x}, patience=2)
+    assert "alpha_multiplier" in nnsuite.Trainer.__doc__ and "lambda_ = 0.001" in \
+        nnsuite.Trainer.__doc__
+    t = nnsuite.Trainer(model, {"input": x, "output": x}, epochs=4, alpha=0.1, alpha_interval=2,
+                        alpha_multiplier=0.5, minibatch=8)
+    assert [round(s["alpha"], 6) for s in t.run()] == [0.1, 0.1, 0.05, 0.05]
