@@ -34,10 +34,8 @@ head -1 "$ratings" | grep -q '^[0-9]' && header=()
   -s samples.idx -c
 "$tools/nn-generate" -d output -i "$ratings" --rows "${header[@]}" -o output.nc -f features.idx \
   -s samples.idx
-# The prediction's Filter (every recommender config's predict.cdl): each user's rated movies,
-# user<TAB>movie:movie:..., removed from that user's recommendations.
-awk -F, '$1 ~ /^[0-9]+$/ { items[$1] = items[$1] (items[$1] == "" ? "" : ":") $2 }
-     END { for (u in items) print u "\t" items[u] }' "$ratings" >ratings.txt
+# The prediction's Filter (every recommender config's predict.cdl) is input.nc itself: row e of a
+# dataset filter removes example e's own movies from its recommendations.
 # The network and its commands come from the shelf of ready configs.
 default_config=recommender-linear-dae
 [ -n "${NN_LAUNCH:-}" ] && default_config=recommender-autoencoder

@@ -80,6 +80,17 @@ head -15 ratings.txt >filters/a.txt
 tail -n +16 ratings.txt >filters/b.txt
 "${base[@]}" -k 1000 -f filters -s filtered_dir.txt 2>/dev/null
 cmp -s filtered.txt filtered_dir.txt || fail "a filter directory should act like the whole file"
+# The same items as sample,item rows of a ratings CSV (with a header line and a rating column)
+# filter alike; a line that is neither form is refused with what a filter may be.
+{ echo "userId,movieId,rating"
+  awk -F'\t' '{ n = split($2, a, ":"); for (i = n; i >= 1; i--) print $1 "," a[i] ",4.5" }' \
+    ratings.txt; } >ratings.csv
+"${base[@]}" -k 1000 -f ratings.csv -s filtered_csv.txt 2>/dev/null
+cmp -s filtered.txt filtered_csv.txt || fail "a ratings CSV should filter as the text lines do"
+echo "u1 m3" >bad_filter.txt
+rc=0; "${base[@]}" -f bad_filter.txt -s bad.txt 2>err.txt || rc=$?
+[[ $rc == 1 ]] && grep -q "bad_filter.txt:1: expected sample<TAB>item.*or sample,item.*a NetCDF dataset file such as the input dataset also works" err.txt ||
+  fail "a malformed filter: rc=$rc $(cat err.txt)"
 
 # --filter-multiply: DSSTNE's semantics, score *= value (no value = 0).
 printf 'u0\tm0,0.5:m1,2:m2\n' >mult.txt

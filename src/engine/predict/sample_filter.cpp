@@ -14,12 +14,20 @@ namespace nn {
 
 namespace {
 
-// Adds the lines of one filter file to `rows`.
+// What a filter may be, for the messages of a file that is none of them.
+const char* const kFilterForms =
+    "sample<TAB>item[,value]:item... lines or sample,item[,...] rows such as a ratings CSV; a "
+    "NetCDF dataset file such as the input dataset also works as a filter, row e filtering "
+    "example e";
+
+// Adds the lines of one filter file to `rows`: sample<TAB>items lines or sample,item rows.
 void load_filter_file(const std::string& path, const FeatureIndex& samples,
                       const FeatureIndex& items, std::unordered_map<uint64_t, FilterRow>& rows,
                       uint64_t& skip) {
   std::ifstream in(path);
-  if (!in) throw IoError(path + ": cannot open filter file");
+  if (!in)
+    throw IoError(path + ": cannot open filter file (a filter is a text file of " + kFilterForms +
+                  ")");
   std::string line;
   uint64_t line_no = 0;
   while (std::getline(in, line)) {
@@ -27,8 +35,26 @@ void load_filter_file(const std::string& path, const FeatureIndex& samples,
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (line.empty()) continue;
     const size_t tab = line.find('\t');
-    if (tab == std::string::npos)
-      throw DataError(path + ":" + std::to_string(line_no) + ": expected sample<TAB>items");
+    if (tab == std::string::npos) {
+      // A row of a ratings CSV (sample,item[,rating,...]), as nn-generate --rows reads them: its
+      // item is filtered; the columns after it are not filter values. A header line's sample is
+      // not in the sample index, so it is skipped like any unknown sample.
+      const size_t comma = line.find(',');
+      if (comma == std::string::npos)
+        throw DataError(path + ":" + std::to_string(line_no) + ": expected " + kFilterForms);
+      const size_t end = line.find(',', comma + 1);
+      const int64_t sample = samples.find(line.substr(0, comma));
+      const int64_t item = items.find(
+          line.substr(comma + 1, end == std::string::npos ? std::string::npos : end - comma - 1));
+      if (sample < 0 || item < 0) {
+        ++skip;
+        continue;
+      }
+      FilterRow& row = rows[uint64_t(sample)];
+      row.items.push_back(uint32_t(item));
+      row.values.push_back(0.0f);
+      continue;
+    }
     const int64_t sample = samples.find(line.substr(0, tab));
     if (sample < 0) {
       ++skip;
