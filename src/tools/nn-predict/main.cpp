@@ -45,10 +45,11 @@ void define_flags(CLI::App& app, Flags& f) {
       ->check(CLI::ExistingFile);
   app.add_option("--sample-index", f.job.sample_index, "sample index: names for --data examples")
       ->check(CLI::ExistingFile);
-  app.add_option("-f,--filter", f.job.filter,
-                 "items to exclude per sample: text (sample<TAB>item:... lines, or sample,item rows "
-                 "such as a ratings CSV; needs the sample and output indices) or a dataset "
-                 "FILE.nc such as the input dataset (row e filters example e)")
+  app.add_option(
+         "-f,--filter", f.job.filter,
+         "items to exclude per sample: text (sample<TAB>item:... lines, or sample,item rows "
+         "such as a ratings CSV; needs the sample and output indices) or a dataset "
+         "FILE.nc such as the input dataset (row e filters example e)")
       ->check(CLI::ExistingPath);
   app.add_flag("--filter-multiply", f.job.filter_multiply,
                "multiply scores by the filter values instead of excluding (DSSTNE behaviour)");
