@@ -410,8 +410,8 @@ class Recommender:
         n = len(scored)
         if n == 0:
             return {"users": 0, "recall": 0.0, "precision": 0.0, "ndcg": 0.0}
-        return {"users": n, "recall": sums[0] / n, "precision": sums[1] / n,
-                "ndcg": sums[2] / n}
+        return {"users": n, "recall": float(sums[0] / n), "precision": float(sums[1] / n),
+                "ndcg": float(sums[2] / n)}
 
     # ---- files ---------------------------------------------------------------------------------
     def save(self, path):

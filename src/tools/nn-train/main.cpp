@@ -75,11 +75,22 @@ void define_flags(CLI::App& app, Flags& f) {
                  "accepted and ignored (DSSTNE's train lists it in its usage but never used it)");
   // With a CDL file these flags override its keys, and each override is printed.
   f.batch_opt = app.add_option("-b,--batch", f.batch, "minibatch size (default 1024)");
-  f.epochs_opt = app.add_option("-e,--epochs", f.epochs, "epochs (default 40)");
-  f.alpha_opt = app.add_option("--alpha", f.alpha, "learning rate (default 0.025)");
-  f.lambda_opt = app.add_option("--lambda", f.lambda, "L2 weight decay (default 0.0001)");
+  f.epochs_opt =
+      app.add_option("-e,--epochs", f.epochs,
+                     "epochs (default 40 with flags, DSSTNE train's; a CDL file's Epochs)");
+  f.alpha_opt =
+      app.add_option("--alpha", f.alpha,
+                     "learning rate (default 0.025 with flags, DSSTNE train's; with a CDL file its "
+                     "Alpha, default 0.1)");
+  f.lambda_opt = app.add_option(
+      "--lambda", f.lambda,
+      "L2 weight decay (default 0.0001 with flags, DSSTNE train's; with a CDL file its "
+      "Lambda, default 0.001)");
   f.lambda1_opt = app.add_option("--lambda1", f.lambda1, "L1 weight decay (default 0)");
-  f.mu_opt = app.add_option("--mu", f.mu, "momentum / RMSProp decay / Adam beta1 (default 0.5)");
+  f.mu_opt = app.add_option(
+      "--mu", f.mu,
+      "momentum / RMSProp decay / Adam beta1 (default 0.5 with flags, DSSTNE train's; "
+      "with a CDL file its Mu, default 0.9)");
   f.mu1_opt = app.add_option("--mu1", f.mu1, "Adam beta2 (default 0 => 0.999)");
   f.optimizer_opt =
       app.add_option("--optimizer", f.optimizer,
