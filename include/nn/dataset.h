@@ -24,6 +24,18 @@ class Dataset {
   static Dataset csr(const std::string& name, const uint64_t* row_ptr, const uint32_t* index,
                      const float* values, uint64_t rows, uint64_t cols);
 
+  // Writes datasets into one NetCDF dataset file as nn-generate lays it out (their names must
+  // differ), with the feature names of those that have them; written to a temporary name and
+  // renamed. ConfigError for no datasets or a repeated name, IoError when it cannot be written.
+  static void write_netcdf(const std::string& path, const std::vector<Dataset>& sets);
+
+  // This dataset with its features (columns) named, in column order: what a network trained on
+  // it records as its items (docs/retraining.md). "" marks an unnamed column; at most features()
+  // names, each non-empty name once (ConfigError naming the problem otherwise).
+  Dataset with_feature_names(std::vector<std::string> names) const;
+  // The names of the features, or null when the dataset has none.
+  const std::vector<std::string>* feature_names() const;
+
   const std::string& name() const;
   uint64_t examples() const;
   uint64_t features() const;

@@ -9,6 +9,7 @@ train      runs a CDL Train command file as nn-train does
 predict    runs a CDL Predict command file as nn-predict does; returns its metrics
 read_datasets  a NetCDF dataset file (nn-generate's output) as NumPy / SciPy arrays
 generate   text examples or rating rows -> a NetCDF dataset file, as nn-generate makes it
+write_datasets  NumPy / SciPy arrays (with their items' names) -> a NetCDF dataset file
 Recommender  fit / recommend / evaluate / save / load over interactions (a pandas DataFrame,
            a scipy.sparse matrix or id arrays), trained by a shipped config as nn-train trains
 
@@ -41,13 +42,14 @@ from ._core import (  # noqa: E402, F401
     predict,
     read_datasets,
     train,
+    write_datasets,
 )
 from .recommender import Recommender  # noqa: E402
 from .trainer import Trainer, ranking_metrics  # noqa: E402
 
 __all__ = ["Error", "Evaluator", "LayerInfo", "Model", "Trainer", "WeightInfo", "blas_kernels",
            "blas_kernels_override", "generate", "mpi_rank", "mpi_size", "predict", "read_datasets",
-           "ranking_metrics", "Recommender", "train"]
+           "ranking_metrics", "Recommender", "train", "write_datasets"]
 __version__ = "0.1.0"
 
 # OpenBLAS was loaded before this module could choose (numpy linked to the same OpenBLAS, for

@@ -170,5 +170,21 @@ std::string path_arg(const py::object& p, const std::string& arg) {
   return s.cast<std::string>();
 }
 
+// A NumPy array or scipy.sparse CSR matrix as a training Dataset (copied into the engine).
+nn::api::Dataset to_dataset(const std::string& name, const py::handle& v) {
+  if (is_scipy_sparse(v)) {
+    Batch b = to_batch(v, "data['" + name + "']");
+    // Every stored value 1: an indicator dataset, as nn-generate writes for ratings.
+    const float* d = b.data.data();
+    bool ones = true;
+    for (py::ssize_t i = 0; i < b.data.size() && ones; ++i) ones = d[i] == 1.0f;
+    return nn::api::Dataset::csr(name, b.row_ptr.data(), b.index.data(), ones ? nullptr : d, b.rows,
+                                 b.cols);
+  }
+  Batch b = to_batch(v, "data['" + name + "']");
+  if (b.dense.ndim() != 2) throw py::value_error("data['" + name + "']: expected a 2-D array");
+  return nn::api::Dataset::dense(name, b.dense.data(), b.rows, b.cols);
+}
+
 }  // namespace nnpy
 #pragma GCC visibility pop

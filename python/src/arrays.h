@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/dataset.h"
 #include "nn/evaluator.h"
 
 // Hidden visibility: the module exports only its init function (pybind11 recommends it).
@@ -51,6 +52,10 @@ ExcludeRows to_exclude(const py::handle& obj, uint64_t rows, uint64_t cols);
 // values with `arg` named.
 std::vector<uint32_t> to_u32(const py::handle& arr, uint64_t limit, const std::string& arg);
 std::vector<uint64_t> to_u64(const py::handle& arr, const std::string& arg);
+
+// A NumPy array or scipy.sparse CSR matrix as a Dataset named `name` (copied into the engine);
+// a CSR matrix whose stored values are all 1 becomes an indicator dataset.
+nn::api::Dataset to_dataset(const std::string& name, const py::handle& v);
 
 // A file name given as str or os.PathLike; TypeError naming `arg` otherwise.
 std::string path_arg(const py::object& p, const std::string& arg);

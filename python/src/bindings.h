@@ -7,7 +7,7 @@
 #pragma GCC visibility push(hidden)
 namespace nnpy {
 
-// nnsuite.generate (generate_binding.cpp).
+// nnsuite.generate and nnsuite.write_datasets (generate_binding.cpp).
 void bind_generate(pybind11::module_& m);
 
 }  // namespace nnpy

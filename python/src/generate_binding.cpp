@@ -1,7 +1,11 @@
-// nnsuite.generate: text examples or rating rows -> a NetCDF dataset file with its feature and
-// sample index files, as nn-generate makes them (the library's DatasetGenerator), so that a
-// Python program needs no command-line tool to make the data a CDL file names.
+// Dataset files from Python, so that a program needs no command-line tool to make the data a
+// CDL file names: nnsuite.generate (text examples or rating rows -> a NetCDF dataset file with
+// its feature and sample index files, as nn-generate makes them; the library's
+// DatasetGenerator) and nnsuite.write_datasets (arrays -> a NetCDF dataset file).
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <vector>
 
 #include "arrays.h"
 #include "bindings.h"
@@ -64,6 +68,43 @@ void bind_generate(py::module_& m) {
       "  neither: the feature index is fixed and unknown features are dropped (counted).\n"
       "analog=True keeps the values (default: every entry is 1). Returns the counts written:\n"
       "{samples, entries, features, new_features, width, dropped_features, skipped_lines}.");
+
+  m.def(
+      "write_datasets",
+      [](const py::object& path, const py::dict& data, const py::object& items) {
+        const std::string p = path_arg(path, "path");
+        if (data.size() == 0) throw py::value_error("data: expected at least one dataset");
+        std::vector<nn::api::Dataset> sets;
+        for (auto item : data) {
+          if (!py::isinstance<py::str>(item.first))
+            throw py::type_error("data: keys are dataset names (str)");
+          const std::string name = py::str(item.first);
+          sets.push_back(to_dataset(name, item.second));
+        }
+        if (!items.is_none()) {
+          if (!py::isinstance<py::dict>(items))
+            throw py::type_error("items: expected a dict {dataset name: [feature names]}");
+          for (auto item : py::reinterpret_borrow<py::dict>(items)) {
+            const std::string name = py::str(item.first);
+            bool found = false;
+            for (auto& d : sets) {
+              if (d.name() != name) continue;
+              std::vector<std::string> names;
+              for (auto n : item.second) names.push_back(py::str(n).cast<std::string>());
+              d = d.with_feature_names(std::move(names));
+              found = true;
+            }
+            if (!found) throw py::value_error("items: no dataset named '" + name + "' in data");
+          }
+        }
+        py::gil_scoped_release release;
+        nn::api::Dataset::write_netcdf(p, sets);
+      },
+      py::arg("path"), py::arg("data"), py::arg("items") = py::none(),
+      "Writes {dataset name: numpy array or scipy.sparse CSR matrix} to one NetCDF dataset file,\n"
+      "as nn-generate lays it out (a CSR matrix whose values are all 1 is an indicator dataset).\n"
+      "items: {dataset name: the names of its columns, in order} ('' for an unnamed column); a\n"
+      "network trained on the file records them as its items. read_datasets reads it back.");
 }
 
 }  // namespace nnpy

@@ -192,3 +192,32 @@ def test_trainer_names_the_nearest_argument(work):
     t = nnsuite.Trainer(model, {"input": x, "output": x}, epochs=4, alpha=0.1, alpha_interval=2,
                         alpha_multiplier=0.5, minibatch=8)
     assert [round(s["alpha"], 6) for s in t.run()] == [0.1, 0.1, 0.05, 0.05]
+
+
+def test_write_datasets_round_trip_and_items(tmp_path):
+    import pytest
+    import scipy.sparse as sp
+    x = sp.csr_matrix(np.array([[1, 0, 1, 0], [0, 1, 0, 0], [1, 1, 0, 1]], np.float32))
+    dense = np.arange(6, dtype=np.float32).reshape(3, 2)
+    names = ["apple", "pear", "", "fig"]
+    nnsuite.write_datasets(tmp_path / "d.nc", {"input": x, "output": x, "side": dense},
+                           items={"input": names, "output": names})
+    back = nnsuite.read_datasets(tmp_path / "d.nc")
+    assert sorted(back) == ["input", "output", "side"]
+    assert (back["input"] != x).nnz == 0 and np.array_equal(back["side"], dense)
+    # A network trained on the file carries the items (nn-train, as a CDL run).
+    (tmp_path / "net.json").write_text(json.dumps({"Name": "t", "Layers": [
+        {"Name": "Input", "Kind": "Input", "N": "auto", "DataSet": "input", "Sparse": True},
+        {"Name": "Output", "Kind": "Output", "N": "auto", "DataSet": "output",
+         "Activation": "Sigmoid"}]}))
+    (tmp_path / "train.cdl").write_text(json.dumps({
+        "Version": 0.9, "Network": "net.json", "Command": "Train", "Data": ["d.nc"],
+        "TrainingParameters": {"Epochs": 1, "MiniBatch": 2, "CheckpointInterval": 0,
+                               "Results": "net.nc"}}))
+    model = nnsuite.train(tmp_path / "train.cdl")
+    assert model.items("Output")[:4] == names
+    with pytest.raises(ValueError, match=r"feature names: .*repeats"):
+        nnsuite.write_datasets(tmp_path / "e.nc", {"input": x}, items={"input": ["a", "a"]})
+    with pytest.raises(ValueError, match=r"items: no dataset named 'nope'"):
+        nnsuite.write_datasets(tmp_path / "e.nc", {"input": x}, items={"nope": ["a"]})
+    assert not (tmp_path / "e.nc").exists()

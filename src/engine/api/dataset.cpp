@@ -63,6 +63,29 @@ Dataset Dataset::csr(const std::string& name, const uint64_t* row_ptr, const uin
   return Impl::wrap(std::move(ds));
 }
 
+void Dataset::write_netcdf(const std::string& path, const std::vector<Dataset>& sets) {
+  if (sets.empty()) throw ConfigError(path + ": no datasets to write");
+  std::vector<ExampleSet> engine_sets;
+  for (const Dataset& d : sets) {
+    for (const ExampleSet& e : engine_sets)
+      if (e.name == d.name()) throw ConfigError(path + ": two datasets named '" + d.name() + "'");
+    engine_sets.push_back(d.impl().data);
+  }
+  write_datasets(path, engine_sets);
+}
+
+Dataset Dataset::with_feature_names(std::vector<std::string> names) const {
+  const std::string problem = feature_names_problem(names, impl_->data.width);
+  if (!problem.empty()) throw ConfigError("dataset '" + name() + "': feature names: " + problem);
+  ExampleSet copy = impl_->data;
+  copy.feature_names = make_feature_names(std::move(names));
+  return Impl::wrap(std::move(copy));
+}
+
+const std::vector<std::string>* Dataset::feature_names() const {
+  return impl_->data.feature_names.get();
+}
+
 const std::string& Dataset::name() const {
   return impl_->data.name;
 }

@@ -107,6 +107,46 @@ TEST(DataFiles, JobsRefuseTwoOutputsThatAreOneFile) {
   EXPECT_TRUE(same_file(g.features, dir.path() + "/sub/../x.idx"));
 }
 
+// Datasets made from arrays are written as nn-generate lays them out, with their items, and
+// read back the same; bad names and repeated datasets are refused before a file is written.
+TEST(DataFiles, WritesDatasetsFromArraysWithTheirItems) {
+  ScratchDir dir;
+  const std::vector<uint64_t> row_ptr = {0, 2, 3};
+  const std::vector<uint32_t> index = {0, 2, 1};
+  const std::vector<float> dense = {1, 2, 3, 4};
+  const Dataset x = Dataset::csr("input", row_ptr.data(), index.data(), nullptr, 2, 3)
+                        .with_feature_names({"apple", "", "fig"});
+  const Dataset side = Dataset::dense("side", dense.data(), 2, 2);
+  EXPECT_EQ(side.feature_names(), nullptr);
+  const std::string path = dir.path() + "/d.nc";
+  Dataset::write_netcdf(path, {x, side});
+  const std::vector<Dataset> back = Dataset::read_netcdf(path);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].name(), "input");
+  ASSERT_NE(back[0].feature_names(), nullptr);
+  EXPECT_EQ(back[0].feature_names()->at(2), "fig");
+  std::vector<uint64_t> rp;
+  std::vector<uint32_t> ix;
+  std::vector<float> v;
+  back[0].csr_arrays(rp, ix, v);
+  EXPECT_EQ(rp, row_ptr);
+  EXPECT_EQ(ix, index);
+  EXPECT_TRUE(back[0].indicator());
+  EXPECT_EQ(back[1].dense_values(), dense);
+  EXPECT_CONTAINS(error_of<ConfigError>([&] {
+                    (void)x.with_feature_names({"a", "a"});
+                  }),
+                  "dataset 'input': feature names: ");
+  const std::string other = dir.path() + "/e.nc";
+  EXPECT_CONTAINS(error_of<ConfigError>([&] {
+                    Dataset::write_netcdf(other, {x, x});
+                  }),
+                  "two datasets named 'input'");
+  EXPECT_CONTAINS(error_of<ConfigError>([&] { Dataset::write_netcdf(other, {}); }),
+                  "no datasets to write");
+  EXPECT_FALSE(std::filesystem::exists(other));
+}
+
 TEST(DataFiles, AProcessOutsideMpiIsOneRank) {
   EXPECT_EQ(world_rank(), 0);
   EXPECT_EQ(world_size(), 1);
