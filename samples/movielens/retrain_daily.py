@@ -7,7 +7,8 @@ recall@10 is measured on. Day 2 is indexed afresh from its rows in another order
 differ from day 1's, and it has new users and new movies. The recipe:
 
   1. trains day 1 with the config's own epochs;
-  2. warm-starts day 2 from day 1's network (nn-train --warm-start) for --warm-epochs epochs;
+  2. warm-starts day 2 from day 1's network (nn-train --warm-start) for --warm-epochs epochs at
+     --warm-alpha;
   3. retrains day 2 from random weights with the config's own epochs;
   4. measures recall@10 of both on the held-out ratings, and their training times;
   5. serves day 1's network with nn-serve and replaces the file three times (day 2 warm, day 2
@@ -16,7 +17,7 @@ differ from day 1's, and it has new users and new movies. The recipe:
      known as soon as a day-2 network is served.
 
 Usage: retrain_daily.py [--ratings ratings.csv] [--work DIR] [--config recommender-autoencoder]
-                        [--warm-epochs 8] [--users N] [--requests 2000] [--no-serve]
+                        [--warm-epochs 20] [--warm-alpha 0.00035] [--users N] [--requests 2000] [--no-serve]
 NN_TOOLS names the directory of the tools (default: build/src/tools of this tree).
 """
 
@@ -47,7 +48,10 @@ def parse_args():
     p.add_argument("--ratings", default=os.path.join(HERE, "ratings.csv"))
     p.add_argument("--work", default=os.path.join(HERE, "work-retrain"))
     p.add_argument("--config", default="recommender-autoencoder")
-    p.add_argument("--warm-epochs", type=int, default=8)
+    p.add_argument("--warm-epochs", type=int, default=20)
+    p.add_argument("--warm-alpha", type=float, default=0.00035,
+                   help="learning rate of the warm start (0: the config's Alpha); a third of the "
+                        "config's 0.001 reached the full retrain's recall (docs/retraining.md)")
     p.add_argument("--full-epochs", type=int, default=0, help="0: the config's own epochs")
     p.add_argument("--seed", type=int, default=0, help="RandomSeed of the day-2 runs (0: config's)")
     p.add_argument("--day1-epochs", type=int, default=0, help="0: as --full-epochs")
@@ -141,7 +145,7 @@ def generate_day(tools, name, rows, held):
     return users, items_of
 
 
-def train(tools, config, data, results, epochs, warm_start=None, seed=0):
+def train(tools, config, data, results, epochs, warm_start=None, seed=0, alpha=0.0):
     with open(os.path.join(ROOT, "configs", config, "train.cdl")) as f:
         cdl = json.load(f)
     cdl["Network"] = os.path.join(ROOT, "configs", config, "network.json")
@@ -156,6 +160,8 @@ def train(tools, config, data, results, epochs, warm_start=None, seed=0):
         params["Epochs"] = epochs
     if warm_start:
         params["WarmStart"] = warm_start
+    if alpha:
+        params["Alpha"] = alpha
     path = os.path.join(tools.work, results.replace(".nc", ".cdl"))
     with open(path, "w") as f:
         json.dump(cdl, f, indent=2)
@@ -286,7 +292,7 @@ def main():
     t1, e1, _ = train(tools, a.config, "day1", "day1.nc", a.day1_epochs or full_epochs)
     print(f"day 1 trained: {e1} epochs in {t1:.1f} s")
     tw, ew, log = train(tools, a.config, "day2", "day2_warm.nc", a.warm_epochs,
-                        warm_start="day1.nc", seed=a.seed)
+                        warm_start="day1.nc", seed=a.seed, alpha=a.warm_alpha)
     for line in warm_start_lines(log):
         print("  warm start: " + line)
     tf, ef, _ = train(tools, a.config, "day2", "day2_full.nc", full_epochs, seed=a.seed)
