@@ -88,11 +88,13 @@ class Trainer {
 };
 
 // A CDL command file with Command "Train", run as nn-train runs it (same network, data, settings
-// and seed, checkpoints included; no resume and no per-epoch log file), writing its Results file.
-// Returns the trained model.
+// and seed, checkpoints included; no per-epoch log file), writing its Results file. `resume`:
+// continue from the newest checkpoint that reads back, as nn-train --resume (null: the file's
+// TrainingParameters.Resume, by default never). Returns the trained model.
 std::shared_ptr<Model> train_cdl(const std::string& cdl_path,
                                  const EpochCallback& on_epoch = nullptr,
                                  const ModelOptions& options = {},
-                                 const std::function<void(const std::string&)>& log = nullptr);
+                                 const std::function<void(const std::string&)>& log = nullptr,
+                                 std::optional<bool> resume = std::nullopt);
 
 }  // namespace nn::api

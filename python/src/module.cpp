@@ -275,6 +275,16 @@ std::unique_ptr<nn::api::ProcessSession> mpi_session;
 
 using namespace nnpy;
 
+const char* const kPredictDoc =
+    "Top-k predictions of the output layer (or `layer`) for the batch x: a 2-D float32 array or "
+    "a scipy.sparse CSR matrix (a 1-D array is one row), or {input layer name: batch}. Returns "
+    "(indices uint32 [rows, k], scores float32 [rows, k]), best first, ties to the lower index; "
+    "k=None returns the whole layer's outputs instead. exclude: columns left out of each row's "
+    "top k, a CSR matrix with x's rows (x itself: what each user has) or a list of column lists";
+const char* const kOutputsDoc =
+    "The outputs of the output layer (or `layer`, any layer) for the batch x, float32 [rows, "
+    "units]";
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "nnsuite: the nn engine's Model, Evaluator and Trainer for NumPy and SciPy data";
 
@@ -352,10 +362,12 @@ PYBIND11_MODULE(_core, m) {
            }),
            py::arg("model"), py::arg("max_batch") = 1024, py::keep_alive<1, 2>())
       .def("predict", &predict, py::arg("x"), py::arg("k") = 10, py::arg("exclude") = py::none(),
-           py::arg("layer") = py::none())
-      .def("outputs", &outputs, py::arg("x"), py::arg("layer") = py::none());
+           py::arg("layer") = py::none(), kPredictDoc)
+      .def("outputs", &outputs, py::arg("x"), py::arg("layer") = py::none(), kOutputsDoc);
 
-  py::class_<PyModel>(m, "Model")
+  py::class_<PyModel>(m, "Model",
+                      "A network: topology and parameters, from a network file (Model.load) or a "
+                      "network JSON (Model.from_json); predicts from many threads at once.")
       .def_static(
           "load",
           [](const py::object& path_obj, const std::string& backend, int threads,
@@ -370,7 +382,9 @@ PYBIND11_MODULE(_core, m) {
             return std::make_unique<PyModel>(mdl);
           },
           py::arg("path"), py::arg("backend") = "cpu", py::arg("threads") = 0,
-          py::arg("precision") = "")
+          py::arg("precision") = "",
+          "A network file (nn-train's Results, a checkpoint, or DSSTNE's). backend: 'cpu' or "
+          "'cuda'; threads: CPU threads (0: all); precision: '' (the file's), 'fp32' or 'bf16'.")
       .def_static(
           "from_json",
           [](const py::object& json, const py::object& datasets, uint64_t seed,
@@ -395,7 +409,10 @@ PYBIND11_MODULE(_core, m) {
             return std::make_unique<PyModel>(Model::from_json(text, shapes, seed, opt));
           },
           py::arg("json"), py::arg("datasets") = py::none(), py::arg("seed") = 1,
-          py::arg("backend") = "cpu", py::arg("threads") = 0, py::arg("precision") = "")
+          py::arg("backend") = "cpu", py::arg("threads") = 0, py::arg("precision") = "",
+          "A new network from a network JSON (a path, JSON text or a dict), initialised with "
+          "`seed`. datasets: {dataset name: width, data array, or {'shape': ..., 'sparse': "
+          "...}} sizes the layers whose N is 'auto'.")
       .def(
           "save",
           [](PyModel& m, const py::object& path) {
@@ -403,13 +420,14 @@ PYBIND11_MODULE(_core, m) {
             py::gil_scoped_release release;
             m.model->save(p);
           },
-          py::arg("path"))
+          py::arg("path"),
+          "Writes the network file (atomically), items included when the network has them.")
       .def_property_readonly("name", [](PyModel& m) { return m.model->name(); })
       .def_property_readonly("backend", [](PyModel& m) { return m.model->backend_name(); })
       .def_property_readonly("layers", [](PyModel& m) { return m.model->layers(); })
       .def(
           "layer", [](PyModel& m, const std::string& n) { return m.model->layer(n); },
-          py::arg("name"))
+          py::arg("name"), "The LayerInfo of the layer `name` (ValueError names the layers).")
       .def_property_readonly("input_layers", [](PyModel& m) { return m.model->input_layers(); })
       .def_property_readonly("output_layers", [](PyModel& m) { return m.model->output_layers(); })
       .def(
@@ -433,7 +451,7 @@ PYBIND11_MODULE(_core, m) {
             std::copy(v.begin(), v.end(), a.mutable_data());
             return a;
           },
-          py::arg("name"))
+          py::arg("name"), "A copy of the weight array `name` (Model.weights lists them), float32.")
       .def(
           "set_weights",
           [](PyModel& m, const std::string& name, const py::handle& values) {
@@ -455,7 +473,8 @@ PYBIND11_MODULE(_core, m) {
             auto c = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(a);
             m.model->set_weights(name, c.data(), size_t(c.size()));
           },
-          py::arg("name"), py::arg("values"))
+          py::arg("name"), py::arg("values"),
+          "Replaces the weight array `name` with `values` (float32, its shape).")
       .def(
           "evaluator",
           [](PyModel& m, uint32_t max_batch) {
@@ -473,7 +492,7 @@ PYBIND11_MODULE(_core, m) {
             return r;
           },
           py::arg("x"), py::arg("k") = 10, py::arg("exclude") = py::none(),
-          py::arg("layer") = py::none())
+          py::arg("layer") = py::none(), kPredictDoc)
       .def(
           "outputs",
           [](PyModel& m, const py::handle& x, const py::object& layer) {
@@ -482,7 +501,7 @@ PYBIND11_MODULE(_core, m) {
             m.give(std::move(ev));
             return r;
           },
-          py::arg("x"), py::arg("layer") = py::none());
+          py::arg("x"), py::arg("layer") = py::none(), kOutputsDoc);
 
   py::class_<Trainer>(m, "Trainer")
       .def(py::init([](PyModel& model, const py::dict& data, uint32_t epochs, uint32_t minibatch,
@@ -548,22 +567,32 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "train",
       [](const py::object& cdl, const py::object& callback, const std::string& backend, int threads,
-         const py::object& log) {
+         const py::object& log, const py::object& resume) {
         const std::string path = path_arg(cdl, "cdl");
         auto opt = model_options(backend, threads, "");  // the CDL names its precision
+        std::optional<bool> resume_run;
+        if (!resume.is_none()) {
+          if (!py::isinstance<py::bool_>(resume))
+            throw py::type_error("resume: expected True, False or None (the file's Resume key)");
+          resume_run = resume.cast<bool>();
+        }
         std::shared_ptr<Model> model;
         auto log_fn = CallbackBridge{}.log_fn(log);
         run_training(
             [&](const EpochCallback& cb) {
-              model = train_cdl(path, cb, opt, log_fn);
+              model = train_cdl(path, cb, opt, log_fn, resume_run);
               return std::vector<EpochStats>{};
             },
             callback);
         return std::make_unique<PyModel>(model);
       },
       py::arg("cdl"), py::arg("callback") = py::none(), py::arg("backend") = "cpu",
-      py::arg("threads") = 0, py::arg("log") = py::none(),
-      "Runs a CDL Train command file as nn-train does; returns the trained Model.");
+      py::arg("threads") = 0, py::arg("log") = py::none(), py::arg("resume") = py::none(),
+      "Runs a CDL Train command file as nn-train does (its checkpoints, Results file, validation\n"
+      "and early stopping); returns the trained Model. callback(stats dict) after each epoch\n"
+      "returns False to stop. log(line) gets nn-train's progress lines. resume=True continues\n"
+      "from the newest checkpoint that reads back, as nn-train --resume (None: the file's\n"
+      "Resume key, by default never).");
 
   m.def(
       "predict",

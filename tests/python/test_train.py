@@ -221,3 +221,25 @@ def test_write_datasets_round_trip_and_items(tmp_path):
     with pytest.raises(ValueError, match=r"items: no dataset named 'nope'"):
         nnsuite.write_datasets(tmp_path / "e.nc", {"input": x}, items={"nope": ["a"]})
     assert not (tmp_path / "e.nc").exists()
+
+
+def test_train_cdl_resumes_from_its_checkpoint(work, tmp_path):
+    import shutil
+    for f in ("network.json", "input.nc", "output.nc"):
+        shutil.copy(work / f, tmp_path / f)
+    cdl = json.loads((work / "train.cdl").read_text().replace("%s", "x"))
+    cdl["TrainingParameters"].update({"CheckpointInterval": 1, "CheckpointName": "ck",
+                                      "Results": "resumed.nc"})
+    (tmp_path / "train.cdl").write_text(json.dumps(cdl))
+    # Stopped by the callback after epoch 2 (the last checkpoint is epoch 1's), then resumed
+    # from that checkpoint to the 4 epochs: the uninterrupted run's network.
+    first = []
+    nnsuite.train(tmp_path / "train.cdl", callback=lambda s: first.append(s) or s["epoch"] < 2)
+    assert [s["epoch"] for s in first] == [1, 2] and (tmp_path / "ck1.nc").exists()
+    rest = []
+    model = nnsuite.train(tmp_path / "train.cdl", callback=rest.append, resume=True)
+    assert [s["epoch"] for s in rest] == [2, 3, 4]
+    assert_same_weights(model, nnsuite.Model.load(work / "net.nc"))
+    import pytest
+    with pytest.raises(TypeError, match="resume: expected True, False or None"):
+        nnsuite.train(tmp_path / "train.cdl", resume="auto")

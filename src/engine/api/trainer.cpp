@@ -172,14 +172,16 @@ uint64_t Trainer::epoch() const {
 
 std::shared_ptr<Model> train_cdl(const std::string& cdl_path, const EpochCallback& on_epoch,
                                  const ModelOptions& options,
-                                 const std::function<void(const std::string&)>& log) {
+                                 const std::function<void(const std::string&)>& log,
+                                 std::optional<bool> resume) {
   const CommandFile cdl = CommandFile::read(cdl_path);
   if (cdl.command() != "Train")
     throw ConfigError(cdl_path + ": Command is " + cdl.command() +
                       "; train_cdl runs Train commands");
   // nn-train's run (api/training_run.cpp) with the caller's backend, a seed of 1 when the file
-  // has none (nn-train draws one), no resumption and no per-epoch log file.
+  // has none (nn-train draws one) and no per-epoch log file.
   TrainJob job = train_job(cdl, /*default_seed=*/1);
+  if (resume) job.resume = *resume;
   job.backend = options.backend;
   job.threads = options.threads;
   job.device = options.device;
