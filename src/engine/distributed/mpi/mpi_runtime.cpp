@@ -42,8 +42,11 @@ class Watchdog {
     if (rank_timeout_ <= 0 || !thread_multiple()) return;
     heartbeat_ = std::make_unique<RankHeartbeat>();
     if (heartbeat_->watched_rank() < 0) return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    start_thread();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      start_thread();
+    }
+    stop_for_test();
   }
   unsigned long long enter(const char* what) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -78,6 +81,18 @@ class Watchdog {
     if (started_) return;
     started_ = true;
     thread_ = std::thread([this] { loop(); });
+  }
+  // Test hook for any tool (tests/tools/mpi_lost_rank_predict.sh): NN_TEST_STOP_RANK=R stops
+  // rank R with SIGSTOP (the whole process, its heartbeats included) as soon as its heartbeats
+  // have started, as a rank whose machine froze, so that the other ranks' watchdogs are tested
+  // in every tool, deterministically (nn-train has step-exact failures of its own,
+  // NN_TEST_FAIL_MODE).
+  static void stop_for_test() {
+    const char* rank = std::getenv("NN_TEST_STOP_RANK");
+    if (!rank || !*rank) return;
+    int me = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    if (std::atoi(rank) == me) kill(getpid(), SIGSTOP);
   }
   void loop() {
     std::unique_lock<std::mutex> lock(mutex_);
