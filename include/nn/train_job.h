@@ -74,6 +74,9 @@ struct TrainJob {
   // network with the L2 error solved in closed form (docs/quality.md, "Closed-form training").
   std::string solver = "Gradient";
   bool fit_bias = true;  // LeastSquares: solve the biases too (false: they stay 0)
+  // LeastSquares, an autoencoder without biases: each output's weight from its own input is held
+  // at 0, so no item predicts itself (EASE's constraint; with Denoising, EDLAE).
+  bool zero_diagonal = false;
   // How the weight matrices fed by sparse inputs are updated (docs/wide-outputs.md, "Row-sparse
   // input updates"): "Exact" (any case; the touched rows only wherever that equals the dense
   // update, skipped optimizer steps caught up in closed form; otherwise densely), "Dense" (every

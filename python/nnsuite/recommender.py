@@ -28,7 +28,8 @@ from ._configs import config_dir
 TRAINING_KEYS = [
     "Epochs", "MiniBatch", "Alpha", "Lambda", "Lambda1", "Mu", "Mu1", "AlphaInterval",
     "AlphaMultiplier", "Optimizer", "ShuffleIndices", "ValidationInterval", "ValidationK",
-    "ValidationRankInputItems", "Patience", "KeepBest", "Solver", "FitBias", "SparseUpdate",
+    "ValidationRankInputItems", "Patience", "KeepBest", "Solver", "FitBias", "ZeroDiagonal",
+    "SparseUpdate",
     "Profile", "TraceSteps", "TensorBoardInterval", "CheckpointInterval", "CheckpointsKept",
 ]
 # Python spellings of the same keys (nn-train's flags, Trainer's arguments), and the top-level
@@ -41,6 +42,7 @@ ALIASES = {
     "optimizer": "Optimizer", "shuffle": "ShuffleIndices", "validation_interval":
     "ValidationInterval", "validation_k": "ValidationK", "patience": "Patience",
     "keep_best": "KeepBest", "solver": "Solver", "fit_bias": "FitBias",
+    "zero_diagonal": "ZeroDiagonal",
     "sparse_update": "SparseUpdate", "profile": "Profile", "trace_steps": "TraceSteps",
     "tensorboard_interval": "TensorBoardInterval", "checkpoint_interval": "CheckpointInterval",
     "checkpoints_kept": "CheckpointsKept", "seed": "RandomSeed", "random_seed": "RandomSeed",

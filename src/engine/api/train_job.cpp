@@ -40,6 +40,7 @@ TrainJob train_job(const CommandFile& cdl, uint64_t default_seed) {
   job.stream = t.stream;
   job.solver = t.solver;
   job.fit_bias = t.fit_bias;
+  job.zero_diagonal = t.zero_diagonal;
   job.sparse_update = t.sparse_update;
   job.profile = t.profile;
   job.trace = t.trace;
@@ -112,6 +113,7 @@ TrainOptions train_options(const TrainJob& job) {
   o.least_squares = job.solver == "LeastSquares";
   if (o.least_squares) o.epochs = 1;  // one solve
   o.least_squares_bias = job.fit_bias;
+  o.least_squares_zero_diagonal = job.zero_diagonal;
   try {
     o.sparse_update = sparse_update_mode(job.sparse_update);
   } catch (const ConfigError& e) {

@@ -219,6 +219,8 @@ class CdlParser {
         t.sampling = parse_sampling(r_, m);
       } else if (k == "fitbias") {
         t.fit_bias = r_.get_bool(m);
+      } else if (k == "zerodiagonal") {
+        t.zero_diagonal = r_.get_bool(m);
       } else if (k == "sparseupdate") {
         t.sparse_update = r_.get_string(*m.value, m.path);
         const std::string lower = to_lower(t.sparse_update);
@@ -271,6 +273,7 @@ class CdlParser {
                            "Sampling",
                            "Solver",
                            "FitBias",
+                           "ZeroDiagonal",
                            "SparseUpdate",
                            "LazyUpdate",
                            "Profile",

@@ -44,6 +44,7 @@ struct TrainingParameters {
   std::optional<bool> stream;
   std::string solver = "Gradient";  // or "LeastSquares" (train/least_squares.h)
   bool fit_bias = true;             // LeastSquares: solve the biases too (false: held at 0)
+  bool zero_diagonal = false;       // LeastSquares: an item never predicts itself (EASE, EDLAE)
   // SparseUpdate (ours; train/row_sparse.h): "Exact", "Dense" or "Lazy" (LazyUpdate true is
   // "Lazy").
   std::string sparse_update = "Exact";

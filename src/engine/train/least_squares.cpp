@@ -111,13 +111,18 @@ void check_least_squares(const Network& net, const BoundData& data, float lambda
 }
 
 LeastSquaresReport solve_least_squares(Network& net, const BoundData& data, float lambda,
-                                       float denoise_p, bool fit_bias) {
+                                       float denoise_p, bool fit_bias, bool zero_diagonal) {
   const auto start = std::chrono::steady_clock::now();
   const ExampleSet& x = *data.inputs[0].dataset;
   const ExampleSet& y = *data.outputs[0].dataset;
   const uint64_t n_in = x.width, n_out = y.width, examples = x.examples;
   const uint64_t units = n_in + (fit_bias ? 1 : 0);  // the bias as a column of ones
   const bool autoencoder = same_entries(x, y);
+  if (zero_diagonal && (!autoencoder || fit_bias))
+    refuse(std::string("with ZeroDiagonal needs ") +
+           (autoencoder ? "the biases held at 0 (FitBias false), as EASE and EDLAE have none"
+                        : "the targets to be the inputs (an item x item autoencoder: the Input "
+                          "and Output datasets with the same entries)"));
   // The matrix, and for other targets the right-hand sides, beside the network.
   const uint64_t bytes = units * units * 4 + (autoencoder ? 0 : units * n_out * 4);
   if (bytes > memory_budget())
@@ -176,16 +181,25 @@ LeastSquaresReport solve_least_squares(Network& net, const BoundData& data, floa
       const auto inv = [&](uint64_t i, uint64_t j) {  // A^-1 (i, j) from its lower triangle
         return i >= j ? a[size_t(j * units + i)] : a[size_t(i * units + j)];
       };
+      // The multiplier of column j: Lambda_j, or 1 / (A^-1)_jj for a zero diagonal.
+      std::vector<double> gamma(diag_ridge);
+      if (zero_diagonal)
+        for (uint64_t j = 0; j < n_out; ++j) gamma[j] = 1.0 / double(inv(j, j));
       for (uint64_t i = 0; i < n_in; ++i)
         for (uint64_t j = 0; j < n_out; ++j)
-          w[size_t(i * n_out + j)] = float((i == j ? 1.0 : 0.0) - inv(i, j) * diag_ridge[j]);
+          w[size_t(i * n_out + j)] =
+              i == j && zero_diagonal ? 0.0f : float((i == j ? 1.0 : 0.0) - inv(i, j) * gamma[j]);
       if (fit_bias)
         for (uint64_t j = 0; j < n_out; ++j) bias[j] = float(-inv(n_in, j) * diag_ridge[j]);
       // tr(C^T Z) with C = [X 1]^T X = A - diag(Lambda) (first n_in columns) and Z = I - A^-1
       // diag(Lambda): column j gives C_jj - Lambda_j (A A^-1 - diag(Lambda) A^-1)_jj, that is
       // A_jj - 2 Lambda_j + Lambda_j^2 (A^-1)_jj; no copy of A needed.
+      // With a zero diagonal, column j's objective is gamma_j - Lambda_j (A w_j = A_j - gamma_j
+      // e_j and w_jj = 0), so it explains G_jj - gamma_j + Lambda_j = A_jj - gamma_j.
       for (uint64_t j = 0; j < n_out; ++j)
-        explained += a_diag[j] - 2 * diag_ridge[j] + diag_ridge[j] * diag_ridge[j] * inv(j, j);
+        explained += zero_diagonal ? a_diag[j] - gamma[j]
+                                   : a_diag[j] - 2 * diag_ridge[j] +
+                                         diag_ridge[j] * diag_ridge[j] * inv(j, j);
     } else {
       // C = [X 1]^T Y, column-major (units x n_out), then A Z = C by Cholesky.
       std::vector<float> c(size_t(units * n_out), 0.0f);

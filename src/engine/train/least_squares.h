@@ -13,6 +13,13 @@
 // (an autoencoder) A^-1 [X 1]^T X = I - A^-1 diag(Lambda), one inverse and no product.
 // p = 0 with no weight decay is ordinary least squares; for an item x item autoencoder, p and
 // lambda give the denoising linear autoencoder (DLAE, Steck 2020).
+//
+// With `zero_diagonal` (an autoencoder without biases) each input's weight to its own output is
+// held at 0, so no item predicts itself: minimising the same objective under diag(W) = 0 gives
+// W = I - A^-1 diag(gamma), gamma_j = 1 / (A^-1)_jj (Lagrange multipliers; Steck 2019). With
+// p = 0 that is EASE with ridge N lambda; with p > 0 the fully emphasised denoising linear
+// autoencoder (EDLAE, Steck 2020), whose ridge p/(1-p) G_ii grows with the item's count. The
+// objective at the optimum is sum_j (gamma_j - Lambda_j).
 #pragma once
 
 #include <cstdint>
@@ -44,7 +51,10 @@ void check_least_squares(const Network& net, const BoundData& data, float lambda
 // matrix would not fit the memory budget.
 // `fit_bias` false: the biases are held at 0 (no column of ones; an item x item autoencoder
 // without an intercept, as DLAE and EASE are).
+// `zero_diagonal`: the constraint above (ConfigError unless the targets are the inputs and the
+// biases are held at 0).
 LeastSquaresReport solve_least_squares(Network& net, const BoundData& data, float lambda,
-                                       float denoise_p, bool fit_bias = true);
+                                       float denoise_p, bool fit_bias = true,
+                                       bool zero_diagonal = false);
 
 }  // namespace nn

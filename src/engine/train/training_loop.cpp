@@ -722,8 +722,9 @@ void TrainingLoop::solve_epoch(EpochReport& r) {
         "--no-stream)");
   // No steps follow: the gradients' memory (as large as the weights) goes to the solve.
   for (Parameter* p : net_.parameters()) p->grad.reset();
-  const LeastSquaresReport s = solve_least_squares(
-      net_, data_, options_.optimizer.lambda, net_.spec().denoising_p, options_.least_squares_bias);
+  const LeastSquaresReport s =
+      solve_least_squares(net_, data_, options_.optimizer.lambda, net_.spec().denoising_p,
+                          options_.least_squares_bias, options_.least_squares_zero_diagonal);
   ++epoch_;
   ++step_;
   state_file_.clear();
@@ -733,14 +734,17 @@ void TrainingLoop::solve_epoch(EpochReport& r) {
   r.data_loss = s.loss - s.reg_loss;
   r.seconds = s.seconds;
   r.examples_per_second = double(s.examples) / std::max(s.seconds, 1e-9);
-  log_(
-      format("solved in closed form: %.0f examples, %.0f inputs%s -> %.0f outputs%s, "
-             "denoising p %g, ridge N*lambda %g (the loss below is the expected one over the "
-             "denoising masks)",
-             double(s.examples), double(s.inputs),
-             options_.least_squares_bias ? " + bias" : " (biases held at 0)", double(s.outputs),
-             s.targets_are_inputs ? " (the targets are the inputs)" : "",
-             double(net_.spec().denoising_p), s.ridge));
+  log_(format(
+      "solved in closed form: %.0f examples, %.0f inputs%s -> %.0f outputs%s, "
+      "denoising p %g, ridge N*lambda %g (the loss below is the expected one over the "
+      "denoising masks)",
+      double(s.examples), double(s.inputs),
+      options_.least_squares_bias ? " + bias" : " (biases held at 0)", double(s.outputs),
+      s.targets_are_inputs
+          ? (options_.least_squares_zero_diagonal ? " (the targets are the inputs; zero diagonal)"
+                                                  : " (the targets are the inputs)")
+          : "",
+      double(net_.spec().denoising_p), s.ridge));
   // The line every epoch logs, for whatever reads the log.
   log_(format(
       "epoch %.0f/%.0f: loss %.6f (data %.6f + regularisation %.6f), %.0f examples/s, %.2f s",

@@ -74,7 +74,8 @@ struct TrainOptions {
   // Closed-form training (train/least_squares.h) instead of minibatch steps: one "epoch" that
   // solves the network's weights exactly (epochs are then 1).
   bool least_squares = false;
-  bool least_squares_bias = true;  // and the biases with them (false: held at 0)
+  bool least_squares_bias = true;            // and the biases with them (false: held at 0)
+  bool least_squares_zero_diagonal = false;  // no item predicts itself (EASE, EDLAE)
   // How sparse input layers' matrices are updated (train/row_sparse.h).
   SparseUpdateMode sparse_update = SparseUpdateMode::Exact;
 };

@@ -138,6 +138,52 @@ INSTANTIATE_TEST_SUITE_P(All, LeastSquaresSolution,
                                            Case{false, false, true, 0.25f, 0.1f},
                                            Case{false, true, false, 0.0f, 0.02f}));
 
+// ZeroDiagonal (EASE with p = 0, EDLAE with p > 0): the weight of each item to itself is 0 and
+// the solution is the minimum of the same objective over the other weights: their gradient
+// vanishes, nudging one raises the objective, and the reported loss is its value. Refused where
+// the constraint has no meaning (other targets) or the model has biases.
+TEST(LeastSquares, ZeroDiagonalMinimisesOverTheOtherWeights) {
+  const uint32_t items = 14, examples = 40;
+  const ExampleSet in = sparse_set("input", items, random_rows(5, examples, items, 4));
+  ExampleSet out = in;
+  out.name = "output";
+  for (const float p : {0.0f, 0.4f}) {
+    Fixture f(linear_network(p), {in, out});
+    const LeastSquaresReport r =
+        solve_least_squares(*f.net, f.bound, 0.05f, p, /*fit_bias=*/false, /*zero_diagonal=*/true);
+    const std::vector<float> w = values(*f.net, "weights"), b = values(*f.net, "bias");
+    const size_t n_out = in.width;
+    for (size_t j = 0; j < n_out; ++j) EXPECT_EQ(w[j * n_out + j], 0.0f) << "p " << p;
+    // The gradient over the off-diagonal weights, by central differences of the objective.
+    const Objective o = objective(in, out, w, b, p, 0.05f, true);
+    double largest = 0;
+    for (size_t k = 0; k < w.size(); k += 5) {
+      if (k / n_out == k % n_out) continue;
+      std::vector<float> up = w, down = w;
+      up[k] += 1e-2f;
+      down[k] -= 1e-2f;
+      const double g = (objective(in, out, up, b, p, 0.05f, true).value -
+                        objective(in, out, down, b, p, 0.05f, true).value) /
+                       2e-2;
+      largest = std::max(largest, std::fabs(g));
+      EXPECT_GT(objective(in, out, up, b, p, 0.05f, true).value, o.value);
+    }
+    EXPECT_LT(largest, 1e-3 * o.gradient_scale) << "p " << p;
+    EXPECT_NEAR(r.loss, o.value / (2.0 * examples), 1e-3 * r.loss + 1e-6) << "p " << p;
+  }
+  Fixture with_bias(linear_network(0.2f), {in, out});
+  EXPECT_CONTAINS(error_of<ConfigError>([&] {
+                    solve_least_squares(*with_bias.net, with_bias.bound, 0.05f, 0.2f, true, true);
+                  }),
+                  "with ZeroDiagonal needs the biases held at 0 (FitBias false)");
+  ExampleSet other = sparse_set("output", 9, random_rows(6, examples, 9, 2));
+  Fixture not_auto(linear_network(0.2f), {in, other});
+  EXPECT_CONTAINS(error_of<ConfigError>([&] {
+                    solve_least_squares(*not_auto.net, not_auto.bound, 0.05f, 0.2f, false, true);
+                  }),
+                  "with ZeroDiagonal needs the targets to be the inputs");
+}
+
 // Gradient descent on the same network and data (full batch, SGD, weight decay Lambda, no
 // denoising: the expected objective is then the objective itself) ends where the closed form
 // starts: the closed form is the minimiser of what nn-train minimises.
