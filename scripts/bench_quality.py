@@ -250,6 +250,62 @@ def nn_network(config):
     return run
 
 
+def full_scores(kind, fold, log, settings):
+    """Every item's score for the validation and the test users, over the fold's columns: EASE at
+    its validation-chosen lambda, or a network of configs/ (or a folder) trained as its own row
+    is, then scored in full from Python (nnsuite) instead of its top 100."""
+    if kind == "ease":
+        best = None
+        for lam in settings["ease_lambdas"]:
+            b = ease_weights(fold.x_train, lam)
+            score = fold.metrics("val", fold.recs("val", fold.x_val @ b))[settings["select"]]
+            if best is None or score > best[0]:
+                best = (score, b)
+        return {part: np.asarray(getattr(fold, f"x_{part}") @ best[1]) for part in ("val", "test")}
+    sys.path.insert(0, os.path.join(os.path.dirname(tools_dir()), "..", "python"))
+    import nnsuite  # noqa: E402 (the build tree's module, beside the tools)
+    nn_network(kind)(fold, log, settings)
+    work = os.path.join(fold.dir, "nn-" + os.path.basename(kind.rstrip("/")))
+    model = nnsuite.Model.load(os.path.join(work, "network.nc"), threads=settings["threads"])
+    names = model.items(model.input_layers[0])
+    out_names = model.items(model.output_layers[0])
+    in_col = {n: i for i, n in enumerate(names) if n}
+    out_col = {n: i for i, n in enumerate(out_names) if n}
+    to_in = np.array([in_col[str(m)] for m in fold.items])
+    to_out = np.array([out_col[str(m)] for m in fold.items])
+    scores = {}
+    for part in ("val", "test"):
+        x = getattr(fold, f"x_{part}")
+        xi = sp.csr_matrix((x.data.astype(np.float32), to_in[x.indices], x.indptr),
+                           shape=(x.shape[0], len(names)))
+        xi.sort_indices()
+        scores[part] = model.outputs(xi)[:, to_out]
+    return scores
+
+
+def blend(kinds):
+    """A row for blend:A+B: two models' scores, each standardised per user (mean 0, deviation 1
+    over the items), mixed as w A + (1 - w) B with w from 0, 0.1, ..., 1 chosen on the
+    validation users. w = 1 or 0 is one model alone, so the row is never below the better one
+    on the validation users."""
+    def run(fold, log, settings):
+        parts = []
+        for kind in kinds:
+            s = full_scores(kind, fold, log, settings)
+            parts.append({k: (v - v.mean(axis=1, keepdims=True)) /
+                          (v.std(axis=1, keepdims=True) + 1e-12) for k, v in s.items()})
+        best = None
+        for w in np.linspace(0, 1, 11):
+            mixed = w * parts[0]["val"] + (1 - w) * parts[1]["val"]
+            score = fold.metrics("val", fold.recs("val", mixed))[settings["select"]]
+            log(f"    blend w {w:.1f}: validation {settings['select']} {score:.4f}")
+            if best is None or score > best[0]:
+                best = (score, w)
+        w = best[1]
+        return fold.recs("test", w * parts[0]["test"] + (1 - w) * parts[1]["test"]), {"w": w}
+    return run
+
+
 METHODS = {
     "popularity": popularity,
     "ease": ease,
@@ -272,7 +328,9 @@ def main(argv=None):
                         help="work directory (default out/bench-quality)")
     parser.add_argument("--methods", default=",".join(METHODS),
                         help="comma list (default: all): " + ", ".join(METHODS) +
-                        ", or nn:DIR for the network.json and train.cdl in DIR")
+                        ", or nn:DIR for the network.json and train.cdl in DIR, or blend:A+B "
+                        "(A, B: ease, a configs/ name or a folder) for two models' standardised "
+                        "scores mixed by a weight chosen on the validation users")
     parser.add_argument("--folds", type=int, help="folds (default: 5, or 1 for >= 50,000 users)")
     parser.add_argument("--heldout", type=int, default=10000,
                         help="with one fold: test and validation users each (default 10000)")
@@ -300,6 +358,10 @@ def main(argv=None):
     for m in methods:
         if m.startswith("nn:"):
             METHODS[m] = nn_network(os.path.abspath(m[3:]))
+        elif m.startswith("blend:") and m.count("+") == 1:
+            kinds = [k if k == "ease" or not os.path.sep in k else os.path.abspath(k)
+                     for k in m[len("blend:"):].split("+")]
+            METHODS[m] = blend(kinds)
         elif m not in METHODS:
             parser.error(f"--methods: unknown {m!r}; expected some of {', '.join(METHODS)}")
 
