@@ -72,6 +72,24 @@ def _id_text(value, what):
     return text
 
 
+def _encode(ids, what):
+    """The ids as (a code per row, the distinct ids' texts, the distinct ids), codes indexing
+    both lists; each distinct id's text is checked once. Whole arrays at a time: a Python loop
+    over 20 million rows would take a minute."""
+    arr = np.asarray(ids)
+    try:
+        distinct, codes = np.unique(arr, return_inverse=True)
+    except TypeError:  # ids of mixed types: by their text
+        arr = np.array([str(v) for v in arr.tolist()])
+        distinct, codes = np.unique(arr, return_inverse=True)
+    values = distinct.tolist()
+    texts = [str(v) for v in values]
+    if arr.dtype.kind not in "iu":  # digits need no check
+        for t in texts:
+            _id_text(t, what)
+    return codes, texts, values
+
+
 def _pairs(data, user_col, item_col, rating_col, min_rating, user_ids, item_ids, what):
     """(users, items) as two equal-length sequences from a DataFrame, a scipy sparse matrix
     (rows users, columns items) or a pair of arrays."""
@@ -191,22 +209,22 @@ class Recommender:
             raise ValueError(f"validation: expected a share of the users in (0, 1); got "
                              f"{validation!r}")
         self._user_type, self._item_type = _id_type(users), _id_type(items)
-        self._user_ids, self._item_ids = {}, {}
-        rows = []
-        for u, i in zip(users.tolist(), items.tolist()):
-            us, it = _id_text(u, "user"), _id_text(i, "item")
-            self._user_ids.setdefault(us, u)
-            self._item_ids.setdefault(it, i)
-            rows.append((us, it))
-        held = self._pick_validation(rows, validation, seed)
-        train_rows = [r for r in rows if r[0] not in held] if held else rows
-        if not train_rows:
+        user_codes, user_texts, user_values = _encode(users, "user")
+        item_codes, item_texts, item_values = _encode(items, "item")
+        self._user_ids = dict(zip(user_texts, user_values))
+        self._item_ids = dict(zip(item_texts, item_values))
+        held = self._pick_validation(user_codes, user_texts, validation, seed)
+        code_of = {t: c for c, t in enumerate(user_texts)}
+        trained = ~np.isin(user_codes, [code_of[u] for u in held])
+        if not trained.any():
             raise ValueError("validation: no users left to train on")
+        user_text = np.array(user_texts, dtype=object)[user_codes]
+        item_text = np.array(item_texts, dtype=object)[item_codes]
         w = self.work_dir
         for name in ("features.idx", "samples.idx", "validation_samples.idx"):
             if os.path.exists(os.path.join(w, name)):
                 os.remove(os.path.join(w, name))
-        self._write_rows("ratings.csv", train_rows)
+        self._write_rows("ratings.csv", user_text[trained], item_text[trained])
         common = dict(features=os.path.join(w, "features.idx"),
                       samples=os.path.join(w, "samples.idx"), rows=True)
         _core.generate(os.path.join(w, "ratings.csv"), os.path.join(w, "input.nc"), "input",
@@ -216,7 +234,7 @@ class Recommender:
         cdl = self._train_cdl()
         params = cdl["TrainingParameters"]
         if held:
-            self._write_validation(rows, held, seed)
+            self._write_validation(user_text[~trained], item_text[~trained], held, seed)
             params["ValidationData"] = ["validation_input.nc", "validation_output.nc"]
             params.setdefault("ValidationK", k)
             if patience is not None:
@@ -230,29 +248,28 @@ class Recommender:
         self._load_state()
         return self
 
-    def _pick_validation(self, rows, share, seed):
+    def _pick_validation(self, user_codes, user_texts, share, seed):
         if share is None:
             return set()
-        count = {}
-        for u, _ in rows:
-            count[u] = count.get(u, 0) + 1
-        eligible = sorted(u for u, n in count.items() if n >= 2)
-        take = int(round(share * len(count)))
+        rows = np.bincount(user_codes, minlength=len(user_texts))
+        eligible = sorted(t for t, n in zip(user_texts, rows.tolist()) if n >= 2)
+        take = int(round(share * len(user_texts)))
         if take < 1 or take > len(eligible):
-            raise ValueError(f"validation: {share} of {len(count)} users is {take}; "
+            raise ValueError(f"validation: {share} of {len(user_texts)} users is {take}; "
                              f"{len(eligible)} users have the 2 items a validation user needs")
         return set(random.Random(seed).sample(eligible, take))
 
-    def _write_rows(self, name, rows):
+    def _write_rows(self, name, users, items):
+        users = users.tolist() if hasattr(users, "tolist") else users
+        items = items.tolist() if hasattr(items, "tolist") else items
         with open(os.path.join(self.work_dir, name), "w", encoding="utf-8") as f:
-            for u, i in rows:
-                f.write(f"{u},{i}\n")
+            if users:
+                f.write("\n".join(map(",".join, zip(users, items))) + "\n")
 
-    def _write_validation(self, rows, held, seed):
+    def _write_validation(self, user_text, item_text, held, seed):
         items_of = {}
-        for u, i in rows:
-            if u in held:
-                items_of.setdefault(u, []).append(i)
+        for u, i in zip(user_text.tolist(), item_text.tolist()):
+            items_of.setdefault(u, []).append(i)
         rng = random.Random(seed + 1)
         inputs, targets = [], []
         for u in sorted(held):
@@ -264,8 +281,9 @@ class Recommender:
             inputs += [(u, i) for i in its[n_target:]]
             targets += [(u, i) for i in its[:n_target]]
         w = self.work_dir
-        self._write_rows("validation_input.csv", inputs)
-        self._write_rows("validation_target.csv", targets)
+        self._write_rows("validation_input.csv", [u for u, _ in inputs], [i for _, i in inputs])
+        self._write_rows("validation_target.csv", [u for u, _ in targets],
+                         [i for _, i in targets])
         common = dict(features=os.path.join(w, "features.idx"),
                       samples=os.path.join(w, "validation_samples.idx"), rows=True)
         _core.generate(os.path.join(w, "validation_input.csv"),
