@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# nn-tune (docs/tuning.md): a random search with successive halving over a tiny autoencoder runs
+# every trial for the first rung, keeps the best third for the next rung, resumes them from their
+# checkpoints (not from scratch), writes one results row per finished rung and the winner's
+# files; run again it does nothing and names the same winner; a killed rung is finished by the
+# next run; a grid covers every combination; a failing trial is recorded and the search goes on;
+# bad tune files are refused with the key named.
+# Usage: tune.sh <tool-dir> <source-dir>
+set -euo pipefail
+tools=$(realpath "$1")
+source "$(dirname "$(realpath "$0")")/lib/common.sh"
+enter_work_dir
+tiny_ratings
+tiny_datasets "$tools"
+# Validation: each user's first two items in, the others to find.
+awk -F'\t' '{ n = split($2, a, ":"); in_ = a[1] ":" a[2]; out = "";
+       for (i = 3; i <= n; i++) out = out (out == "" ? "" : ":") a[i];
+       print $1 "\t" in_ > "val_in.txt"; print $1 "\t" out > "val_out.txt" }' ratings.txt
+"$tools/nn-generate" -d input -i val_in.txt -o val_input.nc -f features.idx -s val_samples.idx \
+  2>/dev/null
+"$tools/nn-generate" -d output -i val_out.txt -o val_output.nc -f features.idx \
+  -s val_samples.idx 2>/dev/null
+mkdir config
+tiny_config 8
+mv config.json config/network.json
+cat >config/train.cdl <<'JSON'
+{ "Version": 0.9, "Network": "network.json", "Command": "Train", "RandomSeed": 5,
+  "Data": ["input.nc", "output.nc"],
+  "TrainingParameters": { "Epochs": 10, "MiniBatch": 8, "Alpha": 0.01, "Optimizer": "Adam",
+    "mu": 0.9, "Lambda": 0.0001, "Results": "network.nc" } }
+JSON
+cat >tune.json <<'JSON'
+{ "Config": "config", "Data": ["input.nc", "output.nc"],
+  "ValidationData": ["val_input.nc", "val_output.nc"], "Metric": "ndcg@5",
+  "Space": { "TrainingParameters.Alpha": {"LogUniform": [0.001, 0.05]},
+             "Network.Layers.Hidden.N": [4, 8, 16],
+             "TrainingParameters.mu": {"Uniform": [0.8, 0.95]} },
+  "Trials": 6, "Seed": 2, "Epochs": {"Min": 1, "Max": 9, "Eta": 3}, "Output": "out" }
+JSON
+"$tools/nn-tune" tune.json >out.txt 2>err.txt || fail "tune: $(cat err.txt)"
+rows() { awk -F'\t' -v r="$1" 'NR > 1 && $2 == r' out/results.tsv | wc -l; }
+[[ $(rows 0) == 6 && $(rows 1) == 2 && $(rows 2) == 1 ]] ||
+  fail "expected 6, 2 and 1 rows for the rungs of 1, 3 and 9 epochs: $(cat out/results.tsv)"
+grep -q "^nn-tune: rung 2 of 3: 2 trials to 3 epochs" err.txt || fail "rung 2: $(cat err.txt)"
+# The survivors of a rung are its best by the metric (ties either way).
+python3 - out/results.tsv <<'PY' || fail "rung 2 did not run the best of rung 1: $(cat out/results.tsv)"
+import sys
+rows = [l.split("\t") for l in open(sys.argv[1]).read().splitlines()[1:]]
+first = {r[0]: float(r[3]) for r in rows if r[1] == "0"}
+promoted = {r[0] for r in rows if r[1] == "1"}
+assert len(promoted) == 2
+assert min(first[t] for t in promoted) >= max(v for t, v in first.items() if t not in promoted)
+PY
+winner=$(awk -F'\t' 'NR > 1 && $2 == 2 { print $1 }' out/results.tsv)
+trial=$(printf 'out/trial-%03d' "$winner")
+grep -q "resuming from checkpoint3.nc" "$trial/train.log" ||
+  fail "the last rung did not resume its checkpoint: $(cat "$trial/train.log")"
+for f in network.json train.cdl network.nc settings.json; do
+  [[ -s out/best/$f ]] || fail "out/best/$f missing"
+done
+grep -q "^best: trial $winner, ndcg@5 " out.txt || fail "winner line: $(cat out.txt)"
+"$tools/nn-predict" -n out/best/network.nc --data input.nc -k 3 -s recs.txt -q ||
+  fail "the winner's network does not load"
+python3 - out/best/settings.json "$trial/network.json" <<'PY' || fail "settings not applied"
+import json, sys
+s = json.load(open(sys.argv[1]))["settings"]
+net = json.load(open(sys.argv[2]))
+assert [l for l in net["Layers"] if l["Name"] == "Hidden"][0]["N"] == s["Network.Layers.Hidden.N"]
+PY
+# Again: nothing to run, the same winner.
+cp out/results.tsv before.tsv
+"$tools/nn-tune" tune.json >again.txt 2>&1 || fail "second run: $(cat again.txt)"
+cmp -s before.tsv out/results.tsv || fail "a finished tune ran trials again"
+grep -q "^best: trial $winner," again.txt || fail "another winner: $(cat again.txt)"
+# A tune killed during the last rung: that row missing, the next run runs it (and only it).
+head -n -1 out/results.tsv >cut.tsv && mv cut.tsv out/results.tsv
+"$tools/nn-tune" tune.json >resumed.txt 2>&1 || fail "resumed run: $(cat resumed.txt)"
+[[ $(grep -c "^nn-tune: trial" resumed.txt) == 1 ]] || fail "resumed: $(cat resumed.txt)"
+[[ $(rows 2) == 1 ]] || fail "resumed: rows $(cat out/results.tsv)"
+# A changed tune file is refused for the same output folder.
+sed 's/"Seed": 2/"Seed": 3/' tune.json >changed.json
+tool=$tools/nn-tune
+expect_status 1 changed.json
+grep -q "trials differ from the tune file's draws" err.txt || fail "changed: $(cat err.txt)"
+# A grid: every combination; a failing trial (an optimizer nn-train refuses) is a row, not a stop.
+cat >grid.json <<'JSON'
+{ "Config": "config", "Data": ["input.nc", "output.nc"],
+  "ValidationData": ["val_input.nc", "val_output.nc"],
+  "Space": { "TrainingParameters.Optimizer": ["Adam", "NoSuchOptimizer"],
+             "Network.Layers.Hidden.N": [4, 8] },
+  "Sampler": "Grid", "Epochs": {"Max": 2}, "Output": "grid" }
+JSON
+"$tools/nn-tune" --parallel 2 grid.json >grid.txt 2>&1 || fail "grid: $(cat grid.txt)"
+[[ $(awk -F'\t' 'NR > 1' grid/results.tsv | wc -l) == 4 ]] || fail "grid rows: $(cat grid/results.tsv)"
+[[ $(grep -c "failed:exit" grid/results.tsv) == 2 ]] || fail "failures: $(cat grid/results.tsv)"
+grep -q '"TrainingParameters.Optimizer":"Adam"' grid/best/settings.json 2>/dev/null ||
+  grep -q '"Adam"' grid/best/settings.json || fail "grid winner: $(cat grid/best/settings.json)"
+# Bad tune files name the key.
+echo '{"Config": "config", "Data": "input.nc", "ValidationData": "input.nc", "Epochs": {"Max": 2},
+  "Space": {"Layers.N": [1]}}' >bad1.json
+expect_status 1 bad1.json
+grep -q "bad1.json: Space.Layers.N: a path starts with Network." err.txt || fail "$(cat err.txt)"
+echo '{"Config": "config", "Data": "input.nc", "ValidationData": "input.nc", "Epochs": {"Max": 2},
+  "Space": {"Network.Layers.Nope.N": [1]}, "Output": "bad2"}' >bad2.json
+expect_status 1 bad2.json
+grep -q "search path Network.Layers.Nope.N: no element 'Nope'" err.txt || fail "$(cat err.txt)"
+echo '{"Config": "config", "Data": "input.nc", "ValidationData": "input.nc", "Epochs": {"Max": 2},
+  "Space": {"Network.Denoising.p": {"Uniform": [0.5, 0.1]}}}' >bad3.json
+expect_status 1 bad3.json
+grep -q "Space.Network.Denoising.p.Uniform: expected low < high" err.txt || fail "$(cat err.txt)"
+echo "tune: ok"
