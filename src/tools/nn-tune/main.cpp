@@ -7,13 +7,17 @@
 // started again goes on where it stopped. The winner's network JSON, command file and trained
 // network are copied to <Output>/best.
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +26,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -29,6 +34,7 @@
 #include "common/tool_main.h"
 #include "nn-tune/tune_file.h"
 #include "nn/process.h"
+#include "nn/stop.h"
 
 const char* const nn::tool::kToolName = "nn-tune";
 
@@ -134,6 +140,10 @@ pid_t start_trial(const std::string& nn_train, const std::string& dir, uint32_t 
   const pid_t pid = fork();
   if (pid < 0) throw IoError("fork failed: cannot start nn-train");
   if (pid == 0) {
+    // A trial never outlives its tune: SIGTERM makes nn-train write a checkpoint and stop, so
+    // the tune started again resumes it rather than running it twice at once.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() == 1) _exit(125);  // the tune ended between fork and prctl
     if (chdir(dir.c_str()) != 0) _exit(126);
     const int fd = open("train.log", O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
@@ -149,7 +159,10 @@ pid_t start_trial(const std::string& nn_train, const std::string& dir, uint32_t 
   return pid;
 }
 
-// Runs `trials` for `epochs` each, up to `parallel` at a time; returns their rows.
+// Runs `trials` for `epochs` each, up to `parallel` at a time; returns their rows. A stop
+// request (SIGTERM, SIGINT, SIGHUP: common/signals.h) is passed on to the running trials, which
+// checkpoint and end; their rungs are not recorded (the next run resumes them) and no more
+// start.
 std::vector<Row> run_rung(const TuneFile& t, const std::vector<json>& settings,
                           const std::vector<uint32_t>& trials, uint32_t rung, uint32_t epochs,
                           int parallel, int threads, const std::string& results, bool quiet) {
@@ -157,17 +170,28 @@ std::vector<Row> run_rung(const TuneFile& t, const std::vector<json>& settings,
   std::vector<Row> rows;
   std::vector<Running> running;
   size_t next = 0;
+  bool forwarded = false;
   while (next < trials.size() || !running.empty()) {
-    while (next < trials.size() && int(running.size()) < parallel) {
+    const bool stopping = api::stop_signal() != 0;
+    while (!stopping && next < trials.size() && int(running.size()) < parallel) {
       const uint32_t trial = trials[next++];
       const std::string dir = trial_dir(t, trial);
       if (rung == 0) write_trial_files(t, settings[trial], dir);
       running.push_back(
           {start_trial(nn_train, dir, epochs, threads), trial, std::chrono::steady_clock::now()});
     }
+    if (stopping && running.empty()) break;
     int status = 0;
-    const pid_t done = waitpid(-1, &status, 0);
-    if (done < 0) throw IoError("waitpid failed while trials ran");
+    const pid_t done = waitpid(-1, &status, WNOHANG);
+    if (done < 0 && errno != EINTR) throw IoError("waitpid failed while trials ran");
+    if (done <= 0) {
+      if (stopping && !forwarded) {
+        for (const Running& r : running) kill(r.pid, SIGTERM);
+        forwarded = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
     const auto it = std::find_if(running.begin(), running.end(),
                                  [done](const Running& r) { return r.pid == done; });
     if (it == running.end()) continue;
@@ -177,6 +201,10 @@ std::vector<Row> run_rung(const TuneFile& t, const std::vector<json>& settings,
     r.epochs = epochs;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - it->start).count();
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (forwarded && !ok) {  // stopped mid-rung: resumed by the next run, not a failure
+      running.erase(it);
+      continue;
+    }
     r.status = ok ? "ok"
                   : (WIFEXITED(status) ? "failed:exit" + std::to_string(WEXITSTATUS(status))
                                        : "failed:signal" + std::to_string(WTERMSIG(status)));
@@ -232,6 +260,13 @@ int run(int argc, char** argv) {
     threads = std::max(1, int(api::default_thread_count()) / parallel);
 
   const TuneFile t = read_tune_file(tune_path);
+  // One tune per Output folder at a time (the lock goes with the process, however it ends).
+  fs::create_directories(t.output);
+  const std::string lock_path = (fs::path(t.output) / ".lock").string();
+  const int lock = open(lock_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) != 0)
+    throw IoError(t.output + ": another nn-tune is working in this Output folder (" + lock_path +
+                  " is locked)");
   const std::vector<json> settings = trial_settings(t);
   const std::vector<uint32_t> rungs = rung_epochs(t);
   const std::string results = (fs::path(t.output) / "results.tsv").string();
@@ -264,6 +299,13 @@ int run(int argc, char** argv) {
     for (const Row& r :
          run_rung(t, settings, to_run, rung, rungs[rung], parallel, threads, results, quiet))
       rows[r.trial] = r;
+    if (const int signal = api::stop_signal()) {
+      std::fprintf(stderr,
+                   "nn-tune: stopped by %s; %s holds every finished rung, and the same command "
+                   "goes on from there\n",
+                   api::signal_name(signal).c_str(), results.c_str());
+      return 128 + signal;
+    }
     std::vector<Row> ranked;
     for (uint32_t trial : alive) ranked.push_back(rows.at(trial));
     std::stable_sort(ranked.begin(), ranked.end(),
