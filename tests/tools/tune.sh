@@ -3,8 +3,9 @@
 # every trial for the first rung, keeps the best third for the next rung, resumes them from their
 # checkpoints (not from scratch), writes one results row per finished rung and the winner's
 # files; run again it does nothing and names the same winner; a killed rung is finished by the
-# next run; a grid covers every combination; a failing trial is recorded and the search goes on;
-# bad tune files are refused with the key named.
+# next run, as is a tune stopped by SIGTERM (exit 143, its trials checkpointed and ended, the
+# same winner in the end); a grid covers every combination; a failing trial is recorded and the
+# search goes on; bad tune files are refused with the key named.
 # Usage: tune.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
@@ -95,6 +96,29 @@ JSON
 [[ $(grep -c "failed:exit" grid/results.tsv) == 2 ]] || fail "failures: $(cat grid/results.tsv)"
 grep -q '"TrainingParameters.Optimizer":"Adam"' grid/best/settings.json 2>/dev/null ||
   grep -q '"Adam"' grid/best/settings.json || fail "grid winner: $(cat grid/best/settings.json)"
+# Stopped with SIGTERM while trials run: exit 143, the finished rungs kept, and the same command
+# ends with the winner of an uninterrupted search.
+sed 's/"Min": 1, "Max": 9/"Min": 40, "Max": 40/; s/"Output": "out"/"Output": "stop"/' tune.json >stop.json
+sed 's/"Output": "stop"/"Output": "whole"/' stop.json >whole.json
+"$tools/nn-tune" -q whole.json >whole.txt 2>&1 || fail "whole: $(cat whole.txt)"
+"$tools/nn-tune" stop.json >stop.txt 2>&1 &
+tune=$!
+for _ in $(seq 600); do
+  [[ $(awk 'NR > 1' stop/results.tsv 2>/dev/null | wc -l) -ge 1 ]] && break
+  sleep 0.05
+done
+kill -TERM "$tune"
+status=0
+wait "$tune" || status=$?
+[[ $status == 143 ]] || fail "stopped tune: status $status: $(cat stop.txt)"
+grep -q "stopped by SIGTERM" stop.txt || fail "no stop message: $(cat stop.txt)"
+rows=$(awk 'NR > 1' stop/results.tsv | wc -l)
+((rows >= 1 && rows < 6)) || fail "stopped tune: $rows rows"
+! pgrep -f "nn-train train.cdl -e 40" >/dev/null || fail "a trial outlived its tune"
+"$tools/nn-tune" -q stop.json >stop2.txt 2>&1 || fail "after the stop: $(cat stop2.txt)"
+[[ $(awk 'NR > 1' stop/results.tsv | wc -l) == 6 ]] || fail "after the stop: $(cat stop/results.tsv)"
+[[ $(grep '^best:' stop2.txt) == $(grep '^best:' whole.txt) ]] ||
+  fail "another winner after the stop: $(grep '^best:' stop2.txt whole.txt)"
 # Bad tune files name the key.
 echo '{"Config": "config", "Data": "input.nc", "ValidationData": "input.nc", "Epochs": {"Max": 2},
   "Space": {"Layers.N": [1]}}' >bad1.json
