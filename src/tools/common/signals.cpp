@@ -53,6 +53,7 @@ extern "C" void on_stop_signal(int signal) {
 
 void install_stop_handlers() {
   const bool training = std::strcmp(kToolName, "nn-train") == 0;
+  const bool tuning = std::strcmp(kToolName, "nn-tune") == 0;
   const bool speak = api::world_rank() == 0;
   for (int i = 0; i < 3; ++i) {
     const int signal = kSignals[i];
@@ -62,6 +63,8 @@ void install_stop_handlers() {
         std::string(kToolName) + ": " + api::signal_name(signal) +
         (training ? ": stopping after the current minibatch and saving a checkpoint (send it "
                     "again to stop at once, without one)\n"
+         : tuning ? ": passing it on to the running trials, which save a checkpoint and stop "
+                    "(send it again to stop nn-tune at once)\n"
                   : ": stopping without writing any output (send it again to stop at once)\n");
     g_notice_length[i] = speak && notice.size() < kNoticeMax ? notice.size() : 0;
     std::memcpy(g_notice[i], notice.c_str(), g_notice_length[i]);
