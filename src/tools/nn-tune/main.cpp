@@ -19,6 +19,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -74,13 +75,19 @@ std::vector<Row> read_results(const std::string& path) {
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == 't') continue;  // the header
+    // A line cut short (the tune killed while writing it) does not parse: its rung runs again.
     std::istringstream s(line);
     Row r;
     std::string metric;
-    std::getline(s, line, '\t');
-    r.trial = uint32_t(std::stoul(line));
-    s >> r.rung >> r.epochs >> metric >> r.best_epoch >> r.seconds >> r.status;
-    r.metric = metric == "-" ? -std::numeric_limits<double>::infinity() : std::stod(metric);
+    if (!(s >> r.trial >> r.rung >> r.epochs >> metric >> r.best_epoch >> r.seconds >> r.status))
+      continue;
+    if (metric == "-") {
+      r.metric = -std::numeric_limits<double>::infinity();
+    } else {
+      char* end = nullptr;
+      r.metric = std::strtod(metric.c_str(), &end);
+      if (end == metric.c_str() || *end != '\0') continue;
+    }
     rows.push_back(r);
   }
   return rows;
@@ -88,8 +95,15 @@ std::vector<Row> read_results(const std::string& path) {
 
 void append_row(const std::string& path, const Row& r, const json& settings) {
   const bool fresh = !fs::exists(path);
+  bool ends_line = true;  // a line cut short by a kill is ended before the next one
+  if (!fresh && fs::file_size(path) > 0) {
+    std::ifstream last(path, std::ios::binary);
+    last.seekg(-1, std::ios::end);
+    ends_line = last.get() == '\n';
+  }
   std::ofstream out(path, std::ios::app);
   if (fresh) out << "trial\trung\tepochs\tmetric\tbest_epoch\tseconds\tstatus\tsettings\n";
+  if (!ends_line) out << '\n';
   char metric[32];
   if (std::isfinite(r.metric))
     std::snprintf(metric, sizeof metric, "%.6f", r.metric);
