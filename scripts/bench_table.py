@@ -48,10 +48,13 @@ PATH_LABELS = {"padded-rows": "pad", "side-uploads": "side", "bias-epilogue": "e
 def label(r):
     if r.get("engine") == "nn":
         if "opt_in" in r:
-            # "+epi": the row ran with that opt-in path on; none: the default paths.
+            # "+rows": the row ran with that opt-in path on; "-epi": with that default path off
+            # (since 2026-12-04); none: the default paths.
             names = [PATH_LABELS.get(p, p) for p in r["opt_in"]]
-            variant = " all-on" if len(names) == len(PATH_LABELS) else "".join(
-                f" +{n}" for n in names)
+            off = [PATH_LABELS.get(p, p) for p in r.get("paths_off", [])]
+            every = r["all_on"] if "all_on" in r else len(names) == len(PATH_LABELS)
+            variant = " all-on" if every else "".join(f" +{n}" for n in names) + "".join(
+                f" -{n}" for n in off)
             return "nn " + r.get("backend", "") + variant
         # Rows saved before the paths were opt-in (2026-12-02 and earlier) named the variants
         # that turned a path off, each by a field of its own.

@@ -171,15 +171,23 @@ int main(int argc, char** argv) {
     if (be->name() == "cuda" && tf32 && std::string(tf32) == "1" && math == "fp32") math = "tf32";
     const double batches_per_epoch = std::ceil(double(epoch_examples) / batch);
     // Each epoch's loss (the warm-up's first), so that a variant can be compared with the plain
-    // run, and the CUDA paths turned on here that have not yet passed on a GPU
-    // (backend/cuda_paths.h), so that its row says what it measured.
-    std::string losses, opt_in;
+    // run, and the CUDA paths switched away from their defaults here (backend/cuda_paths.h):
+    // opt_in those turned on, paths_off those turned off, all_on whether every path is on; so
+    // that its row says what it measured.
+    std::string losses, opt_in, paths_off;
+    bool all_on = be->name() == "cuda";
     for (const EpochReport& r : reports)
       losses += (losses.empty() ? "" : ", ") + format("%.9g", r.loss);
+    auto add = [](std::string& list, const char* name) {
+      list += (list.empty() ? "\"" : ", \"") + std::string(name) + "\"";
+    };
     if (be->name() == "cuda")
-      for (const CudaPathInfo& p : cuda_paths())
-        if (!p.on_by_default && cuda_path_on(p.path))
-          opt_in += (opt_in.empty() ? "\"" : ", \"") + std::string(p.name) + "\"";
+      for (const CudaPathInfo& p : cuda_paths()) {
+        const bool on = cuda_path_on(p.path);
+        if (!p.on_by_default && on) add(opt_in, p.name);
+        if (p.on_by_default && !on) add(paths_off, p.name);
+        all_on = all_on && on;
+      }
     std::printf(
         "{\"engine\": \"nn\", \"mode\": \"train-step\", \"shape\": \"ml20m-%s\", "
         "\"backend\": \"%s\", \"hidden\": \"%s\", \"optimizer\": \"%s\", "
@@ -189,15 +197,15 @@ int main(int argc, char** argv) {
         "\"gflops\": %.1f, \"gemm_peak_gflops\": %.1f, \"bandwidth_gbs\": %.1f, "
         "\"timed_epochs\": %u, \"batches_per_epoch\": %u, \"cuda_graphs\": %s, "
         "\"graph_steps\": %llu, \"padded_rows\": %s, \"output_stride\": %u, \"opt_in\": [%s], "
-        "\"row_sparse\": %s, \"losses\": [%s]}\n",
+        "\"paths_off\": [%s], \"all_on\": %s, \"row_sparse\": %s, \"losses\": [%s]}\n",
         hidden.c_str(), be->name().c_str(), hidden.c_str(), to_string(options.optimizer.kind),
         to_string(options.sparse_update), batch, items, mean_nnz, math.c_str(), median, ms.front(),
         median * batches_per_epoch / 1e3, floor_ms, floor_ms / median, flops / 1e9,
         flops / 1e9 / (median / 1e3), floor.peaks.tensor_flops / 1e9, floor.peaks.bytes_per_s / 1e9,
         epochs, batches, loop.graph_steps() > 0 ? "true" : "false",
         static_cast<unsigned long long>(loop.graph_steps()), output.padded() ? "true" : "false",
-        output.stride(), opt_in.c_str(), loop.row_sparse_updates() ? "true" : "false",
-        losses.c_str());
+        output.stride(), opt_in.c_str(), paths_off.c_str(), all_on ? "true" : "false",
+        loop.row_sparse_updates() ? "true" : "false", losses.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "nn-bench-autoencoder: error: %s\n", e.what());
     return 1;

@@ -132,7 +132,7 @@ def torch_step(bench, compiled):
                 240 if compiled else 150, run, [verdict])
 
 
-# What each opt-in path's benchmark row must show besides its losses.
+# What the benchmark row of a run with the path on must show besides its losses.
 def path_shows(name, rec):
     if name == "graphs":
         return rec.get("cuda_graphs") and rec.get("graph_steps", 0) > 0, "no step ran as a graph"
@@ -144,23 +144,25 @@ def path_shows(name, rec):
 
 
 def paths_bench_step(bench):
-    """TF32 with each opt-in path on by itself, then all of them, against the plain TF32 run of
-    the same shape: the run must end, its losses equal the plain run's (epoch 1 within 1e-4
-    relative, later within 1e-3 of epoch 1's loss: only summation orders differ), and it must
-    show that the path ran. One verdict per path, both shapes."""
+    """TF32 with each path moved away from its default by itself (an opt-in path on, a default
+    path off), then every path on and every path off, against the plain TF32 run of the same
+    shape: the run must end, its losses equal the plain run's (epoch 1 within 1e-4 relative,
+    later within 1e-3 of epoch 1's loss: only summation orders differ), and the run with the
+    path on must show that it ran. One verdict per path, both shapes; the speed is the plain
+    run's time over the variant's (above 1: the variant is faster)."""
 
     def verdicts_of(session):
-        return [f"bench_{r['name'].replace('-', '_')}" for r in session.paths.opt_in()] + \
-            ["bench_all_on"]
+        return [f"bench_{r['name'].replace('-', '_')}" for r in session.paths.rows] + \
+            ["bench_all_on", "bench_all_off"]
 
     def run(ctx):
         s = bench.s
-        rows = [r for r in s.paths.opt_in() if r["name"] != "peer-backends"]
-        for r in s.paths.opt_in():
-            if r["name"] == "peer-backends":
-                ctx.result("bench_peer_backends", NOT_RUN, "serving only (call 1's serve step)")
-        cases = [(r["name"], {r["variable"]: r["on"]}) for r in rows] + [("all-on",
-                                                                          s.paths.all_on())]
+        rows = [r for r in s.paths.rows if r["name"] != "peer-backends"]
+        if any(r["name"] == "peer-backends" for r in s.paths.rows):
+            ctx.result("bench_peer_backends", NOT_RUN, "serving only (call 1's serve step)")
+        default_on = {r["name"] for r in rows if r["default"] == "on"}
+        cases = [(r["name"], s.paths.switched(r)) for r in rows] + \
+            [("all-on", s.paths.all_on()), ("all-off", s.paths.all_off())]
         results = {name: [] for name, _ in cases}
         for shape in SHAPES:
             base = bench.rows.get((shape, "tf32"))
@@ -174,16 +176,19 @@ def paths_bench_step(bench):
                     results[name].append((tool_status(ctx.text(f"bench-{shape}-tf32-{name}"),
                                                       rc or 1), f"{shape}: exit {rc}"))
                     continue
-                shows, why = (True, "") if name == "all-on" else path_shows(name, rec)
-                if not shows:
-                    results[name].append((FAIL, f"{shape}: {why}"))
-                    continue
                 if not base:
                     results[name].append((NOT_RUN, f"{shape}: no plain TF32 run"))
                     continue
+                # The run with the path on: the plain one for a default path switched off.
+                shows, why = (True, "") if name in ("all-on", "all-off") else path_shows(
+                    name, base if name in default_on else rec)
+                if not shows:
+                    results[name].append((FAIL, f"{shape}: {why}"))
+                    continue
                 ok, table = compare.compare_losses(base["losses"], rec["losses"], 1e-4, 1e-3,
                                                    ("tf32", name))
-                ctx.block(f"{shape} tf32 +{name}:\n{table}")
+                sign = "-" if name in default_on else "+"
+                ctx.block(f"{shape} tf32 {sign}{name}:\n{table}")
                 speed = base["ms_per_batch"] / rec["ms_per_batch"]
                 results[name].append((PASS if ok else FAIL,
                                       f"{shape}: {rec['ms_per_batch']:.3f} ms, {speed:.2f}x the "

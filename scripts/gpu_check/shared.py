@@ -23,15 +23,26 @@ class Paths:
                                   off=m.group(4), default=m.group(5), passed=m.group(6)))
 
     def opt_in(self):
-        """Paths off by default: the ones the check turns on one by one."""
+        """Paths off by default."""
         return [r for r in self.rows if r["default"] == "off"]
 
     def env_on(self, name):
         r = next(r for r in self.rows if r["name"] == name)
         return {r["variable"]: r["on"]}
 
+    @staticmethod
+    def switched(row):
+        """The environment that moves one path away from its default (an opt-in path on, a
+        default path off): the run the check compares with the default run."""
+        return {row["variable"]: row["off"] if row["default"] == "on" else row["on"]}
+
     def all_on(self):
-        return {r["variable"]: r["on"] for r in self.opt_in()}
+        """Every path on, the opt-in ones included."""
+        return {r["variable"]: r["on"] for r in self.rows}
+
+    def all_off(self):
+        """Every path off: the CUDA paths of the first GPU runs (2026-11-26)."""
+        return {r["variable"]: r["off"] for r in self.rows}
 
 
 class Session:

@@ -16,11 +16,12 @@ std::string heading(const Profiler& p, const ProfileSource& s) {
   std::string line = "profile: " + who + s.backend + " backend (" + p.clock_description() + "): ";
   if (p.steps() == 0) return line + "no training steps were profiled";
   const double per_step_ms = p.step_microseconds() / 1e3 / double(p.steps());
-  line += format("%.0f steps in %.0f epoch(s), %.3f ms per step", double(p.steps()),
+  line += format("%.0f steps in %.0f epoch(s), %.3f ms per step", double(p.all_steps()),
                  double(p.epochs()), per_step_ms);
+  const double all_steps_us = p.step_microseconds() + p.first_step_microseconds();
   if (p.wall_seconds() > 0)
     line += format("; the steps took %.1f%% of the epochs' ",
-                   100.0 * p.step_microseconds() / 1e6 / p.wall_seconds()) +
+                   100.0 * all_steps_us / 1e6 / p.wall_seconds()) +
             (p.wall_seconds() < 1 ? format("%.1f ms", p.wall_seconds() * 1e3)
                                   : format("%.2f s", p.wall_seconds()));
   return line;
@@ -31,6 +32,11 @@ std::string heading(const Profiler& p, const ProfileSource& s) {
 std::vector<std::string> profile_table(const Profiler& p, const ProfileSource& s) {
   std::vector<std::string> lines{heading(p, s)};
   if (p.steps() == 0) return lines;
+  if (p.first_step_microseconds() > 0)
+    lines.push_back(format(
+        "profile: the run's first step took %.3f ms and is left out of the time per step and of "
+        "the table: it holds one-time set-up (library handles, kernels loaded on first use)",
+        p.first_step_microseconds() / 1e3));
   const std::vector<ProfileTotal> totals = p.totals();
   size_t width = 24;
   for (const ProfileTotal& t : totals) width = std::max(width, p.key(t.key).label.size() + 2);
@@ -66,7 +72,7 @@ std::vector<std::string> profile_table(const Profiler& p, const ProfileSource& s
     lines.push_back(format(
         "profile: the batch loader assembled minibatches on its own thread for %.3f ms per step, "
         "overlapped with the steps (\"data wait for batch\" is what the steps waited for it)",
-        p.loader_seconds() * 1e3 / steps));
+        p.loader_seconds() * 1e3 / double(p.all_steps())));
   if (p.options().trace) {
     const uint32_t per_epoch = p.options().trace_steps;
     std::string line =

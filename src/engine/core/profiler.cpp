@@ -81,6 +81,7 @@ void Profiler::close() noexcept {
 }
 
 void Profiler::begin_step(uint64_t step, uint64_t epoch) {
+  if (first_.step == 0) first_.step = step;
   step_ = step;
   epoch_ = epoch;
   trace_step_ =
@@ -151,6 +152,18 @@ void Profiler::fold(const Closed& c) {
     covered_us_ += duration;
   else
     t.top_level = false;
+  if (c.step != 0 && c.step == first_.step) {
+    if (first_.us.size() < totals_.size()) {
+      first_.us.resize(totals_.size(), 0.0);
+      first_.count.resize(totals_.size(), 0);
+    }
+    first_.us[c.key] += duration;
+    ++first_.count[c.key];
+    if (step)
+      first_.step_us += duration;
+    else if (c.depth == 1)
+      first_.covered_us += duration;
+  }
   if (!c.traced) return;
   if (events_.size() < options_.trace_max_events)
     events_.push_back({c.key, start, duration, c.step, c.epoch});
@@ -160,8 +173,15 @@ void Profiler::fold(const Closed& c) {
 
 std::vector<ProfileTotal> Profiler::totals() const {
   std::vector<ProfileTotal> out;
-  for (const ProfileTotal& t : totals_)
-    if (keys_[t.key].phase != ProfilePhase::Step) out.push_back(t);
+  for (ProfileTotal t : totals_) {
+    if (keys_[t.key].phase == ProfilePhase::Step) continue;
+    if (first_left_out() && t.key < first_.us.size()) {
+      t.microseconds = std::max(0.0, t.microseconds - first_.us[t.key]);
+      t.count -= first_.count[t.key];
+    }
+    // A range seen only in the first step is kept, with no time: the table still names it.
+    out.push_back(t);
+  }
   std::stable_sort(out.begin(), out.end(), [this](const ProfileTotal& a, const ProfileTotal& b) {
     return keys_[a.key].phase < keys_[b.key].phase;
   });

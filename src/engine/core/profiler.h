@@ -39,6 +39,9 @@ struct ProfilerOptions {
   bool trace = false;
   uint32_t trace_steps = 20;
   size_t trace_max_events = 200000;
+  // Leave the run's first step out of the sums (below); off for a caller that ran untimed steps
+  // of its own first (nn-train --plan).
+  bool leave_out_first_step = true;
 };
 
 // One (phase, label) pair: "forward Hidden1" is {Forward, "Hidden1"}.
@@ -88,12 +91,19 @@ class Profiler {
   // steps (thread-safe).
   void add_loader_seconds(double seconds);
 
-  // Results (after finish()).
-  uint64_t steps() const { return steps_; }
+  // Results (after finish()). The first step of a run of several holds one-time set-up (on a
+  // GPU: library handles, kernels loaded on first use, 100 ms and more on an H200), which would
+  // swamp the table; steps(), step_microseconds(), covered_microseconds() and totals() leave it
+  // out, and first_step_microseconds() says how long it took (0 when nothing was left out).
+  uint64_t steps() const { return steps_ - (first_left_out() ? 1 : 0); }
+  uint64_t all_steps() const { return steps_; }
   uint64_t epochs() const { return epochs_; }
-  double step_microseconds() const { return step_us_; }  // all steps together
+  double step_microseconds() const { return step_us_ - (first_left_out() ? first_.step_us : 0); }
+  double first_step_microseconds() const { return first_left_out() ? first_.step_us : 0; }
   // The part of the steps inside their top-level ranges (the rest is bookkeeping between them).
-  double covered_microseconds() const { return covered_us_; }
+  double covered_microseconds() const {
+    return covered_us_ - (first_left_out() ? first_.covered_us : 0);
+  }
   double wall_seconds() const { return wall_seconds_; }
   double loader_seconds() const { return loader_ns_.load() * 1e-9; }
   const ProfileKey& key(uint32_t id) const { return keys_[id]; }
@@ -117,6 +127,16 @@ class Profiler {
     uint64_t step, epoch;
     bool traced;
   };
+  // The run's first step, kept apart as well as in the sums (left out when there are others).
+  struct FirstStep {
+    uint64_t step = 0;  // its number (the run's first update; later ones on a resumed run)
+    double step_us = 0, covered_us = 0;
+    std::vector<double> us;  // by key id
+    std::vector<uint64_t> count;
+  };
+  bool first_left_out() const {
+    return options_.leave_out_first_step && steps_ > 1 && first_.step_us > 0;
+  }
   uint32_t key_id(ProfilePhase phase, std::string_view label);
   // Takes the clock's completed marks and folds every range whose ends are both known.
   void resolve(bool wait);
@@ -144,6 +164,7 @@ class Profiler {
   std::atomic<uint64_t> loader_ns_{0};
   std::vector<ProfileEvent> events_;
   uint64_t dropped_events_ = 0;
+  FirstStep first_;
 };
 
 // A range for the scope of this object, on `profiler` when it is not null (else nothing).

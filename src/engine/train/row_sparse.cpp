@@ -55,8 +55,8 @@ std::string dense_reason(const Connection& c, const OptimizerSettings& o, Sparse
 
 bool row_sparse_on(const Backend& backend, SparseUpdateMode mode) {
   if (mode == SparseUpdateMode::Dense) return false;
-  // Exact gives the dense update's values, so the dense kernels that passed on a GPU are used
-  // until the row kernels have.
+  // Exact gives the dense update's values, so on CUDA the dense kernels are used unless the row
+  // kernels are turned on: they passed on an H200 but were slower there (backend/cuda_paths.h).
   return mode == SparseUpdateMode::Lazy || backend.name() != "cuda" ||
          cuda_path_on(CudaPath::RowSparseUpdates);
 }
@@ -66,9 +66,12 @@ std::unique_ptr<RowSparseUpdates> RowSparseUpdates::create(
     const std::function<bool(const Parameter*)>& excluded, std::vector<std::string>& notes) {
   if (mode == SparseUpdateMode::Dense) return nullptr;
   if (!row_sparse_on(net.backend(), mode)) {
-    notes.push_back(std::string("dense updates of the sparse inputs' matrices: the CUDA "
-                                "backend's row-sparse kernels have not yet passed on a GPU (") +
-                    cuda_path_info(CudaPath::RowSparseUpdates).variable + "=1 turns them on)");
+    const CudaPathInfo& path = cuda_path_info(CudaPath::RowSparseUpdates);
+    notes.push_back(
+        std::string("dense updates of the sparse inputs' matrices: the CUDA "
+                    "backend's row-sparse kernels are off by default (") +
+        (*path.passed ? "slower than dense updates on a GPU" : "not yet passed on a GPU") + "; " +
+        path.variable + "=" + path.on + " turns them on)");
     return nullptr;
   }
   const OptimizerSettings& o = optimizer.settings();

@@ -75,7 +75,9 @@ std::vector<std::string> TrainingLoop::scaling_report(const ParallelSettings& pa
     options_.epochs = std::numeric_limits<uint32_t>::max();
     options_.max_steps = step_ + how.warmup;
     if (how.warmup > 0) run();
-    Profiler profiler(net_.backend().make_profile_clock());
+    ProfilerOptions timed;
+    timed.leave_out_first_step = false;  // the untimed steps above did the set-up
+    Profiler profiler(net_.backend().make_profile_clock(), timed);
     set_profiler(&profiler, ProfileOutputs{false, ""});
     options_.max_steps = step_ + how.steps;
     run();

@@ -127,9 +127,9 @@ TEST(EvaluatorThreads, TheProbeSeesThreadsThatShareABackend) {
 }
 
 TEST(EvaluatorThreads, OnCudaWithoutPeersTheEvaluatorsTakeTurns) {
-  // CUDA without peer backends (their default until a GPU run passes them,
-  // backend/cuda_paths.h): the evaluators share the model's backend one at a time, with the
-  // answers of one evaluator alone.
+  // CUDA without peer backends (NN_CUDA_PEER_BACKENDS=0; on by default since the H200 run of
+  // 2026-12-04, backend/cuda_paths.h): the evaluators share the model's backend one at a time, with
+  // the answers of one evaluator alone.
   const std::vector<Batch> batches = {make_batch(6), make_batch(7)};
   auto probe = std::make_shared<test::CountingBackend::ThreadProbe>();
   probe->give_peers = false;

@@ -81,12 +81,38 @@ TEST_F(CudaPaths, TheRowAlignmentFollowsThePaddedRowsPath) {
 }
 
 TEST_F(CudaPaths, UntriedPathsThatAreOnAreNamed) {
-  EXPECT_TRUE(cuda_untried_paths_on().empty());
+  // The code's table: a path that is on either passed or is named.
+  for (const std::string& line : cuda_untried_paths_on()) ADD_FAILURE() << line;
+  // A table in which side uploads have not passed and are off by default.
+  std::vector<CudaPathInfo> table = cuda_paths();
+  for (CudaPathInfo& p : table)
+    if (p.path == CudaPath::SideUploads) {
+      p.passed = "";
+      p.on_by_default = false;
+    }
+  setenv("NN_CUDA_SIDE_UPLOADS", "0", 1);
+  EXPECT_TRUE(cuda_untried_paths_on(table).empty());
   setenv("NN_CUDA_SIDE_UPLOADS", "1", 1);
-  const std::vector<std::string> lines = cuda_untried_paths_on();
+  const std::vector<std::string> lines = cuda_untried_paths_on(table);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0],
             "side-uploads is on (NN_CUDA_SIDE_UPLOADS=1) and has not yet passed on a GPU");
+}
+
+// A path that passed cites a GPU check saved under docs/gpu-results/ (<passed>-results.tsv).
+TEST_F(CudaPaths, EveryPassCitesSavedResults) {
+  const std::string folder = std::string(NN_SOURCE_DIR) + "/docs/gpu-results/";
+  if (!std::ifstream(folder + "README.md"))
+    GTEST_SKIP() << "no docs/gpu-results under " << NN_SOURCE_DIR;
+  for (const CudaPathInfo& p : cuda_paths()) {
+    if (!*p.passed) continue;
+    SCOPED_TRACE(p.name);
+    std::ifstream results(folder + p.passed + "-results.tsv");
+    ASSERT_TRUE(results) << folder << p.passed << "-results.tsv";
+    std::string line;
+    std::getline(results, line);
+    EXPECT_EQ(line.rfind("step\tstatus", 0), 0u) << line;
+  }
 }
 
 // The rows of docs/cuda-backend.md's table under "Paths and their switches", cell by cell.

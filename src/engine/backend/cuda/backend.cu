@@ -78,8 +78,8 @@ CudaBackend::CudaBackend(int device, bool tf32, const cuda::CudnnSettings& cudnn
   NN_CUDA_CALL(cudaMemsetAsync(error_flag_, 0xff, sizeof(unsigned long long), stream_));
   for (Staging& st : staging_)
     NN_CUDA_CALL(cudaEventCreateWithFlags(&st.done, cudaEventDisableTiming));
-  // The paths that have not yet passed on a GPU are off unless their switch turns them on
-  // (backend/cuda_paths.h).
+  // Each path's switch, else the table's default (backend/cuda_paths.h: on once a GPU run has
+  // passed it).
   bias_epilogue_ = cuda_path_on(CudaPath::BiasEpilogue);
   side_enabled_ = cuda_path_on(CudaPath::SideUploads);
   multi_tensor_ = cuda_path_on(CudaPath::MultiTensorOptimizer);

@@ -72,9 +72,9 @@ class CudaBackend final : public Backend {
   bool host_memory() const override { return false; }
   // How many product shapes gemm_bias planned with cuBLASLt's bias epilogue and how many fell
   // back to broadcast_bias + gemm (cuda/dense_lt.cpp).
-  // The bias epilogue's shapes (cuda/dense_lt.cpp) and, with NN_CUDA_GRAPHS=1, the step graphs.
+  // The bias epilogue's shapes (cuda/dense_lt.cpp) and, when they are on, the step graphs.
   std::vector<std::string> path_notes() const override;
-  // Training steps recorded as CUDA graphs (cuda/step_graph.h) when NN_CUDA_GRAPHS=1.
+  // Training steps recorded as CUDA graphs (cuda/step_graph.h) unless NN_CUDA_GRAPHS=0.
   std::string begin_step_graph() override;
   void end_step_graph() override;
   void abandon_step_graph() noexcept override;
@@ -320,8 +320,9 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::Cudnn> cudnn_;
   std::unique_ptr<cuda::LtPlans> lt_;  // gemm_bias's plans, made on first use
   std::string lt_note() const;         // the epilogue's line of path_notes (cuda/dense_lt.cpp)
-  // NN_CUDA_GRAPHS=1: steps are recorded (graphs_, made with the first), cuBLAS works in its
-  // own fixed workspace (blas_workspace_) so that it allocates nothing while capturing.
+  // Graphs on (NN_CUDA_GRAPHS unset or 1): steps are recorded (graphs_, made with the first),
+  // cuBLAS works in its own fixed workspace (blas_workspace_) so that it allocates nothing while
+  // capturing.
   bool graphs_enabled_ = false;
   // Uploads beside the stream: side_ (made on first use), marks_ a ring of events recorded on
   // stream_ (mark m in slot m % kMarks: waiting for an old mark whose slot was recorded again

@@ -87,7 +87,7 @@ void StepGraphs::end_segment(const char* split_reason) {
     // the caller could not let the exception through (a release() in a destructor).
     failure_ = std::string("recording a training step as a CUDA graph failed (") +
                cudaGetErrorString(status) +
-               "): a call in the step is not allowed in a graph; run without NN_CUDA_GRAPHS=1 "
+               "): a call in the step is not allowed in a graph; run with NN_CUDA_GRAPHS=0 "
                "and report it";
     throw BackendError(failure_);
   }

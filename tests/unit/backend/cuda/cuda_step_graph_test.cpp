@@ -177,11 +177,18 @@ TEST_F(CudaStepGraphs, UploadsBesideTheStreamArriveBeforeTheWorkAfterThem) {
   }
 }
 
-TEST_F(CudaStepGraphs, WithoutTheVariableNothingIsRecorded) {
+// On by default since the H200 run of 2026-12-04 (backend/cuda_paths.h); NN_CUDA_GRAPHS=0 turns
+// recording off.
+TEST_F(CudaStepGraphs, RecordedByDefaultAndNotWithTheVariableAtZero) {
   unsetenv("NN_CUDA_GRAPHS");
-  auto b = make_backend("cuda");
-  EXPECT_EQ(b->begin_step_graph(), "off (set NN_CUDA_GRAPHS=1 to record the steps)");
-  b->end_step_graph();  // nothing begun: no effect
+  auto on = make_backend("cuda");
+  EXPECT_EQ(on->begin_step_graph(), "");
+  on->end_step_graph();
+  setenv("NN_CUDA_GRAPHS", "0", 1);
+  auto off = make_backend("cuda");
+  unsetenv("NN_CUDA_GRAPHS");
+  EXPECT_EQ(off->begin_step_graph(), "off (set NN_CUDA_GRAPHS=1 to record the steps)");
+  off->end_step_graph();  // nothing begun: no effect
 }
 
 }  // namespace
