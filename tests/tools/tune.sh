@@ -4,8 +4,9 @@
 # checkpoints (not from scratch), writes one results row per finished rung and the winner's
 # files; run again it does nothing and names the same winner; a killed rung is finished by the
 # next run, as is a tune stopped by SIGTERM (exit 143, its trials checkpointed and ended, the
-# same winner in the end); a grid covers every combination; a failing trial is recorded and the
-# search goes on; bad tune files are refused with the key named.
+# same winner in the end); a time budget starts no trial once spent and names the best of what
+# finished; a grid covers every combination; a failing trial is recorded and the search goes on;
+# bad tune files are refused with the key named.
 # Usage: tune.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
@@ -125,6 +126,21 @@ rows=$(awk 'NR > 1' stop/results.tsv | wc -l)
 [[ $(awk 'NR > 1' stop/results.tsv | wc -l) == 6 ]] || fail "after the stop: $(cat stop/results.tsv)"
 [[ $(grep '^best:' stop2.txt) == $(grep '^best:' whole.txt) ]] ||
   fail "another winner after the stop: $(grep '^best:' stop2.txt whole.txt)"
+# A time budget: no trial starts once it is spent, the winner is the best of what finished, and
+# the same command without the budget finishes the search with the uninterrupted winner.
+sed 's/"Output": "stop"/"Output": "budget"/' stop.json >budget.json
+"$tools/nn-tune" --seconds 0.5 budget.json >budget.txt 2>&1 || fail "budget: $(cat budget.txt)"
+finished=$(awk 'NR > 1' budget/results.tsv | wc -l)
+((finished >= 1 && finished < 6)) || fail "budget rows: $(cat budget/results.tsv)"
+grep -q "the time budget of 0.5 s ran out in rung 1: $finished of 6 trials finished it" budget.txt ||
+  fail "budget message: $(cat budget.txt)"
+best=$(awk -F'\t' 'NR > 1 { print $4, $1 }' budget/results.tsv | sort -gr | head -1 | cut -d' ' -f2)
+grep -q "^best: trial $best," budget.txt && [[ -s budget/best/network.nc ]] ||
+  fail "budget winner (trial $best expected): $(cat budget.txt)"
+"$tools/nn-tune" -q budget.json >budget2.txt 2>&1 || fail "after the budget: $(cat budget2.txt)"
+[[ $(awk 'NR > 1' budget/results.tsv | wc -l) == 6 ]] || fail "after the budget: $(cat budget/results.tsv)"
+[[ $(grep '^best:' budget2.txt) == $(grep '^best:' whole.txt) ]] ||
+  fail "another winner after the budget: $(grep '^best:' budget2.txt whole.txt)"
 # Bad tune files name the key.
 echo '{"Config": "config", "Data": "input.nc", "ValidationData": "input.nc", "Epochs": {"Max": 2},
   "Space": {"Layers.N": [1]}}' >bad1.json
@@ -138,4 +154,7 @@ echo '{"Config": "config", "Data": "input.nc", "ValidationData": "input.nc", "Ep
   "Space": {"Network.Denoising.p": {"Uniform": [0.5, 0.1]}}}' >bad3.json
 expect_status 1 bad3.json
 grep -q "Space.Network.Denoising.p.Uniform: expected low < high" err.txt || fail "$(cat err.txt)"
+sed 's/"Output": "stop"/"Seconds": 0, "Output": "bad4"/' stop.json >bad4.json
+expect_status 1 bad4.json
+grep -q "bad4.json: Seconds: expected a positive number of seconds" err.txt || fail "$(cat err.txt)"
 echo "tune: ok"

@@ -5,7 +5,8 @@
 // is an nn-train process of its own (the one beside this executable) in <Output>/trial-NNN, up to
 // --parallel at a time; every finished rung is a row of <Output>/results.tsv, so a killed tune
 // started again goes on where it stopped. The winner's network JSON, command file and trained
-// network are copied to <Output>/best.
+// network are copied to <Output>/best. A time budget (--seconds, "Seconds") stops new trials from
+// starting once it is spent; the winner is then the best of the deepest rung reached.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
@@ -173,13 +174,16 @@ pid_t start_trial(const std::string& nn_train, const std::string& dir, uint32_t 
   return pid;
 }
 
+using Clock = std::chrono::steady_clock;
+
 // Runs `trials` for `epochs` each, up to `parallel` at a time; returns their rows. A stop
 // request (SIGTERM, SIGINT, SIGHUP: common/signals.h) is passed on to the running trials, which
 // checkpoint and end; their rungs are not recorded (the next run resumes them) and no more
-// start.
+// start. After `deadline` (the time budget) no more start either; those running finish.
 std::vector<Row> run_rung(const TuneFile& t, const std::vector<json>& settings,
                           const std::vector<uint32_t>& trials, uint32_t rung, uint32_t epochs,
-                          int parallel, int threads, const std::string& results, bool quiet) {
+                          int parallel, int threads, const std::string& results, bool quiet,
+                          Clock::time_point deadline) {
   const std::string nn_train = nn_train_path();
   std::vector<Row> rows;
   std::vector<Running> running;
@@ -187,7 +191,9 @@ std::vector<Row> run_rung(const TuneFile& t, const std::vector<json>& settings,
   bool forwarded = false;
   while (next < trials.size() || !running.empty()) {
     const bool stopping = api::stop_signal() != 0;
-    while (!stopping && next < trials.size() && int(running.size()) < parallel) {
+    if (Clock::now() >= deadline && running.empty()) break;
+    while (!stopping && Clock::now() < deadline && next < trials.size() &&
+           int(running.size()) < parallel) {
       const uint32_t trial = trials[next++];
       const std::string dir = trial_dir(t, trial);
       if (rung == 0) write_trial_files(t, settings[trial], dir);
@@ -267,13 +273,25 @@ int run(int argc, char** argv) {
   app.add_option("--threads", threads,
                  "CPU threads per trial (default: the CPUs divided among --parallel trials)")
       ->check(CLI::Range(0, 4096));
+  double seconds = 0;
+  app.add_option("--seconds", seconds,
+                 "time budget of this run in seconds: no trial starts after it, and the winner "
+                 "is the best of the deepest rung reached (default: the tune file's Seconds, "
+                 "else none)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("-q,--quiet", quiet, "print errors and the final table only");
   int status = 0;
   if (parse_or_exit(app, std::vector<std::string>(argv, argv + argc), status)) return status;
   if (threads == 0 && parallel > 1)
     threads = std::max(1, int(api::default_thread_count()) / parallel);
 
-  const TuneFile t = read_tune_file(tune_path);
+  TuneFile t = read_tune_file(tune_path);
+  if (seconds > 0) t.seconds = seconds;
+  const Clock::time_point started = Clock::now();
+  const Clock::time_point deadline = t.seconds > 0
+                                         ? started + std::chrono::duration_cast<Clock::duration>(
+                                                         std::chrono::duration<double>(t.seconds))
+                                         : Clock::time_point::max();
   // One tune per Output folder at a time (the lock goes with the process, however it ends).
   fs::create_directories(t.output);
   const std::string lock_path = (fs::path(t.output) / ".lock").string();
@@ -310,8 +328,8 @@ int run(int argc, char** argv) {
       std::fprintf(stderr, "nn-tune: rung %u of %zu: %zu trials to %u epochs%s\n", rung + 1,
                    rungs.size(), to_run.size(), rungs[rung],
                    to_run.size() < alive.size() ? " (the others ran before)" : "");
-    for (const Row& r :
-         run_rung(t, settings, to_run, rung, rungs[rung], parallel, threads, results, quiet))
+    for (const Row& r : run_rung(t, settings, to_run, rung, rungs[rung], parallel, threads, results,
+                                 quiet, deadline))
       rows[r.trial] = r;
     if (const int signal = api::stop_signal()) {
       std::fprintf(stderr,
@@ -321,9 +339,23 @@ int run(int argc, char** argv) {
       return 128 + signal;
     }
     std::vector<Row> ranked;
-    for (uint32_t trial : alive) ranked.push_back(rows.at(trial));
+    for (uint32_t trial : alive)
+      if (rows.count(trial)) ranked.push_back(rows.at(trial));
     std::stable_sort(ranked.begin(), ranked.end(),
                      [](const Row& a, const Row& b) { return a.metric > b.metric; });
+    if (ranked.size() < alive.size()) {
+      // The time budget ran out in this rung: the winner is the best of the trials that
+      // finished it, or of the rung before when none did. The same command with a larger budget
+      // goes on from here.
+      const bool from_this_rung = !ranked.empty() && std::isfinite(ranked.front().metric);
+      if (from_this_rung) last_rows = ranked;
+      std::fprintf(stderr,
+                   "nn-tune: the time budget of %g s ran out in rung %u: %zu of %zu trials "
+                   "finished it; the winner is the best of %s\n",
+                   t.seconds, rung + 1, ranked.size(), alive.size(),
+                   from_this_rung ? "those" : "the rung before");
+      break;
+    }
     last_rows = ranked;
     const size_t keep =
         rung + 1 < rungs.size() ? (ranked.size() + t.eta - 1) / t.eta : ranked.size();

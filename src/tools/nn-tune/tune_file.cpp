@@ -147,8 +147,9 @@ TuneFile read_tune_file(const std::string& path) {
   if (!j.is_object()) throw ConfigError(path + ": expected a JSON object");
   TuneFile t;
   t.dir = fs::absolute(fs::path(path)).parent_path().string();
-  static const char* const known[] = {"Config",  "Data",   "ValidationData", "Metric", "Space",
-                                      "Sampler", "Trials", "Seed",           "Epochs", "Output"};
+  static const char* const known[] = {"Config", "Data",    "ValidationData", "Metric",
+                                      "Space",  "Sampler", "Trials",         "Seed",
+                                      "Epochs", "Seconds", "Output"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
@@ -205,6 +206,11 @@ TuneFile read_tune_file(const std::string& path) {
   if (t.max_epochs == 0 || t.min_epochs == 0 || t.min_epochs > t.max_epochs)
     bad(path, "Epochs", "expected 1 <= Min <= Max");
   if (t.eta < 2) bad(path, "Epochs.Eta", "expected an integer >= 2");
+  if (j.contains("Seconds")) {
+    if (!j["Seconds"].is_number() || !(j["Seconds"].get<double>() > 0))
+      bad(path, "Seconds", "expected a positive number of seconds");
+    t.seconds = j["Seconds"].get<double>();
+  }
   if (j.contains("Output")) {
     if (!j["Output"].is_string() || j["Output"].get<std::string>().empty())
       bad(path, "Output", "expected a folder name");

@@ -31,6 +31,9 @@ struct TuneFile {
   uint32_t trials = 8;
   uint64_t seed = 1;
   uint32_t min_epochs = 1, max_epochs = 1, eta = 3;  // successive halving
+  // Wall-clock budget of one run of the tune ("Seconds"; 0: none): no trial starts after it, and
+  // the winner is the best of the deepest rung reached.
+  double seconds = 0;
   std::string output = "tune";
 };
 
