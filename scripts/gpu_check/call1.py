@@ -556,6 +556,8 @@ def python_step(session):
         if rc != 0:
             ctx.block(ctx.text("python-build")[-1500:])
             return ctx.result("python_cuda", FAIL, "the module did not compile")
+        if not s.recommender_data(ctx):  # made by an earlier step, unless asked for alone
+            return ctx.result("python_cuda", FAIL, "the check's data could not be made")
         script = os.path.join(s.check.work, "python", "check.py")
         with open(script, "w") as f:
             f.write(PYTHON_CHECK)
