@@ -84,6 +84,17 @@ bind_ro() {
   mount -o remount,bind,ro "$2"
 }
 
+# rbind_ro SRC DST: SRC and every mount below it, each read-only (a recursive bind, then a
+# read-only remount of each mount it made).
+rbind_ro() {
+  mkdir -p "$2"
+  mount --rbind "$1" "$2"
+  local m
+  for m in $(awk -v d="$2" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts); do
+    mount -o remount,bind,ro "$m"
+  done
+}
+
 host_mirror() {
   local uri
   uri=$( (cat /etc/apt/sources.list.d/*.sources 2>/dev/null || true) |
@@ -157,6 +168,9 @@ inner() {
 
   mount -t proc proc "$root/proc"
   bind_ro /sys "$root/sys"
+  # A booted Debian has its cgroups mounted under /sys/fs/cgroup (their own mounts, which a
+  # plain bind of /sys leaves out); slurmd will not start without them (tool.mpi_slurm_requeue).
+  [ -d /sys/fs/cgroup ] && mountpoint -q /sys/fs/cgroup && rbind_ro /sys/fs/cgroup "$root/sys/fs/cgroup"
   bind_ro /dev/pts "$root/dev/pts"
   mkdir -p "$root/dev/shm"
   mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"  # Open MPI's shared-memory transport
