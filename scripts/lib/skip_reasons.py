@@ -35,7 +35,9 @@ def reason_of(output):
     for i, line in enumerate(lines):
         m = re.search(r"\bSKIP(?:PED)?:\s*(.+)", line)
         if m and not line.startswith("[  SKIPPED ]"):
-            return m.group(1)
+            # A reason that quotes logs goes on over the next lines: the first few come with it.
+            more = [l for l in lines[i + 1:i + 8] if l and not l.startswith("<end of output>")]
+            return " | ".join([m.group(1)] + more)
         if line.endswith(": Skipped") and i + 1 < len(lines) and lines[i + 1]:
             return lines[i + 1]
     rest = [l for l in lines if l and not l.startswith(("[", "Running main", "Note: Google"))]
