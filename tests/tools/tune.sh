@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # nn-tune (docs/tuning.md): a random search with successive halving over a tiny autoencoder runs
 # every trial for the first rung, keeps the best third for the next rung, resumes them from their
-# checkpoints (not from scratch), writes one results row per finished rung and the winner's
-# files; run again it does nothing and names the same winner; a killed rung is finished by the
-# next run, as is a tune stopped by SIGTERM (exit 143, its trials checkpointed and ended, the
-# same winner in the end); a time budget starts no trial once spent and names the best of what
-# finished; a grid covers every combination; a failing trial is recorded and the search goes on;
-# bad tune files are refused with the key named.
+# checkpoints (not from scratch), writes one results row per finished rung, each trial's
+# TensorBoard run (hparams and metrics) and the winner's files; run again it does nothing and
+# names the same winner; a killed rung is finished by the next run, as is a tune stopped by
+# SIGTERM (exit 143, its trials checkpointed and ended, the same winner in the end); a time
+# budget starts no trial once spent and names the best of what finished; a grid covers every
+# combination; a failing trial is recorded and the search goes on; bad tune files are refused
+# with the key named.
 # Usage: tune.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
@@ -57,6 +58,15 @@ winner=$(awk -F'\t' 'NR > 1 && $2 == 2 { print $1 }' out/results.tsv)
 trial=$(printf 'out/trial-%03d' "$winner")
 grep -q "resuming from checkpoint3.nc" "$trial/train.log" ||
   fail "the last rung did not resume its checkpoint: $(cat "$trial/train.log")"
+# Every trial is a run of out/tensorboard for the hparams dashboard; the winner's run holds each
+# of its 9 epochs' validation metric once, across its three rungs.
+for n in 000 001 002 003 004 005; do
+  events=out/tensorboard/trial-$n/events.out.tfevents.nn-train
+  grep -aq "_hparams_/session_start_info" "$events" || fail "no hparams in $events"
+done
+events=out/tensorboard/trial-$(printf '%03d' "$winner")/events.out.tfevents.nn-train
+[[ $(grep -ao "validation/ndcg@5" "$events" | wc -l) == 9 ]] ||
+  fail "the winner's TensorBoard run: $(grep -ao "validation/ndcg@5" "$events" | wc -l) epochs"
 for f in network.json train.cdl network.nc settings.json; do
   [[ -s out/best/$f ]] || fail "out/best/$f missing"
 done

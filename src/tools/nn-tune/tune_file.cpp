@@ -294,6 +294,9 @@ void write_trial_files(const TuneFile& t, const json& settings, const std::strin
   p["CheckpointInterval"] = 1;
   p["CheckpointsKept"] = 1;
   p["Results"] = "network.nc";
+  // Every trial a run of one TensorBoard log folder: the hparams dashboard lists the trials with
+  // their settings and validation metrics side by side (a promoted trial's rungs continue it).
+  p["TensorBoard"] = (fs::path(t.output) / "tensorboard" / fs::path(dir).filename()).string();
   fs::create_directories(dir);
   std::ofstream(fs::path(dir) / "network.json") << network.dump(2) << "\n";
   std::ofstream(fs::path(dir) / "train.cdl") << cdl.dump(2) << "\n";

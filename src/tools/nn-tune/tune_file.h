@@ -50,7 +50,8 @@ std::vector<uint32_t> rung_epochs(const TuneFile& t);
 
 // Writes <dir>/network.json and <dir>/train.cdl: the config's with the trial's settings applied,
 // the data and validation files made absolute, checkpoints every epoch (the rungs resume them),
-// validation every epoch at k, the best evaluated network kept.
+// validation every epoch at k, the best evaluated network kept, TensorBoard events in
+// <Output>/tensorboard/<trial folder's name>.
 void write_trial_files(const TuneFile& t, const nlohmann::json& settings, const std::string& dir);
 
 // Reads a trial's per-epoch log (<dir>/network.epochs.jsonl): the best validation metric over
