@@ -36,6 +36,10 @@ class Paths:
         default path off): the run the check compares with the default run."""
         return {row["variable"]: row["off"] if row["default"] == "on" else row["on"]}
 
+    def all_switched(self):
+        """Every path away from its default at once: the opt-in ones on, the default ones off."""
+        return {k: v for r in self.rows for k, v in self.switched(r).items()}
+
     def all_on(self):
         """Every path on, the opt-in ones included."""
         return {r["variable"]: r["on"] for r in self.rows}
