@@ -98,7 +98,8 @@ printf '%s\t2\t9\t0.3' "$winner" >>out/results.tsv
 sed 's/"Seed": 2/"Seed": 3/' tune.json >changed.json
 tool=$tools/nn-tune
 expect_status 1 changed.json
-grep -q "trials differ from the tune file's draws" err.txt || fail "changed: $(cat err.txt)"
+grep -q "search (its space, sampler, trials or seed) changed since this tune started" err.txt ||
+  fail "changed: $(cat err.txt)"
 # A grid: every combination; a failing trial (an optimizer nn-train refuses) is a row, not a stop.
 cat >grid.json <<'JSON'
 { "Config": "config", "Data": ["input.nc", "output.nc"],

@@ -1,9 +1,11 @@
 // nn-tune: searches a config's settings (docs/tuning.md). The trials' settings are drawn from
-// the tune file's search space (random or grid); successive halving runs every trial for the
-// first rung's epochs, keeps the best 1/Eta by the validation metric of nn-train --validation,
-// continues those from their checkpoints to the next rung, and so on up to Max epochs. Each trial
-// is an nn-train process of its own (the one beside this executable) in <Output>/trial-NNN, up to
-// --parallel at a time; every finished rung is a row of <Output>/results.tsv, so a killed tune
+// the tune file's search space (random, grid, or TPE from the results so far: sampler.h); the
+// schedule (schedule.h) runs each trial for the first rung's epochs and continues the best 1/Eta
+// of a rung from their checkpoints to the next, Eta times longer, up to Max epochs: rung by rung
+// (successive halving) or as soon as a trial is among the best of its rung so far (ASHA). Each
+// trial is an nn-train process of its own (the one beside this executable) in
+// <Output>/trial-NNN, up to --parallel at a time; every finished rung is a row of
+// <Output>/results.tsv and every draw a line of trials.jsonl (results.h), so a killed tune
 // started again goes on where it stopped. The winner's network JSON, command file and trained
 // network are copied to <Output>/best. A time budget (--seconds, "Seconds") stops new trials from
 // starting once it is spent; the winner is then the best of the deepest rung reached.
@@ -26,6 +28,9 @@
 #include <iomanip>
 #include <limits>
 #include <map>
+#include <optional>
+#include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -34,6 +39,9 @@
 
 #include "common/cli_support.h"
 #include "common/tool_main.h"
+#include "nn-tune/results.h"
+#include "nn-tune/sampler.h"
+#include "nn-tune/schedule.h"
 #include "nn-tune/tune_file.h"
 #include "nn/process.h"
 #include "nn/stop.h"
@@ -46,19 +54,6 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct Row {  // one finished rung of one trial (results.tsv)
-  uint32_t trial = 0, rung = 0, epochs = 0, best_epoch = 0;
-  double metric = -std::numeric_limits<double>::infinity();
-  double seconds = 0;
-  std::string status;  // ok or failed (exit status)
-};
-
-std::string trial_dir(const TuneFile& t, uint32_t trial) {
-  char name[32];
-  std::snprintf(name, sizeof name, "trial-%03u", trial);
-  return (fs::path(t.output) / name).string();
-}
-
 std::string nn_train_path() {
   char path[4096];
   const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
@@ -70,80 +65,9 @@ std::string nn_train_path() {
   return train.string();
 }
 
-std::vector<Row> read_results(const std::string& path) {
-  std::vector<Row> rows;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == 't') continue;  // the header
-    // A line cut short (the tune killed while writing it) does not parse: its rung runs again.
-    std::istringstream s(line);
-    Row r;
-    std::string metric;
-    if (!(s >> r.trial >> r.rung >> r.epochs >> metric >> r.best_epoch >> r.seconds >> r.status))
-      continue;
-    if (metric == "-") {
-      r.metric = -std::numeric_limits<double>::infinity();
-    } else {
-      char* end = nullptr;
-      r.metric = std::strtod(metric.c_str(), &end);
-      if (end == metric.c_str() || *end != '\0') continue;
-    }
-    rows.push_back(r);
-  }
-  return rows;
-}
-
-void append_row(const std::string& path, const Row& r, const json& settings) {
-  const bool fresh = !fs::exists(path);
-  bool ends_line = true;  // a line cut short by a kill is ended before the next one
-  if (!fresh && fs::file_size(path) > 0) {
-    std::ifstream last(path, std::ios::binary);
-    last.seekg(-1, std::ios::end);
-    ends_line = last.get() == '\n';
-  }
-  std::ofstream out(path, std::ios::app);
-  if (fresh) out << "trial\trung\tepochs\tmetric\tbest_epoch\tseconds\tstatus\tsettings\n";
-  if (!ends_line) out << '\n';
-  char metric[32];
-  if (std::isfinite(r.metric))
-    std::snprintf(metric, sizeof metric, "%.6f", r.metric);
-  else
-    std::snprintf(metric, sizeof metric, "-");
-  out << r.trial << '\t' << r.rung << '\t' << r.epochs << '\t' << metric << '\t' << r.best_epoch
-      << '\t' << std::fixed << std::setprecision(1) << r.seconds << '\t' << r.status << '\t'
-      << settings.dump() << '\n';
-  if (!out.flush()) throw IoError(path + ": cannot write");
-}
-
-// The trials' settings: drawn now, or those of the tune this output folder already holds (which
-// must be the same draws: a changed tune file gets another Output).
-std::vector<json> trial_settings(const TuneFile& t) {
-  const std::vector<json> drawn = draw_trials(t);
-  const fs::path file = fs::path(t.output) / "trials.jsonl";
-  if (fs::exists(file)) {
-    std::ifstream in(file);
-    std::vector<json> kept;
-    std::string line;
-    while (std::getline(in, line))
-      if (!line.empty()) kept.push_back(json::parse(line));
-    if (kept != drawn)
-      throw ConfigError(file.string() +
-                        ": its trials differ from the tune file's draws (the "
-                        "tune file changed since this tune started); give another Output");
-    return kept;
-  }
-  fs::create_directories(t.output);
-  std::ofstream out(fs::path(t.output) / "trials.jsonl.part");
-  for (const json& s : drawn) out << s.dump() << '\n';
-  out.close();
-  fs::rename(fs::path(t.output) / "trials.jsonl.part", file);
-  return drawn;
-}
-
 struct Running {
   pid_t pid;
-  uint32_t trial;
+  uint32_t trial, rung;
   std::chrono::steady_clock::time_point start;
 };
 
@@ -176,31 +100,93 @@ pid_t start_trial(const std::string& nn_train, const std::string& dir, uint32_t 
 
 using Clock = std::chrono::steady_clock;
 
-// Runs `trials` for `epochs` each, up to `parallel` at a time; returns their rows. A stop
-// request (SIGTERM, SIGINT, SIGHUP: common/signals.h) is passed on to the running trials, which
+// The tune as it runs: the trials' settings, the schedule's state and the records.
+struct Tune {
+  const TuneFile& t;
+  std::vector<json> settings;
+  std::vector<uint32_t> rungs;
+  ScheduleState state;
+  std::string results;
+  bool quiet = false;
+  std::set<uint32_t> announced;  // Halving: rungs whose start was printed
+
+  // TPE's view of the trials so far: each drawn trial's deepest finished rung and its metric.
+  std::vector<Observation> observations() const {
+    std::map<uint32_t, std::pair<uint32_t, double>> deepest;
+    for (const auto& [key, metric] : state.finished) {
+      auto it = deepest.find(key.first);
+      if (it == deepest.end() || key.second > it->second.first)
+        deepest[key.first] = {key.second, metric};
+    }
+    std::vector<Observation> out;
+    for (const auto& [trial, at] : deepest)
+      if (trial < settings.size()) out.push_back({settings[trial], at.first, at.second});
+    return out;
+  }
+
+  void draw() {
+    const uint32_t index = uint32_t(settings.size());
+    std::mt19937_64 rng = trial_rng(t.seed, index);
+    const bool model = index >= t.startup_trials;
+    json s = model ? tpe_draw(t.space, observations(), rng) : random_draw(t.space, rng);
+    append_trial(t, s);
+    settings.push_back(s);
+    state.drawn = uint32_t(settings.size());
+    if (!quiet && model)
+      std::fprintf(stderr, "nn-tune: trial %u drawn by TPE from %zu results: %s\n", index,
+                   observations().size(), s.dump().c_str());
+  }
+
+  // Halving prints each rung's start once: how many trials it runs now.
+  void announce(uint32_t rung) {
+    if (quiet || t.asynchronous || announced.count(rung)) return;
+    announced.insert(rung);
+    size_t to_run = 0, before = 0;
+    if (rung == 0) {
+      for (uint32_t trial = 0; trial < state.trials; ++trial)
+        (state.finished.count({trial, 0}) ? before : to_run) += 1;
+    } else {
+      std::vector<std::pair<double, uint32_t>> below;
+      for (const auto& [key, metric] : state.finished)
+        if (key.second == rung - 1) below.push_back({metric, key.first});
+      std::stable_sort(below.begin(), below.end(),
+                       [](const auto& a, const auto& b) { return a.first > b.first; });
+      const size_t quota = (below.size() + t.eta - 1) / t.eta;
+      for (size_t i = 0; i < quota && i < below.size(); ++i)
+        if (std::isfinite(below[i].first))
+          (state.finished.count({below[i].second, rung}) ? before : to_run) += 1;
+    }
+    std::fprintf(stderr, "nn-tune: rung %u of %zu: %zu trials to %u epochs%s\n", rung + 1,
+                 rungs.size(), to_run, rungs[rung], before ? " (the others ran before)" : "");
+  }
+};
+
+// Runs the schedule's jobs, up to `parallel` at a time, until it is done. A stop request
+// (SIGTERM, SIGINT, SIGHUP: common/signals.h) is passed on to the running trials, which
 // checkpoint and end; their rungs are not recorded (the next run resumes them) and no more
 // start. After `deadline` (the time budget) no more start either; those running finish.
-std::vector<Row> run_rung(const TuneFile& t, const std::vector<json>& settings,
-                          const std::vector<uint32_t>& trials, uint32_t rung, uint32_t epochs,
-                          int parallel, int threads, const std::string& results, bool quiet,
-                          Clock::time_point deadline) {
+void run_jobs(Tune& tune, int parallel, int threads, Clock::time_point deadline) {
+  const TuneFile& t = tune.t;
   const std::string nn_train = nn_train_path();
-  std::vector<Row> rows;
   std::vector<Running> running;
-  size_t next = 0;
   bool forwarded = false;
-  while (next < trials.size() || !running.empty()) {
+  for (;;) {
     const bool stopping = api::stop_signal() != 0;
-    if (Clock::now() >= deadline && running.empty()) break;
-    while (!stopping && Clock::now() < deadline && next < trials.size() &&
-           int(running.size()) < parallel) {
-      const uint32_t trial = trials[next++];
-      const std::string dir = trial_dir(t, trial);
-      if (rung == 0) write_trial_files(t, settings[trial], dir);
-      running.push_back(
-          {start_trial(nn_train, dir, epochs, threads), trial, std::chrono::steady_clock::now()});
+    while (!stopping && Clock::now() < deadline && int(running.size()) < parallel) {
+      const Job job = next_job(tune.state);
+      if (job.kind == Job::Kind::Wait || job.kind == Job::Kind::Done) break;
+      if (job.kind == Job::Kind::Draw) tune.draw();
+      const std::string dir = trial_dir(t, job.trial);
+      if (job.rung == 0) write_trial_files(t, tune.settings[job.trial], dir);
+      tune.announce(job.rung);
+      if (!tune.quiet && t.asynchronous && job.kind == Job::Kind::Promote)
+        std::fprintf(stderr, "nn-tune: promoting trial %u to rung %u (%u epochs)\n", job.trial,
+                     job.rung + 1, tune.rungs[job.rung]);
+      running.push_back({start_trial(nn_train, dir, tune.rungs[job.rung], threads), job.trial,
+                         job.rung, Clock::now()});
+      tune.state.running.insert({job.trial, job.rung});
     }
-    if (stopping && running.empty()) break;
+    if (running.empty()) break;
     int status = 0;
     const pid_t done = waitpid(-1, &status, WNOHANG);
     if (done < 0 && errno != EINTR) throw IoError("waitpid failed while trials ran");
@@ -215,23 +201,24 @@ std::vector<Row> run_rung(const TuneFile& t, const std::vector<json>& settings,
     const auto it = std::find_if(running.begin(), running.end(),
                                  [done](const Running& r) { return r.pid == done; });
     if (it == running.end()) continue;
-    Row r;
-    r.trial = it->trial;
-    r.rung = rung;
-    r.epochs = epochs;
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - it->start).count();
+    const Running finished = *it;
+    running.erase(it);
+    tune.state.running.erase({finished.trial, finished.rung});
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (forwarded && !ok) {  // stopped mid-rung: resumed by the next run, not a failure
-      running.erase(it);
-      continue;
-    }
+    if (forwarded && !ok) continue;  // stopped mid-rung: resumed by the next run, not a failure
+    Row r;
+    r.trial = finished.trial;
+    r.rung = finished.rung;
+    r.epochs = tune.rungs[finished.rung];
+    r.seconds = std::chrono::duration<double>(Clock::now() - finished.start).count();
     r.status = ok ? "ok"
                   : (WIFEXITED(status) ? "failed:exit" + std::to_string(WEXITSTATUS(status))
                                        : "failed:signal" + std::to_string(WTERMSIG(status)));
-    if (ok) std::tie(r.metric, r.best_epoch) = best_metric(t, trial_dir(t, r.trial), epochs);
-    append_row(results, r, settings[r.trial]);
-    if (!quiet) {
-      std::fprintf(stderr, "nn-tune: trial %u, %u epochs: ", r.trial, epochs);
+    if (ok) std::tie(r.metric, r.best_epoch) = best_metric(t, trial_dir(t, r.trial), r.epochs);
+    append_row(tune.results, r, tune.settings[r.trial]);
+    tune.state.finished[{r.trial, r.rung}] = r.metric;
+    if (!tune.quiet) {
+      std::fprintf(stderr, "nn-tune: trial %u, %u epochs: ", r.trial, r.epochs);
       if (ok)
         std::fprintf(stderr, "%s@%u %.4f (epoch %u), %.1f s\n", t.metric.c_str(), t.k, r.metric,
                      r.best_epoch, r.seconds);
@@ -239,10 +226,7 @@ std::vector<Row> run_rung(const TuneFile& t, const std::vector<json>& settings,
         std::fprintf(stderr, "%s (see %s/train.log)\n", r.status.c_str(),
                      trial_dir(t, r.trial).c_str());
     }
-    rows.push_back(r);
-    running.erase(it);
   }
-  return rows;
 }
 
 void copy_winner(const TuneFile& t, const Row& best, const json& settings) {
@@ -262,7 +246,8 @@ void copy_winner(const TuneFile& t, const Row& best, const json& settings) {
 }  // namespace
 
 int run(int argc, char** argv) {
-  CLI::App app{"Search a config's settings by successive halving on the validation metric.",
+  CLI::App app{"Search a config's settings (random, grid or TPE draws; successive halving or "
+               "ASHA) on the validation metric.",
                kToolName};
   std::string tune_path;
   int parallel = 1, threads = 0;
@@ -299,74 +284,67 @@ int run(int argc, char** argv) {
   if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB) != 0)
     throw IoError(t.output + ": another nn-tune is working in this Output folder (" + lock_path +
                   " is locked)");
-  const std::vector<json> settings = trial_settings(t);
-  const std::vector<uint32_t> rungs = rung_epochs(t);
-  const std::string results = (fs::path(t.output) / "results.tsv").string();
-  const std::vector<Row> done = read_results(results);
+  Tune tune{
+      t, load_trials(t), rung_epochs(t), {}, (fs::path(t.output) / "results.tsv").string(), quiet,
+      {}};
+  tune.state.rungs = uint32_t(tune.rungs.size());
+  tune.state.eta = t.eta;
+  tune.state.asynchronous = t.asynchronous;
+  tune.state.trials = t.sampler == "TPE" ? t.trials : uint32_t(tune.settings.size());
+  tune.settings.resize(std::min<size_t>(tune.settings.size(), tune.state.trials));
+  tune.state.drawn = uint32_t(tune.settings.size());
+  for (const Row& r : read_results(tune.results))
+    if (r.trial < tune.state.drawn && r.rung < tune.state.rungs)
+      tune.state.finished[{r.trial, r.rung}] = r.metric;
   if (!quiet)
     std::fprintf(
-        stderr, "nn-tune: %zu trials (%s), rungs of %s epochs, %s@%u, output %s\n", settings.size(),
-        t.sampler.c_str(),
+        stderr, "nn-tune: %u trials (%s, %s), rungs of %s epochs, %s@%u, output %s\n",
+        tune.state.trials, t.sampler.c_str(), t.asynchronous ? "ASHA" : "successive halving",
         [&] {
           std::string s;
-          for (uint32_t e : rungs) s += (s.empty() ? "" : "/") + std::to_string(e);
+          for (uint32_t e : tune.rungs) s += (s.empty() ? "" : "/") + std::to_string(e);
           return s;
         }()
             .c_str(),
         t.metric.c_str(), t.k, t.output.c_str());
-  std::vector<uint32_t> alive(settings.size());
-  for (uint32_t i = 0; i < alive.size(); ++i) alive[i] = i;
-  std::vector<Row> last_rows;
-  for (uint32_t rung = 0; rung < rungs.size() && !alive.empty(); ++rung) {
-    std::map<uint32_t, Row> rows;
-    for (const Row& r : done)
-      if (r.rung == rung) rows[r.trial] = r;
-    std::vector<uint32_t> to_run;
-    for (uint32_t trial : alive)
-      if (!rows.count(trial)) to_run.push_back(trial);
-    if (!quiet && !to_run.empty())
-      std::fprintf(stderr, "nn-tune: rung %u of %zu: %zu trials to %u epochs%s\n", rung + 1,
-                   rungs.size(), to_run.size(), rungs[rung],
-                   to_run.size() < alive.size() ? " (the others ran before)" : "");
-    for (const Row& r : run_rung(t, settings, to_run, rung, rungs[rung], parallel, threads, results,
-                                 quiet, deadline))
-      rows[r.trial] = r;
-    if (const int signal = api::stop_signal()) {
-      std::fprintf(stderr,
-                   "nn-tune: stopped by %s; %s holds every finished rung, and the same command "
-                   "goes on from there\n",
-                   api::signal_name(signal).c_str(), results.c_str());
-      return 128 + signal;
-    }
-    std::vector<Row> ranked;
-    for (uint32_t trial : alive)
-      if (rows.count(trial)) ranked.push_back(rows.at(trial));
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [](const Row& a, const Row& b) { return a.metric > b.metric; });
-    if (ranked.size() < alive.size()) {
-      // The time budget ran out in this rung: the winner is the best of the trials that
-      // finished it, or of the rung before when none did. The same command with a larger budget
-      // goes on from here.
-      const bool from_this_rung = !ranked.empty() && std::isfinite(ranked.front().metric);
-      if (from_this_rung) last_rows = ranked;
-      std::fprintf(stderr,
-                   "nn-tune: the time budget of %g s ran out in rung %u: %zu of %zu trials "
-                   "finished it; the winner is the best of %s\n",
-                   t.seconds, rung + 1, ranked.size(), alive.size(),
-                   from_this_rung ? "those" : "the rung before");
-      break;
-    }
-    last_rows = ranked;
-    const size_t keep =
-        rung + 1 < rungs.size() ? (ranked.size() + t.eta - 1) / t.eta : ranked.size();
-    alive.clear();
-    for (size_t i = 0; i < keep && i < ranked.size(); ++i)
-      if (std::isfinite(ranked[i].metric)) alive.push_back(ranked[i].trial);
+  run_jobs(tune, parallel, threads, deadline);
+  const std::string& results = tune.results;
+  if (const int signal = api::stop_signal()) {
+    std::fprintf(stderr,
+                 "nn-tune: stopped by %s; %s holds every finished rung, and the same command "
+                 "goes on from there\n",
+                 api::signal_name(signal).c_str(), results.c_str());
+    return 128 + signal;
   }
-  if (last_rows.empty() || !std::isfinite(last_rows.front().metric))
+  const std::optional<Winner> won = winner(tune.state);
+  if (next_job(tune.state).kind != Job::Kind::Done) {
+    // The time budget ran out: the winner is the best of the deepest rung reached (the rung
+    // before when none of that rung finished). The same command with a larger budget goes on.
+    uint32_t deepest = 0;
+    for (const auto& [key, metric] : tune.state.finished) deepest = std::max(deepest, key.second);
+    size_t finished = 0, below = 0;
+    for (const auto& [key, metric] : tune.state.finished) {
+      finished += key.second == deepest;
+      below += deepest > 0 && key.second == deepest - 1;
+    }
+    const size_t expected = deepest == 0 ? tune.state.trials : (below + t.eta - 1) / t.eta;
+    const bool from_deepest = won && won->rung == deepest;
+    std::fprintf(stderr,
+                 "nn-tune: the time budget of %g s ran out in rung %u: %zu of %zu trials "
+                 "finished it; the winner is the best of %s\n",
+                 t.seconds, deepest + 1, finished, expected,
+                 from_deepest ? "those" : "the rung before");
+  }
+  if (!won)
     throw Error("no trial finished with a validation " + t.metric + "@" + std::to_string(t.k) +
                 "; see the trials' train.log under " + t.output);
-  const Row& best = last_rows.front();
+  Row best;
+  best.trial = won->trial;
+  best.rung = won->rung;
+  best.metric = won->metric;
+  best.epochs = tune.rungs[won->rung];
+  best.best_epoch = best_metric(t, trial_dir(t, won->trial), best.epochs).second;
+  const std::vector<json>& settings = tune.settings;
   copy_winner(t, best, settings[best.trial]);
   std::printf("best: trial %u, %s@%u %.4f at epoch %u of %u: %s\n", best.trial, t.metric.c_str(),
               t.k, best.metric, best.best_epoch, best.epochs, settings[best.trial].dump().c_str());

@@ -1,6 +1,7 @@
 // The tune file, its search space and the trials' files (tune_file.h).
 #include "nn-tune/tune_file.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -8,6 +9,7 @@
 #include <limits>
 #include <sstream>
 
+#include "nn-tune/sampler.h"
 #include "nn/error.h"
 
 namespace nn::tool {
@@ -147,9 +149,9 @@ TuneFile read_tune_file(const std::string& path) {
   if (!j.is_object()) throw ConfigError(path + ": expected a JSON object");
   TuneFile t;
   t.dir = fs::absolute(fs::path(path)).parent_path().string();
-  static const char* const known[] = {"Config", "Data",    "ValidationData", "Metric",
-                                      "Space",  "Sampler", "Trials",         "Seed",
-                                      "Epochs", "Seconds", "Output"};
+  static const char* const known[] = {"Config",  "Data",     "ValidationData", "Metric", "Space",
+                                      "Sampler", "Trials",   "Seed",           "Epochs", "Seconds",
+                                      "Output",  "Schedule", "StartupTrials"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
@@ -179,9 +181,14 @@ TuneFile read_tune_file(const std::string& path) {
   for (auto it = j["Space"].begin(); it != j["Space"].end(); ++it)
     t.space.push_back(parse_param(path, it.key(), it.value()));
   if (j.contains("Sampler")) {
-    if (j["Sampler"] != "Random" && j["Sampler"] != "Grid")
-      bad(path, "Sampler", "expected Random or Grid");
+    if (j["Sampler"] != "Random" && j["Sampler"] != "Grid" && j["Sampler"] != "TPE")
+      bad(path, "Sampler", "expected Random, Grid or TPE");
     t.sampler = j["Sampler"].get<std::string>();
+  }
+  if (j.contains("Schedule")) {
+    if (j["Schedule"] != "Halving" && j["Schedule"] != "ASHA")
+      bad(path, "Schedule", "expected Halving (rung by rung) or ASHA (asynchronous)");
+    t.asynchronous = j["Schedule"] == "ASHA";
   }
   if (t.sampler == "Grid")
     for (const auto& p : t.space)
@@ -192,6 +199,14 @@ TuneFile read_tune_file(const std::string& path) {
         j["Trials"].get<uint64_t>() > 100000)
       bad(path, "Trials", "expected an integer from 1 to 100000");
     t.trials = j["Trials"].get<uint32_t>();
+  }
+  // TPE's random draws before its model: a tenth of the trials, 3 to 10 of them.
+  t.startup_trials = std::clamp<uint32_t>(t.trials / 10, 3, 10);
+  if (j.contains("StartupTrials")) {
+    if (t.sampler != "TPE") bad(path, "StartupTrials", "only for \"Sampler\": \"TPE\"");
+    if (!j["StartupTrials"].is_number_unsigned() || j["StartupTrials"].get<uint64_t>() == 0)
+      bad(path, "StartupTrials", "expected a positive integer");
+    t.startup_trials = j["StartupTrials"].get<uint32_t>();
   }
   if (j.contains("Seed")) {
     if (!j["Seed"].is_number_unsigned()) bad(path, "Seed", "expected an integer >= 0");
@@ -236,29 +251,10 @@ std::vector<json> draw_trials(const TuneFile& t) {
     }
     return out;
   }
+  // Random: one generator for all the draws (the sequence of the first nn-tune, which folders
+  // made then still hold in trials.jsonl).
   std::mt19937_64 rng(t.seed);
-  for (uint32_t i = 0; i < t.trials; ++i) {
-    json s = json::object();
-    for (const SearchParam& p : t.space) {
-      const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
-      switch (p.kind) {
-        case SearchParam::Kind::Choice:
-          s[p.path] =
-              p.choices[std::min(size_t(u * double(p.choices.size())), p.choices.size() - 1)];
-          break;
-        case SearchParam::Kind::Uniform:
-          s[p.path] = p.low + u * (p.high - p.low);
-          break;
-        case SearchParam::Kind::LogUniform:
-          s[p.path] = std::exp(std::log(p.low) + u * (std::log(p.high) - std::log(p.low)));
-          break;
-        case SearchParam::Kind::IntUniform:
-          s[p.path] = int64_t(std::floor(p.low + u * (p.high - p.low + 1)));
-          break;
-      }
-    }
-    out.push_back(s);
-  }
+  for (uint32_t i = 0; i < t.trials; ++i) out.push_back(random_draw(t.space, rng));
   return out;
 }
 

@@ -27,8 +27,10 @@ struct TuneFile {
   std::string metric = "recall";  // recall or ndcg, at k
   uint32_t k = 20;
   std::vector<SearchParam> space;
-  std::string sampler = "Random";  // Random or Grid
+  std::string sampler = "Random";  // Random, Grid or TPE
   uint32_t trials = 8;
+  uint32_t startup_trials = 3;  // TPE: random draws before the model
+  bool asynchronous = false;    // "Schedule": "ASHA" (promotions as results come), else Halving
   uint64_t seed = 1;
   uint32_t min_epochs = 1, max_epochs = 1, eta = 3;  // successive halving
   // Wall-clock budget of one run of the tune ("Seconds"; 0: none): no trial starts after it, and
@@ -41,7 +43,8 @@ struct TuneFile {
 TuneFile read_tune_file(const std::string& path);
 
 // The trials' settings, one JSON object {path: value} per trial: `trials` random draws from
-// `seed`, or every combination of the Choice values (Grid; `trials` is then their count).
+// `seed`, or every combination of the Choice values (Grid; `trials` is then their count). Not
+// for TPE, whose draws depend on the results (sampler.h).
 std::vector<nlohmann::json> draw_trials(const TuneFile& t);
 
 // The rungs of successive halving: min_epochs, min_epochs * eta, ... up to max_epochs (the last

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# nn-tune's model-based sampler and asynchronous schedule (docs/tuning.md): a TPE search under
+# ASHA with two trials at a time draws its first trials at random and the rest from the results
+# (one trials.jsonl line each, as drawn), promotes a trial before the first rung is complete,
+# ends with successive halving's counts and a winner whose files work; a run cut short by a time
+# budget keeps its draws and the same command finishes it; a changed sampler for the same Output
+# is refused; StartupTrials without TPE and an unknown schedule are refused with the key named.
+# Usage: tune_tpe_asha.sh <tool-dir> <source-dir>
+set -euo pipefail
+tools=$(realpath "$1")
+source "$(dirname "$(realpath "$0")")/lib/common.sh"
+enter_work_dir
+tiny_ratings
+tiny_datasets "$tools"
+awk -F'\t' '{ n = split($2, a, ":"); in_ = a[1] ":" a[2]; out = "";
+       for (i = 3; i <= n; i++) out = out (out == "" ? "" : ":") a[i];
+       print $1 "\t" in_ > "val_in.txt"; print $1 "\t" out > "val_out.txt" }' ratings.txt
+"$tools/nn-generate" -d input -i val_in.txt -o val_input.nc -f features.idx -s val_samples.idx \
+  2>/dev/null
+"$tools/nn-generate" -d output -i val_out.txt -o val_output.nc -f features.idx \
+  -s val_samples.idx 2>/dev/null
+mkdir config
+tiny_config 8
+mv config.json config/network.json
+cat >config/train.cdl <<'JSON'
+{ "Version": 0.9, "Network": "network.json", "Command": "Train", "RandomSeed": 5,
+  "Data": ["input.nc", "output.nc"],
+  "TrainingParameters": { "Epochs": 10, "MiniBatch": 8, "Alpha": 0.01, "Optimizer": "Adam",
+    "mu": 0.9, "Results": "network.nc" } }
+JSON
+cat >tune.json <<'JSON'
+{ "Config": "config", "Data": ["input.nc", "output.nc"],
+  "ValidationData": ["val_input.nc", "val_output.nc"], "Metric": "ndcg@5",
+  "Space": { "TrainingParameters.Alpha": {"LogUniform": [0.0005, 0.1]},
+             "Network.Layers.Hidden.N": [2, 4, 8, 16] },
+  "Sampler": "TPE", "StartupTrials": 3, "Trials": 9, "Seed": 4, "Schedule": "ASHA",
+  "Epochs": {"Min": 1, "Max": 9, "Eta": 3}, "Output": "out" }
+JSON
+"$tools/nn-tune" --parallel 2 tune.json >out.txt 2>err.txt || fail "tune: $(cat err.txt)"
+[[ $(wc -l <out/trials.jsonl) == 9 ]] || fail "trials.jsonl: $(cat out/trials.jsonl)"
+[[ $(grep -c "drawn by TPE from" err.txt) == 6 ]] || fail "TPE draws: $(cat err.txt)"
+grep -q "nn-tune: 9 trials (TPE, ASHA)" err.txt || fail "header: $(cat err.txt)"
+rows() { awk -F'\t' -v r="$1" 'NR > 1 && $2 == r && NF >= 8' out/results.tsv | wc -l; }
+((rows0 = $(rows 0), rows1 = $(rows 1), rows2 = $(rows 2))) || true
+[[ $rows0 == 9 ]] && ((rows1 >= 3 && rows2 >= 1)) ||
+  fail "rows per rung: $rows0 $rows1 $rows2: $(cat out/results.tsv)"
+# Asynchronous: a second-rung row before the last first-rung row.
+python3 - out/results.tsv <<'PY' || fail "no promotion before rung 1 ended: $(cat out/results.tsv)"
+import sys
+rungs = [l.split("\t")[1] for l in open(sys.argv[1]).read().splitlines()[1:]]
+last0 = max(i for i, r in enumerate(rungs) if r == "0")
+assert any(r == "1" for r in rungs[:last0]), rungs
+PY
+# Every promotion into a rung was among the best third of that rung's results at the time.
+python3 - out/results.tsv <<'PY' || fail "a promotion outside the best third: $(cat out/results.tsv)"
+import sys, math
+rows = [l.split("\t") for l in open(sys.argv[1]).read().splitlines()[1:]]
+seen = {}
+for r in rows:
+    trial, rung = r[0], int(r[1])
+    if rung > 0:
+        below = seen.get(rung - 1, [])
+        # The promotion was decided before this row: the trial is in the best third of the
+        # rung below as it stands now (results only grow, so a best-third member stays
+        # within ceil(n/3) of those seen when it ran).
+        ranked = sorted(below, key=lambda x: -x[1])
+        assert trial in [t for t, _ in ranked[: math.ceil(len(ranked) / 3)]], (trial, ranked)
+    seen.setdefault(rung, []).append((trial, float(r[3]) if r[3] != "-" else -1e9))
+PY
+winner=$(awk '/^best: trial/ { sub(",", "", $3); print $3 }' out.txt)
+[[ -n $winner && $(awk -F'\t' -v w="$winner" 'NR > 1 && $1 == w && $2 == 2' out/results.tsv |
+  wc -l) == 1 ]] || fail "the winner is not from the last rung: $(cat out.txt out/results.tsv)"
+"$tools/nn-predict" -n out/best/network.nc --data input.nc -k 3 -s recs.txt -q ||
+  fail "the winner's network does not load"
+# Again: nothing runs, the same winner, the same draws.
+cp out/trials.jsonl trials-before.jsonl
+cp out/results.tsv results-before.tsv
+"$tools/nn-tune" tune.json >again.txt 2>&1 || fail "again: $(cat again.txt)"
+cmp -s trials-before.jsonl out/trials.jsonl && cmp -s results-before.tsv out/results.tsv ||
+  fail "a finished tune drew or ran again"
+[[ $(grep '^best:' again.txt) == $(grep '^best:' out.txt) ]] || fail "another winner: $(cat again.txt)"
+# A time budget cuts the search short; the same command finishes it on the draws it made.
+sed 's/"Output": "out"/"Output": "budget"/; s/"Schedule": "ASHA"/"Schedule": "Halving"/' tune.json \
+  >budget.json
+"$tools/nn-tune" --seconds 1 budget.json >budget.txt 2>&1 || fail "budget: $(cat budget.txt)"
+grep -q "the time budget of 1 s ran out" budget.txt || fail "budget: $(cat budget.txt)"
+drawn=$(wc -l <budget/trials.jsonl)
+((drawn >= 1 && drawn < 9)) || fail "budget draws: $drawn"
+head -n "$drawn" budget/trials.jsonl >drawn-before.jsonl
+"$tools/nn-tune" budget.json >budget2.txt 2>&1 || fail "after the budget: $(cat budget2.txt)"
+[[ $(wc -l <budget/trials.jsonl) == 9 ]] && cmp -s drawn-before.jsonl <(head -n "$drawn" budget/trials.jsonl) ||
+  fail "the draws before the budget were not kept: $(cat budget/trials.jsonl)"
+grep -q "rung 2 of 3:" budget2.txt || fail "halving after the budget: $(cat budget2.txt)"
+[[ $(awk -F'\t' 'NR > 1 && $2 == 0' budget/results.tsv | wc -l) == 9 ]] ||
+  fail "rung 0 after the budget: $(cat budget/results.tsv)"
+# A changed sampler for the same Output is refused.
+tool=$tools/nn-tune
+sed 's/"Sampler": "TPE", "StartupTrials": 3,/"Sampler": "Random",/' tune.json >random.json
+expect_status 1 random.json
+grep -q "changed since this tune started; give another Output" err.txt || fail "$(cat err.txt)"
+sed 's/"Sampler": "TPE", /"Sampler": "Random", /; s/"Output": "out"/"Output": "bad1"/' tune.json >bad1.json
+expect_status 1 bad1.json
+grep -q 'bad1.json: StartupTrials: only for "Sampler": "TPE"' err.txt || fail "$(cat err.txt)"
+sed 's/"Schedule": "ASHA"/"Schedule": "Hyperband"/' tune.json >bad2.json
+expect_status 1 bad2.json
+grep -q "bad2.json: Schedule: expected Halving (rung by rung) or ASHA" err.txt || fail "$(cat err.txt)"
+echo "tune_tpe_asha: ok"

@@ -1,0 +1,222 @@
+// nn-tune's schedule (successive halving and ASHA) and samplers (random, TPE), driven here by
+// simulated trials with known metrics: which trial runs next, which are promoted, who wins, and
+// whether TPE's draws move towards the settings that scored well.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+
+#include "nn-tune/sampler.h"
+#include "nn-tune/schedule.h"
+
+namespace nn::tool {
+namespace {
+
+using nlohmann::json;
+
+// Runs the schedule one job at a time (a single worker); metric(trial, rung) scores a rung.
+// Returns the jobs in the order they ran.
+std::vector<Job> simulate(ScheduleState& s, const std::function<double(uint32_t, uint32_t)>& metric) {
+  std::vector<Job> order;
+  for (;;) {
+    const Job job = next_job(s);
+    if (job.kind == Job::Kind::Done) break;
+    EXPECT_NE(job.kind, Job::Kind::Wait) << "a single worker never waits";
+    if (job.kind == Job::Kind::Wait) break;
+    if (job.kind == Job::Kind::Draw) s.drawn++;
+    s.finished[{job.trial, job.rung}] = metric(job.trial, job.rung);
+    order.push_back(job);
+  }
+  return order;
+}
+
+size_t count_rung(const ScheduleState& s, uint32_t rung) {
+  size_t n = 0;
+  for (const auto& [key, metric] : s.finished) n += key.second == rung;
+  return n;
+}
+
+TEST(TuneSchedule, HalvingRunsRungByRungAndKeepsTheBestThird) {
+  ScheduleState s;
+  s.rungs = 3;
+  s.eta = 3;
+  s.trials = 6;
+  // Trial t scores t/10 at every rung: the best are 5, then 4.
+  const auto order = simulate(s, [](uint32_t t, uint32_t) { return t / 10.0; });
+  ASSERT_EQ(order.size(), 9u);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(order[i].rung, 0u) << "rung 0 first, all of it";
+  EXPECT_EQ(count_rung(s, 1), 2u);
+  EXPECT_EQ(count_rung(s, 2), 1u);
+  EXPECT_TRUE(s.finished.count({5, 1}) && s.finished.count({4, 1}));
+  EXPECT_EQ(order.back().trial, 5u);
+  const auto won = winner(s);
+  ASSERT_TRUE(won.has_value());
+  EXPECT_EQ(won->trial, 5u);
+  EXPECT_EQ(won->rung, 2u);
+}
+
+TEST(TuneSchedule, HalvingWaitsForTheWholeRungWhileTrialsRun) {
+  ScheduleState s;
+  s.rungs = 2;
+  s.eta = 3;
+  s.trials = 3;
+  s.drawn = 3;
+  s.finished[{0, 0}] = 0.9;
+  s.finished[{1, 0}] = 0.1;
+  s.running.insert({2, 0});
+  EXPECT_EQ(next_job(s).kind, Job::Kind::Wait);
+  s.asynchronous = true;  // ASHA: 2 results, floor(2/3) = 0 promotable yet
+  EXPECT_EQ(next_job(s).kind, Job::Kind::Wait);
+  s.finished[{3, 0}] = 0.5;  // (a fourth trial's result: 3 in all, the best one promotable)
+  s.trials = s.drawn = 4;
+  const Job job = next_job(s);
+  EXPECT_EQ(job.kind, Job::Kind::Promote);
+  EXPECT_EQ(job.trial, 0u);
+  EXPECT_EQ(job.rung, 1u);
+}
+
+TEST(TuneSchedule, AshaPromotesBeforeTheRungIsComplete) {
+  ScheduleState s;
+  s.rungs = 3;
+  s.eta = 3;
+  s.trials = 9;
+  s.asynchronous = true;
+  const auto order = simulate(s, [](uint32_t t, uint32_t) { return double((t * 7) % 9); });
+  // The first promotion comes after 3 results of rung 0, not after all 9.
+  size_t first_promotion = 0;
+  while (order[first_promotion].rung == 0) ++first_promotion;
+  EXPECT_EQ(first_promotion, 3u);
+  // In the end, as many as successive halving: a third of 9, then of 3.
+  EXPECT_EQ(count_rung(s, 0), 9u);
+  EXPECT_GE(count_rung(s, 1), 3u);
+  EXPECT_GE(count_rung(s, 2), 1u);
+  // The best trial at rung 0 (t * 7 % 9 == 8: t = 5) reaches the last rung and wins.
+  const auto won = winner(s);
+  ASSERT_TRUE(won.has_value());
+  EXPECT_EQ(won->trial, 5u);
+  EXPECT_EQ(won->rung, 2u);
+}
+
+TEST(TuneSchedule, FailedRungsAreNeverPromotedAndDrawnTrialsComeFirst) {
+  ScheduleState s;
+  s.rungs = 2;
+  s.eta = 2;
+  s.trials = 4;
+  s.drawn = 2;  // trial 1 drawn but never run (a tune killed before it)
+  s.finished[{0, 0}] = -std::numeric_limits<double>::infinity();
+  Job job = next_job(s);
+  EXPECT_EQ(job.kind, Job::Kind::Start);
+  EXPECT_EQ(job.trial, 1u);
+  s.finished[{1, 0}] = -std::numeric_limits<double>::infinity();
+  s.finished[{2, 0}] = 0.2;
+  s.finished[{3, 0}] = 0.3;
+  s.drawn = 4;
+  // 4 results, 2 promoted: the two finite ones, never the failures.
+  const auto order = simulate(s, [](uint32_t t, uint32_t) { return t / 10.0; });
+  ASSERT_EQ(order.size(), 2u);
+  EXPECT_EQ(order[0].trial, 3u);
+  EXPECT_EQ(order[1].trial, 2u);
+  EXPECT_EQ(winner(s)->trial, 3u);
+  ScheduleState none;
+  none.trials = none.drawn = 1;
+  none.finished[{0, 0}] = -std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(winner(none).has_value());
+}
+
+std::vector<SearchParam> space_of(std::vector<SearchParam> params) { return params; }
+
+SearchParam range(const char* path, SearchParam::Kind kind, double low, double high) {
+  SearchParam p;
+  p.path = path;
+  p.kind = kind;
+  p.low = low;
+  p.high = high;
+  return p;
+}
+
+TEST(TuneSampler, DrawsStayInTheirRangesAndLists) {
+  SearchParam choice;
+  choice.path = "Network.Layers.Hidden.N";
+  choice.choices = json::array({64, 128, 256});
+  const auto space = space_of({range("a", SearchParam::Kind::Uniform, 0.2, 0.6),
+                               range("b", SearchParam::Kind::LogUniform, 1e-4, 1e-2),
+                               range("c", SearchParam::Kind::IntUniform, 2, 5), choice});
+  std::vector<Observation> seen;
+  for (uint32_t i = 0; i < 60; ++i) {
+    std::mt19937_64 rng = trial_rng(7, i);
+    const json s = i < 5 ? random_draw(space, rng) : tpe_draw(space, seen, rng);
+    EXPECT_GE(s["a"].get<double>(), 0.2);
+    EXPECT_LE(s["a"].get<double>(), 0.6);
+    EXPECT_GE(s["b"].get<double>(), 1e-4);
+    EXPECT_LE(s["b"].get<double>(), 1e-2);
+    ASSERT_TRUE(s["c"].is_number_integer());
+    EXPECT_GE(s["c"].get<int>(), 2);
+    EXPECT_LE(s["c"].get<int>(), 5);
+    EXPECT_TRUE(s["Network.Layers.Hidden.N"] == 64 || s["Network.Layers.Hidden.N"] == 128 ||
+                s["Network.Layers.Hidden.N"] == 256);
+    seen.push_back({s, 0, s["a"].get<double>()});
+  }
+}
+
+// The best of `trials` draws on an objective with its peak at rate 0.003 and 128 units, by TPE
+// (5 random draws first) or at random, averaged over seeds: TPE must get closer.
+TEST(TuneSampler, TpeFindsBetterSettingsThanRandomDraws) {
+  SearchParam units;
+  units.path = "units";
+  units.choices = json::array({32, 64, 128, 256, 512});
+  const auto space =
+      space_of({range("rate", SearchParam::Kind::LogUniform, 1e-5, 1e-1), units});
+  const auto objective = [](const json& s) {
+    const double d = std::log10(s["rate"].get<double>()) - std::log10(0.003);
+    return -d * d - (s["units"] == 128 ? 0.0 : 0.5);
+  };
+  double tpe_regret = 0, random_regret = 0, tpe_late_hits = 0;
+  const int seeds = 10, trials = 30;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    std::vector<Observation> seen;
+    double best_tpe = -1e9, best_random = -1e9;
+    std::mt19937_64 random_rng(uint64_t(seed) * 977);
+    for (int i = 0; i < trials; ++i) {
+      std::mt19937_64 rng = trial_rng(uint64_t(seed), uint32_t(i));
+      const json s = i < 5 ? random_draw(space, rng) : tpe_draw(space, seen, rng);
+      const double v = objective(s);
+      seen.push_back({s, 0, v});
+      best_tpe = std::max(best_tpe, v);
+      if (i >= trials - 10) tpe_late_hits += s["units"] == 128;
+      best_random = std::max(best_random, objective(random_draw(space, random_rng)));
+    }
+    tpe_regret += -best_tpe;
+    random_regret += -best_random;
+  }
+  EXPECT_LT(tpe_regret, 0.5 * random_regret)
+      << "mean regret: TPE " << tpe_regret / seeds << ", random " << random_regret / seeds;
+  // Random draws pick 128 units a fifth of the time; TPE's late draws mostly.
+  EXPECT_GT(tpe_late_hits / (10.0 * seeds), 0.5);
+}
+
+TEST(TuneSampler, TrialsStoppedEarlierRankBelowThoseThatWentOn) {
+  // Two trials: one stopped at rung 0 with a high metric, one that reached rung 1 with a lower
+  // one. The good group (one trial) is the deeper one, so draws cluster at its value.
+  const auto space = space_of({range("x", SearchParam::Kind::Uniform, 0.0, 1.0)});
+  std::vector<Observation> seen = {{json{{"x", 0.1}}, 0, 0.9}, {json{{"x", 0.9}}, 1, 0.5}};
+  for (int i = 0; i < 6; ++i) seen.push_back({json{{"x", 0.1 + 0.01 * i}}, 0, 0.8});
+  int near_deep = 0;
+  for (uint32_t i = 0; i < 40; ++i) {
+    std::mt19937_64 rng = trial_rng(3, i);
+    near_deep += tpe_draw(space, seen, rng)["x"].get<double>() > 0.6;
+  }
+  EXPECT_GT(near_deep, 30);
+}
+
+TEST(TuneSampler, TrialDrawsDependOnTheirIndexOnly) {
+  const auto space = space_of({range("x", SearchParam::Kind::Uniform, 0.0, 1.0)});
+  std::mt19937_64 a = trial_rng(5, 3), b = trial_rng(5, 3), c = trial_rng(5, 4);
+  const json x = random_draw(space, a);
+  EXPECT_EQ(x, random_draw(space, b));
+  EXPECT_NE(x, random_draw(space, c));
+}
+
+}  // namespace
+}  // namespace nn::tool
