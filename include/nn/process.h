@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace nn::api {
@@ -36,6 +37,12 @@ bool launched_by_mpi();
 bool mpi_active();
 int world_rank();  // 0 without MPI
 int world_size();  // 1 without MPI
+// Text messages between the job's ranks, for programs that share out work among their ranks
+// themselves (nn-tune's scheduler and its workers): in order between any two ranks. send_text
+// returns once the text is sent or buffered (nn::BackendError without another rank);
+// poll_text never waits: {sender's rank, text} of a message that has arrived, or nullopt.
+void send_text(int to_rank, const std::string& text);
+std::optional<std::pair<int, std::string>> poll_text();
 // "rank 3: " when the job has more than one rank, "" otherwise (a prefix for messages).
 std::string rank_prefix();
 // Ends every process of the job with `status` (MPI_Abort under MPI, std::exit otherwise). For

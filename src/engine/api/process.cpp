@@ -31,6 +31,12 @@ int world_rank() {
 int world_size() {
   return nn::world_size();
 }
+void send_text(int to_rank, const std::string& text) {
+  nn::send_text(to_rank, text);
+}
+std::optional<std::pair<int, std::string>> poll_text() {
+  return nn::poll_text();
+}
 std::string rank_prefix() {
   return nn::rank_prefix();
 }

@@ -122,6 +122,28 @@ int world_size() {
   return 1;
 }
 
+void send_text(int to_rank, const std::string& text) {
+  if (to_rank < 0 || to_rank >= world_size() || world_size() < 2)
+    throw BackendError("no rank " + std::to_string(to_rank) + " to send to: the job has " +
+                       std::to_string(world_size()) + " rank(s)");
+#ifdef NN_HAVE_MPI
+  mpi::send_text(to_rank, text);
+#else
+  (void)text;
+#endif
+}
+
+std::optional<std::pair<int, std::string>> poll_text() {
+#ifdef NN_HAVE_MPI
+  if (mpi::active()) {
+    int from = 0;
+    std::string text;
+    if (mpi::poll_text(&from, &text)) return std::make_pair(from, std::move(text));
+  }
+#endif
+  return std::nullopt;
+}
+
 int ranks_on_this_host() {
   if (world_size() <= 1) return 1;
   for (const char* name :

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "distributed/communicator.h"
 
@@ -44,6 +46,11 @@ int ranks_on_this_host();
 // affinity mask shared among the job's ranks on this host (at least 1), so `mpirun -np 2` on 2
 // cores runs one thread per rank. Collective over the world communicator under MPI.
 int default_thread_count();
+// Text messages between ranks, for programs that coordinate their ranks themselves (nn-tune):
+// in order between any two ranks. Without MPI there is no other rank: send_text throws
+// BackendError and poll_text finds nothing.
+void send_text(int to_rank, const std::string& text);
+std::optional<std::pair<int, std::string>> poll_text();
 // "rank 3: " when the job has more than one rank, "" otherwise (prefix for messages).
 std::string rank_prefix();
 

@@ -43,6 +43,7 @@
 #include "nn-tune/sampler.h"
 #include "nn-tune/schedule.h"
 #include "nn-tune/tune_file.h"
+#include "nn-tune/workers.h"
 #include "nn/process.h"
 #include "nn/stop.h"
 
@@ -53,50 +54,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-std::string nn_train_path() {
-  char path[4096];
-  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n <= 0) throw IoError("cannot find this executable's folder (/proc/self/exe)");
-  path[n] = '\0';
-  const fs::path train = fs::path(path).parent_path() / "nn-train";
-  if (access(train.c_str(), X_OK) != 0)
-    throw IoError(train.string() + ": nn-tune runs the nn-train beside it, which is missing");
-  return train.string();
-}
-
-struct Running {
-  pid_t pid;
-  uint32_t trial, rung;
-  std::chrono::steady_clock::time_point start;
-};
-
-pid_t start_trial(const std::string& nn_train, const std::string& dir, uint32_t epochs,
-                  int threads) {
-  std::vector<std::string> args = {nn_train, "train.cdl", "-e", std::to_string(epochs),
-                                   "--resume=auto"};
-  if (threads > 0) args.insert(args.end(), {"--threads", std::to_string(threads)});
-  const pid_t pid = fork();
-  if (pid < 0) throw IoError("fork failed: cannot start nn-train");
-  if (pid == 0) {
-    // A trial never outlives its tune: SIGTERM makes nn-train write a checkpoint and stop, so
-    // the tune started again resumes it rather than running it twice at once.
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() == 1) _exit(125);  // the tune ended between fork and prctl
-    if (chdir(dir.c_str()) != 0) _exit(126);
-    const int fd = open("train.log", O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(nn_train.c_str(), argv.data());
-    _exit(127);
-  }
-  return pid;
-}
 
 using Clock = std::chrono::steady_clock;
 
@@ -165,14 +122,12 @@ struct Tune {
 // (SIGTERM, SIGINT, SIGHUP: common/signals.h) is passed on to the running trials, which
 // checkpoint and end; their rungs are not recorded (the next run resumes them) and no more
 // start. After `deadline` (the time budget) no more start either; those running finish.
-void run_jobs(Tune& tune, int parallel, int threads, Clock::time_point deadline) {
+void run_jobs(Tune& tune, Workers& workers, Clock::time_point deadline) {
   const TuneFile& t = tune.t;
-  const std::string nn_train = nn_train_path();
-  std::vector<Running> running;
   bool forwarded = false;
   for (;;) {
     const bool stopping = api::stop_signal() != 0;
-    while (!stopping && Clock::now() < deadline && int(running.size()) < parallel) {
+    while (!stopping && Clock::now() < deadline && workers.free_slots() > 0) {
       const Job job = next_job(tune.state);
       if (job.kind == Job::Kind::Wait || job.kind == Job::Kind::Done) break;
       if (job.kind == Job::Kind::Draw) tune.draw();
@@ -182,35 +137,31 @@ void run_jobs(Tune& tune, int parallel, int threads, Clock::time_point deadline)
       if (!tune.quiet && t.asynchronous && job.kind == Job::Kind::Promote)
         std::fprintf(stderr, "nn-tune: promoting trial %u to rung %u (%u epochs)\n", job.trial,
                      job.rung + 1, tune.rungs[job.rung]);
-      running.push_back({start_trial(nn_train, dir, tune.rungs[job.rung], threads), job.trial,
-                         job.rung, Clock::now()});
+      const int rank = workers.start(job.trial, job.rung, dir, tune.rungs[job.rung]);
+      if (!tune.quiet && api::world_size() > 1)
+        std::fprintf(stderr, "nn-tune: trial %u to %u epochs on rank %d\n", job.trial,
+                     tune.rungs[job.rung], rank);
       tune.state.running.insert({job.trial, job.rung});
     }
-    if (running.empty()) break;
-    int status = 0;
-    const pid_t done = waitpid(-1, &status, WNOHANG);
-    if (done < 0 && errno != EINTR) throw IoError("waitpid failed while trials ran");
-    if (done <= 0) {
+    if (workers.running() == 0) break;
+    const std::optional<TrialEnd> finished = workers.poll();
+    if (!finished) {
       if (stopping && !forwarded) {
-        for (const Running& r : running) kill(r.pid, SIGTERM);
+        workers.stop_all();
         forwarded = true;
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
       continue;
     }
-    const auto it = std::find_if(running.begin(), running.end(),
-                                 [done](const Running& r) { return r.pid == done; });
-    if (it == running.end()) continue;
-    const Running finished = *it;
-    running.erase(it);
-    tune.state.running.erase({finished.trial, finished.rung});
+    tune.state.running.erase({finished->trial, finished->rung});
+    const int status = finished->status;
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (forwarded && !ok) continue;  // stopped mid-rung: resumed by the next run, not a failure
     Row r;
-    r.trial = finished.trial;
-    r.rung = finished.rung;
-    r.epochs = tune.rungs[finished.rung];
-    r.seconds = std::chrono::duration<double>(Clock::now() - finished.start).count();
+    r.trial = finished->trial;
+    r.rung = finished->rung;
+    r.epochs = tune.rungs[finished->rung];
+    r.seconds = finished->seconds;
     r.status = ok ? "ok"
                   : (WIFEXITED(status) ? "failed:exit" + std::to_string(WEXITSTATUS(status))
                                        : "failed:signal" + std::to_string(WTERMSIG(status)));
@@ -246,17 +197,21 @@ void copy_winner(const TuneFile& t, const Row& best, const json& settings) {
 }  // namespace
 
 int run(int argc, char** argv) {
-  CLI::App app{"Search a config's settings (random, grid or TPE draws; successive halving or "
-               "ASHA) on the validation metric.",
-               kToolName};
+  CLI::App app{
+      "Search a config's settings (random, grid or TPE draws; successive halving or "
+      "ASHA) on the validation metric.",
+      kToolName};
   std::string tune_path;
   int parallel = 1, threads = 0;
   bool quiet = false;
   app.add_option("tune", tune_path, "the tune file (JSON; docs/tuning.md)")->required();
-  app.add_option("--parallel", parallel, "trials at a time, each an nn-train process (default 1)")
+  app.add_option("--parallel", parallel,
+                 "trials at a time, each an nn-train process (default 1; under mpirun, on each "
+                 "rank)")
       ->check(CLI::Range(1, 256));
   app.add_option("--threads", threads,
-                 "CPU threads per trial (default: the CPUs divided among --parallel trials)")
+                 "CPU threads per trial (default: the CPUs divided among --parallel trials, and "
+                 "among the ranks on the host under mpirun)")
       ->check(CLI::Range(0, 4096));
   double seconds = 0;
   app.add_option("--seconds", seconds,
@@ -267,8 +222,13 @@ int run(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "print errors and the final table only");
   int status = 0;
   if (parse_or_exit(app, std::vector<std::string>(argv, argv + argc), status)) return status;
-  if (threads == 0 && parallel > 1)
+  // Under mpirun every rank runs trials (rank 0 schedules them): each its share of the host's
+  // CPUs and its own CUDA device. Both defaults are collective, so every rank asks.
+  const bool ranks = api::world_size() > 1;
+  if (threads == 0 && (parallel > 1 || ranks))
     threads = std::max(1, int(api::default_thread_count()) / parallel);
+  TrialCommand command{nn_train_path(), threads, ranks ? api::default_device() : -1};
+  if (api::world_rank() != 0) return worker_loop(command, parallel);
 
   TuneFile t = read_tune_file(tune_path);
   if (seconds > 0) t.seconds = seconds;
@@ -307,7 +267,12 @@ int run(int argc, char** argv) {
         }()
             .c_str(),
         t.metric.c_str(), t.k, t.output.c_str());
-  run_jobs(tune, parallel, threads, deadline);
+  if (!quiet && ranks)
+    std::fprintf(stderr, "nn-tune: %d ranks, %d trials at a time on each (%d threads per trial)\n",
+                 api::world_size(), parallel, threads);
+  Workers workers(command, parallel);
+  run_jobs(tune, workers, deadline);
+  workers.end();
   const std::string& results = tune.results;
   if (const int signal = api::stop_signal()) {
     std::fprintf(stderr,

@@ -72,10 +72,16 @@ namespace {
 json search_of(const TuneFile& t) {
   json space = json::array();
   for (const SearchParam& p : t.space)
-    space.push_back({{"path", p.path}, {"kind", int(p.kind)}, {"choices", p.choices},
-                     {"low", p.low}, {"high", p.high}});
-  return {{"Sampler", t.sampler}, {"Trials", t.trials}, {"Seed", t.seed},
-          {"StartupTrials", t.startup_trials}, {"Space", space}};
+    space.push_back({{"path", p.path},
+                     {"kind", int(p.kind)},
+                     {"choices", p.choices},
+                     {"low", p.low},
+                     {"high", p.high}});
+  return {{"Sampler", t.sampler},
+          {"Trials", t.trials},
+          {"Seed", t.seed},
+          {"StartupTrials", t.startup_trials},
+          {"Space", space}};
 }
 
 void write_atomically(const fs::path& file, const std::string& text) {
@@ -105,8 +111,9 @@ std::vector<json> load_trials(const TuneFile& t) {
   const fs::path file = fs::path(t.output) / "trials.jsonl";
   const fs::path search = fs::path(t.output) / "search.json";
   const json wanted = search_of(t);
-  const std::string changed = ": the tune file's search (its space, sampler, trials or seed) "
-                              "changed since this tune started; give another Output";
+  const std::string changed =
+      ": the tune file's search (its space, sampler, trials or seed) "
+      "changed since this tune started; give another Output";
   if (fs::exists(search)) {
     std::ifstream in(search);
     const json was = json::parse(in, nullptr, /*allow_exceptions=*/false);

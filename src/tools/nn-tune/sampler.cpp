@@ -49,7 +49,9 @@ json from_line(const SearchParam& p, double x) {
   }
 }
 
-double normal_cdf(double z) { return 0.5 * std::erfc(-z / std::sqrt(2.0)); }
+double normal_cdf(double z) {
+  return 0.5 * std::erfc(-z / std::sqrt(2.0));
+}
 
 // A mixture of normals truncated to the line, one at each observed value and a wide one (the
 // prior) at the middle, equally weighted. Each bandwidth is the larger gap to its neighbours
@@ -144,8 +146,8 @@ json tpe_draw(const std::vector<SearchParam>& space, const std::vector<Observati
   std::stable_sort(ranked.begin(), ranked.end(), [](const Observation* a, const Observation* b) {
     return a->rung != b->rung ? a->rung > b->rung : a->metric > b->metric;
   });
-  const size_t n_good = std::clamp<size_t>(
-      size_t(std::ceil(options.gamma * double(ranked.size()))), 1, std::min<size_t>(25, ranked.size()));
+  const size_t n_good = std::clamp<size_t>(size_t(std::ceil(options.gamma * double(ranked.size()))),
+                                           1, std::min<size_t>(25, ranked.size()));
   json s = json::object();
   for (const SearchParam& p : space) {
     std::vector<const json*> good, other;

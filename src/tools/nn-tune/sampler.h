@@ -25,8 +25,8 @@ struct Observation {
 };
 
 struct TpeOptions {
-  double gamma = 0.25;        // the share of the observations taken as "good" (at most 25)
-  uint32_t candidates = 24;   // draws from the good trials' density, the best ratio kept
+  double gamma = 0.25;       // the share of the observations taken as "good" (at most 25)
+  uint32_t candidates = 24;  // draws from the good trials' density, the best ratio kept
 };
 
 // The TPE draw: splits the observations into the best ceil(gamma n) and the rest, fits to each

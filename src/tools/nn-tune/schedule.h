@@ -15,11 +15,11 @@
 namespace nn::tool {
 
 struct ScheduleState {
-  uint32_t rungs = 1;      // how many rungs (the last one is Max epochs)
-  uint32_t eta = 3;        // the share promoted: 1/eta
+  uint32_t rungs = 1;  // how many rungs (the last one is Max epochs)
+  uint32_t eta = 3;    // the share promoted: 1/eta
   bool asynchronous = false;
-  uint32_t trials = 0;     // the trials the tune runs in all
-  uint32_t drawn = 0;      // trials whose settings exist (0 .. drawn-1)
+  uint32_t trials = 0;  // the trials the tune runs in all
+  uint32_t drawn = 0;   // trials whose settings exist (0 .. drawn-1)
   // (trial, rung) -> the best validation metric up to the rung's epochs (-infinity: failed).
   std::map<std::pair<uint32_t, uint32_t>, double> finished;
   std::set<std::pair<uint32_t, uint32_t>> running;  // (trial, rung)

@@ -18,7 +18,8 @@ using nlohmann::json;
 
 // Runs the schedule one job at a time (a single worker); metric(trial, rung) scores a rung.
 // Returns the jobs in the order they ran.
-std::vector<Job> simulate(ScheduleState& s, const std::function<double(uint32_t, uint32_t)>& metric) {
+std::vector<Job> simulate(ScheduleState& s,
+                          const std::function<double(uint32_t, uint32_t)>& metric) {
   std::vector<Job> order;
   for (;;) {
     const Job job = next_job(s);
@@ -125,7 +126,9 @@ TEST(TuneSchedule, FailedRungsAreNeverPromotedAndDrawnTrialsComeFirst) {
   EXPECT_FALSE(winner(none).has_value());
 }
 
-std::vector<SearchParam> space_of(std::vector<SearchParam> params) { return params; }
+std::vector<SearchParam> space_of(std::vector<SearchParam> params) {
+  return params;
+}
 
 SearchParam range(const char* path, SearchParam::Kind kind, double low, double high) {
   SearchParam p;
@@ -166,8 +169,7 @@ TEST(TuneSampler, TpeFindsBetterSettingsThanRandomDraws) {
   SearchParam units;
   units.path = "units";
   units.choices = json::array({32, 64, 128, 256, 512});
-  const auto space =
-      space_of({range("rate", SearchParam::Kind::LogUniform, 1e-5, 1e-1), units});
+  const auto space = space_of({range("rate", SearchParam::Kind::LogUniform, 1e-5, 1e-1), units});
   const auto objective = [](const json& s) {
     const double d = std::log10(s["rate"].get<double>()) - std::log10(0.003);
     return -d * d - (s["units"] == 128 ? 0.0 : 0.5);

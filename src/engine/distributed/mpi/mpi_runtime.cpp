@@ -216,6 +216,28 @@ void abort_world(int status) {
   std::_Exit(status);  // MPI_Abort does not return; keep [[noreturn]] honest if it does
 }
 
+namespace {
+constexpr int kTextTag = 9114;  // apart from the collectives' and the heartbeats' (own comm)
+}  // namespace
+
+void send_text(int to, const std::string& text) {
+  MPI_Send(text.data(), int(text.size()), MPI_CHAR, to, kTextTag, MPI_COMM_WORLD);
+}
+
+bool poll_text(int* from, std::string* text) {
+  int arrived = 0;
+  MPI_Status status;
+  MPI_Iprobe(MPI_ANY_SOURCE, kTextTag, MPI_COMM_WORLD, &arrived, &status);
+  if (!arrived) return false;
+  int size = 0;
+  MPI_Get_count(&status, MPI_CHAR, &size);
+  text->assign(size_t(size), '\0');
+  MPI_Recv(text->data(), size, MPI_CHAR, status.MPI_SOURCE, kTextTag, MPI_COMM_WORLD,
+           MPI_STATUS_IGNORE);
+  *from = status.MPI_SOURCE;
+  return true;
+}
+
 CollectiveWatch::CollectiveWatch(const char* what) {
   id_ = watchdog().enter(what);
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "distributed/communicator.h"
 
@@ -18,6 +19,10 @@ int world_rank();
 int world_size();
 std::shared_ptr<Communicator> make_world();
 [[noreturn]] void abort_world(int status);
+// Text between two ranks of the world, on a tag of its own: send_text returns once the text is
+// sent or buffered; poll_text takes a message that has arrived, if any, without waiting.
+void send_text(int to, const std::string& text);
+bool poll_text(int* from, std::string* text);
 
 // Marks a blocking collective in progress on this thread; the watchdog aborts the job when one
 // stays in progress longer than collective_timeout_seconds().
