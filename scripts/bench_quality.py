@@ -306,9 +306,15 @@ def blend(kinds):
     return run
 
 
+def higher_order(fold, log, settings):
+    import higher_order_peer  # the pairwise model's NumPy code
+    return higher_order_peer.higher_order(fold, log, settings)
+
+
 METHODS = {
     "popularity": popularity,
     "ease": ease,
+    "higher-order": higher_order,
     "mult-dae-torch": torch_mult("dae"),
     "mult-vae-torch": torch_mult("vae"),
     "nn-recommender-autoencoder": nn_network("recommender-autoencoder"),

@@ -76,7 +76,11 @@ def searches(study):
             ("TPE 9, ASHA", {"Sampler": "TPE", "Trials": 9, "StartupTrials": 3,
                              "Space": grid, "Epochs": halving, "Schedule": "ASHA"}),
             ("random 9, halving", {"Sampler": "Random", "Trials": 9, "Space": grid,
-                                   "Epochs": halving})]
+                                   "Epochs": halving}),
+            ("TPE 14, halving", {"Sampler": "TPE", "Trials": 14, "StartupTrials": 4,
+                                 "Space": grid, "Epochs": halving}),
+            ("random 14, halving", {"Sampler": "Random", "Trials": 14, "Space": grid,
+                                    "Epochs": halving})]
 
 
 CONFIGS = {"mult-dae": "recommender-mult-dae", "dlae": "recommender-linear-dae",
@@ -84,7 +88,7 @@ CONFIGS = {"mult-dae": "recommender-mult-dae", "dlae": "recommender-linear-dae",
 
 
 def run_search(tools, data, work, study, index, label, fields, seed):
-    out = os.path.join(work, study, "search-%d" % index)
+    out = os.path.join(work, study, f"search-{index}")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     tune = {"Config": os.path.join(ROOT, "configs", CONFIGS[study]),
@@ -113,6 +117,12 @@ def run_search(tools, data, work, study, index, label, fields, seed):
         trial, e = row[0], int(row[2])
         epochs += e - trained.get(trial, 0)
         trained[trial] = e
+    # Only the records are needed; the trials' networks (hundreds of MB each for the DLAE) go.
+    for trial in os.listdir(os.path.join(out, "tune")):
+        if trial.startswith("trial-"):
+            for name in os.listdir(os.path.join(out, "tune", trial)):
+                if name.endswith(".nc"):
+                    os.remove(os.path.join(out, "tune", trial, name))
     print(f"bench_tune: {study}: {label}: {best['value']:.4f} in {seconds:.1f} s",
           file=sys.stderr, flush=True)
     return {"study": study, "search": label, "metric": best["value"],
@@ -137,30 +147,48 @@ def main():
     parser.add_argument("--data", default=os.path.join(ROOT, "out/bench-quality/data/fold0/nn-data"))
     parser.add_argument("--studies", default="mult-dae,dlae")
     parser.add_argument("-w", "--work", default=os.path.join(ROOT, "out/bench-tune"))
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seeds", default="1",
+                        help="comma list: the random and TPE searches run once per seed (the "
+                        "grid's do not depend on it)")
     parser.add_argument("--json", help="write the records here too")
+    parser.add_argument("--reuse", help="records of an earlier --json: its searches are not run "
+                        "again (for adding searches to a study; their seconds must come from a "
+                        "machine as quiet as this run's)")
     args = parser.parse_args()
     tools = os.environ.get("NN_TOOLS", os.path.join(ROOT, "build/src/tools"))
     for name in ("input.nc", "output.nc", "val_input.nc", "val_output.nc"):
         if not os.path.exists(os.path.join(args.data, name)):
             sys.exit(f"bench_tune: {args.data} has no {name}; make it with "
                      "`bash scripts/bench_quality.sh --methods nn-linear-dae`")
+    earlier = {}
+    if args.reuse:
+        with open(args.reuse) as f:
+            earlier = {(r["study"], r["search"]): r for r in json.load(f)}
     records = []
     for study in args.studies.split(","):
         if study not in CONFIGS:
             sys.exit(f"bench_tune: unknown study {study}; expected {', '.join(CONFIGS)}")
-        for i, (label, fields) in enumerate(searches(study)):
-            records.append(run_search(tools, args.data, args.work, study, i, label, fields,
-                                      args.seed))
+        seeds = [int(x) for x in args.seeds.split(",")]
+        for seed in seeds:
+            for i, (label, fields) in enumerate(searches(study)):
+                if fields["Sampler"] == "Grid" and seed != seeds[0]:
+                    continue
+                if fields["Sampler"] != "Grid" and len(seeds) > 1:
+                    label += f", seed {seed}"
+                if (study, label) in earlier:
+                    records.append(earlier[(study, label)])
+                    continue
+                records.append(run_search(tools, args.data, args.work, study,
+                                          f"{i}-seed{seed}", label, fields, seed))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(records, f, indent=2)
-    print(f"{'study':<12} {'search':<22} {'trials':>6} {'epochs':>6} {'recall@20':>9} "
+    print(f"{'study':<12} {'search':<30} {'trials':>6} {'epochs':>6} {'recall@20':>9} "
           f"{'of grid':>8} {'seconds':>8} {'of grid':>8}  winner")
     grid = {}
     for r in records:
         g = grid.setdefault(r["study"], r)
-        print(f"{r['study']:<12} {r['search']:<22} {r['trials']:>6} {r['epochs']:>6} "
+        print(f"{r['study']:<12} {r['search']:<30} {r['trials']:>6} {r['epochs']:>6} "
               f"{r['metric']:>9.4f} {100 * r['metric'] / g['metric']:>7.1f}% "
               f"{r['seconds']:>8.1f} {100 * r['seconds'] / g['seconds']:>7.1f}%  "
               f"{short(r['settings'])}")

@@ -70,6 +70,12 @@ events=out/tensorboard/trial-$(printf '%03d' "$winner")/events.out.tfevents.nn-t
 for f in network.json train.cdl network.nc settings.json; do
   [[ -s out/best/$f ]] || fail "out/best/$f missing"
 done
+# The trials that could neither go on nor win lost their checkpoints and networks; the
+# winner's trial keeps them.
+[[ $(ls out/trial-*/network.nc) == "$trial/network.nc" ]] ||
+  fail "networks left: $(ls out/trial-*/network.nc)"
+[[ -z $(ls out/trial-*/checkpoint*.nc | grep -v "^$trial/") ]] ||
+  fail "checkpoints left: $(ls out/trial-*/checkpoint*.nc)"
 grep -q "^best: trial $winner, ndcg@5 " out.txt || fail "winner line: $(cat out.txt)"
 "$tools/nn-predict" -n out/best/network.nc --data input.nc -k 3 -s recs.txt -q ||
   fail "the winner's network does not load"

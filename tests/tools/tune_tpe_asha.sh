@@ -36,7 +36,9 @@ cat >tune.json <<'JSON'
   "Sampler": "TPE", "StartupTrials": 3, "Trials": 9, "Seed": 4, "Schedule": "ASHA",
   "Epochs": {"Min": 1, "Max": 9, "Eta": 3}, "Output": "out" }
 JSON
-"$tools/nn-tune" --parallel 2 tune.json >out.txt 2>err.txt || fail "tune: $(cat err.txt)"
+"$tools/nn-tune" --parallel 2 --keep-files tune.json >out.txt 2>err.txt || fail "tune: $(cat err.txt)"
+# --keep-files: every trial's network stays.
+[[ $(ls out/trial-*/network.nc | wc -l) == 9 ]] || fail "--keep-files: $(ls out/trial-*/network.nc)"
 [[ $(wc -l <out/trials.jsonl) == 9 ]] || fail "trials.jsonl: $(cat out/trials.jsonl)"
 [[ $(grep -c "drawn by TPE from" err.txt) == 6 ]] || fail "TPE draws: $(cat err.txt)"
 grep -q "nn-tune: 9 trials (TPE, ASHA)" err.txt || fail "header: $(cat err.txt)"

@@ -66,6 +66,25 @@ struct Tune {
   std::string results;
   bool quiet = false;
   std::set<uint32_t> announced;  // Halving: rungs whose start was printed
+  bool keep_files = false;       // --keep-files
+  std::set<uint32_t> pruned;     // trials whose checkpoints and network are gone
+
+  // A trial that will never run again and cannot win needs neither its checkpoints nor its
+  // network (a few hundred MB each for an item x item network): they go as soon as that is
+  // certain, so a search of many trials does not fill the disk.
+  void prune() {
+    if (keep_files) return;
+    for (uint32_t trial : retired(state)) {
+      if (!pruned.insert(trial).second) continue;
+      std::error_code ignored;
+      for (const auto& entry : fs::directory_iterator(trial_dir(t, trial), ignored)) {
+        const std::string name = entry.path().filename().string();
+        if (name == "network.nc" ||
+            (name.rfind("checkpoint", 0) == 0 && entry.path().extension() == ".nc"))
+          fs::remove(entry.path(), ignored);
+      }
+    }
+  }
 
   // TPE's view of the trials so far: each drawn trial's deepest finished rung and its metric.
   std::vector<Observation> observations() const {
@@ -85,7 +104,8 @@ struct Tune {
     const uint32_t index = uint32_t(settings.size());
     std::mt19937_64 rng = trial_rng(t.seed, index);
     const bool model = index >= t.startup_trials;
-    json s = model ? tpe_draw(t.space, observations(), rng) : random_draw(t.space, rng);
+    json s = model ? tpe_draw(t.space, observations(), settings, rng)
+                   : distinct_random_draw(t.space, settings, rng);
     append_trial(t, s);
     settings.push_back(s);
     state.drawn = uint32_t(settings.size());
@@ -168,6 +188,7 @@ void run_jobs(Tune& tune, Workers& workers, Clock::time_point deadline) {
     if (ok) std::tie(r.metric, r.best_epoch) = best_metric(t, trial_dir(t, r.trial), r.epochs);
     append_row(tune.results, r, tune.settings[r.trial]);
     tune.state.finished[{r.trial, r.rung}] = r.metric;
+    tune.prune();
     if (!tune.quiet) {
       std::fprintf(stderr, "nn-tune: trial %u, %u epochs: ", r.trial, r.epochs);
       if (ok)
@@ -220,6 +241,10 @@ int run(int argc, char** argv) {
                  "else none)")
       ->check(CLI::PositiveNumber);
   app.add_flag("-q,--quiet", quiet, "print errors and the final table only");
+  bool keep_files = false;
+  app.add_flag("--keep-files", keep_files,
+               "keep every trial's checkpoints and network.nc (default: removed once the trial "
+               "can neither run again nor win)");
   int status = 0;
   if (parse_or_exit(app, std::vector<std::string>(argv, argv + argc), status)) return status;
   // Under mpirun every rank runs trials (rank 0 schedules them): each its share of the host's
@@ -256,6 +281,7 @@ int run(int argc, char** argv) {
   for (const Row& r : read_results(tune.results))
     if (r.trial < tune.state.drawn && r.rung < tune.state.rungs)
       tune.state.finished[{r.trial, r.rung}] = r.metric;
+  tune.prune();
   if (!quiet)
     std::fprintf(
         stderr, "nn-tune: %u trials (%s, %s), rungs of %s epochs, %s@%u, output %s\n",
@@ -267,6 +293,8 @@ int run(int argc, char** argv) {
         }()
             .c_str(),
         t.metric.c_str(), t.k, t.output.c_str());
+  tune.keep_files = keep_files;
+  tune.prune();
   if (!quiet && ranks)
     std::fprintf(stderr, "nn-tune: %d ranks, %d trials at a time on each (%d threads per trial)\n",
                  api::world_size(), parallel, threads);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace nn::tool {
 
@@ -138,9 +139,50 @@ json random_draw(const std::vector<SearchParam>& space, std::mt19937_64& rng) {
   return s;
 }
 
+namespace {
+
+// One path's two densities: draws from the good trials' and the log ratio of good to other.
+struct PathModel {
+  const SearchParam* p;
+  std::vector<double> l, g;              // a list's weights
+  std::optional<Parzen> l_line, g_line;  // a range's densities
+
+  json sample(std::mt19937_64& rng) const {
+    if (p->kind == SearchParam::Kind::Choice) {
+      std::discrete_distribution<size_t> from_good(l.begin(), l.end());
+      return p->choices[from_good(rng)];
+    }
+    return from_line(*p, l_line->sample(rng));
+  }
+
+  double score(const json& value) const {
+    if (p->kind == SearchParam::Kind::Choice) {
+      for (size_t k = 0; k < p->choices.size(); ++k)
+        if (p->choices[k] == value) return std::log(l[k]) - std::log(g[k]);
+      return -std::numeric_limits<double>::infinity();
+    }
+    // An integer is scored where it lands once rounded, so equal draws score alike.
+    const double at = to_line(*p, value);
+    return l_line->log_density(at) - g_line->log_density(at);
+  }
+};
+
+bool taken(const std::vector<json>& drawn, const json& s) {
+  return std::find(drawn.begin(), drawn.end(), s) != drawn.end();
+}
+
+}  // namespace
+
+json distinct_random_draw(const std::vector<SearchParam>& space, const std::vector<json>& drawn,
+                          std::mt19937_64& rng) {
+  json s = random_draw(space, rng);
+  for (int attempt = 0; attempt < 200 && taken(drawn, s); ++attempt) s = random_draw(space, rng);
+  return s;
+}
+
 json tpe_draw(const std::vector<SearchParam>& space, const std::vector<Observation>& observed,
-              std::mt19937_64& rng, const TpeOptions& options) {
-  if (observed.empty()) return random_draw(space, rng);
+              const std::vector<json>& drawn, std::mt19937_64& rng, const TpeOptions& options) {
+  if (observed.empty()) return distinct_random_draw(space, drawn, rng);
   std::vector<const Observation*> ranked;
   for (const Observation& o : observed) ranked.push_back(&o);
   std::stable_sort(ranked.begin(), ranked.end(), [](const Observation* a, const Observation* b) {
@@ -148,42 +190,43 @@ json tpe_draw(const std::vector<SearchParam>& space, const std::vector<Observati
   });
   const size_t n_good = std::clamp<size_t>(size_t(std::ceil(options.gamma * double(ranked.size()))),
                                            1, std::min<size_t>(25, ranked.size()));
-  json s = json::object();
+  std::vector<PathModel> models;
   for (const SearchParam& p : space) {
     std::vector<const json*> good, other;
     for (size_t i = 0; i < ranked.size(); ++i)
       if (ranked[i]->settings.contains(p.path))
         (i < n_good ? good : other).push_back(&ranked[i]->settings.at(p.path));
+    PathModel m{&p, {}, {}, std::nullopt, std::nullopt};
     if (p.kind == SearchParam::Kind::Choice) {
-      const std::vector<double> l = choice_weights(p, good), g = choice_weights(p, other);
-      std::discrete_distribution<size_t> from_good(l.begin(), l.end());
-      size_t best = from_good(rng);
-      double best_score = -std::numeric_limits<double>::infinity();
-      for (uint32_t c = 0; c < options.candidates; ++c) {
-        const size_t k = c == 0 ? best : from_good(rng);
-        const double score = std::log(l[k]) - std::log(g[k]);
-        if (score > best_score) best_score = score, best = k;
-      }
-      s[p.path] = p.choices[best];
-      continue;
+      m.l = choice_weights(p, good);
+      m.g = choice_weights(p, other);
+    } else {
+      std::vector<double> good_x, other_x;
+      for (const json* v : good) good_x.push_back(to_line(p, *v));
+      for (const json* v : other) other_x.push_back(to_line(p, *v));
+      m.l_line.emplace(good_x, line_of(p));
+      m.g_line.emplace(other_x, line_of(p));
     }
-    const Line line = line_of(p);
-    std::vector<double> good_x, other_x;
-    for (const json* v : good) good_x.push_back(to_line(p, *v));
-    for (const json* v : other) other_x.push_back(to_line(p, *v));
-    const Parzen l(good_x, line), g(other_x, line);
-    double best = l.sample(rng), best_score = -std::numeric_limits<double>::infinity();
-    for (uint32_t c = 0; c < options.candidates; ++c) {
-      const double x = c == 0 ? best : l.sample(rng);
-      // An integer is scored where it lands once rounded, so equal draws score alike.
-      const json value = from_line(p, x);
-      const double at = to_line(p, value);
-      const double score = l.log_density(at) - g.log_density(at);
-      if (score > best_score) best_score = score, best = x;
-    }
-    s[p.path] = from_line(p, best);
+    models.push_back(std::move(m));
   }
-  return s;
+  // Candidates drawn whole from the good densities, the best ratio kept; a candidate already
+  // drawn is passed over (its result is known: the same settings train the same network), and
+  // when every candidate was, more are drawn before falling back to a random draw not yet made.
+  json best;
+  double best_score = -std::numeric_limits<double>::infinity();
+  for (uint32_t c = 0; c < options.candidates * 20 && (c < options.candidates || best.is_null());
+       ++c) {
+    json s = json::object();
+    double score = 0;
+    for (const PathModel& m : models) {
+      const json v = m.sample(rng);
+      score += m.score(v);
+      s[m.p->path] = v;
+    }
+    if (taken(drawn, s)) continue;
+    if (best.is_null() || score > best_score) best_score = score, best = s;
+  }
+  return best.is_null() ? distinct_random_draw(space, drawn, rng) : best;
 }
 
 std::mt19937_64 trial_rng(uint64_t seed, uint32_t index) {

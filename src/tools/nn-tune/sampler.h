@@ -29,13 +29,20 @@ struct TpeOptions {
   uint32_t candidates = 24;  // draws from the good trials' density, the best ratio kept
 };
 
+// A random draw that is none of `drawn` (unless 200 attempts find only those: a small space
+// used up).
+nlohmann::json distinct_random_draw(const std::vector<SearchParam>& space,
+                                    const std::vector<nlohmann::json>& drawn, std::mt19937_64& rng);
+
 // The TPE draw: splits the observations into the best ceil(gamma n) and the rest, fits to each
 // a Parzen density per searched path (a mixture of truncated normals at the observed values,
-// plus a wide prior; for lists, smoothed counts), draws `candidates` values from the good
-// trials' density and keeps, path by path, the one with the highest ratio of good to other
-// density. Paths are modelled independently. With no observations it is a random draw.
+// plus a wide prior; for lists, smoothed counts), draws `candidates` settings from the good
+// trials' densities and keeps the one with the highest ratio of good to other density (the
+// product over the paths, each modelled on its own) among those not in `drawn`: settings
+// already drawn would train the same network again. With no observations it is a random draw.
 nlohmann::json tpe_draw(const std::vector<SearchParam>& space,
-                        const std::vector<Observation>& observed, std::mt19937_64& rng,
+                        const std::vector<Observation>& observed,
+                        const std::vector<nlohmann::json>& drawn, std::mt19937_64& rng,
                         const TpeOptions& options = {});
 
 // The generator for trial `index` of a tune seeded with `seed`: a draw depends on its index

@@ -43,6 +43,11 @@ struct Job {
 // best floor(n/eta). Failed results are never promoted.
 Job next_job(const ScheduleState& s);
 
+// The trials that will never run again and cannot win: not running, not the winner so far,
+// and failed, or done with the last rung, or left out of their rung's quota once it is final.
+// Their checkpoints and networks are no longer needed.
+std::vector<uint32_t> retired(const ScheduleState& s);
+
 // The winner: the best result of the deepest rung that has a finite one; nullopt when none has.
 struct Winner {
   uint32_t trial, rung;

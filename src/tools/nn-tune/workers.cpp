@@ -101,7 +101,9 @@ std::optional<std::pair<pid_t, int>> reap() {
 Workers::Workers(TrialCommand command, int per_rank)
     : command_(std::move(command)), per_rank_(per_rank), ranks_(api::world_size()) {}
 
-int Workers::free_slots() const { return per_rank_ * ranks_ - int(running()); }
+int Workers::free_slots() const {
+  return per_rank_ * ranks_ - int(running());
+}
 
 int Workers::start(uint32_t trial, uint32_t rung, const std::string& dir, uint32_t epochs) {
   if (int(local_.size()) < per_rank_) {
@@ -115,10 +117,11 @@ int Workers::start(uint32_t trial, uint32_t rung, const std::string& dir, uint32
     const auto busy = std::count_if(remote_.begin(), remote_.end(),
                                     [rank](const Remote& r) { return r.rank == rank; });
     if (busy >= per_rank_) continue;
-    api::send_text(rank, json{{"run",
-                               {{"trial", trial}, {"rung", rung}, {"dir", fs::absolute(dir)},
-                                {"epochs", epochs}}}}
-                             .dump());
+    api::send_text(
+        rank,
+        json{{"run",
+              {{"trial", trial}, {"rung", rung}, {"dir", fs::absolute(dir)}, {"epochs", epochs}}}}
+            .dump());
     remote_.push_back({rank, trial, rung, Clock::now()});
     return rank;
   }

@@ -3,6 +3,7 @@
 // whether TPE's draws move towards the settings that scored well.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -126,6 +127,26 @@ TEST(TuneSchedule, FailedRungsAreNeverPromotedAndDrawnTrialsComeFirst) {
   EXPECT_FALSE(winner(none).has_value());
 }
 
+TEST(TuneSchedule, TrialsRetireOnceTheyCanNeitherGoOnNorWin) {
+  ScheduleState s;
+  s.rungs = 2;
+  s.eta = 3;
+  s.trials = s.drawn = 6;
+  for (uint32_t t = 0; t < 5; ++t) s.finished[{t, 0}] = t / 10.0;
+  s.running.insert({5, 0});
+  // Rung 0 is not final (trial 5 runs): nobody retires yet, failures aside.
+  s.finished[{4, 0}] = -std::numeric_limits<double>::infinity();
+  EXPECT_EQ(retired(s), std::vector<uint32_t>({4}));
+  s.running.clear();
+  s.finished[{5, 0}] = 0.9;
+  // Final: the best two (5, 3) go on; 0, 1, 2 and the failed 4 retire.
+  EXPECT_EQ(retired(s), std::vector<uint32_t>({0, 1, 2, 4}));
+  s.finished[{5, 1}] = 0.95;
+  s.finished[{3, 1}] = 0.5;
+  // Done: every trial but the winner (5) retires, 3 included (it finished the last rung).
+  EXPECT_EQ(retired(s), std::vector<uint32_t>({0, 1, 2, 3, 4}));
+}
+
 std::vector<SearchParam> space_of(std::vector<SearchParam> params) {
   return params;
 }
@@ -149,7 +170,7 @@ TEST(TuneSampler, DrawsStayInTheirRangesAndLists) {
   std::vector<Observation> seen;
   for (uint32_t i = 0; i < 60; ++i) {
     std::mt19937_64 rng = trial_rng(7, i);
-    const json s = i < 5 ? random_draw(space, rng) : tpe_draw(space, seen, rng);
+    const json s = i < 5 ? random_draw(space, rng) : tpe_draw(space, seen, {}, rng);
     EXPECT_GE(s["a"].get<double>(), 0.2);
     EXPECT_LE(s["a"].get<double>(), 0.6);
     EXPECT_GE(s["b"].get<double>(), 1e-4);
@@ -182,7 +203,7 @@ TEST(TuneSampler, TpeFindsBetterSettingsThanRandomDraws) {
     std::mt19937_64 random_rng(uint64_t(seed) * 977);
     for (int i = 0; i < trials; ++i) {
       std::mt19937_64 rng = trial_rng(uint64_t(seed), uint32_t(i));
-      const json s = i < 5 ? random_draw(space, rng) : tpe_draw(space, seen, rng);
+      const json s = i < 5 ? random_draw(space, rng) : tpe_draw(space, seen, {}, rng);
       const double v = objective(s);
       seen.push_back({s, 0, v});
       best_tpe = std::max(best_tpe, v);
@@ -207,9 +228,31 @@ TEST(TuneSampler, TrialsStoppedEarlierRankBelowThoseThatWentOn) {
   int near_deep = 0;
   for (uint32_t i = 0; i < 40; ++i) {
     std::mt19937_64 rng = trial_rng(3, i);
-    near_deep += tpe_draw(space, seen, rng)["x"].get<double>() > 0.6;
+    near_deep += tpe_draw(space, seen, {}, rng)["x"].get<double>() > 0.6;
   }
   EXPECT_GT(near_deep, 30);
+}
+
+TEST(TuneSampler, TpeNeverDrawsSettingsTwiceWhileTheSpaceLasts) {
+  // A grid of 3 x 3 x 3 lists, every result the same but one: without the rule TPE keeps
+  // drawing the best trial's settings again.
+  std::vector<SearchParam> space;
+  for (const char* path : {"a", "b", "c"}) {
+    SearchParam p;
+    p.path = path;
+    p.choices = json::array({1, 2, 3});
+    space.push_back(p);
+  }
+  std::vector<json> drawn;
+  std::vector<Observation> seen;
+  for (uint32_t i = 0; i < 27; ++i) {
+    std::mt19937_64 rng = trial_rng(9, i);
+    const json s =
+        i < 3 ? distinct_random_draw(space, drawn, rng) : tpe_draw(space, seen, drawn, rng);
+    EXPECT_EQ(std::count(drawn.begin(), drawn.end(), s), 0) << "draw " << i << ": " << s.dump();
+    drawn.push_back(s);
+    seen.push_back({s, 0, s == json{{"a", 1}, {"b", 2}, {"c", 3}} ? 1.0 : 0.5});
+  }
 }
 
 TEST(TuneSampler, TrialDrawsDependOnTheirIndexOnly) {
