@@ -11,22 +11,9 @@ here=$(dirname "$(realpath "$0")")
 source "$here/lib/common.sh"
 enter_work_dir
 source "$here/lib/mpi.sh"
-# Validation: each user's first two items in, the others to find.
-awk -F'\t' '{ n = split($2, a, ":"); if (n < 3) next; in_ = a[1] ":" a[2]; out = "";
-       for (i = 3; i <= n; i++) out = out (out == "" ? "" : ":") a[i];
-       print $1 "\t" in_ > "val_in.txt"; print $1 "\t" out > "val_out.txt" }' ratings.txt
-"$tools/nn-generate" -d input -i val_in.txt -o val_input.nc -f features.idx -s val_samples.idx \
-  2>/dev/null
-"$tools/nn-generate" -d output -i val_out.txt -o val_output.nc -f features.idx \
-  -s val_samples.idx 2>/dev/null
-mkdir config
-cp config.json config/network.json
-cat >config/train.cdl <<'JSON'
-{ "Version": 0.9, "Network": "network.json", "Command": "Train", "RandomSeed": 5,
-  "Data": ["input.nc", "output.nc"],
-  "TrainingParameters": { "Epochs": 10, "MiniBatch": 8, "Alpha": 0.01, "Optimizer": "Adam",
-    "mu": 0.9, "Results": "network.nc" } }
-JSON
+source "$here/lib/tune.sh"
+tune_validation "$tools"
+tune_config config.json
 tune_file() {  # tune_file OUTPUT MIN MAX
   cat <<JSON
 { "Config": "config", "Data": ["input.nc", "output.nc"],
@@ -59,14 +46,7 @@ tune_file stop 30 30 >stop.json
 tune_file whole 30 30 >whole.json
 "$tools/nn-tune" -q --threads 1 whole.json >whole.txt 2>&1 || fail "whole: $(cat whole.txt)"
 timeout 120 mpirun -np 2 --oversubscribe "$tools/nn-tune" stop.json >stop.txt 2>&1 &
-job=$!
-for _ in $(seq 600); do
-  [[ $(awk 'NR > 1' stop/results.tsv 2>/dev/null | wc -l) -ge 1 ]] && break
-  sleep 0.05
-done
-kill -TERM "$job"
-status=0
-wait "$job" || status=$?
+sigterm_after_first_row $! stop
 [[ $status != 0 ]] || fail "mpirun ended 0 after SIGTERM: $(cat stop.txt)"
 rows=$(awk 'NR > 1' stop/results.tsv | wc -l)
 ((rows >= 1 && rows < 6)) || fail "stopped tune: $rows rows: $(cat stop.txt)"

@@ -8,26 +8,11 @@
 # Usage: tune_tpe_asha.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
-source "$(dirname "$(realpath "$0")")/lib/common.sh"
+here=$(dirname "$(realpath "$0")")
+source "$here/lib/common.sh"
+source "$here/lib/tune.sh"
 enter_work_dir
-tiny_ratings
-tiny_datasets "$tools"
-awk -F'\t' '{ n = split($2, a, ":"); in_ = a[1] ":" a[2]; out = "";
-       for (i = 3; i <= n; i++) out = out (out == "" ? "" : ":") a[i];
-       print $1 "\t" in_ > "val_in.txt"; print $1 "\t" out > "val_out.txt" }' ratings.txt
-"$tools/nn-generate" -d input -i val_in.txt -o val_input.nc -f features.idx -s val_samples.idx \
-  2>/dev/null
-"$tools/nn-generate" -d output -i val_out.txt -o val_output.nc -f features.idx \
-  -s val_samples.idx 2>/dev/null
-mkdir config
-tiny_config 8
-mv config.json config/network.json
-cat >config/train.cdl <<'JSON'
-{ "Version": 0.9, "Network": "network.json", "Command": "Train", "RandomSeed": 5,
-  "Data": ["input.nc", "output.nc"],
-  "TrainingParameters": { "Epochs": 10, "MiniBatch": 8, "Alpha": 0.01, "Optimizer": "Adam",
-    "mu": 0.9, "Results": "network.nc" } }
-JSON
+tune_setup "$tools"
 cat >tune.json <<'JSON'
 { "Config": "config", "Data": ["input.nc", "output.nc"],
   "ValidationData": ["val_input.nc", "val_output.nc"], "Metric": "ndcg@5",
