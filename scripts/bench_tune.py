@@ -87,7 +87,7 @@ CONFIGS = {"mult-dae": "recommender-mult-dae", "dlae": "recommender-linear-dae",
            "autoencoder": "recommender-autoencoder"}
 
 
-def run_search(tools, data, work, study, index, label, fields, seed):
+def run_search(tools, data, work, study, index, label, fields, seed, parallel=1):
     out = os.path.join(work, study, f"search-{index}")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
@@ -103,8 +103,8 @@ def run_search(tools, data, work, study, index, label, fields, seed):
     print(f"bench_tune: {study}: {label} ...", file=sys.stderr, flush=True)
     start = time.monotonic()
     with open(os.path.join(out, "nn-tune.log"), "w") as log:
-        subprocess.run([os.path.join(tools, "nn-tune"), path], stdout=log, stderr=log,
-                       check=True)
+        subprocess.run([os.path.join(tools, "nn-tune"), "--parallel", str(parallel), path],
+                       stdout=log, stderr=log, check=True)
     seconds = time.monotonic() - start
     with open(os.path.join(out, "tune", "best", "settings.json")) as f:
         best = json.load(f)
@@ -150,6 +150,10 @@ def main():
     parser.add_argument("--seeds", default="1",
                         help="comma list: the random and TPE searches run once per seed (the "
                         "grid's do not depend on it)")
+    parser.add_argument("--parallel", type=int, default=1,
+                        help="trials at a time (nn-tune --parallel; default 1)")
+    parser.add_argument("--only", help="run only the searches whose label contains one of these "
+                        "(comma list), e.g. 'halving,ASHA'")
     parser.add_argument("--json", help="write the records here too")
     parser.add_argument("--reuse", help="records of an earlier --json: its searches are not run "
                         "again (for adding searches to a study; their seconds must come from a "
@@ -173,13 +177,18 @@ def main():
             for i, (label, fields) in enumerate(searches(study)):
                 if fields["Sampler"] == "Grid" and seed != seeds[0]:
                     continue
+                if args.only and not any(w in label for w in args.only.split(",")):
+                    continue
                 if fields["Sampler"] != "Grid" and len(seeds) > 1:
                     label += f", seed {seed}"
+                if args.parallel > 1:
+                    label += f", {args.parallel} at a time"
                 if (study, label) in earlier:
                     records.append(earlier[(study, label)])
                     continue
                 records.append(run_search(tools, args.data, args.work, study,
-                                          f"{i}-seed{seed}", label, fields, seed))
+                                          f"{i}-seed{seed}-p{args.parallel}", label, fields,
+                                          seed, args.parallel))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(records, f, indent=2)
