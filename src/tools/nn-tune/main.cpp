@@ -84,15 +84,10 @@ struct Tune {
 
   // TPE's view of the trials so far: each drawn trial's deepest finished rung and its metric.
   std::vector<Observation> observations() const {
-    std::map<uint32_t, std::pair<uint32_t, double>> deepest;
-    for (const auto& [key, metric] : state.finished) {
-      auto it = deepest.find(key.first);
-      if (it == deepest.end() || key.second > it->second.first)
-        deepest[key.first] = {key.second, metric};
-    }
     std::vector<Observation> out;
-    for (const auto& [trial, at] : deepest)
-      if (trial < settings.size()) out.push_back({settings[trial], at.first, at.second});
+    for (const auto& [trial, rung] : deepest_rungs(state))
+      if (trial < settings.size())
+        out.push_back({settings[trial], rung, state.finished.at({trial, rung})});
     return out;
   }
 
@@ -100,14 +95,15 @@ struct Tune {
     const uint32_t index = uint32_t(settings.size());
     std::mt19937_64 rng = trial_rng(t.seed, index);
     const bool model = index >= t.startup_trials;
-    json s = model ? tpe_draw(t.space, observations(), settings, rng)
+    const std::vector<Observation> seen = model ? observations() : std::vector<Observation>();
+    json s = model ? tpe_draw(t.space, seen, settings, rng)
                    : distinct_random_draw(t.space, settings, rng);
     append_trial(t, s);
     settings.push_back(s);
     state.drawn = uint32_t(settings.size());
     if (!quiet && model)
       std::fprintf(stderr, "nn-tune: trial %u drawn by TPE from %zu results: %s\n", index,
-                   observations().size(), s.dump().c_str());
+                   seen.size(), s.dump().c_str());
   }
 
   // Halving prints each rung's start once: how many trials it runs now.
@@ -115,20 +111,8 @@ struct Tune {
     if (quiet || t.asynchronous || announced.count(rung)) return;
     announced.insert(rung);
     size_t to_run = 0, before = 0;
-    if (rung == 0) {
-      for (uint32_t trial = 0; trial < state.trials; ++trial)
-        (state.finished.count({trial, 0}) ? before : to_run) += 1;
-    } else {
-      std::vector<std::pair<double, uint32_t>> below;
-      for (const auto& [key, metric] : state.finished)
-        if (key.second == rung - 1) below.push_back({metric, key.first});
-      std::stable_sort(below.begin(), below.end(),
-                       [](const auto& a, const auto& b) { return a.first > b.first; });
-      const size_t quota = (below.size() + t.eta - 1) / t.eta;
-      for (size_t i = 0; i < quota && i < below.size(); ++i)
-        if (std::isfinite(below[i].first))
-          (state.finished.count({below[i].second, rung}) ? before : to_run) += 1;
-    }
+    for (uint32_t trial : halving_members(state, rung))
+      (state.finished.count({trial, rung}) ? before : to_run) += 1;
     std::fprintf(stderr, "nn-tune: rung %u of %zu: %zu trials to %u epochs%s\n", rung + 1,
                  rungs.size(), to_run, rungs[rung], before ? " (the others ran before)" : "");
   }
@@ -277,7 +261,6 @@ int run(int argc, char** argv) {
   for (const Row& r : read_results(tune.results))
     if (r.trial < tune.state.drawn && r.rung < tune.state.rungs)
       tune.state.finished[{r.trial, r.rung}] = r.metric;
-  tune.prune();
   if (!quiet)
     std::fprintf(
         stderr, "nn-tune: %u trials (%s, %s), rungs of %s epochs, %s@%u, output %s\n",
@@ -310,13 +293,10 @@ int run(int argc, char** argv) {
     // The time budget ran out: the winner is the best of the deepest rung reached (the rung
     // before when none of that rung finished). The same command with a larger budget goes on.
     uint32_t deepest = 0;
-    for (const auto& [key, metric] : tune.state.finished) deepest = std::max(deepest, key.second);
-    size_t finished = 0, below = 0;
-    for (const auto& [key, metric] : tune.state.finished) {
-      finished += key.second == deepest;
-      below += deepest > 0 && key.second == deepest - 1;
-    }
-    const size_t expected = deepest == 0 ? tune.state.trials : (below + t.eta - 1) / t.eta;
+    for (const auto& [trial, rung] : deepest_rungs(tune.state)) deepest = std::max(deepest, rung);
+    size_t finished = 0;
+    for (const auto& [key, metric] : tune.state.finished) finished += key.second == deepest;
+    const size_t expected = halving_members(tune.state, deepest).size();
     const bool from_deepest = won && won->rung == deepest;
     std::fprintf(stderr,
                  "nn-tune: the time budget of %g s ran out in rung %u: %zu of %zu trials "

@@ -44,17 +44,28 @@ std::vector<Row> read_results(const std::string& path) {
   return rows;
 }
 
-void append_row(const std::string& path, const Row& r, const json& settings) {
-  const bool fresh = !fs::exists(path);
-  bool ends_line = true;  // a line cut short by a kill is ended before the next one
-  if (!fresh && fs::file_size(path) > 0) {
+namespace {
+
+// Opens a line-per-record file for appending; a line cut short by a kill is ended first, so the
+// next record starts a line of its own.
+std::ofstream append_line(const fs::path& path) {
+  bool ends_line = true;
+  if (fs::exists(path) && fs::file_size(path) > 0) {
     std::ifstream last(path, std::ios::binary);
     last.seekg(-1, std::ios::end);
     ends_line = last.get() == '\n';
   }
   std::ofstream out(path, std::ios::app);
-  if (fresh) out << "trial\trung\tepochs\tmetric\tbest_epoch\tseconds\tstatus\tsettings\n";
   if (!ends_line) out << '\n';
+  return out;
+}
+
+}  // namespace
+
+void append_row(const std::string& path, const Row& r, const json& settings) {
+  const bool fresh = !fs::exists(path);
+  std::ofstream out = append_line(path);
+  if (fresh) out << "trial\trung\tepochs\tmetric\tbest_epoch\tseconds\tstatus\tsettings\n";
   char metric[32];
   if (std::isfinite(r.metric))
     std::snprintf(metric, sizeof metric, "%.6f", r.metric);
@@ -145,14 +156,7 @@ std::vector<json> load_trials(const TuneFile& t) {
 
 void append_trial(const TuneFile& t, const json& settings) {
   const fs::path file = fs::path(t.output) / "trials.jsonl";
-  bool ends_line = true;
-  if (fs::exists(file) && fs::file_size(file) > 0) {
-    std::ifstream last(file, std::ios::binary);
-    last.seekg(-1, std::ios::end);
-    ends_line = last.get() == '\n';
-  }
-  std::ofstream out(file, std::ios::app);
-  if (!ends_line) out << '\n';
+  std::ofstream out = append_line(file);
   out << settings.dump() << '\n';
   if (!out.flush()) throw IoError(file.string() + ": cannot write");
 }

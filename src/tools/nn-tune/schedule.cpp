@@ -78,16 +78,33 @@ Job next_job(const ScheduleState& s) {
   return s.running.empty() ? Job{Job::Kind::Done} : Job{Job::Kind::Wait};
 }
 
-std::vector<uint32_t> retired(const ScheduleState& s) {
-  const std::vector<RungView> views = rung_views(s);
-  const std::optional<Winner> best = winner(s);
-  std::map<uint32_t, uint32_t> deepest;  // trial -> its deepest finished rung
+std::map<uint32_t, uint32_t> deepest_rungs(const ScheduleState& s) {
+  std::map<uint32_t, uint32_t> deepest;
   for (const auto& [key, metric] : s.finished) {
     auto it = deepest.find(key.first);
     if (it == deepest.end() || key.second > it->second) deepest[key.first] = key.second;
   }
+  return deepest;
+}
+
+std::vector<uint32_t> halving_members(const ScheduleState& s, uint32_t rung) {
   std::vector<uint32_t> out;
-  for (const auto& [trial, rung] : deepest) {
+  if (rung == 0) {
+    for (uint32_t trial = 0; trial < s.trials; ++trial) out.push_back(trial);
+    return out;
+  }
+  const auto below = ranked(s, rung - 1);
+  const size_t quota = (below.size() + s.eta - 1) / s.eta;
+  for (size_t i = 0; i < quota && i < below.size(); ++i)
+    if (std::isfinite(below[i].first)) out.push_back(below[i].second);
+  return out;
+}
+
+std::vector<uint32_t> retired(const ScheduleState& s) {
+  const std::vector<RungView> views = rung_views(s);
+  const std::optional<Winner> best = winner(s);
+  std::vector<uint32_t> out;
+  for (const auto& [trial, rung] : deepest_rungs(s)) {
     bool running = false;
     for (const auto& key : s.running) running = running || key.first == trial;
     if (running || (best && best->trial == trial)) continue;

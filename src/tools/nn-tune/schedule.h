@@ -43,6 +43,13 @@ struct Job {
 // best floor(n/eta). Failed results are never promoted.
 Job next_job(const ScheduleState& s);
 
+// Each trial that has finished a rung: its deepest finished rung.
+std::map<uint32_t, uint32_t> deepest_rungs(const ScheduleState& s);
+
+// The trials successive halving runs at `rung`: every trial at rung 0; after that the best
+// ceil(n/eta) of the n results of the rung before, failures left out.
+std::vector<uint32_t> halving_members(const ScheduleState& s, uint32_t rung);
+
 // The trials that will never run again and cannot win: not running, not the winner so far,
 // and failed, or done with the last rung, or left out of their rung's quota once it is final.
 // Their checkpoints and networks are no longer needed.
