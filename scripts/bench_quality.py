@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Recommendation quality on held-out users (the protocol of Liang et al. 2018: see
 heldout_users_split.py): one table of recall@10, recall@20, recall@50 and NDCG@100 for
-popularity, EASE, the PyTorch Mult-DAE and Mult-VAE of the paper (multvae_peer.py) and this
+popularity, EASE, the PyTorch Mult-DAE and Mult-VAE of the paper (multvae_peer.py), RecVAE
+(recvae_peer.py), NumPy linear models (higher_order_peer.py, linear_variants_peer.py) and this
 suite's networks (configs/*: nn-generate, nn-train, nn-predict), every row scored by the same
 code (movielens_eval.evaluate) on the same test users, averaged over the folds.
 
@@ -151,6 +152,28 @@ def torch_mult(kind):
                                                 log=log if settings["verbose"] else None)
         return fold.recs("test", score_fn(fold.x_test)), {"epoch": epoch}
     return run
+
+
+def torch_recvae(fold, log, settings):
+    import recvae_peer  # torch is imported only when a torch row runs
+    import torch
+    torch.set_num_threads(settings["threads"])
+
+    def validate(score_fn):
+        return fold.metrics("val", fold.recs("val", score_fn(fold.x_val)))[settings["select"]]
+
+    best = None
+    for gamma in settings["recvae_gammas"]:  # the KL weight per item of the user, by validation
+        cfg = dict(recvae_peer.PAPER, epochs=settings["torch_epochs"],
+                   eval_every=settings["eval_every"], gamma=gamma)
+        score_fn, history, epoch = recvae_peer.train(fold.x_train, cfg, validate,
+                                                     log=log if settings["verbose"] else None)
+        score = max(m for _, m in history)
+        log(f"    recvae gamma {gamma:g}: validation {settings['select']} {score:.4f} "
+            f"at epoch {epoch}")
+        if best is None or score > best[0]:
+            best = (score, gamma, epoch, fold.recs("test", score_fn(fold.x_test)))
+    return best[3], {"gamma": best[1], "epoch": best[2]}
 
 
 # ---- this suite's networks (configs/<name>: network.json + train.cdl) -------------------------------
@@ -306,6 +329,13 @@ def blend(kinds):
     return run
 
 
+def linear_variant(name):
+    def run(fold, log, settings):
+        import linear_variants_peer  # the DLAE's variants (NumPy)
+        return linear_variants_peer.METHODS[name](fold, log, settings)
+    return run
+
+
 def higher_order(fold, log, settings):
     import higher_order_peer  # the pairwise model's NumPy code
     return higher_order_peer.higher_order(fold, log, settings)
@@ -315,13 +345,20 @@ METHODS = {
     "popularity": popularity,
     "ease": ease,
     "higher-order": higher_order,
+    **{name: linear_variant(name) for name in
+       ("dlae", "dlae-tuned", "rdlae", "dlae-popularity", "dlae-user-knn")},
     "mult-dae-torch": torch_mult("dae"),
     "mult-vae-torch": torch_mult("vae"),
+    "recvae-torch": torch_recvae,
     "nn-recommender-autoencoder": nn_network("recommender-autoencoder"),
     "nn-mult-dae": nn_network("recommender-mult-dae"),
     "nn-mult-vae": nn_network("recommender-mult-vae"),
     "nn-linear-dae": nn_network("recommender-linear-dae"),
 }
+
+# The rows run by default (docs/quality.md's tables); the others are asked for by name.
+DEFAULT_METHODS = ("popularity", "ease", "mult-dae-torch", "mult-vae-torch",
+                   "nn-recommender-autoencoder", "nn-mult-dae", "nn-mult-vae", "nn-linear-dae")
 
 
 def main(argv=None):
@@ -332,8 +369,9 @@ def main(argv=None):
                         help="MovieLens ratings CSV (default: the bundled ml-latest-small)")
     parser.add_argument("-w", "--work", default=os.path.join(ROOT, "out", "bench-quality"),
                         help="work directory (default out/bench-quality)")
-    parser.add_argument("--methods", default=",".join(METHODS),
-                        help="comma list (default: all): " + ", ".join(METHODS) +
+    parser.add_argument("--methods", default=",".join(DEFAULT_METHODS),
+                        help="comma list (default: " + ",".join(DEFAULT_METHODS) + "; more: " +
+                        ", ".join(m for m in METHODS if m not in DEFAULT_METHODS) +
                         ", or nn:DIR for the network.json and train.cdl in DIR, or blend:A+B "
                         "(A, B: ease, a configs/ name or a folder) for two models' standardised "
                         "scores mixed by a weight chosen on the validation users")
@@ -345,6 +383,9 @@ def main(argv=None):
     parser.add_argument("--ease-lambdas", default="10,20,50,100,200,300,500,1000",
                         help="EASE lambdas tried on the validation users")
     parser.add_argument("--torch-epochs", type=int, default=200, help="PyTorch epochs (200)")
+    parser.add_argument("--recvae-gammas", default="0.005,0.01,0.02",
+                        help="RecVAE's KL weights per user item tried on the validation users "
+                        "(default 0.005,0.01,0.02; the paper's ML-20M value is 0.005)")
     parser.add_argument("--anneal-steps", type=int, default=0,
                         help="Mult-VAE updates to reach beta 0.2 (default: scaled to the run)")
     parser.add_argument("--eval-every", type=int, default=5, help="epochs between validations")
@@ -385,7 +426,8 @@ def main(argv=None):
         f"{s['items']} items" for s in summaries))
     settings = {"select": args.select, "threads": args.threads, "verbose": args.verbose,
                 "ease_lambdas": [float(v) for v in args.ease_lambdas.split(",")],
-                "torch_epochs": args.torch_epochs, "anneal_steps": args.anneal_steps,
+                "torch_epochs": args.torch_epochs,
+                "recvae_gammas": [float(v) for v in args.recvae_gammas.split(",")], "anneal_steps": args.anneal_steps,
                 "eval_every": args.eval_every, "nn_k": args.nn_k, "nn_interval": args.nn_interval,
                 "nn_patience": args.nn_patience, "nn_epochs": args.nn_epochs}
     results = {m: [] for m in methods}

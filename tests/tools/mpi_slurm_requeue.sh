@@ -34,53 +34,6 @@ submit() {  # submit DIR: the job's id
   timeout 30 sbatch --parsable --ntasks=2 --requeue --open-mode=append --chdir="$PWD/$1" \
     --output="$PWD/$1/job.log" "$PWD/$1/job.sh"
 }
-# newest_checkpoint DIR: the epoch of its newest periodic checkpoint (every 50 epochs; not the
-# checkpoint a requeue's SIGTERM leaves), or 0.
-newest_checkpoint() {
-  local newest=0 f n
-  for f in "$1"/ck*.nc; do
-    [[ -e $f ]] || continue
-    n=${f##*/ck}
-    n=${n%.nc}
-    [[ $n =~ ^[0-9]+$ ]] && ((n % 50 == 0 && n > newest)) && newest=$n
-  done
-  echo "$newest"
-}
-# requeue_after_checkpoint ID DIR EPOCH RESTARTS: once the job has written a checkpoint after
-# EPOCH, requeues it, lets it start again at once (a requeued job waits two minutes otherwise)
-# and waits until it runs for the RESTARTS-th time. Prints the epoch of the newest checkpoint
-# then.
-requeue_after_checkpoint() {
-  local id=$1 dir=$2 after=$3 reached=0 how=${5:-requeue}
-  local deadline=$((SECONDS + 60))
-  while ((SECONDS < deadline)); do
-    reached=$(newest_checkpoint "$dir")
-    ((reached > after)) && break
-    [[ $(job_state "$id") == COMPLETED ]] && fail "the job ended before a checkpoint after epoch $after: $(tail -5 "$dir/job.log")"
-    sleep 0.1
-  done
-  ((reached > after)) || fail "no checkpoint after epoch $after within 60 s: $(tail -5 "$dir/job.log")"
-  if [[ $how == requeue ]]; then
-    timeout 30 scontrol requeue "$id" || fail "scontrol requeue $id failed"
-  else  # the time-limit warning of --signal=TERM@120, sent now
-    timeout 30 scancel --signal=TERM "$id" || fail "scancel --signal=TERM $id failed"
-  fi
-  local state="" restarts=0
-  deadline=$((SECONDS + 60))
-  while ((SECONDS < deadline)); do
-    state=$(job_state "$id")
-    restarts=$(timeout 10 scontrol show job "$id" | sed -n 's/.*Restarts=\([0-9]*\).*/\1/p')
-    [[ $state == PENDING ]] && timeout 20 scontrol update JobId="$id" StartTime=now >/dev/null 2>&1 || true
-    [[ $state == RUNNING && $restarts == "$4" ]] && break
-    sleep 0.1
-  done
-  [[ $state == RUNNING && $restarts == "$4" ]] ||
-    fail "the requeued job did not run again (state $state, restarts $restarts)"
-  # The run that was requeued may have written more before it ended: the next requeue waits
-  # for a checkpoint after all of them.
-  newest_checkpoint "$dir"
-}
-
 whole=$(submit whole)
 state=$(wait_job_end "$whole" 180)
 [[ $state == COMPLETED ]] || fail "the uninterrupted job ended $state: $(tail -5 whole/job.log)"

@@ -2,6 +2,7 @@
 #include "distributed/mpi/rank_heartbeat.h"
 
 #include <cstring>
+#include <thread>
 
 namespace nn::mpi {
 namespace {
@@ -10,6 +11,7 @@ constexpr int kTag = 7;
 constexpr int kAlive = 1, kGoodbye = 2;
 constexpr double kPeriodSeconds = 1.0;
 constexpr int kHostChars = MPI_MAX_PROCESSOR_NAME;
+constexpr int kGoodbyeWaitSeconds = 10;
 
 }  // namespace
 
@@ -85,6 +87,26 @@ void RankHeartbeat::close() {
   if (send_ != MPI_REQUEST_NULL) MPI_Wait(&send_, MPI_STATUS_IGNORE);
   outgoing_ = kGoodbye;
   MPI_Send(&outgoing_, 1, MPI_INT, watcher_, kTag, comm_);
+  // Take in what the watched rank still sends, up to its goodbye, before MPI_Finalize: a
+  // heartbeat left undelivered when its receiver has finalised sends Open MPI's TCP transport
+  // reconnecting to a process that is gone, and MPI_Finalize then hangs (seen with one rank per
+  // host under srun). A watched rank still at work sends a heartbeat every second; one silent
+  // for kGoodbyeWaitSeconds died or hangs, and is waited for no longer.
+  Clock::time_point heard = Clock::now();
+  while (!watched_finished_ && receive_ != MPI_REQUEST_NULL &&
+         Clock::now() - heard < std::chrono::seconds(kGoodbyeWaitSeconds)) {
+    int done = 0;
+    MPI_Test(&receive_, &done, MPI_STATUS_IGNORE);
+    if (!done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    heard = Clock::now();
+    if (incoming_ == kGoodbye)
+      watched_finished_ = true;
+    else
+      post_receive();
+  }
   if (receive_ != MPI_REQUEST_NULL) {
     MPI_Cancel(&receive_);
     MPI_Wait(&receive_, MPI_STATUS_IGNORE);

@@ -30,8 +30,10 @@ class RankHeartbeat {
   int watched_rank() const { return watched_; }
   // The host the watched rank runs on (MPI_Get_processor_name), "" when unknown.
   std::string watched_host() const;
-  // Tells the watcher this rank is finishing (so its silence from now on is not a failure) and
-  // cancels the pending receive. Call before MPI_Finalize; idempotent.
+  // Tells the watcher this rank is finishing (so its silence from now on is not a failure),
+  // takes in the watched rank's messages up to its goodbye (while it is still heard from), and
+  // cancels the pending receive, so no heartbeat is in flight at MPI_Finalize. Call before
+  // MPI_Finalize; idempotent.
   void close();
 
  private:
