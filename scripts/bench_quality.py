@@ -426,8 +426,8 @@ def main(argv=None):
         f"{s['items']} items" for s in summaries))
     settings = {"select": args.select, "threads": args.threads, "verbose": args.verbose,
                 "ease_lambdas": [float(v) for v in args.ease_lambdas.split(",")],
-                "torch_epochs": args.torch_epochs,
-                "recvae_gammas": [float(v) for v in args.recvae_gammas.split(",")], "anneal_steps": args.anneal_steps,
+                "torch_epochs": args.torch_epochs, "anneal_steps": args.anneal_steps,
+                "recvae_gammas": [float(v) for v in args.recvae_gammas.split(",")],
                 "eval_every": args.eval_every, "nn_k": args.nn_k, "nn_interval": args.nn_interval,
                 "nn_patience": args.nn_patience, "nn_epochs": args.nn_epochs}
     results = {m: [] for m in methods}
