@@ -13,6 +13,9 @@ input product, forward, loss, backward, optimizer step. Generating the random ex
   sparse  torch.sparse.mm(COO batch [256 x items], W [items x H]); autograd gives the dense weight
           gradient X^T * delta from the sparse X (default: the fastest measured here)
   dense   scatter the batch into a dense [256 x items] 0/1 matrix, then an ordinary dense GEMM
+  embedding         torch.nn.EmbeddingBag(mode="sum") over the example's items: a dense weight
+                    gradient
+  embedding-sparse  the same with sparse=True: a sparse weight gradient (SGD only)
 FLOPs per batch (reported, so GFLOP/s compare with the engine): 2*m*n*k per GEMM, forward plus
 backward (weight gradient, and the delta to the layer below except for the input layer); the input
 layer is counted as sparse, 2*nnz*H for its forward product and 2*nnz*H for its weight gradient.
@@ -74,7 +77,15 @@ class SparseAutoEncoder(torch.nn.Module):
         self.items = items
         self.input_mode = input_mode
         bound = (6.0 / (items + hidden[0])) ** 0.5 / 2
-        self.w_in = torch.nn.Parameter(torch.empty(items, hidden[0]).uniform_(-bound, bound))
+        if input_mode.startswith("embedding"):
+            # The layout users of recommenders reach for: the input weights as an EmbeddingBag
+            # summing the rows of the example's items; "embedding-sparse" gives a sparse weight
+            # gradient (only SGD, Adagrad and SparseAdam take one).
+            self.embed = torch.nn.EmbeddingBag(items, hidden[0], mode="sum",
+                                               sparse=input_mode == "embedding-sparse")
+            torch.nn.init.uniform_(self.embed.weight, -bound, bound)
+        else:
+            self.w_in = torch.nn.Parameter(torch.empty(items, hidden[0]).uniform_(-bound, bound))
         self.b_in = torch.nn.Parameter(torch.zeros(hidden[0]))
         sizes = hidden + [items]
         self.layers = torch.nn.ModuleList(
@@ -91,12 +102,18 @@ class SparseAutoEncoder(torch.nn.Module):
             # keeps its sparse input product in FP32 too).
             with torch.autocast(indices.device.type, enabled=False):
                 z = torch.sparse.mm(coo, self.w_in) + self.b_in
+        elif self.input_mode.startswith("embedding"):
+            with torch.autocast(indices.device.type, enabled=False):
+                z = self.embed(indices) + self.b_in
         else:
             z = torch.addmm(self.b_in, dense_x, self.w_in)
         a = torch.sigmoid(z)
         for layer in self.layers[:-1]:
             a = torch.sigmoid(layer(a))
         return self.layers[-1](a)  # logits; the loss applies the sigmoid
+
+
+INPUT_MODES = ("sparse", "dense", "embedding", "embedding-sparse")
 
 
 def flop_counts(batch, items, hidden, nnz):
@@ -213,7 +230,7 @@ def main(argv=None):
     parser.add_argument("--optimizer", default="rmsprop",
                         help="comma list of rmsprop, sgd (default rmsprop)")
     parser.add_argument("--input", default="sparse",
-                        help="comma list of sparse, dense (default sparse)")
+                        help="comma list of " + ", ".join(INPUT_MODES) + " (default sparse)")
     parser.add_argument("--batches", type=int, default=20, help="timed batches (default 20)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed batches first (default 3)")
     parser.add_argument("--nnz", type=int, default=NNZ, help="non-zeros per example (default 144)")
@@ -261,8 +278,8 @@ def main(argv=None):
         if name not in ("rmsprop", "sgd"):
             parser.error(f"--optimizer: unknown {name!r}; expected rmsprop or sgd")
     for name in inputs:
-        if name not in ("sparse", "dense"):
-            parser.error(f"--input: unknown {name!r}; expected sparse or dense")
+        if name not in INPUT_MODES:
+            parser.error(f"--input: unknown {name!r}; expected one of {', '.join(INPUT_MODES)}")
     if args.batches < 1 or args.warmup < 0 or not 0 < args.nnz <= ITEMS:
         parser.error("--batches must be >= 1, --warmup >= 0, 0 < --nnz <= 27278")
 
