@@ -38,7 +38,8 @@ def spd_inverse(a):
     if info == 0:
         c, info = scipy.linalg.lapack.spotri(c, lower=1, overwrite_c=1)
     if info != 0:
-        raise ArithmeticError(f"higher-order: Cholesky failed (LAPACK info {info})")
+        raise ArithmeticError(f"Cholesky factorisation failed (LAPACK info {info}): the matrix "
+                              "is not positive definite")
     return np.tril(c) + np.tril(c, -1).T
 
 
