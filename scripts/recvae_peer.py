@@ -28,6 +28,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see movielens_peer.py
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from multvae_peer import to_tensor  # noqa: E402  (scipy CSR rows -> dense float32 tensor)
+
 PAPER = {"hidden": 600, "latent": 200, "gamma": 0.005, "lr": 5e-4, "batch": 500, "epochs": 50,
          "encoder_passes": 3, "decoder_passes": 1, "dropout": 0.5}
 PRIOR_WEIGHTS = (3 / 20, 3 / 4, 1 / 10)
@@ -93,10 +95,6 @@ class RecVAE(torch.nn.Module):
     def scores(self, x):
         mu, _ = self.encoder(x, 0.0)
         return self.decoder(mu)
-
-
-def to_tensor(rows):
-    return torch.from_numpy(np.asarray(rows.todense(), dtype=np.float32))
 
 
 def train(x_train, settings, validate=None, seed=98765, log=None):

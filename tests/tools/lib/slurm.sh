@@ -49,7 +49,7 @@ require_slurm() {
 }
 
 start_munge() {
-  mkdir -p slurm/state slurm/tmp "slurm/spool-$(hostname -s)"
+  mkdir -p slurm/state slurm/tmp
   chmod 700 slurm
   head -c 1024 /dev/urandom >slurm/munge.key
   chmod 600 slurm/munge.key
@@ -126,6 +126,7 @@ start_slurm() {
   start_munge
   local host
   host=$(hostname -s)
+  mkdir -p "slurm/spool-$host"
   write_slurm_conf "$host" 127.0.0.1 "NodeName=$host NodeAddr=127.0.0.1 CPUs=4 State=UNKNOWN" "$host"
   trap 'stop_slurm; rm -rf "$work" 2>/dev/null || true' EXIT
   slurmctld -D -f "$SLURM_CONF" >slurm/slurmctld.out 2>&1 &

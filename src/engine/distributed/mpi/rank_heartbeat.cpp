@@ -47,22 +47,23 @@ void RankHeartbeat::post_receive() {
   MPI_Irecv(&incoming_, 1, MPI_INT, watched_, kTag, comm_, &receive_);
 }
 
+bool RankHeartbeat::take_message() {
+  int done = 0;
+  MPI_Test(&receive_, &done, MPI_STATUS_IGNORE);
+  if (!done) return false;
+  if (incoming_ == kGoodbye)
+    watched_finished_ = true;
+  else
+    post_receive();
+  return true;
+}
+
 double RankHeartbeat::poll() {
   if (comm_ == MPI_COMM_NULL || closed_) return 0.0;
   const Clock::time_point now = Clock::now();
   // Receive everything that has arrived (a rank that was slow to be scheduled may have sent
   // several).
-  for (int i = 0; i < 64 && !watched_finished_; ++i) {
-    int done = 0;
-    MPI_Test(&receive_, &done, MPI_STATUS_IGNORE);
-    if (!done) break;
-    last_heard_ = now;
-    if (incoming_ == kGoodbye) {
-      watched_finished_ = true;
-      break;
-    }
-    post_receive();
-  }
+  for (int i = 0; i < 64 && !watched_finished_ && take_message(); ++i) last_heard_ = now;
   // One heartbeat in flight at a time: a watcher that stopped reading (it is stopped itself)
   // must not make this rank pile up messages.
   if (std::chrono::duration<double>(now - last_sent_).count() >= kPeriodSeconds) {
@@ -95,17 +96,10 @@ void RankHeartbeat::close() {
   Clock::time_point heard = Clock::now();
   while (!watched_finished_ && receive_ != MPI_REQUEST_NULL &&
          Clock::now() - heard < std::chrono::seconds(kGoodbyeWaitSeconds)) {
-    int done = 0;
-    MPI_Test(&receive_, &done, MPI_STATUS_IGNORE);
-    if (!done) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      continue;
-    }
-    heard = Clock::now();
-    if (incoming_ == kGoodbye)
-      watched_finished_ = true;
+    if (take_message())
+      heard = Clock::now();
     else
-      post_receive();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (receive_ != MPI_REQUEST_NULL) {
     MPI_Cancel(&receive_);

@@ -39,6 +39,9 @@ class RankHeartbeat {
  private:
   using Clock = std::chrono::steady_clock;
   void post_receive();
+  // Takes in the watched rank's message if one has arrived (a goodbye marks it finished, a
+  // heartbeat re-posts the receive); false when none has.
+  bool take_message();
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   int watched_ = -1, watcher_ = -1;
