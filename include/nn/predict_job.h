@@ -61,6 +61,9 @@ struct PredictJob {
   int threads = 0;               // CPU threads; 0 = every CPU this process may use
   int device = -1;               // CUDA device; -1 = this rank's default
   std::string precision;         // dense products: "fp32" or "bf16"; "" = fp32
+  // BF16 on a CPU is measured against FP32 first and runs FP32 where it is the slower (a line
+  // says so); true keeps BF16 regardless (TrainJob::force_precision).
+  bool force_precision = false;
 };
 
 // The run a CDL command file (Command "Predict") describes: its Network, Data and

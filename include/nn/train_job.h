@@ -115,6 +115,9 @@ struct TrainJob {
   // accumulation and FP32 master weights: docs/wide-outputs.md); "" = the network's "Precision"
   // key, else fp32.
   std::string precision;
+  // BF16 on a CPU is measured against FP32 first and, where it is the slower, the run says so and
+  // computes in FP32 (docs/wide-outputs.md, "When BF16 is slower"); true keeps BF16 regardless.
+  bool force_precision = false;
   Parallelism parallel = Parallelism::Auto;
   // The interconnect between the ranks under mpirun (docs/scaling.md, "Predicting scaling"): a
   // preset ("nvlink-h100", "ib-ndr", "pcie-h100", "eth-10g", "eth-1g") or a file written by

@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "api/model_impl.h"
+#include "api/precision_stage.h"
 #include "backend/backend_choice.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -118,16 +119,17 @@ class PredictionRun {
     auto backend = make_backend_for(file_.spec, job_.backend, job_.threads,
                                     resolve_device(job_.device), &note);
     if (!note.empty()) log_(note);
-    if (resolve_precision(job_.precision, file_.spec) == Precision::BF16) {
-      backend->set_precision(Precision::BF16);
-      log_("precision: BF16 products with FP32 accumulation");
-    }
+    const Precision precision = resolve_precision(job_.precision, file_.spec);
+    if (precision == Precision::BF16)
+      backend->set_precision(Precision::BF16);  // refuses, saying why, where BF16 cannot run
     // Which device each rank scores on (one process per GPU), printed by rank 0; collective.
     if (comm_->size() > 1)
       for (const std::string& line : describe_placement(*comm_, *backend, nullptr)) log_(line);
     model_ = Model::Impl::create(std::move(backend), file_.spec, inputs_.bound.sparse_inputs(),
                                  &file_, 0, parallel);
     net_ = model_->impl().net.get();
+    apply_precision_stage(precision, job_.force_precision, parallel.settings.minibatch, *net_,
+                          *comm_, log_);
     model_parallel_ = net_->model_parallel();
     if (model_parallel_)
       for (const LayerChoice& c : net_->parallel_plan())

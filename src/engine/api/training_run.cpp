@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "api/model_impl.h"
+#include "api/precision_stage.h"
 #include "api/train_setup.h"
 #include "api/warm_start_stage.h"
 #include "backend/backend_choice.h"
@@ -279,13 +280,14 @@ std::unique_ptr<LoadedModel> load_model(const TrainJob& job, const LogSink& log,
   if (!note.empty()) log(note);
   if (backend->host_memory()) log(blas_kernels_note());
   note_untried_cuda_paths(*backend, log);
-  if (resolve_precision(job.precision, m->spec) == Precision::BF16) {
-    backend->set_precision(Precision::BF16);
-    log("precision: BF16 products with FP32 accumulation and FP32 weights");
-  }
+  const Precision precision = resolve_precision(job.precision, m->spec);
+  if (precision == Precision::BF16)
+    backend->set_precision(Precision::BF16);  // refuses, saying why, where BF16 cannot run
   m->model = Model::Impl::create(std::move(backend), m->spec, m->bound.sparse_inputs(), nullptr,
                                  job.seed, parallel);
   m->net = m->model->impl().net.get();
+  apply_precision_stage(precision, job.force_precision, parallel.settings.minibatch, *m->net,
+                        *world_communicator(), log);
   if (!m->net->parallel_plan().empty()) {
     log("parallel plan for " + std::to_string(world_size()) +
         " processes (per layer; \"Parallel\" in the network or the command file overrides it):");

@@ -112,6 +112,10 @@ void define_flags(CLI::App& app, Flags& f) {
                  "CUDA). Default: the CDL Precision key, else fp32 (network files do not record "
                  "the precision they were trained in)")
       ->check(CLI::IsMember({"fp32", "bf16"}, CLI::ignore_case));
+  app.add_flag("--force-precision", f.job.force_precision,
+               "keep BF16 even where it measures slower than FP32: on a CPU, a BF16 run first "
+               "times the network's widest dense product in both precisions and, where BF16 is "
+               "the slower, says so and computes in FP32");
   app.add_option("--threads", f.job.threads,
                  "CPU threads (default: the CPUs this process may use, shared among the ranks "
                  "of an mpirun job on this host)");

@@ -17,6 +17,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/cpu_backend.h"
+#include "backend/math/bf16_math.h"
 
 namespace nn::test {
 
@@ -163,8 +164,19 @@ class CountingBackend final : public Backend {
     ++gemms;
     inner_->gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   }
-  void set_precision(Precision p) override { inner_->set_precision(p); }
-  Precision precision() const override { return inner_->precision(); }
+  // With pose_bf16 it poses as a CPU that runs BF16: set_precision(BF16) is accepted and
+  // remembered instead of passed on (gemm then still computes in FP32), and gemm_bf16_ab widens
+  // its operands and multiplies them in FP32.
+  bool pose_bf16 = false;
+  void set_precision(Precision p) override {
+    if (pose_bf16)
+      posed_precision_ = p;
+    else
+      inner_->set_precision(p);
+  }
+  Precision precision() const override {
+    return pose_bf16 ? posed_precision_ : inner_->precision();
+  }
   void convert_to_bf16(const float* src, uint16_t* dst, size_t n) override {
     ++bf16_conversions;
     inner_->convert_to_bf16(src, dst, n);
@@ -178,7 +190,15 @@ class CountingBackend final : public Backend {
                     int lda, const uint16_t* b16, int ldb, float beta, float* c, int ldc) override {
     const Inside inside(*this);
     ++bf16_ab_gemms;
-    inner_->gemm_bf16_ab(ta, tb, m, n, k, alpha, a16, lda, b16, ldb, beta, c, ldc);
+    if (!pose_bf16)
+      return inner_->gemm_bf16_ab(ta, tb, m, n, k, alpha, a16, lda, b16, ldb, beta, c, ldc);
+    // Posing: the BF16 operands widened to FP32 (exactly) and multiplied in FP32, the arithmetic
+    // of BF16 products with FP32 accumulation (in the FP32 product's order of summation).
+    std::vector<float> a(math::operand_span(ta ? k : m, ta ? m : k, lda)),
+        b(math::operand_span(tb ? n : k, tb ? k : n, ldb));
+    for (size_t i = 0; i < a.size(); ++i) a[i] = math::bf16_to_float(a16[i]);
+    for (size_t i = 0; i < b.size(); ++i) b[i] = math::bf16_to_float(b16[i]);
+    inner_->gemm(ta, tb, m, n, k, alpha, a.data(), lda, b.data(), ldb, beta, c, ldc);
   }
   void broadcast_bias(float* z, const float* bias, uint32_t rows, uint32_t cols,
                       bool accumulate) override {
@@ -426,6 +446,7 @@ class CountingBackend final : public Backend {
   size_t split_base_ = 0, wait_base_ = 0;
   std::unique_ptr<CpuBackend> inner_;
   bool host_memory_;
+  Precision posed_precision_ = Precision::FP32;
   std::atomic<int> active_{0};  // threads inside a probed call
 };
 
