@@ -1,10 +1,13 @@
 // The CPU backend's thread pool: every task runs exactly once, jobs come back to back, nested and
-// concurrent jobs fall back to running inline, and a backend is usable from several threads.
+// concurrent jobs fall back to running inline, a task's exception reaches the caller, and a
+// backend is usable from several threads.
 #include "backend/cpu/thread_pool.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -34,6 +37,33 @@ TEST(ThreadPool, NestedJobsRunInline) {
   std::atomic<int> inner{0};
   pool.run(6, [&](size_t) { pool.run(5, [&](size_t) { inner.fetch_add(1); }); });
   EXPECT_EQ(inner.load(), 30);
+}
+
+// A task that throws (a library error inside a parallel kernel) ends its job, and the exception
+// reaches the caller instead of ending the process; the pool then runs the next job whole. The
+// throwing task is on whichever thread claims it: over many jobs both the caller and the workers
+// take it.
+TEST(ThreadPool, ATaskThatThrowsReachesTheCaller) {
+  for (int threads : {1, 2, 4}) {
+    cpu::ThreadPool pool(threads);
+    for (int job = 0; job < 200; ++job) {
+      std::atomic<int> ran{0};
+      const size_t bad = size_t(job) % 64;
+      try {
+        pool.run(64, [&](size_t i) {
+          if (i == bad) throw std::runtime_error("task " + std::to_string(i) + " failed");
+          ran.fetch_add(1);
+        });
+        FAIL() << "no exception from job " << job << " on " << threads << " threads";
+      } catch (const std::runtime_error& e) {
+        EXPECT_EQ(std::string(e.what()), "task " + std::to_string(bad) + " failed");
+      }
+      EXPECT_LE(ran.load(), 63);
+      std::vector<std::atomic<int>> hits(64);
+      pool.run(64, [&](size_t i) { hits[i].fetch_add(1); });
+      for (size_t i = 0; i < 64; ++i) ASSERT_EQ(hits[i].load(), 1) << threads << " " << i;
+    }
+  }
 }
 
 TEST(ThreadPool, ConcurrentCallersEachGetAllTheirTasks) {

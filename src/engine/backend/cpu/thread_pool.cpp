@@ -1,7 +1,11 @@
 // ThreadPool: workers sleep on a condition variable between jobs after a short spin (kernels
 // often come back to back), claim tasks through an atomic counter, and the caller waits only
-// for workers that actually joined the job.
+// for workers that actually joined the job. A task that throws ends the job early (the tasks not
+// yet claimed are dropped) and its exception is rethrown on the calling thread.
 #include "backend/cpu/thread_pool.h"
+
+#include <exception>
+#include <utility>
 
 namespace nn::cpu {
 namespace {
@@ -35,7 +39,14 @@ void ThreadPool::drain() {
   for (;;) {
     const size_t i = next_.fetch_add(1);
     if (i >= tasks_) return;
-    fn_(ctx_, i);
+    try {
+      fn_(ctx_, i);
+    } catch (...) {
+      // The first failure is kept for the caller; the tasks not yet claimed are dropped.
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+      next_.store(tasks_);
+    }
   }
 }
 
@@ -61,6 +72,12 @@ void ThreadPool::run_erased(size_t tasks, TaskFn fn, const void* ctx) {
   std::unique_lock<std::mutex> lock(mutex_);
   open_ = false;
   idle_.wait(lock, [this] { return active_ == 0; });
+  if (error_) {
+    std::exception_ptr error = std::move(error_);
+    error_ = nullptr;
+    lock.unlock();
+    std::rethrow_exception(error);
+  }
 }
 
 void ThreadPool::worker_loop() {

@@ -17,6 +17,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -34,7 +35,9 @@ class ThreadPool {
   int size() const { return int(workers_.size()) + 1; }
 
   // Runs task(i) for every i in [0, tasks), in any order and on any thread; returns when all
-  // have finished. Tasks must not throw.
+  // have finished. When a task throws, the tasks not yet started are skipped and, once the
+  // running ones have finished, the first exception is rethrown here (a library error raised
+  // inside a parallel kernel reaches the tool instead of ending the process).
   template <typename F>
   void run(size_t tasks, const F& task) {
     run_erased(
@@ -59,6 +62,7 @@ class ThreadPool {
   bool open_ = false;  // workers may still join the current job
   int active_ = 0;     // workers working on the current job
   bool stop_ = false;
+  std::exception_ptr error_;  // the current job's first failure (guarded by mutex_)
 };
 
 // Splits [0, count) into contiguous ranges of at least `grain` items (a few per thread, so a
