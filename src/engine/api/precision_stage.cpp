@@ -64,8 +64,8 @@ ProductRates measure_product_rates(Backend& be, ProductShape shape) {
   };
   auto bf16 = [&] {  // as a BF16 forward pass runs it: the input converted, then the product
     be.convert_to_bf16(a.data(), a16.data(), a_size);
-    be.gemm_bf16_ab(false, false, shape.m, shape.n, shape.k, 1.0f, a16.data(), shape.k,
-                    b16.data(), shape.n, 0.0f, c.data(), shape.n);
+    be.gemm_bf16_ab(false, false, shape.m, shape.n, shape.k, 1.0f, a16.data(), shape.k, b16.data(),
+                    shape.n, 0.0f, c.data(), shape.n);
   };
   fp32();  // warm-ups: first-use set-up (oneDNN builds its kernels on the first BF16 product)
   bf16();
@@ -90,10 +90,10 @@ PrecisionChoice choose_precision(Precision asked, bool forced, const ProductRate
     out.lines.push_back(kept);
     return out;
   }
-  const std::string measured =
-      "BF16 " + gflops_text(rates.bf16_gflops) + " GFLOP/s against FP32's " +
-      gflops_text(rates.fp32_gflops) + " on the network's widest dense product, " +
-      format("%d x %d by %d x %d", shape.m, shape.k, shape.k, shape.n);
+  const std::string measured = "BF16 " + gflops_text(rates.bf16_gflops) +
+                               " GFLOP/s against FP32's " + gflops_text(rates.fp32_gflops) +
+                               " on the network's widest dense product, " +
+                               format("%d x %d by %d x %d", shape.m, shape.k, shape.k, shape.n);
   if (rates.bf16_gflops >= rates.fp32_gflops) {
     out.lines.push_back(kept + " (" + measured + ")");
   } else if (forced) {

@@ -40,7 +40,8 @@ TEST(PrecisionChoice, Bf16StaysWhereItIsFasterAndFallsBackWhereItIsSlower) {
   EXPECT_EQ(faster.precision, Precision::BF16);
   EXPECT_FALSE(faster.fell_back);
   ASSERT_EQ(faster.lines.size(), 1u);
-  EXPECT_TRUE(contains(faster.lines[0], "BF16 260.0 GFLOP/s against FP32's 100.0")) << faster.lines[0];
+  EXPECT_TRUE(contains(faster.lines[0], "BF16 260.0 GFLOP/s against FP32's 100.0"))
+      << faster.lines[0];
 
   PrecisionChoice slower = choose_precision(Precision::BF16, false, {216.0, 137.0}, shape);
   EXPECT_EQ(slower.precision, Precision::FP32);
