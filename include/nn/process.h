@@ -55,6 +55,8 @@ int default_thread_count();
 // CUDA device for this process when the user gave none: its rank on this host modulo the host's
 // GPUs (0 without GPUs or MPI). May be collective under MPI (every rank calls it).
 int default_device();
+// The CUDA devices this process can use (0 without a CUDA build, driver or device).
+int cuda_device_count();
 
 // The memory budget in bytes (default: the memory this process may use, lowered by a cgroup
 // limit or RLIMIT_AS); set_memory_budget(0) restores the default.

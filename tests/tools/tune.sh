@@ -6,8 +6,8 @@
 # names the same winner; a killed rung is finished by the next run, as is a tune stopped by
 # SIGTERM (exit 143, its trials checkpointed and ended, the same winner in the end); a time
 # budget starts no trial once spent and names the best of what finished; a grid covers every
-# combination; a failing trial is recorded and the search goes on; bad tune files are refused
-# with the key named.
+# combination, its trials spread over the --devices given; a failing trial is recorded and the
+# search goes on; bad tune files and device lists are refused with the key named.
 # Usage: tune.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
@@ -87,6 +87,8 @@ printf '%s\t2\t9\t0.3' "$winner" >>out/results.tsv
 # A changed tune file is refused for the same output folder.
 sed 's/"Seed": 2/"Seed": 3/' tune.json >changed.json
 tool=$tools/nn-tune
+expect_status 2 --devices 0,x tune.json
+grep -q -- '--devices: "x" is not a device index' err.txt || fail "device list: $(cat err.txt)"
 expect_status 1 changed.json
 grep -q "search (its space, sampler, trials or seed) changed since this tune started" err.txt ||
   fail "changed: $(cat err.txt)"
@@ -98,7 +100,16 @@ cat >grid.json <<'JSON'
              "Network.Layers.Hidden.N": [4, 8] },
   "Sampler": "Grid", "Epochs": {"Max": 2}, "Output": "grid" }
 JSON
-"$tools/nn-tune" --parallel 2 grid.json >grid.txt 2>&1 || fail "grid: $(cat grid.txt)"
+# Spread over two devices (--devices; without a GPU the trials' CPU backend ignores them): the
+# first two trials start together, one on each, and every trial's log begins with its command.
+devices=(--devices 0,1)  # refused on a host with exactly one GPU, where device 1 does not exist
+[[ $("$tools/nn-train" --devices 2>/dev/null | grep -c '^cuda:[0-9]') == 1 ]] && devices=()
+"$tools/nn-tune" --parallel 2 "${devices[@]}" grid.json >grid.txt 2>&1 || fail "grid: $(cat grid.txt)"
+if ((${#devices[@]})); then
+  used=$(grep -ho -- '^nn-tune: trial command: nn-train train.cdl .* --device [0-9]*' grid/trial-*/train.log |
+    sed 's/.*--device //' | sort -u | tr '\n' ' ')
+  [[ $used == "0 1 " ]] || fail "trials not spread over devices 0 and 1: $used"
+fi
 [[ $(awk -F'\t' 'NR > 1' grid/results.tsv | wc -l) == 4 ]] || fail "grid rows: $(cat grid/results.tsv)"
 [[ $(grep -c "failed:exit" grid/results.tsv) == 2 ]] || fail "failures: $(cat grid/results.tsv)"
 grep -q '"TrainingParameters.Optimizer":"Adam"' grid/best/settings.json 2>/dev/null ||

@@ -3,6 +3,7 @@
 #include "nn/process.h"
 
 #include "backend/cpu/blas_kernels.h"
+#include "backend/cuda/device_probe.h"
 #include "core/allocation_context.h"
 #include "core/atomic_file.h"
 #include "core/memory_budget.h"
@@ -48,6 +49,9 @@ int default_thread_count() {
 }
 int default_device() {
   return nn::default_device();
+}
+int cuda_device_count() {
+  return nn::cuda_device_count();
 }
 
 uint64_t memory_budget() {

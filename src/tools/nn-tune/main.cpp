@@ -195,6 +195,36 @@ void copy_winner(const TuneFile& t, const Row& best, const json& settings) {
                                       << "\n";
 }
 
+// The devices the trials of this process are spread over: --devices as given (checked against
+// the host's GPUs where it has any; without GPUs nn-train's CPU backend ignores them); else the
+// rank's own GPU under mpirun; else, for a single nn-tune running several trials at a time on a
+// host with several GPUs, all of them; else none (nn-train's default).
+std::vector<int> trial_devices(const std::string& text, bool ranks, int parallel, int gpus) {
+  std::vector<int> out;
+  if (!text.empty()) {
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+      char* end = nullptr;
+      const long d = std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || d < 0 || d > 4095)
+        throw UsageError("--devices: \"" + item +
+                         "\" is not a device index (expected a list "
+                         "such as 0,1,2,3)");
+      if (gpus > 0 && d >= gpus)
+        throw UsageError("--devices: device " + item + " does not exist: this host has " +
+                         std::to_string(gpus) + " CUDA device" + (gpus == 1 ? "" : "s") + " (0-" +
+                         std::to_string(gpus - 1) + ")");
+      out.push_back(int(d));
+    }
+    return out;
+  }
+  if (ranks) return {api::default_device()};
+  if (parallel > 1 && gpus > 1)
+    for (int d = 0; d < gpus; ++d) out.push_back(d);
+  return out;
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -221,6 +251,11 @@ int run(int argc, char** argv) {
                  "else none)")
       ->check(CLI::PositiveNumber);
   app.add_flag("-q,--quiet", quiet, "print errors and the final table only");
+  std::string devices_text;
+  app.add_option("--devices", devices_text,
+                 "CUDA devices to spread this process's trials over, e.g. 0,1,2,3 (a trial starts "
+                 "on the one running the fewest; default: every GPU of the host for a single "
+                 "nn-tune with --parallel above 1, the rank's own GPU under mpirun)");
   bool keep_files = false;
   app.add_flag("--keep-files", keep_files,
                "keep every trial's checkpoints and network.nc (default: removed once the trial "
@@ -232,7 +267,8 @@ int run(int argc, char** argv) {
   const bool ranks = api::world_size() > 1;
   if (threads == 0 && (parallel > 1 || ranks))
     threads = std::max(1, int(api::default_thread_count()) / parallel);
-  TrialCommand command{nn_train_path(), threads, ranks ? api::default_device() : -1};
+  TrialCommand command{nn_train_path(), threads,
+                       trial_devices(devices_text, ranks, parallel, api::cuda_device_count())};
   if (api::world_rank() != 0) return worker_loop(command, parallel);
 
   TuneFile t = read_tune_file(tune_path);

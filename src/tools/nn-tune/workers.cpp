@@ -56,11 +56,15 @@ std::vector<std::string> trial_environment() {
   return out;
 }
 
-pid_t start_process(const TrialCommand& c, const std::string& dir, uint32_t epochs) {
+pid_t start_process(const TrialCommand& c, const std::string& dir, uint32_t epochs, int device) {
   std::vector<std::string> args = {c.nn_train, "train.cdl", "-e", std::to_string(epochs),
                                    "--resume=auto"};
   if (c.threads > 0) args.insert(args.end(), {"--threads", std::to_string(c.threads)});
-  if (c.device >= 0) args.insert(args.end(), {"--device", std::to_string(c.device)});
+  if (device >= 0) args.insert(args.end(), {"--device", std::to_string(device)});
+  // The command heads the trial's log (each run of the trial appends its own).
+  std::string line = "nn-tune: trial command:";
+  for (const std::string& a : args) line += " " + (a == c.nn_train ? std::string("nn-train") : a);
+  line += "\n";
   std::vector<std::string> env = trial_environment();
   const pid_t pid = fork();
   if (pid < 0) throw IoError("fork failed: cannot start nn-train");
@@ -74,6 +78,9 @@ pid_t start_process(const TrialCommand& c, const std::string& dir, uint32_t epoc
     if (fd >= 0) {
       dup2(fd, 1);
       dup2(fd, 2);
+      // The log is for people: a trial whose first line could not be written runs all the same.
+      const ssize_t written = write(fd, line.data(), line.size());
+      (void)written;
     }
     std::vector<char*> argv, envp;
     for (auto& a : args) argv.push_back(a.data());
@@ -107,7 +114,11 @@ int Workers::free_slots() const {
 
 int Workers::start(uint32_t trial, uint32_t rung, const std::string& dir, uint32_t epochs) {
   if (int(local_.size()) < per_rank_) {
-    local_.push_back({start_process(command_, dir, epochs), trial, rung, Clock::now()});
+    std::vector<int> in_use;
+    for (const Local& l : local_) in_use.push_back(l.device);
+    const int device = pick_device(command_.devices, in_use);
+    local_.push_back(
+        {start_process(command_, dir, epochs, device), trial, rung, Clock::now(), device});
     return 0;
   }
   // The next rank round the ring with a free slot.
@@ -168,6 +179,7 @@ int worker_loop(const TrialCommand& command, int per_rank) {
   struct Running {
     pid_t pid;
     uint32_t trial, rung;
+    int device;
   };
   std::vector<Running> running;
   bool stopped = false, ended = false;
@@ -193,9 +205,12 @@ int worker_loop(const TrialCommand& command, int per_rank) {
           // the trial is reported stopped by SIGTERM without running, and is not recorded.
           api::send_text(0, json{{"trial", trial}, {"rung", rung}, {"status", SIGTERM}}.dump());
         } else {
+          std::vector<int> in_use;
+          for (const Running& r : running) in_use.push_back(r.device);
+          const int device = pick_device(command.devices, in_use);
           running.push_back({start_process(command, run.at("dir").get<std::string>(),
-                                           run.at("epochs").get<uint32_t>()),
-                             trial, rung});
+                                           run.at("epochs").get<uint32_t>(), device),
+                             trial, rung, device});
         }
       }
     }

@@ -1,6 +1,7 @@
 // Where nn-tune's trials run: nn-train processes started by this process and, under mpirun, by
-// the job's other ranks, each rank running up to --parallel trials at a time on its own CUDA
-// device (its node-local rank modulo the host's GPUs). Rank 0 schedules; the other ranks run
+// the job's other ranks, each rank running up to --parallel trials at a time on its CUDA devices
+// (under mpirun its own, its node-local rank modulo the host's GPUs; a single nn-tune spreads its
+// trials over every GPU of the host). Rank 0 schedules; the other ranks run
 // worker_loop, which starts what rank 0 sends and reports each trial's end. Messages are small
 // JSON texts (api::send_text): {"run": {...}}, {"stop": true}, {"end": true} to a worker;
 // {"trial", "rung", "status"} back.
@@ -22,13 +23,30 @@ struct TrialEnd {
   double seconds;
 };
 
-// How each rank starts nn-train: the executable beside nn-tune, its threads, and a device when
-// the job has several ranks (-1: nn-train's own default).
+// How each rank starts nn-train: the executable beside nn-tune, its threads, and the CUDA
+// devices its trials are spread over (each trial started on the one running the fewest of this
+// rank's trials; empty: nn-train's own default device).
 struct TrialCommand {
   std::string nn_train;
   int threads = 0;
-  int device = -1;
+  std::vector<int> devices;
 };
+
+// The device for a trial starting now: of `devices`, the first of those running the fewest of
+// `in_use` (the devices of the trials running); -1 when `devices` is empty.
+inline int pick_device(const std::vector<int>& devices, const std::vector<int>& in_use) {
+  int best = -1;
+  long best_count = 0;
+  for (int d : devices) {
+    long count = 0;
+    for (int u : in_use) count += u == d;
+    if (best < 0 || count < best_count) {
+      best = d;
+      best_count = count;
+    }
+  }
+  return best;
+}
 
 // The nn-train beside this executable (IoError when it is missing).
 std::string nn_train_path();
@@ -54,6 +72,7 @@ class Workers {
     pid_t pid;
     uint32_t trial, rung;
     std::chrono::steady_clock::time_point start;
+    int device;
   };
   struct Remote {
     int rank;

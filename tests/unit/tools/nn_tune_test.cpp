@@ -11,6 +11,7 @@
 
 #include "nn-tune/sampler.h"
 #include "nn-tune/schedule.h"
+#include "nn-tune/workers.h"
 
 namespace nn::tool {
 namespace {
@@ -261,6 +262,30 @@ TEST(TuneSampler, TrialDrawsDependOnTheirIndexOnly) {
   const json x = random_draw(space, a);
   EXPECT_EQ(x, random_draw(space, b));
   EXPECT_NE(x, random_draw(space, c));
+}
+
+// A single nn-tune spreads its trials over the host's GPUs: each trial starts on the device
+// running the fewest of them, the first such in the list; none listed, nn-train's default.
+TEST(TuneDevices, ATrialStartsOnTheLeastBusyDevice) {
+  EXPECT_EQ(pick_device({}, {}), -1);
+  EXPECT_EQ(pick_device({}, {0, 1}), -1);
+  const std::vector<int> four = {0, 1, 2, 3};
+  EXPECT_EQ(pick_device(four, {}), 0);
+  EXPECT_EQ(pick_device(four, {0}), 1);
+  EXPECT_EQ(pick_device(four, {0, 1, 2}), 3);
+  EXPECT_EQ(pick_device(four, {0, 1, 2, 3}), 0);
+  EXPECT_EQ(pick_device(four, {1, 0, 3, 2, 0}), 1) << "a second round starts from the first free";
+  EXPECT_EQ(pick_device(four, {0, 0, 1, 1, 2, 3}), 2);
+  // A trial that ended frees its device: the next one goes there.
+  EXPECT_EQ(pick_device(four, {0, 2, 3}), 1);
+  // The list's order, not the numbers', breaks ties; devices outside the list do not count.
+  EXPECT_EQ(pick_device({3, 1}, {}), 3);
+  EXPECT_EQ(pick_device({3, 1}, {3, 5, 5}), 1);
+  // Six trials at a time over two devices: three each.
+  std::vector<int> running;
+  for (int t = 0; t < 6; ++t) running.push_back(pick_device({0, 1}, running));
+  EXPECT_EQ(std::count(running.begin(), running.end(), 0), 3);
+  EXPECT_EQ(std::count(running.begin(), running.end(), 1), 3);
 }
 
 }  // namespace
