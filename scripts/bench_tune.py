@@ -13,6 +13,8 @@ Studies:
             on a 7 x 7 grid against 12 TPE and 12 random draws over the same ranges.
   autoencoder configs/recommender-autoencoder, Alpha x width x denoising (27 points), up to 18
             epochs: the grid, halving (6/18) and ASHA, TPE (9 trials) with halving.
+  Both deep studies also run TPE with ASHA, with and without a constant liar ("ConstantLiar":
+  the trials still running count as the worst at each draw), which matters with --parallel.
 
 Usage: scripts/bench_tune.py [--data DIR] [--studies mult-dae,dlae] [-w WORK] [--json FILE]
 The data folder holds input.nc, output.nc, val_input.nc and val_output.nc (default:
@@ -75,6 +77,9 @@ def searches(study):
                                 "Space": grid, "Epochs": halving}),
             ("TPE 9, ASHA", {"Sampler": "TPE", "Trials": 9, "StartupTrials": 3,
                              "Space": grid, "Epochs": halving, "Schedule": "ASHA"}),
+            ("TPE 9, ASHA, liar", {"Sampler": "TPE", "Trials": 9, "StartupTrials": 3,
+                                   "Space": grid, "Epochs": halving, "Schedule": "ASHA",
+                                   "ConstantLiar": True}),
             ("random 9, halving", {"Sampler": "Random", "Trials": 9, "Space": grid,
                                    "Epochs": halving}),
             ("TPE 14, halving", {"Sampler": "TPE", "Trials": 14, "StartupTrials": 4,

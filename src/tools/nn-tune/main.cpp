@@ -91,19 +91,36 @@ struct Tune {
     return out;
   }
 
+  // The drawn trials without a finished rung (running, or waiting for a worker).
+  std::vector<json> pending() const {
+    std::set<uint32_t> finished;
+    for (const auto& [trial, rung] : deepest_rungs(state)) finished.insert(trial);
+    std::vector<json> out;
+    for (uint32_t trial = 0; trial < settings.size(); ++trial)
+      if (!finished.count(trial)) out.push_back(settings[trial]);
+    return out;
+  }
+
   void draw() {
     const uint32_t index = uint32_t(settings.size());
     std::mt19937_64 rng = trial_rng(t.seed, index);
     const bool model = index >= t.startup_trials;
-    const std::vector<Observation> seen = model ? observations() : std::vector<Observation>();
+    std::vector<Observation> seen = model ? observations() : std::vector<Observation>();
+    const size_t results = seen.size();
+    if (model && t.constant_liar && results > 0) seen = with_liars(std::move(seen), pending());
     json s = model ? tpe_draw(t.space, seen, settings, rng)
                    : distinct_random_draw(t.space, settings, rng);
     append_trial(t, s);
     settings.push_back(s);
     state.drawn = uint32_t(settings.size());
-    if (!quiet && model)
-      std::fprintf(stderr, "nn-tune: trial %u drawn by TPE from %zu results: %s\n", index,
-                   seen.size(), s.dump().c_str());
+    if (!quiet && model) {
+      const std::string liars = seen.size() > results
+                                    ? " and " + std::to_string(seen.size() - results) +
+                                          " trials without one (as the worst)"
+                                    : "";
+      std::fprintf(stderr, "nn-tune: trial %u drawn by TPE from %zu results%s: %s\n", index,
+                   results, liars.c_str(), s.dump().c_str());
+    }
   }
 
   // Halving prints each rung's start once: how many trials it runs now.

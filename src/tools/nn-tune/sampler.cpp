@@ -229,6 +229,13 @@ json tpe_draw(const std::vector<SearchParam>& space, const std::vector<Observati
   return best.is_null() ? distinct_random_draw(space, drawn, rng) : best;
 }
 
+std::vector<Observation> with_liars(std::vector<Observation> observed,
+                                    const std::vector<json>& pending) {
+  for (const json& s : pending)
+    observed.push_back({s, 0, -std::numeric_limits<double>::infinity()});
+  return observed;
+}
+
 std::mt19937_64 trial_rng(uint64_t seed, uint32_t index) {
   std::seed_seq seq{uint32_t(seed), uint32_t(seed >> 32), index, 0x7475u};
   return std::mt19937_64(seq);

@@ -24,6 +24,14 @@ struct Observation {
   double metric = 0;
 };
 
+// The observations with a "constant liar" (Ginsbourger et al., "Kriging is well-suited to
+// parallelize optimization", 2010; Optuna's constant_liar): each of `pending` (the settings of
+// trials drawn but without a finished rung, e.g. running under --parallel) added as a trial that
+// failed its first rung, the worst result there is. TPE then counts them among the bad trials
+// and draws away from them instead of next to a trial whose result is not in yet.
+std::vector<Observation> with_liars(std::vector<Observation> observed,
+                                    const std::vector<nlohmann::json>& pending);
+
 struct TpeOptions {
   double gamma = 0.25;       // the share of the observations taken as "good" (at most 25)
   uint32_t candidates = 24;  // draws from the good trials' density, the best ratio kept

@@ -149,9 +149,9 @@ TuneFile read_tune_file(const std::string& path) {
   if (!j.is_object()) throw ConfigError(path + ": expected a JSON object");
   TuneFile t;
   t.dir = fs::absolute(fs::path(path)).parent_path().string();
-  static const char* const known[] = {"Config",  "Data",     "ValidationData", "Metric", "Space",
-                                      "Sampler", "Trials",   "Seed",           "Epochs", "Seconds",
-                                      "Output",  "Schedule", "StartupTrials"};
+  static const char* const known[] = {
+      "Config", "Data",   "ValidationData", "Metric", "Space",    "Sampler",       "Trials",
+      "Seed",   "Epochs", "Seconds",        "Output", "Schedule", "StartupTrials", "ConstantLiar"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
@@ -207,6 +207,11 @@ TuneFile read_tune_file(const std::string& path) {
     if (!j["StartupTrials"].is_number_unsigned() || j["StartupTrials"].get<uint64_t>() == 0)
       bad(path, "StartupTrials", "expected a positive integer");
     t.startup_trials = j["StartupTrials"].get<uint32_t>();
+  }
+  if (j.contains("ConstantLiar")) {
+    if (t.sampler != "TPE") bad(path, "ConstantLiar", "only for \"Sampler\": \"TPE\"");
+    if (!j["ConstantLiar"].is_boolean()) bad(path, "ConstantLiar", "expected true or false");
+    t.constant_liar = j["ConstantLiar"].get<bool>();
   }
   if (j.contains("Seed")) {
     if (!j["Seed"].is_number_unsigned()) bad(path, "Seed", "expected an integer >= 0");

@@ -30,6 +30,7 @@ struct TuneFile {
   std::string sampler = "Random";  // Random, Grid or TPE
   uint32_t trials = 8;
   uint32_t startup_trials = 3;  // TPE: random draws before the model
+  bool constant_liar = false;   // TPE: trials still without a result count as the worst
   bool asynchronous = false;    // "Schedule": "ASHA" (promotions as results come), else Halving
   uint64_t seed = 1;
   uint32_t min_epochs = 1, max_epochs = 1, eta = 3;  // successive halving

@@ -220,6 +220,97 @@ TEST(TuneSampler, TpeFindsBetterSettingsThanRandomDraws) {
   EXPECT_GT(tpe_late_hits / (10.0 * seeds), 0.5);
 }
 
+// A constant liar: trials drawn but without a result (running under --parallel) count as the
+// worst, so TPE draws away from them instead of next to them.
+TEST(TuneSampler, ConstantLiarDrawsAwayFromTrialsWithoutResults) {
+  const auto space = space_of({range("x", SearchParam::Kind::Uniform, 0.0, 1.0)});
+  std::vector<Observation> seen;
+  for (double x : {0.05, 0.15, 0.55, 0.65, 0.8, 0.95})
+    seen.push_back({json{{"x", x}}, 0, 0.1 + 0.1 * x});
+  seen.push_back({json{{"x", 0.3}}, 0, 0.9});  // the best so far
+  seen.push_back({json{{"x", 0.35}}, 0, 0.8});
+  const std::vector<json> pending = {json{{"x", 0.31}}, json{{"x", 0.33}}};
+  const std::vector<Observation> lied = with_liars(seen, pending);
+  ASSERT_EQ(lied.size(), seen.size() + 2);
+  EXPECT_EQ(lied.back().settings, pending.back());
+  EXPECT_EQ(lied.back().rung, 0u);
+  EXPECT_TRUE(std::isinf(lied.back().metric) && lied.back().metric < 0);
+  int near_plain = 0, near_lied = 0;
+  for (uint32_t i = 0; i < 200; ++i) {
+    std::mt19937_64 a = trial_rng(5, i), b = trial_rng(5, i);
+    near_plain += std::fabs(tpe_draw(space, seen, {}, a)["x"].get<double>() - 0.32) < 0.03;
+    near_lied += std::fabs(tpe_draw(space, lied, {}, b)["x"].get<double>() - 0.32) < 0.03;
+  }
+  EXPECT_LT(near_lied, near_plain / 2) << "draws within 0.03 of the pending trials: " << near_lied
+                                       << " with the liar, " << near_plain << " without";
+}
+
+// A search of 24 trials, `workers` at a time, each taking 1 to 3 time units, on the objective of
+// TpeFindsBetterSettingsThanRandomDraws: a new trial is drawn whenever one ends, while the
+// others still run (with the liar they count as the worst at the draw). Returns the regret of
+// the best trial.
+double parallel_regret(bool liar, int seed, int workers) {
+  SearchParam units;
+  units.path = "units";
+  units.choices = json::array({32, 64, 128, 256, 512});
+  const auto space = space_of({range("rate", SearchParam::Kind::LogUniform, 1e-5, 1e-1), units});
+  const auto objective = [](const json& s) {
+    const double d = std::log10(s["rate"].get<double>()) - std::log10(0.003);
+    return -d * d - (s["units"] == 128 ? 0.0 : 0.5);
+  };
+  struct Running {
+    double end;
+    json settings;
+  };
+  std::vector<Running> running;
+  std::vector<Observation> seen;
+  std::vector<json> drawn;
+  std::mt19937_64 clock(uint64_t(seed) * 31 + 7);
+  std::uniform_real_distribution<double> duration(1.0, 3.0);
+  double now = 0, best = -1e9;
+  const int trials = 24, startup = 5;
+  auto draw = [&] {
+    const uint32_t i = uint32_t(drawn.size());
+    std::mt19937_64 rng = trial_rng(uint64_t(seed), i);
+    std::vector<json> pending;
+    for (const Running& r : running) pending.push_back(r.settings);
+    const json s = int(i) < startup || seen.empty()
+                       ? distinct_random_draw(space, drawn, rng)
+                       : tpe_draw(space, liar ? with_liars(seen, pending) : seen, drawn, rng);
+    drawn.push_back(s);
+    running.push_back({now + duration(clock), s});
+  };
+  while (int(drawn.size()) < workers) draw();
+  while (!running.empty()) {
+    auto next = std::min_element(running.begin(), running.end(),
+                                 [](const Running& a, const Running& b) { return a.end < b.end; });
+    now = next->end;
+    const double v = objective(next->settings);
+    seen.push_back({next->settings, 0, v});
+    best = std::max(best, v);
+    running.erase(next);
+    if (int(drawn.size()) < trials) draw();
+  }
+  return -best;
+}
+
+// Measured over 400 seeds (deterministic: every draw and duration is seeded), the liar lowers
+// the mean regret with 4 and 8 trials at a time, by more with more trials running at each draw
+// (on the development machine: 0.151 against 0.172 with 4, 0.146 against 0.176 with 8, each
+// difference about two standard errors).
+TEST(TuneSampler, ConstantLiarLowersTheRegretOfAParallelSearch) {
+  for (int workers : {4, 8}) {
+    double with = 0, without = 0;
+    const int seeds = 400;
+    for (int seed = 1; seed <= seeds; ++seed) {
+      with += parallel_regret(true, seed, workers);
+      without += parallel_regret(false, seed, workers);
+    }
+    EXPECT_LT(with, without) << workers << " at a time: mean regret with the liar " << with / seeds
+                             << ", without " << without / seeds;
+  }
+}
+
 TEST(TuneSampler, TrialsStoppedEarlierRankBelowThoseThatWentOn) {
   // Two trials: one stopped at rung 0 with a high metric, one that reached rung 1 with a lower
   // one. The good group (one trial) is the deeper one, so draws cluster at its value.
