@@ -15,6 +15,7 @@ Studies:
             epochs: the grid, halving (6/18) and ASHA, TPE (9 trials) with halving.
   Both deep studies also run TPE with ASHA, with and without a constant liar ("ConstantLiar":
   the trials still running count as the worst at each draw), which matters with --parallel.
+  Every TPE search also runs with "Multivariate": true (one joint density, a kernel per trial).
 
 Usage: scripts/bench_tune.py [--data DIR] [--studies mult-dae,dlae] [-w WORK] [--json FILE]
 The data folder holds input.nc, output.nc, val_input.nc and val_output.nc (default:
@@ -62,6 +63,9 @@ def searches(study):
         return [("grid 7 x 7", dict(one, Sampler="Grid", Space=grid_space(study))),
                 ("TPE, 12 trials", dict(one, Sampler="TPE", Trials=12, StartupTrials=4,
                                         Space=range_space(study))),
+                ("TPE, 12 trials, multivariate", dict(one, Sampler="TPE", Trials=12,
+                                                      StartupTrials=4, Multivariate=True,
+                                                      Space=range_space(study))),
                 ("random, 12 trials", dict(one, Sampler="Random", Trials=12,
                                            Space=range_space(study)))]
     top = 27 if study == "mult-dae" else 18
@@ -80,10 +84,16 @@ def searches(study):
             ("TPE 9, ASHA, liar", {"Sampler": "TPE", "Trials": 9, "StartupTrials": 3,
                                    "Space": grid, "Epochs": halving, "Schedule": "ASHA",
                                    "ConstantLiar": True}),
+            ("TPE 9, halving, multivariate", {"Sampler": "TPE", "Trials": 9,
+                                              "StartupTrials": 3, "Space": grid,
+                                              "Epochs": halving, "Multivariate": True}),
             ("random 9, halving", {"Sampler": "Random", "Trials": 9, "Space": grid,
                                    "Epochs": halving}),
             ("TPE 14, halving", {"Sampler": "TPE", "Trials": 14, "StartupTrials": 4,
                                  "Space": grid, "Epochs": halving}),
+            ("TPE 14, halving, multivariate", {"Sampler": "TPE", "Trials": 14,
+                                               "StartupTrials": 4, "Space": grid,
+                                               "Epochs": halving, "Multivariate": True}),
             ("random 14, halving", {"Sampler": "Random", "Trials": 14, "Space": grid,
                                     "Epochs": halving})]
 

@@ -4,8 +4,9 @@
 # (one trials.jsonl line each, as drawn), promotes a trial before the first rung is complete,
 # ends with successive halving's counts and a winner whose files work; a run cut short by a time
 # budget keeps its draws and the same command finishes it; a changed sampler for the same Output
-# is refused; a constant liar counts the running trial at the draws made beside it; StartupTrials
-# or ConstantLiar without TPE and an unknown schedule are refused with the key named.
+# is refused; a constant liar counts the running trial at the draws made beside it (with the
+# multivariate density); StartupTrials, ConstantLiar or Multivariate without TPE and an unknown
+# schedule are refused with the key named.
 # Usage: tune_tpe_asha.sh <tool-dir> <source-dir>
 set -euo pipefail
 tools=$(realpath "$1")
@@ -86,9 +87,10 @@ head -n "$drawn" budget/trials.jsonl >drawn-before.jsonl
 grep -q "rung 2 of 3:" budget2.txt || fail "halving after the budget: $(cat budget2.txt)"
 [[ $(awk -F'\t' 'NR > 1 && $2 == 0' budget/results.tsv | wc -l) == 9 ]] ||
   fail "rung 0 after the budget: $(cat budget/results.tsv)"
-# A constant liar: with two trials at a time, the TPE draws made while the other trial runs
-# count it as the worst result, and say so.
-sed 's/"Seed": 4,/"Seed": 4, "ConstantLiar": true,/; s/"Output": "out"/"Output": "liar"/' tune.json >liar.json
+# A constant liar (with the joint density): with two trials at a time, the TPE draws made
+# while the other trial runs count it as the worst result, and say so.
+sed 's/"Seed": 4,/"Seed": 4, "ConstantLiar": true, "Multivariate": true,/; s/"Output": "out"/"Output": "liar"/' \
+  tune.json >liar.json
 "$tools/nn-tune" --parallel 2 liar.json >liar.txt 2>&1 || fail "liar: $(cat liar.txt)"
 [[ $(grep -c "drawn by TPE from" liar.txt) == 6 ]] || fail "liar's TPE draws: $(cat liar.txt)"
 grep -q "drawn by TPE from [0-9]* results and 1 trials without one (as the worst)" liar.txt ||
@@ -105,6 +107,10 @@ sed 's/"Sampler": "TPE", "StartupTrials": 3,/"Sampler": "Random", "ConstantLiar"
   tune.json >bad3.json
 expect_status 1 bad3.json
 grep -q 'bad3.json: ConstantLiar: only for "Sampler": "TPE"' err.txt || fail "$(cat err.txt)"
+sed 's/"Sampler": "TPE", "StartupTrials": 3,/"Sampler": "Random", "Multivariate": true,/; s/"Output": "out"/"Output": "bad4"/' \
+  tune.json >bad4.json
+expect_status 1 bad4.json
+grep -q 'bad4.json: Multivariate: only for "Sampler": "TPE"' err.txt || fail "$(cat err.txt)"
 sed 's/"Schedule": "ASHA"/"Schedule": "Hyperband"/' tune.json >bad2.json
 expect_status 1 bad2.json
 grep -q "bad2.json: Schedule: expected Halving (rung by rung) or ASHA" err.txt || fail "$(cat err.txt)"

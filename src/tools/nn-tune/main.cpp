@@ -108,7 +108,9 @@ struct Tune {
     std::vector<Observation> seen = model ? observations() : std::vector<Observation>();
     const size_t results = seen.size();
     if (model && t.constant_liar && results > 0) seen = with_liars(std::move(seen), pending());
-    json s = model ? tpe_draw(t.space, seen, settings, rng)
+    TpeOptions options;
+    options.multivariate = t.multivariate;
+    json s = model ? tpe_draw(t.space, seen, settings, rng, options)
                    : distinct_random_draw(t.space, settings, rng);
     append_trial(t, s);
     settings.push_back(s);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <tuple>
 
 namespace nn::tool {
 
@@ -54,47 +55,69 @@ double normal_cdf(double z) {
   return 0.5 * std::erfc(-z / std::sqrt(2.0));
 }
 
+// The bandwidth of each observed value (in the order given): the larger gap to its neighbours
+// among the values and the prior at the line's middle, kept between the line's length over
+// min(100, n + 1) and the whole length. The prior's own is the whole length.
+std::vector<double> bandwidths(const std::vector<double>& observed, Line line) {
+  const double length = line.high - line.low;
+  std::vector<std::pair<double, size_t>> points;  // (value, its index; the prior: observed.size())
+  for (size_t i = 0; i < observed.size(); ++i) points.push_back({observed[i], i});
+  points.push_back({0.5 * (line.low + line.high), observed.size()});
+  std::sort(points.begin(), points.end());
+  const double min_sigma = length / std::min(100.0, double(points.size()));
+  std::vector<double> sigma(observed.size());
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (points[i].second == observed.size()) continue;
+    const double left = i > 0 ? points[i].first - points[i - 1].first : 0;
+    const double right = i + 1 < points.size() ? points[i + 1].first - points[i].first : 0;
+    sigma[points[i].second] = std::clamp(std::max(left, right), min_sigma, length);
+  }
+  return sigma;
+}
+
+// A normal truncated to the line: a draw, and its density at x.
+double sample_truncated(double mu, double sigma, Line line, std::mt19937_64& rng) {
+  std::normal_distribution<double> normal(mu, sigma);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const double x = normal(rng);
+    if (x >= line.low && x <= line.high) return x;
+  }
+  return std::clamp(mu, line.low, line.high);
+}
+
+double truncated_density(double x, double mu, double sigma, Line line) {
+  const double z = (x - mu) / sigma;
+  const double mass = normal_cdf((line.high - mu) / sigma) - normal_cdf((line.low - mu) / sigma);
+  return std::exp(-0.5 * z * z) / (sigma * std::max(mass, 1e-12));
+}
+
 // A mixture of normals truncated to the line, one at each observed value and a wide one (the
-// prior) at the middle, equally weighted. Each bandwidth is the larger gap to its neighbours
-// (the prior counted among them), kept between the line's length over min(100, n + 1) and the
-// whole length: dense observations give narrow peaks, a lone one a broad bump.
+// prior) at the middle, equally weighted, with the bandwidths above: dense observations give
+// narrow peaks, a lone one a broad bump.
 class Parzen {
  public:
   Parzen(const std::vector<double>& observed, Line line) : line_(line) {
-    const double length = line.high - line.low;
-    std::vector<std::pair<double, bool>> points;  // (value, the prior)
-    for (double x : observed) points.push_back({x, false});
-    points.push_back({0.5 * (line.low + line.high), true});
-    std::sort(points.begin(), points.end());
-    const double min_sigma = length / std::min(100.0, double(points.size()));
-    for (size_t i = 0; i < points.size(); ++i) {
-      const double left = i > 0 ? points[i].first - points[i - 1].first : 0;
-      const double right = i + 1 < points.size() ? points[i + 1].first - points[i].first : 0;
-      mu_.push_back(points[i].first);
-      // The prior keeps the whole length whatever its neighbours.
-      sigma_.push_back(points[i].second ? length
-                                        : std::clamp(std::max(left, right), min_sigma, length));
+    // Components in the order of their values (the prior after an observation at the middle),
+    // the order a draw's random number picks them in.
+    const std::vector<double> sigma = bandwidths(observed, line);
+    std::vector<std::tuple<double, bool, size_t>> parts;  // (value, the prior, index)
+    for (size_t i = 0; i < observed.size(); ++i) parts.emplace_back(observed[i], false, i);
+    parts.emplace_back(0.5 * (line.low + line.high), true, observed.size());
+    std::sort(parts.begin(), parts.end());
+    for (const auto& [mu, prior, i] : parts) {
+      mu_.push_back(mu);
+      sigma_.push_back(prior ? line.high - line.low : sigma[i]);
     }
   }
 
   double sample(std::mt19937_64& rng) const {
     const size_t j = std::min(size_t(uniform01(rng) * double(mu_.size())), mu_.size() - 1);
-    std::normal_distribution<double> normal(mu_[j], sigma_[j]);
-    for (int attempt = 0; attempt < 100; ++attempt) {
-      const double x = normal(rng);
-      if (x >= line_.low && x <= line_.high) return x;
-    }
-    return std::clamp(mu_[j], line_.low, line_.high);
+    return sample_truncated(mu_[j], sigma_[j], line_, rng);
   }
 
   double log_density(double x) const {
     double sum = 0;
-    for (size_t j = 0; j < mu_.size(); ++j) {
-      const double z = (x - mu_[j]) / sigma_[j];
-      const double mass = normal_cdf((line_.high - mu_[j]) / sigma_[j]) -
-                          normal_cdf((line_.low - mu_[j]) / sigma_[j]);
-      sum += std::exp(-0.5 * z * z) / (sigma_[j] * std::max(mass, 1e-12));
-    }
+    for (size_t j = 0; j < mu_.size(); ++j) sum += truncated_density(x, mu_[j], sigma_[j], line_);
     return std::log(std::max(sum / double(mu_.size()), std::numeric_limits<double>::min()));
   }
 
@@ -167,6 +190,116 @@ struct PathModel {
   }
 };
 
+// Multivariate TPE (Falkner et al. 2018's BOHB kernel density; Optuna's multivariate TPE): one
+// joint kernel per observed trial, the product over the paths of a kernel at its value (a range:
+// the truncated normal of its path's Parzen density; a list: own_extra() of the mass on its
+// value, the rest spread evenly over all values), plus a prior kernel (the wide normal, or even
+// weights).
+// A draw takes one trial's kernel whole, so settings that scored well together are drawn
+// together; one path at a time, a good rate from one trial could be paired with a good width
+// from another that does not suit it.
+class JointParzen {
+ public:
+  JointParzen(const std::vector<SearchParam>& space, const std::vector<const json*>& observed) {
+    for (const json* o : observed) {
+      bool whole = true;
+      for (const SearchParam& p : space) whole = whole && o->contains(p.path);
+      if (whole) trials_.push_back(o);
+    }
+    for (const SearchParam& p : space) {
+      Path path{&p, line_of(p), {}, {}, {}};
+      if (p.kind == SearchParam::Kind::Choice) {
+        for (const json* o : trials_) {
+          const json& v = o->at(p.path);
+          size_t k = 0;
+          while (k < p.choices.size() && p.choices[k] != v) ++k;
+          path.choice.push_back(k);  // p.choices.size(): a value no longer listed
+        }
+      } else {
+        for (const json* o : trials_) path.mu.push_back(to_line(p, o->at(p.path)));
+        path.sigma = bandwidths(path.mu, path.line);
+      }
+      paths_.push_back(std::move(path));
+    }
+  }
+
+  // Kernel j (the prior: j == trials) for every path.
+  json sample(std::mt19937_64& rng) const {
+    const size_t n = trials_.size() + 1;
+    const size_t j = std::min(size_t(uniform01(rng) * double(n)), n - 1);
+    json s = json::object();
+    for (const Path& path : paths_) {
+      const SearchParam& p = *path.p;
+      if (p.kind == SearchParam::Kind::Choice) {
+        const size_t count = p.choices.size();
+        const size_t own = j < trials_.size() ? path.choice[j] : count;
+        // The trial's own value with its kernel's extra mass, else a value drawn evenly.
+        const bool keep = own < count && uniform01(rng) < own_extra(count);
+        const size_t k = keep ? own : std::min(size_t(uniform01(rng) * double(count)), count - 1);
+        s[p.path] = p.choices[k];
+      } else {
+        const double x = j < trials_.size()
+                             ? sample_truncated(path.mu[j], path.sigma[j], path.line, rng)
+                             : sample_truncated(0.5 * (path.line.low + path.line.high),
+                                                path.line.high - path.line.low, path.line, rng);
+        s[p.path] = from_line(p, x);
+      }
+    }
+    return s;
+  }
+
+  double log_density(const json& s) const {
+    const size_t n = trials_.size() + 1;
+    std::vector<double> logs(n, 0.0);
+    for (const Path& path : paths_) {
+      const SearchParam& p = *path.p;
+      if (p.kind == SearchParam::Kind::Choice) {
+        const double count = double(p.choices.size());
+        size_t k = 0;
+        while (k < p.choices.size() && p.choices[k] != s.at(p.path)) ++k;
+        for (size_t j = 0; j < n; ++j) {
+          const bool own = j < trials_.size() && path.choice[j] == k;
+          const bool prior = j == trials_.size() || path.choice[j] >= p.choices.size();
+          const double extra = own_extra(p.choices.size());
+          logs[j] += std::log(prior ? 1.0 / count : (own ? extra : 0.0) + (1.0 - extra) / count);
+        }
+      } else {
+        const double x = to_line(p, s.at(p.path));
+        for (size_t j = 0; j < n; ++j) {
+          const double d = j < trials_.size()
+                               ? truncated_density(x, path.mu[j], path.sigma[j], path.line)
+                               : truncated_density(x, 0.5 * (path.line.low + path.line.high),
+                                                   path.line.high - path.line.low, path.line);
+          logs[j] += std::log(std::max(d, std::numeric_limits<double>::min()));
+        }
+      }
+    }
+    // log of the mean of exp(logs), without overflow.
+    const double top = *std::max_element(logs.begin(), logs.end());
+    double sum = 0;
+    for (double v : logs) sum += std::exp(v - top);
+    return top + std::log(sum / double(n));
+  }
+
+ private:
+  struct Path {
+    const SearchParam* p;
+    Line line;
+    std::vector<double> mu, sigma;  // a range: each trial's value on the line, its bandwidth
+    std::vector<size_t> choice;     // a list: each trial's value's index
+  };
+  // A list's kernel for a trial: weight 1 on its value plus 1 / (trials + 1) on every value (the
+  // prior's share, as Optuna's), normalised: the share of the mass that is the trial's own
+  // beyond the even spread. With more trials the kernels narrow onto their values.
+  double own_extra(size_t count) const {
+    const double spread = 1.0 / double(trials_.size() + 1);
+    return 1.0 / (1.0 + spread * double(count));
+  }
+
+  std::vector<const json*> trials_;
+  std::vector<Path> paths_;
+};
+
 bool taken(const std::vector<json>& drawn, const json& s) {
   return std::find(drawn.begin(), drawn.end(), s) != drawn.end();
 }
@@ -180,6 +313,30 @@ json distinct_random_draw(const std::vector<SearchParam>& space, const std::vect
   return s;
 }
 
+namespace {
+
+// Candidates drawn from the good density (`sample`), the best `score` (the log ratio of good to
+// other density) kept; a candidate already drawn is passed over (its result is known: the same
+// settings train the same network), and when every candidate was, more are drawn before
+// falling back to a random draw not yet made. `score` is asked about the candidate just drawn.
+template <typename Sample, typename Score>
+json best_candidate(const std::vector<SearchParam>& space, const std::vector<json>& drawn,
+                    std::mt19937_64& rng, const TpeOptions& options, const Sample& sample,
+                    const Score& score) {
+  json best;
+  double best_score = -std::numeric_limits<double>::infinity();
+  for (uint32_t c = 0; c < options.candidates * 20 && (c < options.candidates || best.is_null());
+       ++c) {
+    json s = sample(rng);
+    const double v = score(s);
+    if (taken(drawn, s)) continue;
+    if (best.is_null() || v > best_score) best_score = v, best = s;
+  }
+  return best.is_null() ? distinct_random_draw(space, drawn, rng) : best;
+}
+
+}  // namespace
+
 json tpe_draw(const std::vector<SearchParam>& space, const std::vector<Observation>& observed,
               const std::vector<json>& drawn, std::mt19937_64& rng, const TpeOptions& options) {
   if (observed.empty()) return distinct_random_draw(space, drawn, rng);
@@ -190,6 +347,15 @@ json tpe_draw(const std::vector<SearchParam>& space, const std::vector<Observati
   });
   const size_t n_good = std::clamp<size_t>(size_t(std::ceil(options.gamma * double(ranked.size()))),
                                            1, std::min<size_t>(25, ranked.size()));
+  if (options.multivariate) {
+    std::vector<const json*> good, other;
+    for (size_t i = 0; i < ranked.size(); ++i)
+      (i < n_good ? good : other).push_back(&ranked[i]->settings);
+    const JointParzen l(space, good), g(space, other);
+    return best_candidate(
+        space, drawn, rng, options, [&](std::mt19937_64& r) { return l.sample(r); },
+        [&](const json& s) { return l.log_density(s) - g.log_density(s); });
+  }
   std::vector<PathModel> models;
   for (const SearchParam& p : space) {
     std::vector<const json*> good, other;
@@ -209,24 +375,22 @@ json tpe_draw(const std::vector<SearchParam>& space, const std::vector<Observati
     }
     models.push_back(std::move(m));
   }
-  // Candidates drawn whole from the good densities, the best ratio kept; a candidate already
-  // drawn is passed over (its result is known: the same settings train the same network), and
-  // when every candidate was, more are drawn before falling back to a random draw not yet made.
-  json best;
-  double best_score = -std::numeric_limits<double>::infinity();
-  for (uint32_t c = 0; c < options.candidates * 20 && (c < options.candidates || best.is_null());
-       ++c) {
+  // Each path's value drawn from its good density and scored by its own ratio, the scores
+  // added (the paths modelled as independent).
+  json scored;
+  double last_score = 0;
+  auto sample = [&](std::mt19937_64& r) {
     json s = json::object();
-    double score = 0;
+    last_score = 0;
     for (const PathModel& m : models) {
-      const json v = m.sample(rng);
-      score += m.score(v);
+      const json v = m.sample(r);
+      last_score += m.score(v);
       s[m.p->path] = v;
     }
-    if (taken(drawn, s)) continue;
-    if (best.is_null() || score > best_score) best_score = score, best = s;
-  }
-  return best.is_null() ? distinct_random_draw(space, drawn, rng) : best;
+    return s;
+  };
+  return best_candidate(space, drawn, rng, options, sample,
+                        [&](const json&) { return last_score; });
 }
 
 std::vector<Observation> with_liars(std::vector<Observation> observed,

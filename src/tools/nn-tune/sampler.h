@@ -35,6 +35,8 @@ std::vector<Observation> with_liars(std::vector<Observation> observed,
 struct TpeOptions {
   double gamma = 0.25;       // the share of the observations taken as "good" (at most 25)
   uint32_t candidates = 24;  // draws from the good trials' density, the best ratio kept
+  // One joint density over all the paths (a kernel per trial) instead of one density per path.
+  bool multivariate = false;
 };
 
 // A random draw that is none of `drawn` (unless 200 attempts find only those: a small space
@@ -46,8 +48,9 @@ nlohmann::json distinct_random_draw(const std::vector<SearchParam>& space,
 // a Parzen density per searched path (a mixture of truncated normals at the observed values,
 // plus a wide prior; for lists, smoothed counts), draws `candidates` settings from the good
 // trials' densities and keeps the one with the highest ratio of good to other density (the
-// product over the paths, each modelled on its own) among those not in `drawn`: settings
-// already drawn would train the same network again. With no observations it is a random draw.
+// product over the paths, each modelled on its own; with options.multivariate, one joint
+// density with a kernel per trial) among those not in `drawn`: settings already drawn would
+// train the same network again. With no observations it is a random draw.
 nlohmann::json tpe_draw(const std::vector<SearchParam>& space,
                         const std::vector<Observation>& observed,
                         const std::vector<nlohmann::json>& drawn, std::mt19937_64& rng,

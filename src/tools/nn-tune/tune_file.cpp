@@ -149,9 +149,10 @@ TuneFile read_tune_file(const std::string& path) {
   if (!j.is_object()) throw ConfigError(path + ": expected a JSON object");
   TuneFile t;
   t.dir = fs::absolute(fs::path(path)).parent_path().string();
-  static const char* const known[] = {
-      "Config", "Data",   "ValidationData", "Metric", "Space",    "Sampler",       "Trials",
-      "Seed",   "Epochs", "Seconds",        "Output", "Schedule", "StartupTrials", "ConstantLiar"};
+  static const char* const known[] = {"Config",        "Data",         "ValidationData", "Metric",
+                                      "Space",         "Sampler",      "Trials",         "Seed",
+                                      "Epochs",        "Seconds",      "Output",         "Schedule",
+                                      "StartupTrials", "ConstantLiar", "Multivariate"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool ok = false;
     for (const char* k : known) ok = ok || it.key() == k;
@@ -212,6 +213,11 @@ TuneFile read_tune_file(const std::string& path) {
     if (t.sampler != "TPE") bad(path, "ConstantLiar", "only for \"Sampler\": \"TPE\"");
     if (!j["ConstantLiar"].is_boolean()) bad(path, "ConstantLiar", "expected true or false");
     t.constant_liar = j["ConstantLiar"].get<bool>();
+  }
+  if (j.contains("Multivariate")) {
+    if (t.sampler != "TPE") bad(path, "Multivariate", "only for \"Sampler\": \"TPE\"");
+    if (!j["Multivariate"].is_boolean()) bad(path, "Multivariate", "expected true or false");
+    t.multivariate = j["Multivariate"].get<bool>();
   }
   if (j.contains("Seed")) {
     if (!j["Seed"].is_number_unsigned()) bad(path, "Seed", "expected an integer >= 0");

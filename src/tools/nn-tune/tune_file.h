@@ -31,6 +31,7 @@ struct TuneFile {
   uint32_t trials = 8;
   uint32_t startup_trials = 3;  // TPE: random draws before the model
   bool constant_liar = false;   // TPE: trials still without a result count as the worst
+  bool multivariate = false;    // TPE: one joint density over the paths (a kernel per trial)
   bool asynchronous = false;    // "Schedule": "ASHA" (promotions as results come), else Halving
   uint64_t seed = 1;
   uint32_t min_epochs = 1, max_epochs = 1, eta = 3;  // successive halving

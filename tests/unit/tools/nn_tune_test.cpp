@@ -311,6 +311,101 @@ TEST(TuneSampler, ConstantLiarLowersTheRegretOfAParallelSearch) {
   }
 }
 
+// The best of 30 trials (5 random first) on `objective`, by univariate or multivariate TPE.
+template <typename Objective>
+double tpe_regret(const std::vector<SearchParam>& space, const Objective& objective, bool joint,
+                  int seed, double best_possible) {
+  TpeOptions options;
+  options.multivariate = joint;
+  std::vector<Observation> seen;
+  std::vector<json> drawn;
+  double best = -1e9;
+  for (int i = 0; i < 30; ++i) {
+    std::mt19937_64 rng = trial_rng(uint64_t(seed), uint32_t(i));
+    const json s = i < 5 ? distinct_random_draw(space, drawn, rng)
+                         : tpe_draw(space, seen, drawn, rng, options);
+    drawn.push_back(s);
+    const double v = objective(s);
+    seen.push_back({s, 0, v});
+    best = std::max(best, v);
+  }
+  return best_possible - best;
+}
+
+TEST(TuneSampler, MultivariateDrawsStayInTheirRangesAndLists) {
+  SearchParam choice;
+  choice.path = "n";
+  choice.choices = json::array({64, 128, 256});
+  const auto space = space_of({range("a", SearchParam::Kind::Uniform, 0.2, 0.6),
+                               range("b", SearchParam::Kind::LogUniform, 1e-4, 1e-2),
+                               range("c", SearchParam::Kind::IntUniform, 2, 5), choice});
+  TpeOptions joint;
+  joint.multivariate = true;
+  std::vector<Observation> seen;
+  for (uint32_t i = 0; i < 40; ++i) {
+    std::mt19937_64 rng = trial_rng(9, i);
+    const json s = i < 5 ? random_draw(space, rng) : tpe_draw(space, seen, {}, rng, joint);
+    EXPECT_GE(s["a"].get<double>(), 0.2);
+    EXPECT_LE(s["a"].get<double>(), 0.6);
+    EXPECT_GE(s["b"].get<double>(), 1e-4);
+    EXPECT_LE(s["b"].get<double>(), 1e-2);
+    ASSERT_TRUE(s["c"].is_number_integer());
+    EXPECT_GE(s["c"].get<int>(), 2);
+    EXPECT_LE(s["c"].get<int>(), 5);
+    EXPECT_TRUE(s["n"] == 64 || s["n"] == 128 || s["n"] == 256);
+    seen.push_back({s, 0, s["a"].get<double>() - std::fabs(s["c"].get<int>() - 3.0)});
+  }
+}
+
+// A joint density (a kernel per trial) against one density per path, 100 seeds of 30 trials
+// each (deterministic): where the good settings lie along a diagonal (x and y must move
+// together), on a separable bowl, and on a list with a log range. On the development machine
+// the mean regrets were, joint / per path: ridge 0.407 / 0.588, bowl 0.046 / 0.137, list and
+// log range 0.013 / 0.172.
+TEST(TuneSampler, MultivariateTpeFollowsSettingsThatGoTogether) {
+  const auto space = space_of({range("x", SearchParam::Kind::Uniform, 0.0, 1.0),
+                               range("y", SearchParam::Kind::Uniform, 0.0, 1.0)});
+  const auto ridge = [](const json& s) {
+    const double x = s["x"].get<double>(), y = s["y"].get<double>();
+    return -std::pow((x - y) / 0.05, 2) - 4 * std::pow(x + y - 1.2, 2);
+  };
+  const auto bowl = [](const json& s) {
+    const double x = s["x"].get<double>(), y = s["y"].get<double>();
+    return -std::pow((x - 0.3) / 0.1, 2) - std::pow((y - 0.7) / 0.1, 2);
+  };
+  double ridge_joint = 0, ridge_paths = 0, bowl_joint = 0, bowl_paths = 0;
+  const int seeds = 100;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    ridge_joint += tpe_regret(space, ridge, true, seed, 0.0);
+    ridge_paths += tpe_regret(space, ridge, false, seed, 0.0);
+    bowl_joint += tpe_regret(space, bowl, true, seed, 0.0);
+    bowl_paths += tpe_regret(space, bowl, false, seed, 0.0);
+  }
+  // A list and a log range (TpeFindsBetterSettingsThanRandomDraws' objective).
+  SearchParam units;
+  units.path = "units";
+  units.choices = json::array({32, 64, 128, 256, 512});
+  const auto mixed = space_of({range("rate", SearchParam::Kind::LogUniform, 1e-5, 1e-1), units});
+  const auto peak = [](const json& s) {
+    const double d = std::log10(s["rate"].get<double>()) - std::log10(0.003);
+    return -d * d - (s["units"] == 128 ? 0.0 : 0.5);
+  };
+  double mixed_joint = 0, mixed_paths = 0;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    mixed_joint += tpe_regret(mixed, peak, true, seed, 0.0);
+    mixed_paths += tpe_regret(mixed, peak, false, seed, 0.0);
+  }
+  const std::string means =
+      "mean regret over " + std::to_string(seeds) + " seeds, joint / per " + "path: ridge " +
+      std::to_string(ridge_joint / seeds) + " / " + std::to_string(ridge_paths / seeds) +
+      ", bowl " + std::to_string(bowl_joint / seeds) + " / " + std::to_string(bowl_paths / seeds) +
+      ", list and log range " + std::to_string(mixed_joint / seeds) + " / " +
+      std::to_string(mixed_paths / seeds);
+  EXPECT_LT(ridge_joint, 0.8 * ridge_paths) << means;
+  EXPECT_LT(bowl_joint, 0.8 * bowl_paths) << means;
+  EXPECT_LT(mixed_joint, 0.8 * mixed_paths) << means;
+}
+
 TEST(TuneSampler, TrialsStoppedEarlierRankBelowThoseThatWentOn) {
   // Two trials: one stopped at rung 0 with a high metric, one that reached rung 1 with a lower
   // one. The good group (one trial) is the deeper one, so draws cluster at its value.
