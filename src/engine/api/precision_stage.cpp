@@ -47,7 +47,7 @@ ProductRates measure_product_rates(Backend& be, ProductShape shape) {
   if (shape.m <= 0 || shape.n <= 0 || shape.k <= 0) return rates;
   // Fewer columns for a big product, in whole 32-column tiles (the BF16 kernels' grain).
   const double columns = kProbeFlops / (2.0 * shape.m * shape.k);
-  if (columns < shape.n) shape.n = std::max(32, int(columns) / 32 * 32);
+  if (columns < shape.n) shape.n = std::min(shape.n, std::max(32, int(columns) / 32 * 32));
   const size_t a_size = size_t(shape.m) * shape.k, b_size = size_t(shape.k) * shape.n;
   std::vector<float> a(a_size), b(b_size), c(size_t(shape.m) * shape.n);
   // Values of a layer's scale; the products' speed does not depend on them.
