@@ -161,6 +161,20 @@ SearchParam range(const char* path, SearchParam::Kind kind, double low, double h
   return p;
 }
 
+// A log range and a list: "rate" in [1e-5, 0.1] and "units" among 32..512, and an objective
+// with its peak at rate 0.003 and 128 units (0 there, below elsewhere).
+std::vector<SearchParam> rate_units_space() {
+  SearchParam units;
+  units.path = "units";
+  units.choices = json::array({32, 64, 128, 256, 512});
+  return space_of({range("rate", SearchParam::Kind::LogUniform, 1e-5, 1e-1), units});
+}
+
+double rate_units_peak(const json& s) {
+  const double d = std::log10(s["rate"].get<double>()) - std::log10(0.003);
+  return -d * d - (s["units"] == 128 ? 0.0 : 0.5);
+}
+
 TEST(TuneSampler, DrawsStayInTheirRangesAndLists) {
   SearchParam choice;
   choice.path = "Network.Layers.Hidden.N";
@@ -168,34 +182,32 @@ TEST(TuneSampler, DrawsStayInTheirRangesAndLists) {
   const auto space = space_of({range("a", SearchParam::Kind::Uniform, 0.2, 0.6),
                                range("b", SearchParam::Kind::LogUniform, 1e-4, 1e-2),
                                range("c", SearchParam::Kind::IntUniform, 2, 5), choice});
-  std::vector<Observation> seen;
-  for (uint32_t i = 0; i < 60; ++i) {
-    std::mt19937_64 rng = trial_rng(7, i);
-    const json s = i < 5 ? random_draw(space, rng) : tpe_draw(space, seen, {}, rng);
-    EXPECT_GE(s["a"].get<double>(), 0.2);
-    EXPECT_LE(s["a"].get<double>(), 0.6);
-    EXPECT_GE(s["b"].get<double>(), 1e-4);
-    EXPECT_LE(s["b"].get<double>(), 1e-2);
-    ASSERT_TRUE(s["c"].is_number_integer());
-    EXPECT_GE(s["c"].get<int>(), 2);
-    EXPECT_LE(s["c"].get<int>(), 5);
-    EXPECT_TRUE(s["Network.Layers.Hidden.N"] == 64 || s["Network.Layers.Hidden.N"] == 128 ||
-                s["Network.Layers.Hidden.N"] == 256);
-    seen.push_back({s, 0, s["a"].get<double>()});
+  for (bool joint : {false, true}) {  // one density per path, and the multivariate one
+    TpeOptions options;
+    options.multivariate = joint;
+    std::vector<Observation> seen;
+    for (uint32_t i = 0; i < 60; ++i) {
+      std::mt19937_64 rng = trial_rng(7, i);
+      const json s = i < 5 ? random_draw(space, rng) : tpe_draw(space, seen, {}, rng, options);
+      EXPECT_GE(s["a"].get<double>(), 0.2);
+      EXPECT_LE(s["a"].get<double>(), 0.6);
+      EXPECT_GE(s["b"].get<double>(), 1e-4);
+      EXPECT_LE(s["b"].get<double>(), 1e-2);
+      ASSERT_TRUE(s["c"].is_number_integer());
+      EXPECT_GE(s["c"].get<int>(), 2);
+      EXPECT_LE(s["c"].get<int>(), 5);
+      EXPECT_TRUE(s["Network.Layers.Hidden.N"] == 64 || s["Network.Layers.Hidden.N"] == 128 ||
+                  s["Network.Layers.Hidden.N"] == 256);
+      seen.push_back({s, 0, s["a"].get<double>()});
+    }
   }
 }
 
 // The best of `trials` draws on an objective with its peak at rate 0.003 and 128 units, by TPE
 // (5 random draws first) or at random, averaged over seeds: TPE must get closer.
 TEST(TuneSampler, TpeFindsBetterSettingsThanRandomDraws) {
-  SearchParam units;
-  units.path = "units";
-  units.choices = json::array({32, 64, 128, 256, 512});
-  const auto space = space_of({range("rate", SearchParam::Kind::LogUniform, 1e-5, 1e-1), units});
-  const auto objective = [](const json& s) {
-    const double d = std::log10(s["rate"].get<double>()) - std::log10(0.003);
-    return -d * d - (s["units"] == 128 ? 0.0 : 0.5);
-  };
+  const auto space = rate_units_space();
+  const auto objective = rate_units_peak;
   double tpe_regret = 0, random_regret = 0, tpe_late_hits = 0;
   const int seeds = 10, trials = 30;
   for (int seed = 1; seed <= seeds; ++seed) {
@@ -250,14 +262,8 @@ TEST(TuneSampler, ConstantLiarDrawsAwayFromTrialsWithoutResults) {
 // others still run (with the liar they count as the worst at the draw). Returns the regret of
 // the best trial.
 double parallel_regret(bool liar, int seed, int workers) {
-  SearchParam units;
-  units.path = "units";
-  units.choices = json::array({32, 64, 128, 256, 512});
-  const auto space = space_of({range("rate", SearchParam::Kind::LogUniform, 1e-5, 1e-1), units});
-  const auto objective = [](const json& s) {
-    const double d = std::log10(s["rate"].get<double>()) - std::log10(0.003);
-    return -d * d - (s["units"] == 128 ? 0.0 : 0.5);
-  };
+  const auto space = rate_units_space();
+  const auto objective = rate_units_peak;
   struct Running {
     double end;
     json settings;
@@ -332,31 +338,6 @@ double tpe_regret(const std::vector<SearchParam>& space, const Objective& object
   return best_possible - best;
 }
 
-TEST(TuneSampler, MultivariateDrawsStayInTheirRangesAndLists) {
-  SearchParam choice;
-  choice.path = "n";
-  choice.choices = json::array({64, 128, 256});
-  const auto space = space_of({range("a", SearchParam::Kind::Uniform, 0.2, 0.6),
-                               range("b", SearchParam::Kind::LogUniform, 1e-4, 1e-2),
-                               range("c", SearchParam::Kind::IntUniform, 2, 5), choice});
-  TpeOptions joint;
-  joint.multivariate = true;
-  std::vector<Observation> seen;
-  for (uint32_t i = 0; i < 40; ++i) {
-    std::mt19937_64 rng = trial_rng(9, i);
-    const json s = i < 5 ? random_draw(space, rng) : tpe_draw(space, seen, {}, rng, joint);
-    EXPECT_GE(s["a"].get<double>(), 0.2);
-    EXPECT_LE(s["a"].get<double>(), 0.6);
-    EXPECT_GE(s["b"].get<double>(), 1e-4);
-    EXPECT_LE(s["b"].get<double>(), 1e-2);
-    ASSERT_TRUE(s["c"].is_number_integer());
-    EXPECT_GE(s["c"].get<int>(), 2);
-    EXPECT_LE(s["c"].get<int>(), 5);
-    EXPECT_TRUE(s["n"] == 64 || s["n"] == 128 || s["n"] == 256);
-    seen.push_back({s, 0, s["a"].get<double>() - std::fabs(s["c"].get<int>() - 3.0)});
-  }
-}
-
 // A joint density (a kernel per trial) against one density per path, 100 seeds of 30 trials
 // each (deterministic): where the good settings lie along a diagonal (x and y must move
 // together), on a separable bowl, and on a list with a log range. On the development machine
@@ -382,14 +363,8 @@ TEST(TuneSampler, MultivariateTpeFollowsSettingsThatGoTogether) {
     bowl_paths += tpe_regret(space, bowl, false, seed, 0.0);
   }
   // A list and a log range (TpeFindsBetterSettingsThanRandomDraws' objective).
-  SearchParam units;
-  units.path = "units";
-  units.choices = json::array({32, 64, 128, 256, 512});
-  const auto mixed = space_of({range("rate", SearchParam::Kind::LogUniform, 1e-5, 1e-1), units});
-  const auto peak = [](const json& s) {
-    const double d = std::log10(s["rate"].get<double>()) - std::log10(0.003);
-    return -d * d - (s["units"] == 128 ? 0.0 : 0.5);
-  };
+  const auto mixed = rate_units_space();
+  const auto peak = rate_units_peak;
   double mixed_joint = 0, mixed_paths = 0;
   for (int seed = 1; seed <= seeds; ++seed) {
     mixed_joint += tpe_regret(mixed, peak, true, seed, 0.0);
