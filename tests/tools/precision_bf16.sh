@@ -110,10 +110,10 @@ sys.exit(0 if worst <= 0.02 else 1)
 PY
 cat >predict.cdl <<'CDL'
 { "Version": 0.8, "Network": "fp32.nc", "Command": "Predict", "Data": ["input.nc"],
-  "Backend": "cpu", "Precision": "BF16",
+  "Backend": "cpu", "Precision": "BF16", "ForcePrecision": true,
   "PredictionParameters": { "K": 5, "Output": "cdl.txt", "ScoreFormat": "%.6f" } }
 CDL
-"$tools/nn-predict" predict.cdl --force-precision 2>cdl.log
+"$tools/nn-predict" predict.cdl 2>cdl.log  # ForcePrecision: the CDL's --force-precision
 grep -q '^precision: BF16' cdl.log || fail "the CDL key did not select BF16: $(cat cdl.log)"
 "$tools/nn-predict" predict.cdl --precision fp32 2>cdl32.log
 grep -q 'overrides predict.cdl.s Precision BF16' cdl32.log || fail "override not described: $(cat cdl32.log)"

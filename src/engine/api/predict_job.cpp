@@ -29,6 +29,7 @@ PredictJob predict_job(const CommandFile& cdl) {
   if (!spec.backend.empty()) job.backend = spec.backend;
   if (spec.device) job.device = *spec.device;
   if (spec.precision) job.precision = to_string(*spec.precision);
+  job.force_precision = spec.force_precision;
   return job;
 }
 

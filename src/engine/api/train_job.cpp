@@ -57,6 +57,7 @@ TrainJob train_job(const CommandFile& cdl, uint64_t default_seed) {
   job.link = spec.link;
   if (spec.device) job.device = *spec.device;
   if (spec.precision) job.precision = to_string(*spec.precision);
+  job.force_precision = spec.force_precision;
   job.parallel = spec.parallel == ParallelMode::Data    ? Parallelism::Data
                  : spec.parallel == ParallelMode::Model ? Parallelism::Model
                                                         : Parallelism::Auto;

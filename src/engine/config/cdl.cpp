@@ -87,6 +87,8 @@ class CdlParser {
                   "expected \"cpu\", \"cuda\" or \"auto\", got " + Json(spec.backend).dump());
       } else if (k == "precision") {
         spec.precision = r_.get_enum<Precision>(m);
+      } else if (k == "forceprecision") {
+        spec.force_precision = r_.get_bool(m);
       } else if (k == "device") {
         spec.device = int(r_.get_int(*m.value, m.path, 0, kMaxInt));
       } else if (k == "trainingparameters") {
@@ -97,7 +99,7 @@ class CdlParser {
         parse_serve(m, spec.serve);
       } else {
         r_.unknown_key(m, {"Version", "Network", "Command", "Data", "RandomSeed", "MemoryLimit",
-                           "Parallel", "Link", "Backend", "Device", "Precision",
+                           "Parallel", "Link", "Backend", "Device", "Precision", "ForcePrecision",
                            "TrainingParameters", "PredictionParameters", "ServeParameters"});
       }
     }

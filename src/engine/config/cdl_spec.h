@@ -121,6 +121,9 @@ struct CdlSpec {
   // Precision (ours): "FP32" or "BF16" for the dense products; unset = the network's, or the
   // tool's flag (which overrides both).
   std::optional<Precision> precision;
+  // ForcePrecision (ours): BF16 even where it measures slower than FP32 on the CPU (the tools'
+  // --force-precision; docs/wide-outputs.md, "When BF16 is slower").
+  bool force_precision = false;
   TrainingParameters training;
   PredictionParameters prediction;
   ServeParameters serve;

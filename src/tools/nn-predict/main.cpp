@@ -171,6 +171,7 @@ void job_from_cdl(CLI::App& app, Flags& f, std::vector<std::string>& overrides) 
   take("-p", "ScoreFormat", job.score_format, p.score_format, p.score_format);
   take("-b", "MiniBatch", job.minibatch, p.minibatch, std::to_string(p.minibatch));
   take("--precision", "Precision", job.precision, p.precision, p.precision);
+  job.force_precision = job.force_precision || p.force_precision;  // the flag or the CDL key
 }
 
 // DSSTNE predict's flags alone.

@@ -222,7 +222,7 @@ TEST_F(Jobs, PredictionWritesTheLinesOfTheEvaluatorsTopK) {
 TEST_F(Jobs, CommandFilesMeanTheirKeys) {
   const std::string train_cdl = dir_.write("train.cdl", R"({ "Version": 0.9,
     "Network": "network.json", "Command": "Train", "Data": ["input.nc", "output.nc"],
-    "RandomSeed": 5, "Backend": "cpu", "Parallel": "Data",
+    "RandomSeed": 5, "Backend": "cpu", "Parallel": "Data", "ForcePrecision": true,
     "TrainingParameters": { "Epochs": 7, "MiniBatch": 16, "Optimizer": "RMSProp",
       "Alpha": 0.002, "mu": 0.95, "CheckpointName": "ck", "CheckpointInterval": 3,
       "Results": "out.nc", "ValidationData": ["v.nc"], "Patience": 2 } })");
@@ -246,6 +246,7 @@ TEST_F(Jobs, CommandFilesMeanTheirKeys) {
   EXPECT_EQ(t.patience, 2u);
   EXPECT_EQ(t.backend, "cpu");
   EXPECT_EQ(t.parallel, Parallelism::Data);
+  EXPECT_TRUE(t.force_precision);
 
   const std::string predict_cdl = dir_.write("predict.cdl", R"({ "Version": 0.9,
     "Network": "net.nc", "Command": "Predict", "Data": "input.nc",
@@ -259,6 +260,7 @@ TEST_F(Jobs, CommandFilesMeanTheirKeys) {
   EXPECT_EQ(p.output_index, path("o.idx"));
   EXPECT_EQ(p.score_format, "%4.3f");
   EXPECT_TRUE(is_stdout_path(p.output));
+  EXPECT_FALSE(p.force_precision);
 
   const std::string bad = dir_.write("bad.cdl", R"({ "Command": "Train", "Network": "n.json",
     "Data": "d.nc", "TrainingParameters": { "Epochs": 0 } })");

@@ -273,13 +273,31 @@ TEST(Cdl, ParallelKey) {
                   "run.cdl: Parallel: expected \"Auto\", \"Data\" or \"Model\", not \"both\"");
 }
 
+// ForcePrecision (ours): BF16 kept even where it measures slower than FP32; a boolean.
+TEST(Cdl, ForcePrecisionKey) {
+  EXPECT_FALSE(parse_cdl(R"({"Network": "n", "Command": "Train", "Data": "d",
+                             "TrainingParameters": {"Epochs": 1}})",
+                         "run.cdl")
+                   .force_precision);
+  const CdlSpec forced = parse_cdl(R"({"Network": "n", "Command": "Train", "Data": "d",
+                                       "Precision": "BF16", "ForcePrecision": true,
+                                       "TrainingParameters": {"Epochs": 1}})",
+                                   "run.cdl");
+  EXPECT_TRUE(forced.force_precision);
+  ASSERT_TRUE(forced.precision.has_value());
+  EXPECT_EQ(*forced.precision, Precision::BF16);
+  EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
+                                "ForcePrecision": "yes", "TrainingParameters": {"Epochs": 1}})"),
+                  "run.cdl: ForcePrecision:");
+}
+
 TEST(CdlErrors, UnknownKeysListTheValidOnes) {
   EXPECT_CONTAINS(
       error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
                                 "Epochs": 3})"),
       "run.cdl: Epochs: unknown key; expected one of Version, Network, Command, Data, "
-      "RandomSeed, MemoryLimit, Parallel, Link, Backend, Device, Precision, TrainingParameters, "
-      "PredictionParameters");
+      "RandomSeed, MemoryLimit, Parallel, Link, Backend, Device, Precision, ForcePrecision, "
+      "TrainingParameters, PredictionParameters");
   EXPECT_CONTAINS(error_for(R"({"Network": "n", "Command": "Train", "Data": "d",
                                 "TrainingParameters": {"Epochs": 1, "MiniBach": 3}})"),
                   "run.cdl: TrainingParameters.MiniBach: unknown key; expected one of Epochs, "
