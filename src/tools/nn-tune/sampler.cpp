@@ -126,12 +126,20 @@ class Parzen {
   std::vector<double> mu_, sigma_;
 };
 
+// The index of `value` in a list's values; the list's size when it is not among them.
+size_t choice_index(const SearchParam& p, const json& value) {
+  size_t k = 0;
+  while (k < p.choices.size() && p.choices[k] != value) ++k;
+  return k;
+}
+
 // A list's values: each one's count among the observations plus one (the prior), normalised.
 std::vector<double> choice_weights(const SearchParam& p, const std::vector<const json*>& values) {
   std::vector<double> w(p.choices.size(), 1.0);
-  for (const json* v : values)
-    for (size_t k = 0; k < p.choices.size(); ++k)
-      if (p.choices[k] == *v) w[k] += 1.0;
+  for (const json* v : values) {
+    const size_t k = choice_index(p, *v);
+    if (k < w.size()) w[k] += 1.0;
+  }
   double total = 0;
   for (double x : w) total += x;
   for (double& x : w) x /= total;
@@ -180,9 +188,9 @@ struct PathModel {
 
   double score(const json& value) const {
     if (p->kind == SearchParam::Kind::Choice) {
-      for (size_t k = 0; k < p->choices.size(); ++k)
-        if (p->choices[k] == value) return std::log(l[k]) - std::log(g[k]);
-      return -std::numeric_limits<double>::infinity();
+      const size_t k = choice_index(*p, value);
+      return k < l.size() ? std::log(l[k]) - std::log(g[k])
+                          : -std::numeric_limits<double>::infinity();
     }
     // An integer is scored where it lands once rounded, so equal draws score alike.
     const double at = to_line(*p, value);
@@ -208,16 +216,16 @@ class JointParzen {
     }
     for (const SearchParam& p : space) {
       Path path{&p, line_of(p), {}, {}, {}};
+      // Kernel j of trials_.size() + 1: the last is the prior (even weights; the wide normal).
       if (p.kind == SearchParam::Kind::Choice) {
-        for (const json* o : trials_) {
-          const json& v = o->at(p.path);
-          size_t k = 0;
-          while (k < p.choices.size() && p.choices[k] != v) ++k;
-          path.choice.push_back(k);  // p.choices.size(): a value no longer listed
-        }
+        // p.choices.size(): a value no longer listed, weighted evenly as the prior.
+        for (const json* o : trials_) path.choice.push_back(choice_index(p, o->at(p.path)));
+        path.choice.push_back(p.choices.size());
       } else {
         for (const json* o : trials_) path.mu.push_back(to_line(p, o->at(p.path)));
         path.sigma = bandwidths(path.mu, path.line);
+        path.mu.push_back(0.5 * (path.line.low + path.line.high));
+        path.sigma.push_back(path.line.high - path.line.low);
       }
       paths_.push_back(std::move(path));
     }
@@ -232,17 +240,13 @@ class JointParzen {
       const SearchParam& p = *path.p;
       if (p.kind == SearchParam::Kind::Choice) {
         const size_t count = p.choices.size();
-        const size_t own = j < trials_.size() ? path.choice[j] : count;
+        const size_t own = path.choice[j];
         // The trial's own value with its kernel's extra mass, else a value drawn evenly.
         const bool keep = own < count && uniform01(rng) < own_extra(count);
         const size_t k = keep ? own : std::min(size_t(uniform01(rng) * double(count)), count - 1);
         s[p.path] = p.choices[k];
       } else {
-        const double x = j < trials_.size()
-                             ? sample_truncated(path.mu[j], path.sigma[j], path.line, rng)
-                             : sample_truncated(0.5 * (path.line.low + path.line.high),
-                                                path.line.high - path.line.low, path.line, rng);
-        s[p.path] = from_line(p, x);
+        s[p.path] = from_line(p, sample_truncated(path.mu[j], path.sigma[j], path.line, rng));
       }
     }
     return s;
@@ -255,21 +259,17 @@ class JointParzen {
       const SearchParam& p = *path.p;
       if (p.kind == SearchParam::Kind::Choice) {
         const double count = double(p.choices.size());
-        size_t k = 0;
-        while (k < p.choices.size() && p.choices[k] != s.at(p.path)) ++k;
+        const double extra = own_extra(p.choices.size());
+        const size_t k = choice_index(p, s.at(p.path));
         for (size_t j = 0; j < n; ++j) {
-          const bool own = j < trials_.size() && path.choice[j] == k;
-          const bool prior = j == trials_.size() || path.choice[j] >= p.choices.size();
-          const double extra = own_extra(p.choices.size());
+          const bool prior = path.choice[j] >= p.choices.size();
+          const bool own = path.choice[j] == k;
           logs[j] += std::log(prior ? 1.0 / count : (own ? extra : 0.0) + (1.0 - extra) / count);
         }
       } else {
         const double x = to_line(p, s.at(p.path));
         for (size_t j = 0; j < n; ++j) {
-          const double d = j < trials_.size()
-                               ? truncated_density(x, path.mu[j], path.sigma[j], path.line)
-                               : truncated_density(x, 0.5 * (path.line.low + path.line.high),
-                                                   path.line.high - path.line.low, path.line);
+          const double d = truncated_density(x, path.mu[j], path.sigma[j], path.line);
           logs[j] += std::log(std::max(d, std::numeric_limits<double>::min()));
         }
       }
@@ -285,8 +285,8 @@ class JointParzen {
   struct Path {
     const SearchParam* p;
     Line line;
-    std::vector<double> mu, sigma;  // a range: each trial's value on the line, its bandwidth
-    std::vector<size_t> choice;     // a list: each trial's value's index
+    std::vector<double> mu, sigma;  // a range: each kernel's centre on the line, its bandwidth
+    std::vector<size_t> choice;     // a list: each kernel's value's index
   };
   // A list's kernel for a trial: weight 1 on its value plus 1 / (trials + 1) on every value (the
   // prior's share, as Optuna's), normalised: the share of the mass that is the trial's own
