@@ -2,9 +2,10 @@
 """Recommendation quality on held-out users (the protocol of Liang et al. 2018: see
 heldout_users_split.py): one table of recall@10, recall@20, recall@50 and NDCG@100 for
 popularity, EASE, the PyTorch Mult-DAE and Mult-VAE of the paper (multvae_peer.py), RecVAE
-(recvae_peer.py), NumPy linear models (higher_order_peer.py, linear_variants_peer.py) and this
-suite's networks (configs/*: nn-generate, nn-train, nn-predict), every row scored by the same
-code (movielens_eval.evaluate) on the same test users, averaged over the folds.
+(recvae_peer.py), VASP (vasp_peer.py), NumPy linear models (higher_order_peer.py,
+linear_variants_peer.py) and this suite's networks (configs/*: nn-generate, nn-train,
+nn-predict), every row scored by the same code (movielens_eval.evaluate) on the same test
+users, averaged over the folds.
 
 Per fold and method: fit on the training users; choose what is tuned (EASE's lambda, the epoch
 of a network) on the validation users (the input 80% of each user's items in, the other 20% to
@@ -176,6 +177,27 @@ def torch_recvae(fold, log, settings):
     return best[3], {"gamma": best[1], "epoch": best[2]}
 
 
+def torch_vasp(fold, log, settings):
+    import vasp_peer  # torch is imported only when a torch row runs
+    import torch
+    torch.set_num_threads(settings["threads"])
+
+    def validate(score_fn):
+        return fold.metrics("val", fold.recs("val", score_fn(fold.x_val)))[settings["select"]]
+
+    best = None
+    for lr in settings["vasp_lrs"]:  # the learning rate, by validation
+        cfg = dict(vasp_peer.SETTINGS, epochs=settings["torch_epochs"],
+                   eval_every=settings["eval_every"], lr=lr)
+        score_fn, history, epoch = vasp_peer.train(fold.x_train, cfg, validate,
+                                                   log=log if settings["verbose"] else None)
+        score = max(m for _, m in history)
+        log(f"    vasp lr {lr:g}: validation {settings['select']} {score:.4f} at epoch {epoch}")
+        if best is None or score > best[0]:
+            best = (score, lr, epoch, fold.recs("test", score_fn(fold.x_test)))
+    return best[3], {"lr": best[1], "epoch": best[2]}
+
+
 # ---- this suite's networks (configs/<name>: network.json + train.cdl) -------------------------------
 
 def tools_dir():
@@ -224,14 +246,26 @@ def nn_datasets(fold):
     return data
 
 
-def nn_network(config):
+def config_dir(config):
+    """configs/<config>, or the folder itself when given a path."""
+    return config if os.path.isabs(config) else os.path.join(ROOT, "configs", config)
+
+
+def nn_network(config, warm_from=None):
     """A row for configs/<config> (or any folder holding network.json and train.cdl, given as
     nn:<folder>): trained on the training users with the held-out validation
     users (nn-train --validation; the network of the best validation recall@K is kept), then
-    nn-predict's top 100 for the test users, their input items filtered out."""
+    nn-predict's top 100 for the test users, their input items filtered out. With warm_from
+    (another config or folder), that network is trained first, as its own row would be, and
+    this one starts from it (nn-train --warm-start); the seconds include both."""
     def run(fold, log, settings):
         data = nn_datasets(fold)
-        source = config if os.path.isabs(config) else os.path.join(ROOT, "configs", config)
+        warm_args = []
+        if warm_from:
+            nn_network(warm_from)(fold, log, settings)
+            warm_args = ["--warm-start", os.path.join(
+                fold.dir, "nn-" + os.path.basename(warm_from.rstrip("/")), "network.nc")]
+        source = config_dir(config)
         work = os.path.join(fold.dir, "nn-" + os.path.basename(config.rstrip("/")))
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
@@ -245,6 +279,7 @@ def nn_network(config):
                  "--validation", "val_output.nc", "--validation-k", str(settings["nn_k"]),
                  "--validation-interval", str(settings["nn_interval"]),
                  "--patience", str(settings["nn_patience"]), "--checkpoint-interval", "0"]
+        train += warm_args
         if settings["nn_epochs"]:
             train += ["-e", str(settings["nn_epochs"])]
         cwd = os.getcwd()
@@ -350,6 +385,7 @@ METHODS = {
     "mult-dae-torch": torch_mult("dae"),
     "mult-vae-torch": torch_mult("vae"),
     "recvae-torch": torch_recvae,
+    "vasp-torch": torch_vasp,
     "nn-recommender-autoencoder": nn_network("recommender-autoencoder"),
     "nn-mult-dae": nn_network("recommender-mult-dae"),
     "nn-mult-vae": nn_network("recommender-mult-vae"),
@@ -374,7 +410,8 @@ def main(argv=None):
                         ", ".join(m for m in METHODS if m not in DEFAULT_METHODS) +
                         ", or nn:DIR for the network.json and train.cdl in DIR, or blend:A+B "
                         "(A, B: ease, a configs/ name or a folder) for two models' standardised "
-                        "scores mixed by a weight chosen on the validation users")
+                        "scores mixed by a weight chosen on the validation users, or warm:A+B "
+                        "(A, B: a configs/ name or a folder) for B trained warm-started from A")
     parser.add_argument("--folds", type=int, help="folds (default: 5, or 1 for >= 50,000 users)")
     parser.add_argument("--heldout", type=int, default=10000,
                         help="with one fold: test and validation users each (default 10000)")
@@ -386,6 +423,9 @@ def main(argv=None):
     parser.add_argument("--recvae-gammas", default="0.005,0.01,0.02",
                         help="RecVAE's KL weights per user item tried on the validation users "
                         "(default 0.005,0.01,0.02; the paper's ML-20M value is 0.005)")
+    parser.add_argument("--vasp-lrs", default="0.001,0.0003",
+                        help="VASP's NAdam learning rates tried on the validation users "
+                        "(default 0.001,0.0003)")
     parser.add_argument("--anneal-steps", type=int, default=0,
                         help="Mult-VAE updates to reach beta 0.2 (default: scaled to the run)")
     parser.add_argument("--eval-every", type=int, default=5, help="epochs between validations")
@@ -405,6 +445,10 @@ def main(argv=None):
     for m in methods:
         if m.startswith("nn:"):
             METHODS[m] = nn_network(os.path.abspath(m[3:]))
+        elif m.startswith("warm:") and m.count("+") == 1:
+            first, then = [k if os.path.sep not in k else os.path.abspath(k)
+                           for k in m[len("warm:"):].split("+")]
+            METHODS[m] = nn_network(then, warm_from=first)
         elif m.startswith("blend:") and m.count("+") == 1:
             kinds = [k if k == "ease" or not os.path.sep in k else os.path.abspath(k)
                      for k in m[len("blend:"):].split("+")]
@@ -428,6 +472,7 @@ def main(argv=None):
                 "ease_lambdas": [float(v) for v in args.ease_lambdas.split(",")],
                 "torch_epochs": args.torch_epochs, "anneal_steps": args.anneal_steps,
                 "recvae_gammas": [float(v) for v in args.recvae_gammas.split(",")],
+                "vasp_lrs": [float(v) for v in args.vasp_lrs.split(",")],
                 "eval_every": args.eval_every, "nn_k": args.nn_k, "nn_interval": args.nn_interval,
                 "nn_patience": args.nn_patience, "nn_epochs": args.nn_epochs}
     results = {m: [] for m in methods}

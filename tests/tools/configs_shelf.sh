@@ -47,6 +47,9 @@ for dir in "${shelf[@]}"; do
     sed -E 's/"Epochs": [0-9]+/"Epochs": 1/' "$dir/train.cdl" >train.cdl
     "$tools/nn-train" train.cdl >train.log 2>&1 || fail "configs/$name: nn-train: $(tail -5 train.log)"
     grep -q '^epoch 1/1: loss [0-9]' train.log || fail "configs/$name: no epoch line: $(tail -5 train.log)"
+    if grep -q '"WarmStart"' train.cdl; then  # the network it starts from was used
+      grep -q '^warm start from ' train.log || fail "configs/$name: no warm start: $(head -5 train.log)"
+    fi
     "$tools/nn-predict" predict.cdl >predict.log 2>&1 || fail "configs/$name: nn-predict: $(tail -5 predict.log)"
     $check "configs/$name"
   )

@@ -1,10 +1,18 @@
 # Tiny data for the networks on the configs/ shelf, one recipe per kind of network (sourced
-# after common.sh; needs $tools): recommender_data, idx_images, cifar_images, pair_data, and
-# config_data NAME, which runs the recipe for configs/NAME in the current directory.
+# after common.sh; needs $tools and $src): recommender_data, linear_dae_start, idx_images,
+# cifar_images, pair_data, and config_data NAME, which runs the recipe for configs/NAME in the
+# current directory.
 
 recommender_data() {
   tiny_ratings
   tiny_datasets "$tools"
+}
+linear_dae_start() {  # linear-dae.nc: configs/recommender-linear-dae trained on the same data
+  mkdir dlae
+  cp "$src/configs/recommender-linear-dae/network.json" "$src/configs/recommender-linear-dae/train.cdl" dlae/
+  ln -s ../input.nc ../output.nc dlae/
+  (cd dlae && "$tools/nn-train" train.cdl >train.log 2>&1) || fail "linear-dae.nc: $(tail -5 dlae/train.log)"
+  mv dlae/network.nc linear-dae.nc
 }
 idx_images() {  # 28x28 grey images, 24 for training and 8 for testing, IDX format
   python3 - <<'PY'
@@ -55,6 +63,7 @@ pair_data() {  # query/candidate word sets and a similarity of 1 (same topic) or
 # config_data NAME: the recipe for configs/NAME; fails for a folder without one.
 config_data() {
   case $1 in
+    recommender-deep-shallow) recommender_data && linear_dae_start ;;
     recommender-*) recommender_data ;;
     image-*-28x28) idx_images ;;
     image-cnn-cifar10) cifar_images ;;
