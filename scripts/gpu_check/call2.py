@@ -1,10 +1,11 @@
 """Call 2 of the GPU check: speed. The MovieLens-20M-shaped autoencoder (nn-train's training step,
 nn-bench-autoencoder) in FP32, TF32 and BF16 next to PyTorch on the same GPU, then TF32 with
 each opt-in path on against the plain TF32 run (the A/B of every path, with a verdict: it ran,
-its losses equal the plain run's, and it did what it says), the --profile tables, torch.compile,
-the 1,000,000-item sampled catalog and the Fashion-MNIST CNN. The steps come in the order of
-what matters most, so that a call given less than its full budget (what the window has left)
-still brings back the comparison with PyTorch.
+its losses equal the plain run's, and it did what it says), the --profile tables, BF16 on the
+host's CPU (where it has AVX512-BF16 or AMX), torch.compile, the 1,000,000-item sampled catalog
+and the Fashion-MNIST CNN. The steps come in the order of what matters most, so that a call
+given less than its full budget (what the window has left) still brings back the comparison
+with PyTorch.
 
 Every nn-bench-autoencoder JSON line carries its per-epoch losses and the opt-in paths it ran
 with ("opt_in"); every line of bench.jsonl gets the card, the commit and the date."""
@@ -226,6 +227,76 @@ def profile_step(bench):
     return Step("bench_profile", 10, 60, run, ["bench_profile"])
 
 
+CPU_BF16_AIM = 1.6  # BF16's examples per second over FP32's on 3x1024 that the CPU should reach
+
+
+def cpu_bf16_step(bench):
+    """BF16 on the host's CPU, which this machine (2 cores without AVX512-BF16) cannot measure:
+    where the GPU machine's CPU has AVX512-BF16 or AMX, nn-bench-autoencoder on the CPU backend
+    in FP32 and in BF16 for both shapes (SGD, as docs/performance.md's CPU tables; BF16 forced,
+    as the benchmark sets the precision itself), BF16's losses within 3e-2 of FP32's, and BF16's
+    speed over FP32's against the aim; then nn-train --precision bf16 on the check's data, whose
+    precision stage times the network's widest product in both and keeps BF16 or falls back to
+    FP32 with a warning: the line it printed is reported. The verdict is about correctness (the
+    runs end, the losses agree, the stage printed its rates); the speed is in the note."""
+
+    def run(ctx):
+        s = bench.s
+        cpu = environment.host_cpu()
+        s.check.meta["host_cpu"] = cpu
+        ctx.block(f"host CPU: {cpu['model']}, {cpu['cores']} logical cores; BF16 features: "
+                  f"{' '.join(cpu['bf16_flags']) or 'none'}")
+        if not cpu["bf16"]:
+            return ctx.result("cpu_bf16", NOT_RUN,
+                              f"{cpu['model']}: neither AVX512-BF16 nor AMX-BF16")
+        notes, status = [], PASS
+        for shape in ("1024x3", "128"):
+            recs = {}
+            for precision in ("fp32", "bf16"):
+                log = f"cpu-{shape}-{precision}"
+                rc = ctx.run([s.tool("nn-bench-autoencoder"), "--hidden", shape, "--batches",
+                              "20", "--epochs", "2", "--optimizer", "SGD", "--precision",
+                              precision, "--backend", "cpu"], log, timeout=min(45, ctx.left()))
+                found = bench.records(ctx.text(log))
+                if rc != 0 or not found:
+                    status = worst([status, tool_status(ctx.text(log), rc or 1)])
+                    notes.append(f"{shape} {precision}: exit {rc}")
+                    continue
+                rec = found[-1]
+                rec["shape"] = f"hostcpu-{shape}"  # a row of its own, apart from the GPU rows
+                bench.tag(dict(rec))
+                recs[precision] = rec
+            if len(recs) < 2:
+                continue
+            ok, table = compare.compare_losses(recs["fp32"]["losses"], recs["bf16"]["losses"],
+                                               3e-2, 3e-2, ("fp32", "bf16"))
+            ctx.block(f"host CPU {shape} bf16 against fp32:\n{table}")
+            speed = recs["fp32"]["ms_per_batch"] / recs["bf16"]["ms_per_batch"]
+            aim = f" (aim {CPU_BF16_AIM}x)" if shape == "1024x3" else ""
+            notes.append(f"{shape}: FP32 {recs['fp32']['ms_per_batch']:.1f} ms, BF16 "
+                         f"{recs['bf16']['ms_per_batch']:.1f} ms, {speed:.2f}x{aim}" +
+                         ("" if ok else ", losses off"))
+            if not ok:
+                status = FAIL
+        if ctx.left() > 15 and s.recommender_data(ctx):
+            rc = s.train(ctx, "cpu-bf16", "cpu", extra=["--precision", "bf16"], epochs=1,
+                         timeout=min(60, ctx.left()))
+            said = [l for l in ctx.text("train-cpu-bf16").splitlines()
+                    if "BF16" in l and "GFLOP/s" in l]
+            if rc != 0 or not said:
+                status = worst([status, tool_status(ctx.text("train-cpu-bf16"), rc or 1)
+                                if rc != 0 else FAIL])
+                notes.append(f"nn-train --precision bf16: exit {rc}" +
+                             ("" if said else ", no line with the measured rates"))
+            else:
+                ctx.block(said[0])
+                notes.append("stage: " + ("fell back to FP32" if said[0].startswith("warning")
+                                          else "kept BF16") + " (" +
+                             said[0].split("(", 1)[-1].split(" on the network")[0] + ")")
+        ctx.result("cpu_bf16", status, "; ".join(notes))
+    return Step("cpu_bf16", 30, 150, run, ["cpu_bf16"], minimum=20)
+
+
 def sampled_step(session):
     """A 1,000,000-item planted catalog on CUDA: sampled output (2,048 Popularity negatives)
     against the full layer (scripts/bench_sampled.sh): examples per second and recall@10."""
@@ -297,5 +368,6 @@ def steps(session, batches, epochs):
     bench = Bench(session, batches, epochs)
     session.bench = bench
     return [bench_step(bench), torch_step(bench, False), paths_bench_step(bench),
-            profile_step(bench), torch_step(bench, True), sampled_step(session),
+            profile_step(bench), cpu_bf16_step(bench), torch_step(bench, True),
+            sampled_step(session),
             cnn_bench_step(bench)]

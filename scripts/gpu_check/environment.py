@@ -204,3 +204,30 @@ def python_with(*modules):
         except (OSError, subprocess.SubprocessError):
             continue
     return None
+
+
+# The CPU features that make BF16 products fast on the CPU backend: AVX512-BF16's dot products,
+# AMX's tile multiplies (oneDNN uses them where the kernel allows it).
+BF16_FLAGS = ("avx512_bf16", "amx_bf16", "amx_tile")
+
+
+def host_cpu():
+    """The host CPU as /proc/cpuinfo gives it: {'model', 'cores', 'bf16_flags', 'bf16'};
+    'bf16' is true when the CPU has AVX512-BF16 or AMX-BF16."""
+    model, flags, cores = "unknown CPU", set(), 0
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "model name" and model == "unknown CPU":
+                    model = value.strip()
+                elif key == "flags" and not flags:
+                    flags = set(value.split())
+                elif key == "processor":
+                    cores += 1
+    except OSError:
+        pass
+    found = [f for f in BF16_FLAGS if f in flags]
+    return {"model": model, "cores": cores, "bf16_flags": found,
+            "bf16": "avx512_bf16" in found or "amx_bf16" in found}

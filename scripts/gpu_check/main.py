@@ -6,7 +6,8 @@ minutes on an H100 or H200 (docs/cuda-backend.md, "The GPU check").
           paths' kernel tests with those paths on), compute-sanitizer memcheck and racecheck over
           the new kernels' tests, and every tool-level path with a verdict
   call 2, speed: the MovieLens-20M-shaped benchmark next to PyTorch, each opt-in path's A/B,
-          the --profile tables, torch.compile, the sampled 1,000,000-item catalog, the CNN
+          the --profile tables, BF16 on the host's CPU, torch.compile, the sampled
+          1,000,000-item catalog, the CNN
 
 Each starts with the device, the driver (the call stops at once when the driver cannot run the
 bundle), the libraries and the CUDA module found as a user's run finds it. Each step runs under a

@@ -43,6 +43,8 @@ CALL2 = {
     "bench_torch_eager": {"NOT-RUN"}, "bench_torch_compile": {"NOT-RUN"},
     "bench_profile": {"NO-DEVICE"}, "sampled_1m_cuda": {"NO-DEVICE"}, "bench_cnn": {"NO-DEVICE"},
     "bench_peer_backends": {"NOT-RUN"},
+    # The rehearsal's CPU (this build machine's) has neither AVX512-BF16 nor AMX.
+    "cpu_bf16": {"NOT-RUN"},
 }
 CALL2_PREFIX = {"bench_": {"NO-DEVICE"}}  # each opt-in path's A/B run
 
