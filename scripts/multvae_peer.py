@@ -94,6 +94,35 @@ def to_tensor(rows):
     return torch.from_numpy(np.asarray(rows.todense(), dtype=np.float32))
 
 
+class BestEpoch:
+    """The validation side of a peer's training loop: after(epoch, ...) validates every
+    settings['eval_every'] epochs (and after the last), logs the epoch, and keeps a copy of the
+    weights of the best metric so far (higher is better); finish() puts those weights back and
+    returns (history [(epoch, metric)], best epoch)."""
+
+    def __init__(self, model, settings, validate, log, name):
+        self.model, self.validate, self.log, self.name = model, validate, log, name
+        self.every, self.last = settings.get("eval_every", 1), settings["epochs"]
+        self.best = (-math.inf, 0, None)
+        self.history = []
+
+    def after(self, epoch, loss, score_fn):
+        if not self.validate or (epoch % self.every != 0 and epoch != self.last):
+            return
+        metric = self.validate(score_fn)
+        self.history.append((epoch, metric))
+        if self.log:
+            self.log(f"    {self.name} epoch {epoch}: loss {loss:.3f}, validation {metric:.4f}")
+        if metric > self.best[0]:
+            weights = {k: v.clone() for k, v in self.model.state_dict().items()}
+            self.best = (metric, epoch, weights)
+
+    def finish(self):
+        if self.best[2] is not None:
+            self.model.load_state_dict(self.best[2])
+        return self.history, self.best[1]
+
+
 def train(kind, x_train, settings, validate=None, seed=98765, log=None):
     """Trains on the CSR matrix x_train. `validate(score_fn) -> metric` (higher is better) is
     called after every settings['eval_every'] epochs; the best epoch's weights are kept.
@@ -109,8 +138,7 @@ def train(kind, x_train, settings, validate=None, seed=98765, log=None):
     optimizer = torch.optim.Adam([{"params": weights}, {"params": biases}], lr=settings["lr"])
     n = x_train.shape[0]
     updates = 0
-    best = (-math.inf, 0, None)
-    history = []
+    keeper = BestEpoch(model, settings, validate, log, kind)
 
     def score_fn(rows):
         model.eval()
@@ -140,14 +168,6 @@ def train(kind, x_train, settings, validate=None, seed=98765, log=None):
             optimizer.step()
             updates += 1
             total += loss.item() * x.shape[0]
-        if validate and (epoch % settings.get("eval_every", 1) == 0 or
-                         epoch == settings["epochs"]):
-            metric = validate(score_fn)
-            history.append((epoch, metric))
-            if log:
-                log(f"    {kind} epoch {epoch}: loss {total / n:.3f}, validation {metric:.4f}")
-            if metric > best[0]:
-                best = (metric, epoch, {k: v.clone() for k, v in model.state_dict().items()})
-    if best[2] is not None:
-        model.load_state_dict(best[2])
-    return score_fn, history, best[1]
+        keeper.after(epoch, total / n, score_fn)
+    history, best_epoch = keeper.finish()
+    return score_fn, history, best_epoch

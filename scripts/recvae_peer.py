@@ -28,7 +28,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see movielens_peer.py
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from multvae_peer import to_tensor  # noqa: E402  (scipy CSR rows -> dense float32 tensor)
+from multvae_peer import BestEpoch, to_tensor  # noqa: E402  (the validation loop; CSR -> tensor)
 
 PAPER = {"hidden": 600, "latent": 200, "gamma": 0.005, "lr": 5e-4, "batch": 500, "epochs": 50,
          "encoder_passes": 3, "decoder_passes": 1, "dropout": 0.5}
@@ -107,8 +107,7 @@ def train(x_train, settings, validate=None, seed=98765, log=None):
     model = RecVAE(n_items, settings["hidden"], settings["latent"])
     encoder_opt = torch.optim.Adam(model.encoder.parameters(), lr=settings["lr"])
     decoder_opt = torch.optim.Adam(model.decoder.parameters(), lr=settings["lr"])
-    best = (-math.inf, 0, None)
-    history = []
+    keeper = BestEpoch(model, settings, validate, log, "recvae")
 
     def score_fn(rows):
         model.eval()
@@ -135,14 +134,6 @@ def train(x_train, settings, validate=None, seed=98765, log=None):
         passes(encoder_opt, settings["encoder_passes"], settings["dropout"])
         loss = passes(decoder_opt, settings["decoder_passes"], 0.0)
         model.update_prior()
-        if validate and (epoch % settings.get("eval_every", 1) == 0 or
-                         epoch == settings["epochs"]):
-            metric = validate(score_fn)
-            history.append((epoch, metric))
-            if log:
-                log(f"    recvae epoch {epoch}: loss {loss:.3f}, validation {metric:.4f}")
-            if metric > best[0]:
-                best = (metric, epoch, {k: v.clone() for k, v in model.state_dict().items()})
-    if best[2] is not None:
-        model.load_state_dict(best[2])
-    return score_fn, history, best[1]
+        keeper.after(epoch, loss, score_fn)
+    history, best_epoch = keeper.finish()
+    return score_fn, history, best_epoch

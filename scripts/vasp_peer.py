@@ -27,7 +27,6 @@ so here the widths are 600 and 200 (as recvae_peer.py) and the rate is chosen on
 users (bench_quality.py --vasp-lrs), with the epoch of the best validation metric kept.
 """
 
-import math
 import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see movielens_peer.py
@@ -35,7 +34,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see movielens_peer.py
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from multvae_peer import to_tensor  # noqa: E402  (scipy CSR rows -> dense float32 tensor)
+from multvae_peer import BestEpoch, to_tensor  # noqa: E402  (the validation loop; CSR -> tensor)
 
 SETTINGS = {"hidden": 600, "latent": 200, "lr": 1e-3, "batch": 128, "epochs": 150,
             "focal_alpha": 0.25, "focal_gamma": 2.0}
@@ -122,8 +121,7 @@ def train(x_train, settings, validate=None, seed=98765, log=None):
     x_train.data[:] = 1.0
     model = Vasp(n_items, settings["hidden"], settings["latent"])
     optimizer = torch.optim.NAdam(model.parameters(), lr=settings["lr"])
-    best = (-math.inf, 0, None)
-    history = []
+    keeper = BestEpoch(model, settings, validate, log, "vasp")
 
     def score_fn(rows):
         model.eval()
@@ -151,14 +149,6 @@ def train(x_train, settings, validate=None, seed=98765, log=None):
             model.zero_diagonal()
             total += loss.item() * inputs.shape[0]
             rows_seen += inputs.shape[0]
-        if validate and (epoch % settings.get("eval_every", 1) == 0 or
-                         epoch == settings["epochs"]):
-            metric = validate(score_fn)
-            history.append((epoch, metric))
-            if log:
-                log(f"    vasp epoch {epoch}: loss {total / rows_seen:.3f}, validation {metric:.4f}")
-            if metric > best[0]:
-                best = (metric, epoch, {k: v.clone() for k, v in model.state_dict().items()})
-    if best[2] is not None:
-        model.load_state_dict(best[2])
-    return score_fn, history, best[1]
+        keeper.after(epoch, total / rows_seen, score_fn)
+    history, best_epoch = keeper.finish()
+    return score_fn, history, best_epoch
