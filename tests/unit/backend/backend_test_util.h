@@ -113,6 +113,21 @@ enum class Targets { Dense, SparseBoolean, SparseAnalogWeighted, SparseIgnoreZer
 inline constexpr Targets kAllTargets[] = {Targets::Dense, Targets::SparseBoolean,
                                           Targets::SparseAnalogWeighted, Targets::SparseIgnoreZero};
 
+// How close a kernel's summed error (a log per unit) must come to the CPU backend's. Where the
+// CPU sweeps sparse targets of a log-loss (CrossEntropy, the marginal cross-entropies; not
+// SoftMax, whose forms differ) it takes one log per lane of the t = 0 factors' product
+// (backend/cpu/log_product.h), closer to the exact sum than a fast log per unit (~3e-7 relative
+// each): the two agree to that rounding. Every other error is the same per-unit values summed in
+// another order.
+inline double cpu_error_tolerance(ErrorFunction f, Activation act, Targets kind, double e_cpu) {
+  const bool log_sweep =
+      (kind == Targets::SparseBoolean || kind == Targets::SparseAnalogWeighted) &&
+      act != Activation::SoftMax &&
+      (f == ErrorFunction::CrossEntropy || f == ErrorFunction::ScaledMarginalCrossEntropy ||
+       f == ErrorFunction::DataScaledMarginalCrossEntropy);
+  return (log_sweep ? 2e-7 : 1e-9) * (1.0 + std::fabs(e_cpu));
+}
+
 // Random targets of one kind for a rows x cols batch, viewed as the loss kernels take them:
 // sparse ones up to `per_row` entries per row with duplicated indices and row 2 empty (values
 // and row weights for SparseAnalogWeighted); dense ones in [0, 1) with every third zero, with

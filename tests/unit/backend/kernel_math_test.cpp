@@ -466,7 +466,7 @@ TEST(HostKernelMath, LossRowsMatchTheCpuBackend) {
         const double e = fn(g, rows);
         const std::string what = std::string(to_string(f)) + " / " + to_string(act) +
                                  " / targets " + std::to_string(int(kind));
-        EXPECT_NEAR(e, e_cpu, 1e-9 * (1.0 + std::fabs(e_cpu))) << what;
+        EXPECT_NEAR(e, e_cpu, test::cpu_error_tolerance(f, act, kind, e_cpu)) << what;
         // Deltas: the same per-unit functions in the same order, except the SoftMax sums.
         std::vector<double> expected(d_cpu.begin(), d_cpu.end());
         if (act == Activation::SoftMax)

@@ -5,6 +5,10 @@
 // Sparse targets are never densified: each row is swept with t = 0 (vectorised), then the
 // stored entries are patched (their t = 0 error is subtracted and the real one added, their
 // delta overwritten). Duplicated indices in a row merge: values add (analog), or t = 1 (Boolean).
+// Where the t = 0 error is a log (CrossEntropy and the marginal cross-entropies), the sweep
+// multiplies the units' factors and takes one log per lane (cpu/log_product.h) instead of a log
+// per unit; the CUDA kernels take a log per unit, so the two backends' errors agree to the fast
+// log's rounding (~3e-7 relative per unit), the deltas bit for bit.
 //
 // SoftMax outputs: CrossEntropy uses the closed form delta = w*(a*sum(t) - t), with sparse
 // targets normalised to sum 1 (multinomial); ScaledMarginalCrossEntropy uses DSSTNE's
@@ -26,6 +30,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/log_product.h"
 #include "backend/cpu/stream.h"
 #include "backend/cpu/thread_pool.h"
 #include "backend/math/loss_kernel_choice.h"
@@ -105,6 +110,33 @@ double sum_lanes(const double* lanes) {
   return s;
 }
 
+// The sparse sweep (t = 0 at every unit) of a form whose error there is a log
+// (math::kZeroErrorIsLog): the deltas as loss_sweep_unit gives them, the error as the log of the
+// factors' product (cpu/log_product.h; its log per unit is left unused and compiled away).
+template <Form F, DerivKind D, bool kDelta>
+double log_error_sweep(const Options& o, const float* a, float* d, float w, uint32_t cols) {
+  Options zeros = o;
+  zeros.ignore_zero = false;
+  cpu::LogProductLanes product;
+  double* lanes = product.lanes();
+  for (uint32_t b = 0; b < cols; b += cpu::kChunk) {
+    const uint32_t end = std::min<uint32_t>(cols, b + cpu::kChunk);
+    cpu::prefetch_ahead(a, b);
+    if constexpr (kDelta) cpu::prefetch_ahead<1>(d, b);
+#pragma omp simd
+    for (uint32_t j = b; j < end; ++j) {
+      lanes[j - b] *= double(math::zero_log_factor<F>(zeros, a[j]));
+      if constexpr (kDelta) {
+        float dz;
+        (void)math::loss_sweep_unit<F, D>(zeros, a[j], 0.0f, w, true, dz);
+        d[j] = dz;
+      }
+    }
+    product.end_chunk();
+  }
+  return -double(w) * double(math::zero_log_scale<F>(zeros)) * product.sum_of_logs();
+}
+
 // Elementwise activation family D (also SmceSoftMax): error of one row, deltas when kDelta.
 // Per unit: math::loss_sweep_unit over the row, then math::loss_patch_unit for every stored
 // sparse target (the steps the CUDA kernel runs, cuda/loss.cu).
@@ -136,7 +168,12 @@ double elementwise_row(const Options& o, const RowInput& in, uint32_t cols) {
     }
     return sum_lanes(lanes);
   }
-  if (!o.ignore_zero) {
+  double acc = 0.0;
+  if (o.ignore_zero) {
+    if constexpr (kDelta) std::fill(d, d + cols, 0.0f);  // the sweep's result, without a sweep
+  } else if constexpr (math::kZeroErrorIsLog<F>) {
+    acc = log_error_sweep<F, D, kDelta>(o, a, d, w, cols);
+  } else {
     Options zeros = o;
     zeros.ignore_zero = false;
     for (uint32_t b = 0; b < cols; b += cpu::kChunk) {
@@ -150,10 +187,8 @@ double elementwise_row(const Options& o, const RowInput& in, uint32_t cols) {
         if constexpr (kDelta) d[j] = dz;
       }
     }
-  } else if constexpr (kDelta) {
-    std::fill(d, d + cols, 0.0f);  // the sweep's result under SparseIgnoreZero, without a sweep
+    acc = sum_lanes(lanes);
   }
-  double acc = sum_lanes(lanes);
   const RowTargets& tg = *in.sp_t;
   for (size_t i = 0; i < tg.index.size(); ++i) {
     const uint32_t j = tg.index[i];

@@ -63,6 +63,29 @@ NN_FORCE_INLINE float loss_sweep_unit(const LossRowConsts& o, float a, float t, 
   return e;
 }
 
+// Forms whose sweep error (t = 0) is a logarithm: -w * zero_log_scale * ln(zero_log_factor(a)),
+// equal to loss_sweep_unit's error up to the rounding of the log. The CPU backend multiplies the
+// factors and takes one log per lane (cpu/log_product.h) instead of a log per unit.
+template <Form F>
+constexpr bool kZeroErrorIsLog = F == Form::CrossEntropy || F == Form::Smce || F == Form::Dsmce;
+
+// The factor of a unit with target 0 (floor_log's clamp; 1 where the unit does not count: the
+// marginal forms count a zero unit only above zero_target).
+template <Form F>
+NN_FORCE_INLINE float zero_log_factor(const LossRowConsts& o, float a) {
+  static_assert(kZeroErrorIsLog<F>, "no log in this form's zero-target error");
+  const float f = fastmath::max_of(1.0f - a, kLogFloor);
+  if constexpr (F == Form::CrossEntropy)
+    return f;
+  else
+    return a > o.c.zero_target ? f : 1.0f;
+}
+template <Form F>
+NN_FORCE_INLINE float zero_log_scale(const LossRowConsts& o) {
+  static_assert(kZeroErrorIsLog<F>, "no log in this form's zero-target error");
+  return F == Form::CrossEntropy ? 1.0f : o.c.zero_scale;
+}
+
 // Patch of a stored target v at a unit with activation a: its error e and the t = 0 error e0
 // that the sweep counted (0 under ignore_zero), to be replaced by e; d is set to its delta.
 template <Form F, DerivKind D>
