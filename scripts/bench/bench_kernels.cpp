@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
@@ -72,6 +73,44 @@ Csr random_csr(uint32_t rows, uint32_t cols, uint32_t per_row, Rng& rng) {
   return c;
 }
 
+// The same three products with BF16 operands converted once (as a training step holds them:
+// the weights' copy kept, the input and delta converted once per pass), through gemm_bf16_ab,
+// with the step's alpha and beta (the backward product adds into the delta, the gradient is
+// scaled by 1/rows).
+// Skipped with the reason where the CPU or oneDNN has no BF16 products.
+void bf16_products(CpuBackend& be, int reps, uint32_t batch, uint32_t hidden, uint32_t items,
+                   const std::vector<float>& a, const std::vector<float>& w,
+                   std::vector<float>& c) {
+  std::vector<uint16_t> a16(a.size()), w16(w.size()), c16(c.size());
+  be.convert_to_bf16(a.data(), a16.data(), a.size());
+  be.convert_to_bf16(w.data(), w16.data(), w.size());
+  be.convert_to_bf16(c.data(), c16.data(), c.size());
+  std::vector<float> dx(size_t(batch) * hidden), gw(size_t(hidden) * items);
+  const double flop = 2.0 * batch * hidden * items;
+  try {
+    double ms = median_ms(reps, [&] {
+      be.gemm_bf16_ab(false, false, batch, items, hidden, 1.0f, a16.data(), hidden, w16.data(),
+                      items, 0.0f, c.data(), items);
+    });
+    std::printf("bf16 gemm %ux%ux%u (NN)             %8.2f ms  %6.1f GFLOP/s\n", batch, hidden,
+                items, ms, flop / ms * 1e-6);
+    ms = median_ms(reps, [&] {
+      be.gemm_bf16_ab(false, true, batch, hidden, items, 1.0f, c16.data(), items, w16.data(), items,
+                      1.0f, dx.data(), hidden);
+    });
+    std::printf("bf16 gemm delta*W^T %ux%ux%u (NT)   %8.2f ms  %6.1f GFLOP/s\n", batch, items,
+                hidden, ms, flop / ms * 1e-6);
+    ms = median_ms(reps, [&] {
+      be.gemm_bf16_ab(true, false, hidden, items, batch, 1.0f / batch, a16.data(), hidden,
+                      c16.data(), items, 0.0f, gw.data(), items);
+    });
+    std::printf("bf16 gemm X^T*delta %ux%ux%u (TN)   %8.2f ms  %6.1f GFLOP/s\n", hidden, items,
+                batch, ms, flop / ms * 1e-6);
+  } catch (const std::exception& e) {
+    std::printf("bf16 gemm: skipped (%s)\n", e.what());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,6 +144,7 @@ int main(int argc, char** argv) {
               gw.data(), items);
     });
     std::printf("sgemm X^T*delta %ux%ux%u (TN)       %8.2f ms\n", hidden, items, batch, ms);
+    bf16_products(be, reps, batch, hidden, items, a, w, c);
   }
 
   // Elementwise kernels over one output batch.
