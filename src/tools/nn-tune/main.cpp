@@ -175,7 +175,10 @@ void run_jobs(Tune& tune, Workers& workers, Clock::time_point deadline) {
     tune.state.running.erase({finished->trial, finished->rung});
     const int status = finished->status;
     const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (forwarded && !ok) continue;  // stopped mid-rung: resumed by the next run, not a failure
+    // Stopped mid-rung: resumed by the next run, not a failure. The signal is checked again
+    // here: under mpirun (or a process group's kill) the trials get it beside nn-tune, and a
+    // trial can end before this loop has passed it on (it was recorded failed:exit143 once).
+    if (!ok && (forwarded || api::stop_signal() != 0)) continue;
     Row r;
     r.trial = finished->trial;
     r.rung = finished->rung;
@@ -188,15 +191,14 @@ void run_jobs(Tune& tune, Workers& workers, Clock::time_point deadline) {
     append_row(tune.results, r, tune.settings[r.trial]);
     tune.state.finished[{r.trial, r.rung}] = r.metric;
     tune.prune();
-    if (!tune.quiet) {
-      std::fprintf(stderr, "nn-tune: trial %u, %u epochs: ", r.trial, r.epochs);
-      if (ok)
-        std::fprintf(stderr, "%s@%u %.4f (epoch %u), %.1f s\n", t.metric.c_str(), t.k, r.metric,
-                     r.best_epoch, r.seconds);
-      else
-        std::fprintf(stderr, "%s (see %s/train.log)\n", r.status.c_str(),
-                     trial_dir(t, r.trial).c_str());
-    }
+    // One write per line: stderr is unbuffered, and under mpirun a line written in pieces can
+    // be cut by the other stream's output (the final "best:" line on stdout landed inside one).
+    if (!tune.quiet && ok)
+      std::fprintf(stderr, "nn-tune: trial %u, %u epochs: %s@%u %.4f (epoch %u), %.1f s\n", r.trial,
+                   r.epochs, t.metric.c_str(), t.k, r.metric, r.best_epoch, r.seconds);
+    else if (!tune.quiet)
+      std::fprintf(stderr, "nn-tune: trial %u, %u epochs: %s (see %s/train.log)\n", r.trial,
+                   r.epochs, r.status.c_str(), trial_dir(t, r.trial).c_str());
   }
 }
 
