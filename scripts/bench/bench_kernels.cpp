@@ -25,6 +25,7 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "core/random.h"
+#include "data/batch.h"
 
 using namespace nn;
 
@@ -241,6 +242,34 @@ int main(int argc, char** argv) {
                 median_ms(reps, [&] {
                   be.sparse_weight_gradient(sv, delta.data(), hidden, 1.0f / 256, gw.data());
                 }));
+    // The same batch indexed for row-sparse training (data/batch.h index_touched), as nn-train
+    // hands it over: the forward product and the compact gradient of the touched rows.
+    SparseBatch b;
+    b.rows = batch;
+    b.cols = items;
+    b.row_ptr = in.row_ptr;
+    b.index = in.index;
+    std::vector<uint32_t> mark;
+    index_touched(b, mark);
+    SparseView iv = sv;
+    iv.touched = b.touched.data();
+    iv.slot = b.slot.data();
+    iv.touched_count = uint32_t(b.touched.size());
+    iv.slot_ptr = b.slot_groups.data();
+    iv.slot_entry = iv.slot_ptr + b.touched.size() + 1;
+    iv.slot_row = iv.slot_entry + b.index.size();
+    SparseView compact = iv;
+    compact.index = b.slot.data();
+    compact.cols = iv.touched_count;
+    std::printf("sparse_matmul indexed 256x144 -> %4u        %8.2f ms\n", hidden,
+                median_ms(reps, [&] { be.sparse_matmul(iv, w.data(), hidden, zh.data()); }));
+    std::printf("sparse_weight_gradient indexed -> %4u       %8.2f ms  (%u touched rows)\n", hidden,
+                median_ms(reps,
+                          [&] {
+                            be.sparse_weight_gradient(compact, delta.data(), hidden, 1.0f / 256,
+                                                      gw.data());
+                          }),
+                iv.touched_count);
   }
 
   // OpenMP / OpenBLAS interplay: gemm right after an OpenMP kernel (workers still spinning).

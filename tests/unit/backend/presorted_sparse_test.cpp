@@ -4,7 +4,10 @@
 // (SparseView::slot_ptr, data/batch.h index_touched): example weights, stored values, repeated
 // indices within a row, more than one block of outputs. (2) The loss of sparse targets whose
 // rows are ascending (SparseView::rows_sorted): SoftMax and Sigmoid cross-entropy, with values
-// and repeated indices. On the CPU both ways are one code path; on CUDA the sorts are skipped.
+// and repeated indices. On CUDA the sorts are skipped; on the CPU the grouped gradient is an
+// item-major loop of its own (cpu/sparse.cpp). (3) The forward product of an indexed batch, rows
+// ascending or not, gives the plain batch's bits (a grouped forward would have to keep each
+// row's entry order: one without that check failed this test).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -81,6 +84,76 @@ TEST_P(PresortedSparse, GroupedGradientEqualsTheSortedOneBitForBit) {
   size_t moved = 0;
   for (const float v : got) moved += v != 0.25f;
   EXPECT_GT(moved, n / 2);
+}
+
+TEST_P(PresortedSparse, IndexedBatchGivesTheForwardProductBitForBit) {
+  Rng rng(21);
+  for (const bool ascending : {true, false}) {
+    for (const int threads : {1, 2, 3}) {
+      SCOPED_TRACE(std::string(ascending ? "ascending rows" : "rows in any order") + ", " +
+                   std::to_string(threads) + " threads");
+      auto be = backend(threads);
+      SparseBatch b;
+      b.rows = 37;
+      b.cols = 400;
+      b.row_ptr.push_back(0);
+      for (uint32_t r = 0; r < b.rows; ++r) {
+        std::vector<uint32_t> items;
+        const uint32_t count = uint32_t(rng.below(14));  // empty rows too
+        for (uint32_t k = 0; k < count; ++k)
+          items.push_back(uint32_t(rng.below(k % 3 == 0 ? 15 : b.cols)));
+        if (count > 3) items.push_back(items[1]);  // an index twice in a row
+        if (ascending) std::sort(items.begin(), items.end());
+        for (const uint32_t j : items) {
+          b.index.push_back(j);
+          b.value.push_back(float(rng.uniform()) + 0.5f);
+        }
+        b.row_ptr.push_back(uint32_t(b.index.size()));
+      }
+      for (uint32_t r = 0; r < b.rows; ++r) b.row_weight.push_back(0.5f + float(r % 4));
+      std::vector<uint32_t> mark;
+      index_touched(b, mark);
+      const uint32_t n_out = 600;
+      std::vector<float> w(size_t(b.cols) * n_out);
+      for (float& v : w) v = float(rng.uniform()) - 0.5f;
+
+      auto row_ptr = test::to_device(*be, b.row_ptr);
+      auto index = test::to_device(*be, b.index);
+      auto value = test::to_device(*be, b.value);
+      auto weight = test::to_device(*be, b.row_weight);
+      auto slot = test::to_device(*be, b.slot);
+      auto touched = test::to_device(*be, b.touched);
+      auto groups = test::to_device(*be, b.slot_groups);
+      auto dw = test::to_device(*be, w);
+      SparseView plain;
+      plain.rows = b.rows;
+      plain.cols = b.cols;
+      plain.row_ptr = row_ptr.data();
+      plain.index = index.data();
+      plain.value = value.data();
+      plain.row_weight = weight.data();
+      plain.nnz = b.index.size();
+      SparseView indexed = plain;
+      indexed.touched = touched.data();
+      indexed.slot = slot.data();
+      indexed.touched_count = uint32_t(b.touched.size());
+      indexed.slot_ptr = groups.data();
+      indexed.slot_entry = indexed.slot_ptr + b.touched.size() + 1;
+      indexed.slot_row = indexed.slot_entry + b.index.size();
+
+      const size_t n = size_t(b.rows) * n_out;
+      DeviceArray<float> z_plain(*be, n), z_indexed(*be, n);
+      be->fill(z_plain.data(), n, 0.25f);  // the product is added to what is there
+      be->fill(z_indexed.data(), n, 0.25f);
+      be->sparse_matmul(plain, dw.data(), n_out, z_plain.data());
+      be->sparse_matmul(indexed, dw.data(), n_out, z_indexed.data());
+      const auto want = z_plain.to_host(), got = z_indexed.to_host();
+      EXPECT_EQ(got, want);
+      size_t moved = 0;
+      for (const float v : got) moved += v != 0.25f;
+      EXPECT_GT(moved, n / 2);
+    }
+  }
 }
 
 TEST_P(PresortedSparse, SortedTargetRowsGiveTheLossOfSortedEntries) {

@@ -4,8 +4,10 @@
 // Determinism: every output element receives its terms in (row, entry) order, whatever the
 // partitioning, so results do not depend on the thread count. The gradient is partitioned by
 // output column (rows of the batch share input indices, so partitioning by batch row would
-// race); when there are too few columns to share, by ranges of input index instead. The entries'
-// factors are backend/math/sparse_math.h's, as in the CUDA kernels (cuda/sparse.cu).
+// race); when there are too few columns to share, by ranges of input index instead. The gradient
+// of a batch indexed for row-sparse training goes item by item (below), each item's rows to one
+// task, in the same order: the same bits. The entries' factors are backend/math/sparse_math.h's,
+// as in the CUDA kernels (cuda/sparse.cu).
 #include <algorithm>
 #include <string>
 
@@ -64,6 +66,41 @@ void gradient_range(const SparseView& x, const float* delta, uint32_t n_out, flo
   }
 }
 
+// The item-major weight gradient, for batches indexed on the loader thread for row-sparse
+// training (SparseView::slot_ptr: the entries grouped by item, in entry order within an item).
+// gradient_range reads and writes a gradient row per entry, each a miss in the caches (a 256 x
+// 144 batch into 1,024 units: 151 MB each way for 44 MB of distinct rows); grouped by item, each
+// row of G is read and written once, and what is read per entry is the batch's delta row, which
+// stays in L2. The forward product stays row-major: grouped, it gained 15% on uniformly drawn
+// items but nothing on the benchmark's popularity-skewed ones, whose popular rows stay cached.
+bool grouped(const SparseView& x) {
+  return x.slot_ptr && x.slot_entry && x.slot_row && x.touched_count > 0;
+}
+
+// G[item] += s * delta[r] for every entry, for the items of groups [t_lo, t_hi): each element
+// receives its terms in entry order, as gradient_range adds them.
+void grouped_gradient_range(const SparseView& x, const float* delta, uint32_t n_out, float alpha,
+                            float* g, size_t t_lo, size_t t_hi) {
+  for (size_t t = t_lo; t < t_hi; ++t) {
+    const uint32_t q0 = x.slot_ptr[t], q1 = x.slot_ptr[t + 1];
+    if (q0 == q1) continue;
+    if (t + kPrefetchEntries < t_hi &&
+        x.slot_ptr[t + kPrefetchEntries] < x.slot_ptr[t + kPrefetchEntries + 1]) {
+      const uint32_t ahead = x.index[x.slot_entry[x.slot_ptr[t + kPrefetchEntries]]];
+      prefetch_span<1>(g + size_t(ahead) * n_out, 0, n_out);
+    }
+    float* gr = g + size_t(x.index[x.slot_entry[q0]]) * n_out;
+    for (uint32_t q = q0; q < q1; ++q) {
+      const uint32_t e = x.slot_entry[q], r = x.slot_row[q];
+      const float s =
+          math::sparse_gradient_scale(alpha, x.value, e, math::example_weight(x.row_weight, r));
+      const float* dr = delta + size_t(r) * n_out;
+#pragma omp simd
+      for (uint32_t o = 0; o < n_out; ++o) gr[o] += s * dr[o];
+    }
+  }
+}
+
 }  // namespace
 
 void CpuBackend::sparse_matmul(const SparseView& x, const float* w, uint32_t n_out, float* z) {
@@ -96,6 +133,16 @@ void CpuBackend::sparse_weight_gradient(const SparseView& x, const float* delta,
   if (x.rows == 0 || n_out == 0) return;
   check_indices(x, "sparse_weight_gradient");
   const size_t work = size_t(x.row_ptr[x.rows]) * n_out;
+  if (grouped(x)) {  // items split between tasks: each row of G is written by one
+    auto range = [&](size_t lo, size_t hi) {
+      grouped_gradient_range(x, delta, n_out, alpha, g, lo, hi);
+    };
+    if (work < kParallelMin)
+      range(0, x.touched_count);
+    else
+      cpu::parallel_ranges(*pool_, x.touched_count, 16, range);
+    return;
+  }
   if (work < kParallelMin || threads_ == 1) {
     gradient_range(x, delta, n_out, alpha, g, 0, n_out, 0, x.cols);
     return;
