@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <exception>
 #include <functional>
+#include <immintrin.h>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,28 @@ void bf16_products(CpuBackend& be, int reps, uint32_t batch, uint32_t hidden, ui
   }
 }
 
+// One core's arithmetic peak with AVX-512: FP32 FMAs (vfmadd231ps, 32 FLOPs) against BF16 dot
+// products (vdpbf16ps, 64 FLOPs), each a loop of 12 independent accumulators in registers: the
+// ceiling of any BF16 product without AMX, whoever writes the kernel (docs/wide-outputs.md).
+__attribute__((target("avx512f,avx512bf16"))) void isa_peaks() {
+  constexpr long kIters = 20000000;
+  __m512 acc[12];
+  const __m512 x = _mm512_set1_ps(1.0001f), y = _mm512_set1_ps(0.9999f);
+  const __m512bh xb = (__m512bh)_mm512_set1_epi16(0x3f80);
+  for (int bf16 = 0; bf16 < 2; ++bf16) {
+    for (auto& a : acc) a = _mm512_setzero_ps();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (long it = 0; it < kIters; ++it)
+      for (auto& a : acc) a = bf16 ? _mm512_dpbf16_ps(a, xb, xb) : _mm512_fmadd_ps(x, y, a);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    float sum = 0.0f;
+    for (auto& a : acc) sum += _mm512_reduce_add_ps(a);
+    std::printf("one core's peak, %s %8.1f GFLOP/s (checksum %.3g)\n",
+                bf16 ? "vdpbf16ps zmm  " : "vfmadd231ps zmm",
+                double(kIters) * 12 * (bf16 ? 64 : 32) / s * 1e-9, sum);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -119,6 +142,7 @@ int main(int argc, char** argv) {
   const int reps = argc > 2 ? std::atoi(argv[2]) : 10;
   CpuBackend be(threads);
   std::printf("cpu backend, %d threads, median of %d\n", be.threads(), reps);
+  if (__builtin_cpu_supports("avx512bf16")) isa_peaks();
   const uint32_t batch = 256, items = 27278, nnz = 144;
   Rng rng(1);
 
