@@ -14,13 +14,14 @@
 //   sparse_matmul 256 rows x 144 nnz -> 1024: 14.9, -> 128: 1.1
 //   sparse_weight_gradient same shapes: 14.9 and 1.6
 //   top_k k=100 over 256x27278: 18
+#include <immintrin.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <functional>
-#include <immintrin.h>
 #include <string>
 #include <vector>
 
