@@ -14,7 +14,9 @@
 //   sparse_matmul 256 rows x 144 nnz -> 1024: 14.9, -> 128: 1.1
 //   sparse_weight_gradient same shapes: 14.9 and 1.6
 //   top_k k=100 over 256x27278: 18
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -117,6 +119,7 @@ void bf16_products(CpuBackend& be, int reps, uint32_t batch, uint32_t hidden, ui
 // One core's arithmetic peak with AVX-512: FP32 FMAs (vfmadd231ps, 32 FLOPs) against BF16 dot
 // products (vdpbf16ps, 64 FLOPs), each a loop of 12 independent accumulators in registers: the
 // ceiling of any BF16 product without AMX, whoever writes the kernel (docs/wide-outputs.md).
+#if defined(__x86_64__)
 __attribute__((target("avx512f,avx512bf16"))) void isa_peaks() {
   constexpr long kIters = 20000000;
   __m512 acc[12];
@@ -135,6 +138,7 @@ __attribute__((target("avx512f,avx512bf16"))) void isa_peaks() {
                 double(kIters) * 12 * (bf16 ? 64 : 32) / s * 1e-9, sum);
   }
 }
+#endif
 
 }  // namespace
 
@@ -143,7 +147,9 @@ int main(int argc, char** argv) {
   const int reps = argc > 2 ? std::atoi(argv[2]) : 10;
   CpuBackend be(threads);
   std::printf("cpu backend, %d threads, median of %d\n", be.threads(), reps);
+#if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512bf16")) isa_peaks();
+#endif
   const uint32_t batch = 256, items = 27278, nnz = 144;
   Rng rng(1);
 
