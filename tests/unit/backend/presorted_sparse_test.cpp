@@ -26,6 +26,38 @@ namespace {
 
 class PresortedSparse : public test::BackendTest {};
 
+// An indexed batch (data/batch.h index_touched) in backend memory, and its views: `plain` as an
+// unindexed batch hands it over, `indexed` with the distinct items, slots and slot groups.
+struct UploadedBatch {
+  DeviceArray<uint32_t> row_ptr, index, slot, touched, groups;
+  DeviceArray<float> value, weight;
+  SparseView plain, indexed;
+
+  UploadedBatch(Backend& be, const SparseBatch& b)
+      : row_ptr(test::to_device(be, b.row_ptr)),
+        index(test::to_device(be, b.index)),
+        slot(test::to_device(be, b.slot)),
+        touched(test::to_device(be, b.touched)),
+        groups(test::to_device(be, b.slot_groups)),
+        value(test::to_device(be, b.value)),
+        weight(test::to_device(be, b.row_weight)) {
+    plain.rows = b.rows;
+    plain.cols = b.cols;
+    plain.row_ptr = row_ptr.data();
+    plain.index = index.data();
+    plain.value = value.data();
+    plain.row_weight = weight.data();
+    plain.nnz = b.index.size();
+    indexed = plain;
+    indexed.touched = touched.data();
+    indexed.slot = slot.data();
+    indexed.touched_count = uint32_t(b.touched.size());
+    indexed.slot_ptr = groups.data();
+    indexed.slot_entry = indexed.slot_ptr + b.touched.size() + 1;
+    indexed.slot_row = indexed.slot_entry + b.index.size();
+  }
+};
+
 TEST_P(PresortedSparse, GroupedGradientEqualsTheSortedOneBitForBit) {
   auto be = backend(2);
   Rng rng(9);
@@ -49,28 +81,16 @@ TEST_P(PresortedSparse, GroupedGradientEqualsTheSortedOneBitForBit) {
   std::vector<float> delta(size_t(b.rows) * n_out);
   for (float& d : delta) d = float(rng.uniform()) - 0.5f;
 
-  auto row_ptr = test::to_device(*be, b.row_ptr);
-  auto slot = test::to_device(*be, b.slot);
-  auto value = test::to_device(*be, b.value);
-  auto weight = test::to_device(*be, b.row_weight);
-  auto touched = test::to_device(*be, b.touched);
-  auto groups = test::to_device(*be, b.slot_groups);
+  const UploadedBatch up(*be, b);
   auto d = test::to_device(*be, delta);
-  SparseView sorted;
-  sorted.rows = b.rows;
+  // The compact row-sparse gradient's view (indices are slots), without and with the groups.
+  SparseView sorted = up.indexed;
   sorted.cols = uint32_t(b.touched.size());
-  sorted.row_ptr = row_ptr.data();
-  sorted.index = slot.data();
-  sorted.value = value.data();
-  sorted.row_weight = weight.data();
-  sorted.nnz = b.index.size();
-  sorted.touched = touched.data();
-  sorted.slot = slot.data();
-  sorted.touched_count = uint32_t(b.touched.size());
-  SparseView grouped = sorted;
-  grouped.slot_ptr = groups.data();
-  grouped.slot_entry = grouped.slot_ptr + b.touched.size() + 1;
-  grouped.slot_row = grouped.slot_entry + b.index.size();
+  sorted.index = up.slot.data();
+  sorted.slot_ptr = sorted.slot_entry = sorted.slot_row = nullptr;
+  SparseView grouped = up.indexed;
+  grouped.cols = sorted.cols;
+  grouped.index = sorted.index;
 
   const size_t n = b.touched.size() * size_t(n_out);
   DeviceArray<float> g_sorted(*be, n), g_grouped(*be, n);
@@ -117,36 +137,15 @@ TEST_P(PresortedSparse, IndexedBatchGivesTheForwardProductBitForBit) {
       std::vector<float> w(size_t(b.cols) * n_out);
       for (float& v : w) v = float(rng.uniform()) - 0.5f;
 
-      auto row_ptr = test::to_device(*be, b.row_ptr);
-      auto index = test::to_device(*be, b.index);
-      auto value = test::to_device(*be, b.value);
-      auto weight = test::to_device(*be, b.row_weight);
-      auto slot = test::to_device(*be, b.slot);
-      auto touched = test::to_device(*be, b.touched);
-      auto groups = test::to_device(*be, b.slot_groups);
+      const UploadedBatch up(*be, b);
       auto dw = test::to_device(*be, w);
-      SparseView plain;
-      plain.rows = b.rows;
-      plain.cols = b.cols;
-      plain.row_ptr = row_ptr.data();
-      plain.index = index.data();
-      plain.value = value.data();
-      plain.row_weight = weight.data();
-      plain.nnz = b.index.size();
-      SparseView indexed = plain;
-      indexed.touched = touched.data();
-      indexed.slot = slot.data();
-      indexed.touched_count = uint32_t(b.touched.size());
-      indexed.slot_ptr = groups.data();
-      indexed.slot_entry = indexed.slot_ptr + b.touched.size() + 1;
-      indexed.slot_row = indexed.slot_entry + b.index.size();
 
       const size_t n = size_t(b.rows) * n_out;
       DeviceArray<float> z_plain(*be, n), z_indexed(*be, n);
       be->fill(z_plain.data(), n, 0.25f);  // the product is added to what is there
       be->fill(z_indexed.data(), n, 0.25f);
-      be->sparse_matmul(plain, dw.data(), n_out, z_plain.data());
-      be->sparse_matmul(indexed, dw.data(), n_out, z_indexed.data());
+      be->sparse_matmul(up.plain, dw.data(), n_out, z_plain.data());
+      be->sparse_matmul(up.indexed, dw.data(), n_out, z_indexed.data());
       const auto want = z_plain.to_host(), got = z_indexed.to_host();
       EXPECT_EQ(got, want);
       size_t moved = 0;

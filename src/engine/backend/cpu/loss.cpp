@@ -110,6 +110,17 @@ double sum_lanes(const double* lanes) {
   return s;
 }
 
+// Runs chunk(b, end) over a row's units in chunks of cpu::kChunk, prefetching the activations
+// (and, with kDelta, the deltas) ahead of them (see stream.h): the frame of every sweep below.
+template <bool kDelta, typename Chunk>
+NN_FORCE_INLINE void sweep_chunks(const float* a, float* d, uint32_t cols, const Chunk& chunk) {
+  for (uint32_t b = 0; b < cols; b += cpu::kChunk) {
+    cpu::prefetch_ahead(a, b);
+    if constexpr (kDelta) cpu::prefetch_ahead<1>(d, b);
+    chunk(b, std::min<uint32_t>(cols, b + cpu::kChunk));
+  }
+}
+
 // The sparse sweep (t = 0 at every unit) of a form whose error there is a log
 // (math::kZeroErrorIsLog): the deltas as loss_sweep_unit gives them, the error as the log of the
 // factors' product (cpu/log_product.h; its log per unit is left unused and compiled away).
@@ -119,10 +130,7 @@ double log_error_sweep(const Options& o, const float* a, float* d, float w, uint
   zeros.ignore_zero = false;
   cpu::LogProductLanes product;
   double* lanes = product.lanes();
-  for (uint32_t b = 0; b < cols; b += cpu::kChunk) {
-    const uint32_t end = std::min<uint32_t>(cols, b + cpu::kChunk);
-    cpu::prefetch_ahead(a, b);
-    if constexpr (kDelta) cpu::prefetch_ahead<1>(d, b);
+  sweep_chunks<kDelta>(a, d, cols, [&](uint32_t b, uint32_t end) {
 #pragma omp simd
     for (uint32_t j = b; j < end; ++j) {
       lanes[j - b] *= double(math::zero_log_factor<F>(zeros, a[j]));
@@ -133,7 +141,7 @@ double log_error_sweep(const Options& o, const float* a, float* d, float w, uint
       }
     }
     product.end_chunk();
-  }
+  });
   return -double(w) * double(math::zero_log_scale<F>(zeros)) * product.sum_of_logs();
 }
 
@@ -176,17 +184,14 @@ double elementwise_row(const Options& o, const RowInput& in, uint32_t cols) {
   } else {
     Options zeros = o;
     zeros.ignore_zero = false;
-    for (uint32_t b = 0; b < cols; b += cpu::kChunk) {
-      const uint32_t end = std::min<uint32_t>(cols, b + cpu::kChunk);
-      cpu::prefetch_ahead(a, b);
-      if constexpr (kDelta) cpu::prefetch_ahead<1>(d, b);
+    sweep_chunks<kDelta>(a, d, cols, [&](uint32_t b, uint32_t end) {
 #pragma omp simd
       for (uint32_t j = b; j < end; ++j) {
         float dz;
         lanes[j - b] += math::loss_sweep_unit<F, D>(zeros, a[j], 0.0f, w, true, dz);
         if constexpr (kDelta) d[j] = dz;
       }
-    }
+    });
     acc = sum_lanes(lanes);
   }
   const RowTargets& tg = *in.sp_t;
