@@ -246,6 +246,18 @@ def nn_datasets(fold):
     return data
 
 
+def pair_of_models(method, prefix):
+    """The two models of a "<prefix>A+B" row: names as given (ease, a configs/ name), folders
+    (anything with a path separator) made absolute."""
+    return [k if os.path.sep not in k else os.path.abspath(k)
+            for k in method[len(prefix):].split("+")]
+
+
+def nn_work_dir(fold, config):
+    """The fold's working folder of a network row: nn-<the config's or folder's name>."""
+    return os.path.join(fold.dir, "nn-" + os.path.basename(config.rstrip("/")))
+
+
 def config_dir(config):
     """configs/<config>, or the folder itself when given a path."""
     return config if os.path.isabs(config) else os.path.join(ROOT, "configs", config)
@@ -263,10 +275,9 @@ def nn_network(config, warm_from=None):
         warm_args = []
         if warm_from:
             nn_network(warm_from)(fold, log, settings)
-            warm_args = ["--warm-start", os.path.join(
-                fold.dir, "nn-" + os.path.basename(warm_from.rstrip("/")), "network.nc")]
+            warm_args = ["--warm-start", os.path.join(nn_work_dir(fold, warm_from), "network.nc")]
         source = config_dir(config)
-        work = os.path.join(fold.dir, "nn-" + os.path.basename(config.rstrip("/")))
+        work = nn_work_dir(fold, config)
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
         for name in os.listdir(data):
@@ -323,7 +334,7 @@ def full_scores(kind, fold, log, settings):
     sys.path.insert(0, os.path.join(os.path.dirname(tools_dir()), "..", "python"))
     import nnsuite  # noqa: E402 (the build tree's module, beside the tools)
     nn_network(kind)(fold, log, settings)
-    work = os.path.join(fold.dir, "nn-" + os.path.basename(kind.rstrip("/")))
+    work = nn_work_dir(fold, kind)
     model = nnsuite.Model.load(os.path.join(work, "network.nc"), threads=settings["threads"])
     names = model.items(model.input_layers[0])
     out_names = model.items(model.output_layers[0])
@@ -446,12 +457,10 @@ def main(argv=None):
         if m.startswith("nn:"):
             METHODS[m] = nn_network(os.path.abspath(m[3:]))
         elif m.startswith("warm:") and m.count("+") == 1:
-            first, then = [k if os.path.sep not in k else os.path.abspath(k)
-                           for k in m[len("warm:"):].split("+")]
+            first, then = pair_of_models(m, "warm:")
             METHODS[m] = nn_network(then, warm_from=first)
         elif m.startswith("blend:") and m.count("+") == 1:
-            kinds = [k if k == "ease" or not os.path.sep in k else os.path.abspath(k)
-                     for k in m[len("blend:"):].split("+")]
+            kinds = pair_of_models(m, "blend:")
             METHODS[m] = blend(kinds)
         elif m not in METHODS:
             parser.error(f"--methods: unknown {m!r}; expected some of {', '.join(METHODS)}")

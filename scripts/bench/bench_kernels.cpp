@@ -286,9 +286,7 @@ int main(int argc, char** argv) {
     iv.touched = b.touched.data();
     iv.slot = b.slot.data();
     iv.touched_count = uint32_t(b.touched.size());
-    iv.slot_ptr = b.slot_groups.data();
-    iv.slot_entry = iv.slot_ptr + b.touched.size() + 1;
-    iv.slot_row = iv.slot_entry + b.index.size();
+    iv.set_slot_groups(b.slot_groups.data());
     SparseView compact = iv;
     compact.index = b.slot.data();
     compact.cols = iv.touched_count;

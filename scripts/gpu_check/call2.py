@@ -231,7 +231,7 @@ CPU_BF16_AIM = 1.6  # BF16's examples per second over FP32's on 3x1024 that the 
 
 
 def cpu_bf16_step(bench):
-    """BF16 on the host's CPU, which this machine (2 cores without AVX512-BF16) cannot measure:
+    """BF16 on the host's CPU, which the development VMs can measure only now and then:
     where the GPU machine's CPU has AVX512-BF16 or AMX, nn-bench-autoencoder on the CPU backend
     in FP32 and in BF16 for both shapes (SGD, as docs/performance.md's CPU tables; BF16 forced,
     as the benchmark sets the precision itself), BF16's losses within 3e-2 of FP32's, and BF16's

@@ -46,6 +46,14 @@ struct SparseView {
   // Every row's indices are ascending (repeats allowed), as the host found them: a device
   // backend may take the entries as sorted by (row, index) without sorting them (targets).
   bool rows_sorted = false;
+
+  // Points slot_ptr, slot_entry and slot_row into one array laid out as SparseBatch::slot_groups
+  // (data/batch.h): touched_count + 1 offsets, then nnz entry numbers, then their nnz rows.
+  void set_slot_groups(const uint32_t* groups) {
+    slot_ptr = groups;
+    slot_entry = groups + touched_count + 1;
+    slot_row = slot_entry + nnz;
+  }
 };
 
 // Per-row filters of Backend::top_k_filtered, in backend memory, each a CSR over the rows (a part

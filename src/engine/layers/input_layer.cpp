@@ -60,9 +60,7 @@ void upload_index(Backend& backend, const SparseBatch& batch, DeviceArray<uint32
   view.touched_count = static_cast<uint32_t>(batch.touched.size());
   if (batch.slot_groups.size() == batch.touched.size() + 1 + 2 * batch.index.size()) {
     slot_groups.assign(backend, batch.slot_groups);
-    view.slot_ptr = slot_groups.data();
-    view.slot_entry = view.slot_ptr + batch.touched.size() + 1;
-    view.slot_row = view.slot_entry + batch.index.size();
+    view.set_slot_groups(slot_groups.data());
   }
 }
 

@@ -52,9 +52,7 @@ struct UploadedBatch {
     indexed.touched = touched.data();
     indexed.slot = slot.data();
     indexed.touched_count = uint32_t(b.touched.size());
-    indexed.slot_ptr = groups.data();
-    indexed.slot_entry = indexed.slot_ptr + b.touched.size() + 1;
-    indexed.slot_row = indexed.slot_entry + b.index.size();
+    indexed.set_slot_groups(groups.data());
   }
 };
 
