@@ -118,7 +118,11 @@ TEST(ProfileTraining, EveryLayerAndPhaseHasItsRange) {
   EXPECT_EQ(count.count("communication loss all-reduce"), 0u);  // one process
   EXPECT_GT(profiler.step_microseconds(), 0);
   EXPECT_LE(profiler.covered_microseconds(), profiler.step_microseconds());
-  EXPECT_GT(profiler.covered_microseconds(), 0.5 * profiler.step_microseconds());
+  // The ranges cover most of a step, not all: this fixture's step is a few hundred
+  // microseconds, of which the loop's own work between the ranges is a fixed part, and on a
+  // loaded 2-core machine the ranges covered 47% once (it failed at 50% in 1 of 20 idle runs and
+  // 4 of 20 beside two busy loops). A quarter still fails a profiler that times little of it.
+  EXPECT_GT(profiler.covered_microseconds(), 0.25 * profiler.step_microseconds());
   EXPECT_GT(profiler.loader_seconds(), 0);
 
   // The table went to the log: shares of the rows (not the phase totals) and "other" add up to
